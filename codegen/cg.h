@@ -1,0 +1,105 @@
+/* cg.h: lowering graph nodes to kernels in LLVM IR, and compiling them for a target.
+ *
+ * Kernel ABI (every target the same for now: the host):
+ *     void k<ID>_<op>(ptr arena, i64 wg_begin, i64 wg_end)
+ * The kernel computes work-groups [wg_begin, wg_end) of its grid. The runtime splits a kernel's
+ * grid across its threads; inside a work-group LLVM vectorizes the inner loops. Every buffer is
+ * at a fixed byte offset in the one arena (Node.offset, from plan-memory); assign nodes write
+ * their target's storage. */
+#ifndef NETC_CG_H
+#define NETC_CG_H
+
+#include <llvm-c/Core.h>
+
+#include "ir/ir.h"
+
+typedef struct {
+	char name[32];     /* "host" */
+	char triple[64];
+	char cpu[64];
+	char features[1024];
+	int simd_f32;      /* f32 lanes in one vector register: 16 with AVX-512, 8 with AVX2, 4 else */
+} CgTarget;
+
+typedef struct {
+	char name[64];     /* symbol: k<ID>_<op> */
+	int node;
+	int64_t grid;      /* number of work-groups */
+} CgKernel;
+
+typedef struct {
+	uint8_t *code;     /* the loadable code object (host: a shared object) */
+	size_t size;
+	CgKernel *kernels; /* one per node that owns a kernel, in node order */
+	int nkernels;
+	char *ir;          /* optimized LLVM IR as text, when asked for */
+} CgOutput;
+
+typedef struct Cg {
+	LLVMContextRef ctx;
+	LLVMModuleRef mod;
+	LLVMBuilderRef b;
+	const Graph *g;
+	const CgTarget *target;
+	LLVMTypeRef t_void, t_i1, t_i8, t_i32, t_i64, t_f16, t_bf16, t_f32, t_f64, t_ptr;
+	/* the kernel being emitted */
+	LLVMValueRef fn, arena, wg_begin, wg_end;
+	LLVMBasicBlockRef entry; /* allocas go here (cg_local) */
+} Cg;
+
+/* A lowering emits node n's kernel body into cg->fn (builder positioned in its body, after the
+ * entry block) for work-groups [cg->wg_begin, cg->wg_end) and returns the grid size. The driver
+ * adds the return. Each op's lowering is named in ir/ops.def. */
+typedef int64_t (*LowerFn)(Cg *cg, const Node *n);
+
+/* ---- driver (codegen/cg_core.c) ---- */
+bool cg_target_host(CgTarget *t);
+/* Lowers every node of the graph's programs that has a kernel, optimizes the module with the
+ * O3 pipeline, compiles it for t and links it (ld.lld) into a code object. want_ir keeps the IR. */
+bool cg_compile(const Graph *g, const CgTarget *t, bool want_ir, CgOutput *out, char *err, size_t errlen);
+void cg_output_free(CgOutput *out);
+/* Whether the node owns a kernel (its op has a lowering and it runs in a program). */
+bool cg_has_kernel(const Node *n);
+
+/* ---- helpers for lowerings (codegen/cg_core.c) ---- */
+LLVMValueRef cg_i32(Cg *cg, int64_t v);
+LLVMValueRef cg_i64(Cg *cg, int64_t v);
+LLVMValueRef cg_real(Cg *cg, LLVMTypeRef t, double v);
+LLVMTypeRef cg_storage_type(Cg *cg, DType t);  /* how the element is stored: half, bfloat, float... */
+LLVMTypeRef cg_compute_type(Cg *cg, DType t);  /* what arithmetic uses: f32 for f16/bf16/f32 */
+/* Pointer to element index (i64) of node id's buffer. */
+LLVMValueRef cg_ptr(Cg *cg, int id, LLVMValueRef index);
+/* Element of node id at linear index, in its compute type; a const node yields its constant. */
+LLVMValueRef cg_load(Cg *cg, int id, LLVMValueRef index);
+void cg_store(Cg *cg, int id, LLVMValueRef index, LLVMValueRef value);
+/* A local variable (alloca in the entry block; SROA turns it into registers). */
+LLVMValueRef cg_local(Cg *cg, LLVMTypeRef t, const char *name);
+/* Calls llvm.<name> overloaded on type t (e.g. "exp", "fma", "maxnum", "sqrt"). */
+LLVMValueRef cg_intrinsic(Cg *cg, const char *name, LLVMTypeRef t, LLVMValueRef *args, int nargs);
+
+/* for (i = lo; i < hi; i++): cg_for_begin leaves the builder in the body, cg_for_end closes the
+ * loop and leaves the builder after it. */
+typedef struct {
+	LLVMValueRef i;
+	LLVMBasicBlockRef cond, body, exit;
+	LLVMValueRef hi;
+	LLVMValueRef var;
+} CgLoop;
+CgLoop cg_for_begin(Cg *cg, LLVMValueRef lo, LLVMValueRef hi, const char *name);
+void cg_for_end(Cg *cg, CgLoop *loop);
+
+/* ---- lowerings named in ir/ops.def ---- */
+int64_t cg_lower_elemwise(Cg *cg, const Node *n);            /* codegen/lower_elemwise.c */
+int64_t cg_lower_reduce(Cg *cg, const Node *n);              /* codegen/lower_reduce.c */
+int64_t cg_lower_softmax(Cg *cg, const Node *n);             /* codegen/lower_reduce.c */
+int64_t cg_lower_loss(Cg *cg, const Node *n);                /* codegen/lower_reduce.c */
+int64_t cg_lower_conv2d(Cg *cg, const Node *n);              /* codegen/lower_conv.c */
+int64_t cg_lower_conv2d_grad_input(Cg *cg, const Node *n);   /* codegen/lower_conv.c */
+int64_t cg_lower_conv2d_grad_weight(Cg *cg, const Node *n);  /* codegen/lower_conv.c */
+int64_t cg_lower_matmul(Cg *cg, const Node *n);              /* codegen/lower_conv.c */
+int64_t cg_lower_max_pool2d(Cg *cg, const Node *n);          /* codegen/lower_pool.c */
+int64_t cg_lower_avg_pool2d(Cg *cg, const Node *n);          /* codegen/lower_pool.c */
+int64_t cg_lower_max_pool2d_grad(Cg *cg, const Node *n);     /* codegen/lower_pool.c */
+int64_t cg_lower_avg_pool2d_grad(Cg *cg, const Node *n);     /* codegen/lower_pool.c */
+
+#endif

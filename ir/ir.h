@@ -1,0 +1,147 @@
+/* ir.h: the graph IR. A graph is an array of nodes in topological order; every node computes one
+ * value (a tensor with a static shape and dtype) from the values of earlier nodes. */
+#ifndef NETC_IR_H
+#define NETC_IR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ir/diag.h"
+#include "ir/dtype.h"
+#include "ir/train_config.h"
+
+#define IR_MAX_DIMS 6
+#define IR_MAX_INPUTS 4
+#define IR_MAX_ATTRS 8
+
+typedef enum {
+#define OP(id, name, pattern, nin, attrs, shape, ref, grad, flops, lower) OP_##id,
+#include "ir/ops.def"
+#undef OP
+	OP_COUNT
+} OpId;
+
+/* Fusion patterns in TVM's order: a fused group's pattern is the largest of its members'. */
+typedef enum {
+	PAT_ELEMWISE,
+	PAT_BROADCAST,
+	PAT_INJECTIVE,
+	PAT_REDUCE,
+	PAT_ANCHOR, /* out-elemwise-fusable: conv, matmul, pooling */
+	PAT_OPAQUE
+} Pattern;
+
+/* Which programs a node runs in. */
+enum { PROG_TRAIN = 1, PROG_EVAL = 2 };
+
+/* param->attr[0] (init) and state->attr[0] */
+enum { INIT_ZERO = 0, INIT_UNIFORM = 1 };
+/* runtime->attr[0] (slot): values the runtime writes before each step */
+enum { RUNTIME_LR = 0, RUNTIME_RNG = 1 };
+
+typedef struct {
+	int rank;
+	int64_t dim[IR_MAX_DIMS];
+} Shape;
+
+typedef struct Node {
+	int id;
+	OpId op;
+	int nin;
+	int in[IR_MAX_INPUTS];       /* ids of input nodes, all smaller than id */
+	double attr[IR_MAX_ATTRS];   /* by the op's attribute list in ops.def */
+	Shape shape;
+	DType dtype;
+	char *name;                  /* unique in the graph; owned by the graph */
+	SrcLoc loc;                  /* where the .net file made it; line 0 if a pass did */
+	unsigned programs;           /* PROG_* bits */
+	int grad_of;                 /* gradient nodes: the node whose gradient this is; else -1 */
+	int64_t offset;              /* byte offset in the arena (plan-memory); -1 for none */
+} Node;
+
+typedef struct Graph {
+	char name[64];
+	Node *node;
+	int nnodes, cap;
+	int64_t batch;
+	TrainConfig train;
+	int image, label;       /* data inputs */
+	int output;             /* scores the loss consumes (training program) */
+	int loss;               /* training loss, a scalar */
+	int eval_output, eval_loss; /* the same in the evaluation program, -1 until make-eval */
+	int lr, rng;            /* runtime nodes, -1 until autodiff makes them */
+	int64_t arena_bytes;    /* set by plan-memory */
+} Graph;
+
+typedef struct GradContext GradContext;
+
+typedef bool (*ShapeFn)(Node *n, const Graph *g, char *err, size_t errlen);
+typedef void (*RefFn)(const Graph *g, const Node *n, const double *const *in, double *out);
+typedef void (*GradFn)(GradContext *gc, const Node *n, int dy);
+typedef double (*FlopsFn)(const Graph *g, const Node *n);
+
+typedef struct {
+	const char *name;
+	Pattern pattern;
+	int nin;
+	const char *attrs; /* comma-separated attribute names */
+	ShapeFn shape;
+	RefFn ref;
+	GradFn grad;
+	FlopsFn flops;
+} OpInfo;
+
+extern const OpInfo ir_ops[OP_COUNT];
+
+/* ---- ops and shapes (ir/graph.c) ---- */
+int ir_op_lookup(const char *name);                 /* OpId or -1 */
+int ir_op_nattrs(OpId op);
+int ir_attr_index(OpId op, const char *attr);       /* index or -1 */
+const char *ir_attr_name(OpId op, int i, char *buf, size_t len);
+
+int64_t shape_numel(const Shape *s);
+bool shape_eq(const Shape *a, const Shape *b);
+Shape shape_make(int rank, const int64_t *dim);
+/* "[64, 1, 28, 28]" */
+const char *shape_str(const Shape *s, char *buf, size_t len);
+
+/* ---- building graphs (ir/graph.c) ---- */
+Graph *ir_graph_new(const char *name);
+void ir_graph_free(Graph *g);
+/* Adds a node of op with inputs in[0..nin) and attributes attr[0..nattrs) (NULL: zeros), infers its
+ * shape and dtype, and names it name (NULL: a fresh "%id" style name). Returns its id, or -1 with
+ * a message in err when the inputs do not fit the op (the message names the op and the shapes). */
+int ir_add(Graph *g, OpId op, const int *in, const double *attr, const char *name, char *err, size_t errlen);
+/* ir_add for passes, whose nodes are right by construction: aborts with the message otherwise. */
+int ir_emit(Graph *g, OpId op, const int *in, const double *attr);
+/* Leaves: the caller gives shape and dtype. */
+int ir_leaf(Graph *g, OpId op, const char *name, Shape shape, DType dtype, const double *attr);
+int ir_const(Graph *g, double value);               /* f32 scalar */
+int ir_find(const Graph *g, const char *name);      /* node id or -1 */
+void ir_set_name(Graph *g, int id, const char *name);
+/* Sum x over the axes along which it was broadcast to reach its shape from shape to. */
+int ir_sum_to(Graph *g, int x, const Shape *to);
+
+/* ---- checking and printing ---- */
+bool ir_verify(const Graph *g, char *err, size_t errlen);                 /* ir/verify.c */
+/* Prints the nodes of the given programs (0: every node) as text. */
+void ir_print(FILE *out, const Graph *g, unsigned programs);             /* ir/print.c */
+double ir_flops(const Graph *g, unsigned programs);                      /* ir/graph.c */
+int64_t ir_param_count(const Graph *g);                                  /* ir/graph.c */
+
+/* ---- reference interpreter (ir/interp.c) ---- */
+void ir_eval_node(const Graph *g, const Node *n, const double *const *in, double *out);
+/* Evaluates, in node order, every non-leaf node of the programs into values[id] (arrays of
+ * shape_numel doubles the caller owns). Leaf values must be filled in before. */
+void ir_interp(const Graph *g, unsigned programs, double **values);
+
+/* ---- gradient rules (implemented in passes/autodiff.c, used by the ops' GradFn) ---- */
+Graph *gc_graph(GradContext *gc);
+/* Adds grad to the gradient flowing into node x (summing contributions). */
+void gc_accumulate(GradContext *gc, int x, int grad);
+/* The runtime rng node, for ops whose gradient needs the same random draws. */
+int gc_rng(GradContext *gc);
+
+#endif

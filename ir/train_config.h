@@ -1,0 +1,49 @@
+/* train_config.h: the training section of a .net file, as the compiler reads it and the runtime
+ * uses it (header only: the runtime links none of the compiler). */
+#ifndef NETC_TRAIN_CONFIG_H
+#define NETC_TRAIN_CONFIG_H
+
+#include <stdint.h>
+
+typedef enum { OPT_SGD, OPT_ADADELTA, OPT_COUNT } OptimizerKind;
+typedef enum { SCHED_NONE, SCHED_STEP, SCHED_COUNT } ScheduleKind;
+
+typedef struct {
+	OptimizerKind optimizer;
+	double lr;
+	double momentum;     /* sgd */
+	double dampening;    /* sgd */
+	int nesterov;        /* sgd */
+	double weight_decay; /* sgd, adadelta */
+	double rho;          /* adadelta */
+	double eps;          /* adadelta */
+
+	ScheduleKind schedule;
+	int64_t step_size; /* step schedule: epochs between decays */
+	double gamma;      /* step schedule: factor per decay */
+
+	int64_t batch;
+	int64_t epochs;
+	int64_t steps;    /* 0: run whole epochs */
+	char dataset[32]; /* "mnist" */
+	int64_t log_every; /* steps between progress lines */
+} TrainConfig;
+
+static inline TrainConfig train_config_default(void)
+{
+	TrainConfig c = {0};
+	c.optimizer = OPT_SGD;
+	c.lr = 0.01;
+	c.rho = 0.9;
+	c.eps = 1e-6;
+	c.schedule = SCHED_NONE;
+	c.step_size = 1;
+	c.gamma = 1.0;
+	c.batch = 64;
+	c.epochs = 1;
+	c.log_every = 50;
+	c.dataset[0] = 'm', c.dataset[1] = 'n', c.dataset[2] = 'i', c.dataset[3] = 's', c.dataset[4] = 't';
+	return c;
+}
+
+#endif

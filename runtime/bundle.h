@@ -1,0 +1,81 @@
+/* bundle.h: the compiled artifact, the one format the compiler and the runtime share.
+ * A bundle holds the plan once (buffers at arena offsets, the kernel launch lists of the training
+ * and evaluation programs, parameter initialization) and one code object per target. */
+#ifndef NETC_BUNDLE_H
+#define NETC_BUNDLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ir/dtype.h"
+#include "ir/train_config.h"
+
+#define BUNDLE_MAGIC "NETCBNDL"
+#define BUNDLE_VERSION 1
+#define BUNDLE_MAX_DIMS 6
+
+typedef enum {
+	BUF_ACTIVATION, /* computed by a kernel */
+	BUF_IMAGE,      /* data input, written by the runtime before a step */
+	BUF_LABEL,      /* i32 labels, written by the runtime */
+	BUF_PARAM,      /* trainable, initialized by the runtime */
+	BUF_STATE,      /* optimizer state, zero at the start */
+	BUF_LR,         /* f32 scalar: the learning rate of this step */
+	BUF_RNG,        /* i32[2]: seed, step; dropout's Philox key and counter */
+	BUF_ALIAS       /* no storage of its own: offset is its target's (assign) */
+} BufferRole;
+
+typedef struct {
+	char name[96];
+	int32_t node;        /* graph node id */
+	int32_t role;        /* BufferRole */
+	int32_t dtype;       /* DType */
+	int32_t rank;
+	int64_t dim[BUNDLE_MAX_DIMS];
+	int64_t offset;      /* bytes into the arena; -1 for a value with no storage (a constant) */
+	int64_t bytes;
+	int32_t init;        /* params: INIT_ZERO or INIT_UNIFORM (ir.h) */
+	double bound;        /* INIT_UNIFORM draws from [-bound, bound) */
+	int32_t programs;    /* PROG_* bits of the node */
+} BundleBuffer;
+
+typedef struct {
+	char name[64];       /* symbol in the code object */
+	int32_t node;
+	int64_t grid;        /* work-groups */
+} BundleKernel;
+
+typedef struct {
+	char target[32];     /* "host" */
+	uint64_t size;
+	uint8_t *data;
+} BundleCode;
+
+typedef struct {
+	char model[64];
+	int64_t batch;
+	int64_t arena_bytes;
+	TrainConfig train;
+	double flops_per_step;  /* training program, counted by the compiler */
+	/* indices into buf[], -1 when absent */
+	int32_t image, label, loss, output, eval_loss, eval_output, lr, rng;
+	BundleBuffer *buf;
+	int32_t nbuf;
+	BundleKernel *train_kernels; /* launch order of one training step */
+	int32_t ntrain;
+	BundleKernel *eval_kernels;  /* launch order of one evaluation batch */
+	int32_t neval;
+	BundleCode *code;
+	int32_t ncode;
+} Bundle;
+
+/* runtime/bundle.c */
+bool bundle_write(const Bundle *b, const char *path, char *err, size_t errlen);
+/* A truncated, foreign or newer file is an error naming the file and what was expected. */
+bool bundle_read(Bundle *b, const char *path, char *err, size_t errlen);
+void bundle_free(Bundle *b);
+int bundle_find_buffer(const Bundle *b, const char *name); /* index or -1 */
+const BundleCode *bundle_code_for(const Bundle *b, const char *target);
+
+#endif

@@ -1,0 +1,13 @@
+import os
+import lit.formats
+
+config.name = "netc"
+config.test_format = lit.formats.ShTest(execute_external=True)
+config.suffixes = [".net", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(os.path.dirname(config.netc), "tests", "lit-out")
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py.in", "inputs"]
+config.substitutions.append(("%netc", config.netc))
+config.substitutions.append(("FileCheck", config.filecheck))
+config.substitutions.append(("%models", os.path.join(config.netc_source_dir, "models")))
+config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "inputs")))
