@@ -121,6 +121,11 @@ int ir_leaf(Graph *g, OpId op, const char *name, Shape shape, DType dtype, const
 int ir_const(Graph *g, double value);               /* f32 scalar */
 int ir_find(const Graph *g, const char *name);      /* node id or -1 */
 void ir_set_name(Graph *g, int id, const char *name);
+/* Adds prog to the programs of every non-leaf node that roots[0..nroots) depend on. */
+void ir_mark_program(Graph *g, const int *roots, int nroots, unsigned prog);
+/* Whether op is a leaf: its value comes from outside the program (input, param, state, runtime,
+ * const). */
+bool ir_is_leaf(OpId op);
 /* Sum x over the axes along which it was broadcast to reach its shape from shape to. */
 int ir_sum_to(Graph *g, int x, const Shape *to);
 

@@ -16,6 +16,10 @@ bool pass_make_eval(Graph *g, const PassOptions *o, Diag *d);
 /* plan-memory: a byte offset in one arena for every value that needs storage (passes/plan_memory.c) */
 bool pass_plan_memory(Graph *g, const PassOptions *o, Diag *d);
 
+/* Reverse-mode gradients of loss: adds the gradient nodes and returns an array (caller frees)
+ * mapping each node id that existed before to the id of its gradient, -1 where none flows. */
+int *autodiff_gradients(Graph *g, int loss);
+
 /* The optimizer's update nodes for one param p with gradient grad (passes/optimizer.c). */
 void optimizer_emit_update(Graph *g, int p, int grad);
 

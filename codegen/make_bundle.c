@@ -1,0 +1,110 @@
+/* make_bundle.c: a planned graph and its compiled code object become a bundle, the format the
+ * runtime reads. Every node with storage is listed as a buffer (by node id) so tools such as
+ * `netc check` can read any value after a step. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/make_bundle.h"
+
+static void *xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size);
+	if (!p)
+		abort();
+	return p;
+}
+
+static int32_t role_of(const Graph *g, const Node *n)
+{
+	if (n->id == g->image)
+		return BUF_IMAGE;
+	if (n->id == g->label)
+		return BUF_LABEL;
+	switch (n->op) {
+	case OP_param:
+		return BUF_PARAM;
+	case OP_state:
+		return BUF_STATE;
+	case OP_assign:
+		return BUF_ALIAS;
+	case OP_runtime:
+		return n->attr[0] == RUNTIME_LR ? BUF_LR : BUF_RNG;
+	default:
+		return BUF_ACTIVATION;
+	}
+}
+
+static void fill_buffer(const Graph *g, const Node *n, BundleBuffer *b)
+{
+	snprintf(b->name, sizeof b->name, "%s", n->name);
+	b->node = n->id;
+	b->role = role_of(g, n);
+	b->dtype = n->dtype;
+	b->rank = n->shape.rank;
+	for (int d = 0; d < n->shape.rank; d++)
+		b->dim[d] = n->shape.dim[d];
+	b->offset = n->offset;
+	b->bytes = shape_numel(&n->shape) * (int64_t)dtype_size(n->dtype);
+	b->programs = n->programs;
+	if (n->op == OP_param) {
+		b->init = (int32_t)n->attr[0];
+		b->bound = n->attr[1];
+	}
+}
+
+static BundleKernel *kernel_list(const Graph *g, const CgOutput *code, unsigned prog, int32_t *count)
+{
+	BundleKernel *list = xcalloc(code->nkernels, sizeof *list);
+	int n = 0;
+	for (int i = 0; i < code->nkernels; i++) {
+		const CgKernel *k = &code->kernels[i];
+		if (!(g->node[k->node].programs & prog))
+			continue;
+		snprintf(list[n].name, sizeof list[n].name, "%s", k->name);
+		list[n].node = k->node;
+		list[n].grid = k->grid;
+		n++;
+	}
+	*count = n;
+	return list;
+}
+
+void cg_make_bundle(const Graph *g, const CgOutput *code, const char *target, Bundle *b)
+{
+	memset(b, 0, sizeof *b);
+	snprintf(b->model, sizeof b->model, "%s", g->name);
+	b->batch = g->batch;
+	b->arena_bytes = g->arena_bytes;
+	b->train = g->train;
+	b->flops_per_step = ir_flops(g, PROG_TRAIN);
+
+	int *index = xcalloc(g->nnodes, sizeof *index);
+	b->buf = xcalloc(g->nnodes, sizeof *b->buf);
+	for (int i = 0; i < g->nnodes; i++) {
+		index[i] = -1;
+		if (g->node[i].offset < 0)
+			continue;
+		index[i] = b->nbuf;
+		fill_buffer(g, &g->node[i], &b->buf[b->nbuf++]);
+	}
+	b->image = g->image >= 0 ? index[g->image] : -1;
+	b->label = g->label >= 0 ? index[g->label] : -1;
+	b->loss = g->loss >= 0 ? index[g->loss] : -1;
+	b->output = g->output >= 0 ? index[g->output] : -1;
+	b->eval_loss = g->eval_loss >= 0 ? index[g->eval_loss] : -1;
+	b->eval_output = g->eval_output >= 0 ? index[g->eval_output] : -1;
+	b->lr = g->lr >= 0 ? index[g->lr] : -1;
+	b->rng = g->rng >= 0 ? index[g->rng] : -1;
+	free(index);
+
+	b->train_kernels = kernel_list(g, code, PROG_TRAIN, &b->ntrain);
+	b->eval_kernels = kernel_list(g, code, PROG_EVAL, &b->neval);
+	b->ncode = 1;
+	b->code = xcalloc(1, sizeof *b->code);
+	snprintf(b->code[0].target, sizeof b->code[0].target, "%s", target);
+	b->code[0].size = code->size;
+	b->code[0].data = malloc(code->size ? code->size : 1);
+	if (!b->code[0].data)
+		abort();
+	memcpy(b->code[0].data, code->code, code->size);
+}

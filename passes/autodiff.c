@@ -1,0 +1,139 @@
+/* autodiff.c: reverse-mode differentiation over the graph, then the optimizer update.
+ *
+ * Gradients are ordinary nodes made by each op's gradient rule (GradFn in ir/ops.def), so later
+ * passes optimize and fuse the backward graph like the forward one. Nodes are visited from the
+ * loss back to the leaves; gc_accumulate sums the contributions that reach a value. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes/passes.h"
+
+struct GradContext {
+	Graph *g;
+	int n;         /* nodes that existed before differentiation */
+	int *grad;     /* per node: gradient node id or -1 */
+	char *needs;   /* per node: a param depends on... the node depends on a param */
+};
+
+Graph *gc_graph(GradContext *gc) { return gc->g; }
+
+void gc_accumulate(GradContext *gc, int x, int grad)
+{
+	if (x < 0 || x >= gc->n || !gc->needs[x])
+		return; /* no param upstream: the contribution is dead and dead-code removal drops it */
+	if (gc->grad[x] < 0) {
+		gc->grad[x] = grad;
+		return;
+	}
+	int in[2] = {gc->grad[x], grad};
+	gc->grad[x] = ir_emit(gc->g, OP_add, in, NULL);
+}
+
+int gc_rng(GradContext *gc)
+{
+	Graph *g = gc->g;
+	if (g->rng < 0) {
+		int64_t two = 2;
+		double slot = RUNTIME_RNG;
+		g->rng = ir_leaf(g, OP_runtime, "rng", shape_make(1, &two), DT_I32, &slot);
+	}
+	return g->rng;
+}
+
+int *autodiff_gradients(Graph *g, int loss)
+{
+	GradContext gc = {g, g->nnodes, NULL, NULL};
+	gc.grad = malloc(gc.n * sizeof *gc.grad);
+	gc.needs = calloc(gc.n ? gc.n : 1, 1);
+	if (!gc.grad || !gc.needs)
+		abort();
+	for (int i = 0; i < gc.n; i++) {
+		Node *n = &g->node[i];
+		gc.grad[i] = -1;
+		gc.needs[i] = n->op == OP_param;
+		for (int k = 0; k < n->nin; k++)
+			gc.needs[i] |= gc.needs[n->in[k]];
+		gc.needs[i] &= dtype_is_float(n->dtype);
+	}
+	gc.grad[loss] = ir_const(g, 1.0);
+	for (int i = loss; i >= 0; i--) {
+		int dy = gc.grad[i];
+		if (dy < 0 || !gc.needs[i] || ir_is_leaf(g->node[i].op))
+			continue;
+		/* a copy: the rule adds nodes, which may move the node array */
+		Node n = g->node[i];
+		if (!ir_ops[n.op].grad) {
+			fprintf(stderr, "netc: internal error: %s has no gradient rule\n", ir_ops[n.op].name);
+			abort();
+		}
+		ir_ops[n.op].grad(&gc, &n, dy);
+	}
+	for (int i = 0; i < gc.n; i++) {
+		int d = gc.grad[i];
+		if (d >= 0 && d != gc.grad[loss] && g->node[d].grad_of < 0 && !ir_is_leaf(g->node[d].op))
+			g->node[d].grad_of = i;
+	}
+	free(gc.needs);
+	return gc.grad;
+}
+
+/* Names a gradient after its value, as "grad.<name>", where the node has no name of its own. */
+static void name_gradients(Graph *g, int first)
+{
+	char buf[160];
+	for (int i = first; i < g->nnodes; i++) {
+		Node *n = &g->node[i];
+		if (n->grad_of >= 0) {
+			snprintf(buf, sizeof buf, "grad.%.140s", g->node[n->grad_of].name);
+			if (ir_find(g, buf) < 0)
+				ir_set_name(g, i, buf);
+		}
+	}
+}
+
+bool pass_autodiff(Graph *g, const PassOptions *o, Diag *d)
+{
+	(void)o;
+	if (g->loss < 0) {
+		diag_error(d, (SrcLoc){0, 0}, "the network has no loss to train");
+		return false;
+	}
+	int first = g->nnodes;
+	int *grad = autodiff_gradients(g, g->loss);
+	if (g->lr < 0) {
+		double slot = RUNTIME_LR;
+		g->lr = ir_leaf(g, OP_runtime, "lr", (Shape){0}, DT_F32, &slot);
+	}
+	int nparams = 0;
+	for (int i = 0; i < first; i++) {
+		if (g->node[i].op != OP_param)
+			continue;
+		if (grad[i] < 0) {
+			diag_error(d, g->node[i].loc, "parameter '%s' does not affect the loss", g->node[i].name);
+			free(grad);
+			return false;
+		}
+		optimizer_emit_update(g, i, grad[i]);
+		nparams++;
+	}
+	free(grad);
+	name_gradients(g, first);
+
+	/* the training step: the loss, the scores (for accuracy) and every update */
+	int *roots = malloc((g->nnodes + 2) * sizeof *roots);
+	if (!roots)
+		abort();
+	int nroots = 0;
+	roots[nroots++] = g->loss;
+	roots[nroots++] = g->output;
+	for (int i = first; i < g->nnodes; i++)
+		if (g->node[i].op == OP_assign)
+			roots[nroots++] = i;
+	ir_mark_program(g, roots, nroots, PROG_TRAIN);
+	free(roots);
+	if (nparams == 0) {
+		diag_error(d, (SrcLoc){0, 0}, "the network has no parameters to train");
+		return false;
+	}
+	return true;
+}

@@ -1,0 +1,122 @@
+/* args.c: "--name value", "--name=value" and "-o value"; numbers are checked. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/args.h"
+
+typedef struct {
+	const char *name;
+	unsigned flag;
+	bool takes_value;
+} Option;
+
+static const Option options[] = {
+	{"--training", OPT_TRAINING, false},
+	{"-o", OPT_OUTPUT, true},
+	{"--output", OPT_OUTPUT, true},
+	{"--data", OPT_DATA, true},
+	{"--steps", OPT_STEPS, true},
+	{"--epochs", OPT_EPOCHS, true},
+	{"--batch", OPT_BATCH, true},
+	{"--seed", OPT_SEED, true},
+	{"--threads", OPT_THREADS, true},
+	{"--device", OPT_DEVICE, true},
+	{"--repeats", OPT_REPEATS, true},
+	{"--warmup", OPT_WARMUP, true},
+	{"--log-every", OPT_LOG_EVERY, true},
+	{"--quiet", OPT_QUIET, false},
+};
+
+static bool parse_count(const char *command, const char *opt, const char *s, int64_t min, int64_t *out)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > (1ll << 40)) {
+		fprintf(stderr, "netc %s: %s needs an integer from %lld up, got '%s'\n", command, opt, (long long)min, s);
+		return false;
+	}
+	*out = v;
+	return true;
+}
+
+static bool set_option(const Option *o, const char *command, const char *v, Args *a)
+{
+	int64_t n;
+	switch (o->flag) {
+	case OPT_TRAINING: a->training = true; return true;
+	case OPT_QUIET: a->quiet = true; return true;
+	case OPT_OUTPUT: a->output = v; return true;
+	case OPT_DATA: a->data = v; return true;
+	case OPT_DEVICE: a->device = v; return true;
+	case OPT_STEPS: return parse_count(command, o->name, v, 1, &a->steps);
+	case OPT_EPOCHS: return parse_count(command, o->name, v, 1, &a->epochs);
+	case OPT_BATCH: return parse_count(command, o->name, v, 1, &a->batch);
+	case OPT_REPEATS: return parse_count(command, o->name, v, 1, &a->repeats);
+	case OPT_WARMUP: return parse_count(command, o->name, v, 0, &a->warmup);
+	case OPT_LOG_EVERY: return parse_count(command, o->name, v, 1, &a->log_every);
+	case OPT_THREADS: return parse_count(command, o->name, v, 1, &a->threads);
+	case OPT_SEED:
+		if (!parse_count(command, o->name, v, 0, &n))
+			return false;
+		a->seed = (uint64_t)n;
+		a->seed_given = true;
+		return true;
+	}
+	return false;
+}
+
+bool args_parse(int argc, char **argv, int first, unsigned allowed, const char *command, Args *a)
+{
+	memset(a, 0, sizeof *a);
+	a->device = "auto";
+	a->seed = 1;
+	for (int i = first; i < argc; i++) {
+		const char *arg = argv[i];
+		if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+			a->help = true;
+			return true;
+		}
+		if (arg[0] != '-' || arg[1] == 0) {
+			if (a->model) {
+				fprintf(stderr, "netc %s: one model at a time (got '%s' and '%s')\n", command, a->model, arg);
+				return false;
+			}
+			a->model = arg;
+			continue;
+		}
+		const char *eq = strchr(arg, '=');
+		size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
+		const Option *o = NULL;
+		for (size_t k = 0; k < sizeof options / sizeof *options; k++)
+			if (strlen(options[k].name) == len && strncmp(options[k].name, arg, len) == 0)
+				o = &options[k];
+		if (!o || !(o->flag & allowed)) {
+			fprintf(stderr, "netc %s: unknown option '%.*s' (see netc %s --help)\n", command, (int)len, arg, command);
+			return false;
+		}
+		const char *value = NULL;
+		if (o->takes_value) {
+			if (eq)
+				value = eq + 1;
+			else if (i + 1 < argc)
+				value = argv[++i];
+			else {
+				fprintf(stderr, "netc %s: %s needs a value\n", command, o->name);
+				return false;
+			}
+		} else if (eq) {
+			fprintf(stderr, "netc %s: %s takes no value\n", command, o->name);
+			return false;
+		}
+		if (!set_option(o, command, value, a))
+			return false;
+	}
+	if (!a->model) {
+		fprintf(stderr, "netc %s: no model given (see netc %s --help)\n", command, command);
+		return false;
+	}
+	return true;
+}

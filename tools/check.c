@@ -1,0 +1,241 @@
+/* check.c: `netc check`, one training step compiled against the float64 reference interpreter.
+ *
+ * Each node is checked on its own: the interpreter evaluates it from the compiled values of its
+ * inputs (the leaves as they were before the step), so an error points at the kernel that made it
+ * rather than spreading downstream. The whole step is then interpreted from the same start and
+ * the two losses are compared. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/ir.h"
+#include "runtime/rt.h"
+#include "tools/commands.h"
+#include "tools/model.h"
+
+static double half_to_double(uint16_t h)
+{
+	int e = (h >> 10) & 31, m = h & 1023;
+	double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
+	return h & 0x8000 ? -v : v;
+}
+
+static double element(const void *p, DType t, int64_t i)
+{
+	switch (t) {
+	case DT_F32: return ((const float *)p)[i];
+	case DT_F64: return ((const double *)p)[i];
+	case DT_I32: return ((const int32_t *)p)[i];
+	case DT_F16: return half_to_double(((const uint16_t *)p)[i]);
+	case DT_BF16: {
+		uint32_t bits = (uint32_t)((const uint16_t *)p)[i] << 16;
+		float f;
+		memcpy(&f, &bits, 4);
+		return f;
+	}
+	default: return NAN;
+	}
+}
+
+static double *read_values(const Node *n, const void *p)
+{
+	int64_t count = shape_numel(&n->shape);
+	double *v = malloc((count ? count : 1) * sizeof *v);
+	if (!v)
+		abort();
+	for (int64_t i = 0; i < count; i++)
+		v[i] = element(p, n->dtype, i);
+	return v;
+}
+
+static uint64_t next_random(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	return z ^ (z >> 31);
+}
+
+/* Images uniform in [-2, 2) away from zero; labels uniform over the classes. */
+static void fill_inputs(Session *s, const Bundle *b, const Graph *g, uint64_t seed)
+{
+	uint64_t st = seed * 2654435761u + 17;
+	float *image = rt_buffer(s, b->image);
+	int64_t count = shape_numel(&g->node[g->image].shape);
+	for (int64_t i = 0; i < count; i++) {
+		double u = (next_random(&st) >> 11) * 0x1.0p-53;
+		image[i] = (float)(u < 0.5 ? -2 + 3.8 * u : 0.1 + 3.8 * (u - 0.5));
+	}
+	int32_t *label = rt_buffer(s, b->label);
+	int64_t classes = g->node[g->output].shape.dim[g->node[g->output].shape.rank - 1];
+	for (int64_t i = 0; i < b->batch; i++)
+		label[i] = (int32_t)(next_random(&st) % (uint64_t)classes);
+	if (b->lr >= 0)
+		*(float *)rt_buffer(s, b->lr) = (float)g->train.lr;
+	if (b->rng >= 0) {
+		int32_t *rng = rt_buffer(s, b->rng);
+		rng[0] = (int32_t)(seed & 0x7fffffff);
+		rng[1] = 1;
+	}
+}
+
+static double relative_error(const double *got, const double *want, int64_t count)
+{
+	double diff = 0, scale = 0;
+	for (int64_t i = 0; i < count; i++) {
+		double d = fabs(got[i] - want[i]);
+		if (!(d <= diff))
+			diff = d; /* NaN wins */
+		scale = fmax(scale, fabs(want[i]));
+	}
+	return diff / fmax(scale, 1e-30);
+}
+
+typedef struct {
+	const Graph *g;
+	const Bundle *b;
+	Session *s;
+	int *buf_of;       /* node id -> bundle buffer */
+	double **before;   /* leaves before the step */
+	double **after;    /* every value after the step */
+} Check;
+
+static double *const_value(const Node *n)
+{
+	double *v = malloc(sizeof *v);
+	if (!v)
+		abort();
+	*v = n->attr[0];
+	return v;
+}
+
+static void snapshot(Check *c, double **values, bool leaves_only)
+{
+	for (int i = 0; i < c->g->nnodes; i++) {
+		const Node *n = &c->g->node[i];
+		int k = c->buf_of[i];
+		if (n->op == OP_const)
+			values[i] = const_value(n);
+		else if (k >= 0 && (!leaves_only || ir_is_leaf(n->op)))
+			values[i] = read_values(n, rt_buffer(c->s, k));
+		else if (n->op == OP_assign && !leaves_only && c->buf_of[n->in[0]] >= 0)
+			values[i] = read_values(n, rt_buffer(c->s, c->buf_of[n->in[0]]));
+	}
+}
+
+/* Checks every node of the step from compiled inputs; returns the number that fail. */
+static int check_nodes(Check *c)
+{
+	const Graph *g = c->g;
+	int failed = 0;
+	printf("  %-36s %-20s %11s %10s\n", "node", "op", "rel.error", "tolerance");
+	for (int i = 0; i < g->nnodes; i++) {
+		const Node *n = &g->node[i];
+		if (!(n->programs & PROG_TRAIN) || ir_is_leaf(n->op) || !c->after[i])
+			continue;
+		const double *in[IR_MAX_INPUTS];
+		for (int k = 0; k < n->nin; k++) {
+			int j = n->in[k];
+			in[k] = ir_is_leaf(g->node[j].op) ? c->before[j] : c->after[j];
+		}
+		int64_t count = shape_numel(&n->shape);
+		double *want = malloc((count ? count : 1) * sizeof *want);
+		if (!want)
+			abort();
+		ir_eval_node(g, n, in, want);
+		double err = relative_error(c->after[i], want, count);
+		double tol = dtype_tolerance(n->dtype);
+		bool ok = err <= tol;
+		failed += !ok;
+		printf("  %-36.36s %-20s %11.3g %10.1g  %s\n", n->name, ir_ops[n->op].name, err, tol, ok ? "ok" : "FAIL");
+		free(want);
+	}
+	return failed;
+}
+
+/* The whole step in the interpreter from the same start; returns its loss. */
+static double reference_loss(Check *c)
+{
+	const Graph *g = c->g;
+	double **values = calloc(g->nnodes, sizeof *values);
+	if (!values)
+		abort();
+	for (int i = 0; i < g->nnodes; i++) {
+		int64_t count = shape_numel(&g->node[i].shape);
+		values[i] = malloc((count ? count : 1) * sizeof **values);
+		if (!values[i])
+			abort();
+		if (c->before[i])
+			memcpy(values[i], c->before[i], count * sizeof **values);
+	}
+	ir_interp(g, PROG_TRAIN, values);
+	double loss = values[g->loss][0];
+	for (int i = 0; i < g->nnodes; i++)
+		free(values[i]);
+	free(values);
+	return loss;
+}
+
+static void free_values(double **v, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+int cmd_check(const Args *a)
+{
+	int64_t batch = a->batch ? a->batch : 8;
+	Bundle b;
+	Graph *g;
+	if (model_is_bundle(a->model)) {
+		fprintf(stderr, "netc check: error: %s is a compiled bundle; check needs the .net file\n", a->model);
+		return 1;
+	}
+	if (!model_load_bundle(a->model, batch, &b, &g))
+		return 1;
+	char err[512];
+	Session *s = rt_open(&b, "cpu", (int)a->threads, err, sizeof err);
+	if (!s) {
+		fprintf(stderr, "netc: error: %s\n", err);
+		bundle_free(&b);
+		ir_graph_free(g);
+		return 1;
+	}
+	Check c = {g, &b, s, calloc(g->nnodes, sizeof(int)), calloc(g->nnodes, sizeof(double *)),
+		   calloc(g->nnodes, sizeof(double *))};
+	if (!c.buf_of || !c.before || !c.after)
+		abort();
+	for (int i = 0; i < g->nnodes; i++)
+		c.buf_of[i] = -1;
+	for (int k = 0; k < b.nbuf; k++)
+		c.buf_of[b.buf[k].node] = k;
+
+	printf("check %s: one training step, batch %lld, seed %llu\n", g->name, (long long)batch,
+	       (unsigned long long)a->seed);
+	rt_init_params(s, a->seed);
+	fill_inputs(s, &b, g, a->seed);
+	snapshot(&c, c.before, true);
+	rt_run(s, PROG_TRAIN);
+	snapshot(&c, c.after, false);
+	int failed = check_nodes(&c);
+
+	double got = *(float *)rt_buffer(s, b.loss), want = reference_loss(&c);
+	double loss_err = fabs(got - want) / fmax(fabs(want), 1e-30);
+	bool loss_ok = loss_err <= dtype_tolerance(g->node[g->loss].dtype);
+	printf("loss: compiled %.7g, reference %.7g (relative error %.3g)%s\n", got, want, loss_err,
+	       loss_ok ? "" : "  FAIL");
+	if (failed || !loss_ok)
+		printf("check failed: %d node(s) beyond tolerance%s\n", failed, loss_ok ? "" : ", and the loss");
+	else
+		printf("check passed: every node within its dtype's tolerance\n");
+
+	free_values(c.before, g->nnodes);
+	free_values(c.after, g->nnodes);
+	free(c.buf_of);
+	rt_close(s);
+	bundle_free(&b);
+	ir_graph_free(g);
+	return failed || !loss_ok ? 1 : 0;
+}

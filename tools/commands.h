@@ -1,0 +1,9 @@
+/* commands.h: netc commands that live in files of their own. */
+#ifndef NETC_TOOLS_COMMANDS_H
+#define NETC_TOOLS_COMMANDS_H
+
+#include "tools/args.h"
+
+int cmd_check(const Args *a); /* tools/check.c */
+
+#endif
