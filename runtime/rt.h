@@ -3,9 +3,14 @@
 #define NETC_RT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "runtime/bundle.h"
+
+/* The values of PROG_* and INIT_* in ir/ir.h, which the runtime may not include: keep them equal. */
+enum { RT_PROG_TRAIN = 1, RT_PROG_EVAL = 2 };
+enum { RT_INIT_ZERO = 0, RT_INIT_UNIFORM = 1 };
 
 /* ---- sessions: a bundle loaded on a device with its arena (runtime/session.c) ---- */
 typedef struct Session Session;
@@ -22,6 +27,11 @@ void rt_run(Session *s, int program);
 void *rt_buffer(Session *s, int buf);
 const Bundle *rt_bundle(const Session *s);
 const char *rt_device_name(const Session *s);
+/* For the run's log: "cpu (8 threads)". */
+const char *rt_device_info(const Session *s);
+/* Copies bytes (at most the buffer's size) into or out of a buffer, on any device. */
+void rt_write(Session *s, int buf, const void *src, size_t bytes);
+void rt_read(Session *s, int buf, void *dst, size_t bytes);
 
 /* ---- data sets (runtime/data_*.c) ---- */
 typedef struct {

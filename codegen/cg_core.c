@@ -1,0 +1,421 @@
+/* cg_core.c: the codegen driver (host target, module, kernels, optimization, object, link) and
+ * the small helpers every lowering uses. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include "codegen/cg_util.h"
+#include "codegen/link.h"
+#include "codegen/lower_table.h"
+
+#define CG_FAIL(...) (fprintf(stderr, "%s:%d: internal error: ", __FILE__, __LINE__), \
+		      fprintf(stderr, __VA_ARGS__), fputc('\n', stderr), abort())
+
+/* ---- target ---- */
+
+bool cg_target_host(CgTarget *t)
+{
+	memset(t, 0, sizeof *t);
+	if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter())
+		return false;
+	char *triple = LLVMGetDefaultTargetTriple();
+	char *cpu = LLVMGetHostCPUName();
+	char *features = LLVMGetHostCPUFeatures();
+	snprintf(t->name, sizeof t->name, "host");
+	snprintf(t->triple, sizeof t->triple, "%s", triple);
+	snprintf(t->cpu, sizeof t->cpu, "%s", cpu);
+	snprintf(t->features, sizeof t->features, "%s", features);
+	/* "+avx512f" must not match "+avx512fp16" alone: look for the name followed by ',' or end */
+	const char *f = t->features;
+	bool avx512 = false, avx = false;
+	for (const char *p = f; *p;) {
+		size_t n = strcspn(p, ",");
+		if (n == 8 && !strncmp(p, "+avx512f", 8))
+			avx512 = true;
+		if ((n == 5 && !strncmp(p, "+avx2", 5)) || (n == 4 && !strncmp(p, "+avx", 4)))
+			avx = true;
+		p += n + (p[n] == ',');
+	}
+	t->simd_f32 = avx512 ? 16 : avx ? 8 : 4;
+	LLVMDisposeMessage(triple);
+	LLVMDisposeMessage(cpu);
+	LLVMDisposeMessage(features);
+	return true;
+}
+
+static LLVMTargetMachineRef make_machine(const CgTarget *t, char *err, size_t errlen)
+{
+	LLVMTargetRef target;
+	char *msg = NULL;
+	if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter()) {
+		snprintf(err, errlen, "LLVM has no native target");
+		return NULL;
+	}
+	if (LLVMGetTargetFromTriple(t->triple, &target, &msg)) {
+		snprintf(err, errlen, "no LLVM target for %s: %s", t->triple, msg ? msg : "?");
+		LLVMDisposeMessage(msg);
+		return NULL;
+	}
+	return LLVMCreateTargetMachine(target, t->triple, t->cpu, t->features, LLVMCodeGenLevelAggressive,
+				       LLVMRelocPIC, LLVMCodeModelDefault);
+}
+
+/* ---- helpers ---- */
+
+LLVMValueRef cg_i32(Cg *cg, int64_t v) { return LLVMConstInt(cg->t_i32, (unsigned long long)v, 1); }
+LLVMValueRef cg_i64(Cg *cg, int64_t v) { return LLVMConstInt(cg->t_i64, (unsigned long long)v, 1); }
+LLVMValueRef cg_real(Cg *cg, LLVMTypeRef t, double v) { return LLVMConstReal(t, v); }
+
+LLVMTypeRef cg_storage_type(Cg *cg, DType t)
+{
+	switch (t) {
+	case DT_F32: return cg->t_f32;
+	case DT_F16: return cg->t_f16;
+	case DT_BF16: return cg->t_bf16;
+	case DT_F64: return cg->t_f64;
+	case DT_I32: return cg->t_i32;
+	default: CG_FAIL("bad dtype %d", (int)t);
+	}
+}
+
+LLVMTypeRef cg_compute_type(Cg *cg, DType t)
+{
+	return t == DT_F16 || t == DT_BF16 ? cg->t_f32 : cg_storage_type(cg, t);
+}
+
+LLVMValueRef cg_ptr(Cg *cg, int id, LLVMValueRef index)
+{
+	const Node *n = &cg->g->node[id];
+	if (n->offset < 0)
+		CG_FAIL("node %d (%s) has no storage", id, n->name ? n->name : "?");
+	LLVMValueRef off = cg_i64(cg, n->offset);
+	LLVMValueRef base = LLVMBuildInBoundsGEP2(cg->b, cg->t_i8, cg->arena, &off, 1, "");
+	return LLVMBuildInBoundsGEP2(cg->b, cg_storage_type(cg, n->dtype), base, &index, 1, "");
+}
+
+LLVMValueRef cg_load(Cg *cg, int id, LLVMValueRef index)
+{
+	const Node *n = &cg->g->node[id];
+	LLVMTypeRef ct = cg_compute_type(cg, n->dtype);
+	if (n->op == OP_const)
+		return n->dtype == DT_I32 ? LLVMConstInt(ct, (unsigned long long)(int64_t)n->attr[0], 1)
+					  : cg_real(cg, ct, n->attr[0]);
+	LLVMTypeRef st = cg_storage_type(cg, n->dtype);
+	LLVMValueRef v = LLVMBuildLoad2(cg->b, st, cg_ptr(cg, id, index), "");
+	LLVMSetAlignment(v, (unsigned)dtype_size(n->dtype));
+	return st == ct ? v : LLVMBuildFPExt(cg->b, v, ct, "");
+}
+
+LLVMValueRef cg_load_uniform(Cg *cg, int id, int64_t index)
+{
+	/* lowerings always build at the end of the current block */
+	LLVMBasicBlockRef here = LLVMGetInsertBlock(cg->b);
+	LLVMPositionBuilderAtEnd(cg->b, cg->entry);
+	LLVMValueRef v = cg_load(cg, id, cg_i64(cg, index));
+	LLVMPositionBuilderAtEnd(cg->b, here);
+	return v;
+}
+
+void cg_store(Cg *cg, int id, LLVMValueRef index, LLVMValueRef value)
+{
+	const Node *n = &cg->g->node[id];
+	LLVMValueRef v = cg_convert(cg, value, cg_storage_type(cg, n->dtype));
+	LLVMValueRef st = LLVMBuildStore(cg->b, v, cg_ptr(cg, id, index));
+	LLVMSetAlignment(st, (unsigned)dtype_size(n->dtype));
+}
+
+LLVMValueRef cg_local(Cg *cg, LLVMTypeRef t, const char *name)
+{
+	/* the entry block stays open (no terminator) until the driver closes the kernel */
+	LLVMBuilderRef b = LLVMCreateBuilderInContext(cg->ctx);
+	LLVMPositionBuilderAtEnd(b, cg->entry);
+	LLVMValueRef v = LLVMBuildAlloca(b, t, name);
+	LLVMDisposeBuilder(b);
+	return v;
+}
+
+LLVMValueRef cg_intrinsic(Cg *cg, const char *name, LLVMTypeRef t, LLVMValueRef *args, int nargs)
+{
+	char full[64];
+	snprintf(full, sizeof full, "llvm.%s", name);
+	unsigned id = LLVMLookupIntrinsicID(full, strlen(full));
+	if (!id)
+		CG_FAIL("no intrinsic %s", full);
+	LLVMValueRef fn = LLVMGetIntrinsicDeclaration(cg->mod, id, &t, 1);
+	LLVMTypeRef ft = LLVMIntrinsicGetType(cg->ctx, id, &t, 1);
+	return LLVMBuildCall2(cg->b, ft, fn, args, (unsigned)nargs, "");
+}
+
+CgLoop cg_for_begin(Cg *cg, LLVMValueRef lo, LLVMValueRef hi, const char *name)
+{
+	CgLoop l = {0};
+	LLVMBasicBlockRef pre = LLVMGetInsertBlock(cg->b);
+	l.cond = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, name);
+	l.body = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, name);
+	l.exit = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, name);
+	l.hi = hi;
+	LLVMBuildBr(cg->b, l.cond);
+	LLVMPositionBuilderAtEnd(cg->b, l.cond);
+	l.i = l.var = LLVMBuildPhi(cg->b, cg->t_i64, name);
+	LLVMAddIncoming(l.i, &lo, &pre, 1);
+	LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntSLT, l.i, hi, ""), l.body, l.exit);
+	LLVMPositionBuilderAtEnd(cg->b, l.body);
+	return l;
+}
+
+void cg_for_end(Cg *cg, CgLoop *l)
+{
+	LLVMBasicBlockRef latch = LLVMGetInsertBlock(cg->b);
+	LLVMValueRef next = LLVMBuildNSWAdd(cg->b, l->i, cg_i64(cg, 1), "");
+	LLVMAddIncoming(l->i, &next, &latch, 1);
+	LLVMBuildBr(cg->b, l->cond);
+	LLVMPositionBuilderAtEnd(cg->b, l->exit);
+}
+
+LLVMValueRef cg_linear(Cg *cg, const Shape *s, LLVMValueRef *idx)
+{
+	LLVMValueRef lin = cg_i64(cg, 0);
+	for (int d = 0; d < s->rank; d++) {
+		lin = LLVMBuildNSWMul(cg->b, lin, cg_i64(cg, s->dim[d]), "");
+		lin = LLVMBuildNSWAdd(cg->b, lin, idx[d], "");
+	}
+	return lin;
+}
+
+void cg_delinear(Cg *cg, const Shape *s, LLVMValueRef lin, LLVMValueRef *idx)
+{
+	for (int d = s->rank - 1; d >= 0; d--) {
+		if (d == 0) {
+			idx[d] = lin;
+			break;
+		}
+		LLVMValueRef n = cg_i64(cg, s->dim[d]);
+		idx[d] = LLVMBuildURem(cg->b, lin, n, "");
+		lin = LLVMBuildUDiv(cg->b, lin, n, "");
+	}
+}
+
+LLVMValueRef cg_broadcast_index(Cg *cg, const Shape *in, const Shape *out, LLVMValueRef *idx)
+{
+	LLVMValueRef lin = cg_i64(cg, 0);
+	int skip = out->rank - in->rank;
+	for (int d = 0; d < in->rank; d++) {
+		if (in->dim[d] == 1)
+			continue;
+		lin = LLVMBuildNSWMul(cg->b, lin, cg_i64(cg, in->dim[d]), "");
+		lin = LLVMBuildNSWAdd(cg->b, lin, idx[d + skip], "");
+	}
+	return lin;
+}
+
+LLVMValueRef cg_min_i64(Cg *cg, LLVMValueRef a, LLVMValueRef b)
+{
+	return LLVMBuildSelect(cg->b, LLVMBuildICmp(cg->b, LLVMIntSLT, a, b, ""), a, b, "");
+}
+
+LLVMValueRef cg_reassoc(LLVMValueRef v)
+{
+	if (LLVMIsAInstruction(v) && LLVMCanValueUseFastMathFlags(v))
+		LLVMSetFastMathFlags(v, LLVMGetFastMathFlags(v) | LLVMFastMathAllowReassoc | LLVMFastMathAllowContract);
+	return v;
+}
+
+LLVMValueRef cg_convert(Cg *cg, LLVMValueRef v, LLVMTypeRef t)
+{
+	LLVMTypeRef from = LLVMTypeOf(v);
+	if (from == t)
+		return v;
+	bool fi = LLVMGetTypeKind(from) == LLVMIntegerTypeKind, ti = LLVMGetTypeKind(t) == LLVMIntegerTypeKind;
+	if (fi && ti)
+		return LLVMBuildIntCast2(cg->b, v, t, 1, "");
+	if (fi)
+		return LLVMBuildSIToFP(cg->b, v, t, "");
+	if (ti)
+		return LLVMBuildFPToSI(cg->b, v, t, "");
+	return LLVMBuildFPCast(cg->b, v, t, "");
+}
+
+int cg_axis(double attr, int rank)
+{
+	int a = (int)attr;
+	return a < 0 ? a + rank : a;
+}
+
+/* ---- driver ---- */
+
+bool cg_has_kernel(const Node *n)
+{
+	return (unsigned)n->op < OP_COUNT && cg_lowerings[n->op] && n->programs != 0;
+}
+
+static void add_fn_attr(Cg *cg, const char *key, const char *value)
+{
+	LLVMAttributeRef a = LLVMCreateStringAttribute(cg->ctx, key, (unsigned)strlen(key), value, (unsigned)strlen(value));
+	LLVMAddAttributeAtIndex(cg->fn, LLVMAttributeFunctionIndex, a);
+}
+
+static void add_enum_attr(Cg *cg, LLVMValueRef fn, unsigned index, const char *name)
+{
+	unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
+	LLVMAddAttributeAtIndex(fn, index, LLVMCreateEnumAttribute(cg->ctx, kind, 0));
+}
+
+/* netc keeps IEEE semantics but lets LLVM fuse multiply-adds anywhere. */
+static void allow_contract(LLVMValueRef fn)
+{
+	for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+		for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i))
+			if (LLVMCanValueUseFastMathFlags(i))
+				LLVMSetFastMathFlags(i, LLVMGetFastMathFlags(i) | LLVMFastMathAllowContract);
+}
+
+static void emit_kernel(Cg *cg, const Node *n, CgKernel *k)
+{
+	snprintf(k->name, sizeof k->name, "k%d_%s", n->id, ir_ops[n->op].name);
+	LLVMTypeRef params[3] = {cg->t_ptr, cg->t_i64, cg->t_i64};
+	LLVMTypeRef ft = LLVMFunctionType(cg->t_void, params, 3, 0);
+	cg->fn = LLVMAddFunction(cg->mod, k->name, ft);
+	add_enum_attr(cg, cg->fn, LLVMAttributeFunctionIndex, "nounwind");
+	add_enum_attr(cg, cg->fn, 1, "noalias");
+	add_fn_attr(cg, "target-cpu", cg->target->cpu);
+	add_fn_attr(cg, "target-features", cg->target->features);
+	cg->arena = LLVMGetParam(cg->fn, 0);
+	cg->wg_begin = LLVMGetParam(cg->fn, 1);
+	cg->wg_end = LLVMGetParam(cg->fn, 2);
+	LLVMSetValueName2(cg->arena, "arena", 5);
+	LLVMSetValueName2(cg->wg_begin, "wg_begin", 8);
+	LLVMSetValueName2(cg->wg_end, "wg_end", 6);
+	cg->entry = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "entry");
+	LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "body");
+	LLVMPositionBuilderAtEnd(cg->b, body);
+	k->node = n->id;
+	k->grid = cg_lowerings[n->op](cg, n);
+	if (k->grid < 1)
+		CG_FAIL("lowering of %s gave grid %lld", k->name, (long long)k->grid);
+	LLVMBuildRetVoid(cg->b);
+	LLVMPositionBuilderAtEnd(cg->b, cg->entry);
+	LLVMBuildBr(cg->b, body);
+	allow_contract(cg->fn);
+}
+
+static void cg_init(Cg *cg, const Graph *g, const CgTarget *t, LLVMTargetMachineRef tm)
+{
+	memset(cg, 0, sizeof *cg);
+	cg->g = g;
+	cg->target = t;
+	cg->ctx = LLVMContextCreate();
+	cg->mod = LLVMModuleCreateWithNameInContext(g->name[0] ? g->name : "netc", cg->ctx);
+	LLVMSetTarget(cg->mod, t->triple);
+	LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
+	LLVMSetModuleDataLayout(cg->mod, dl);
+	LLVMDisposeTargetData(dl);
+	cg->b = LLVMCreateBuilderInContext(cg->ctx);
+	cg->t_void = LLVMVoidTypeInContext(cg->ctx);
+	cg->t_i1 = LLVMInt1TypeInContext(cg->ctx);
+	cg->t_i8 = LLVMInt8TypeInContext(cg->ctx);
+	cg->t_i32 = LLVMInt32TypeInContext(cg->ctx);
+	cg->t_i64 = LLVMInt64TypeInContext(cg->ctx);
+	cg->t_f16 = LLVMHalfTypeInContext(cg->ctx);
+	cg->t_bf16 = LLVMBFloatTypeInContext(cg->ctx);
+	cg->t_f32 = LLVMFloatTypeInContext(cg->ctx);
+	cg->t_f64 = LLVMDoubleTypeInContext(cg->ctx);
+	cg->t_ptr = LLVMPointerTypeInContext(cg->ctx, 0);
+}
+
+static void cg_dispose(Cg *cg)
+{
+	LLVMDisposeBuilder(cg->b);
+	LLVMDisposeModule(cg->mod);
+	LLVMContextDispose(cg->ctx);
+}
+
+static bool optimize(Cg *cg, LLVMTargetMachineRef tm, char *err, size_t errlen)
+{
+	char *msg = NULL;
+	if (LLVMVerifyModule(cg->mod, LLVMReturnStatusAction, &msg)) {
+		snprintf(err, errlen, "internal error: invalid LLVM IR: %s", msg ? msg : "?");
+		LLVMDisposeMessage(msg);
+		return false;
+	}
+	LLVMDisposeMessage(msg);
+	LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
+	LLVMPassBuilderOptionsSetLoopVectorization(opts, 1);
+	LLVMPassBuilderOptionsSetSLPVectorization(opts, 1);
+	LLVMPassBuilderOptionsSetLoopInterleaving(opts, 1);
+	LLVMPassBuilderOptionsSetLoopUnrolling(opts, 1);
+	LLVMErrorRef e = LLVMRunPasses(cg->mod, "default<O3>", tm, opts);
+	LLVMDisposePassBuilderOptions(opts);
+	if (e) {
+		char *m = LLVMGetErrorMessage(e);
+		snprintf(err, errlen, "internal error: LLVM passes failed: %s", m);
+		LLVMDisposeErrorMessage(m);
+		return false;
+	}
+	return true;
+}
+
+static bool emit_object(Cg *cg, LLVMTargetMachineRef tm, CgOutput *out, char *err, size_t errlen)
+{
+	char *msg = NULL;
+	LLVMMemoryBufferRef buf = NULL;
+	if (LLVMTargetMachineEmitToMemoryBuffer(tm, cg->mod, LLVMObjectFile, &msg, &buf)) {
+		snprintf(err, errlen, "internal error: LLVM code generation failed: %s", msg ? msg : "?");
+		LLVMDisposeMessage(msg);
+		return false;
+	}
+	const uint8_t *obj = (const uint8_t *)LLVMGetBufferStart(buf);
+	bool ok = cg_link_shared(obj, LLVMGetBufferSize(buf), &out->code, &out->size, err, errlen);
+	LLVMDisposeMemoryBuffer(buf);
+	return ok;
+}
+
+static bool lower_all(Cg *cg, CgOutput *out, char *err, size_t errlen)
+{
+	const Graph *g = cg->g;
+	int count = 0;
+	for (int i = 0; i < g->nnodes; i++)
+		count += cg_has_kernel(&g->node[i]);
+	out->kernels = calloc(count ? (size_t)count : 1, sizeof *out->kernels);
+	if (!out->kernels) {
+		snprintf(err, errlen, "out of memory");
+		return false;
+	}
+	for (int i = 0; i < g->nnodes; i++)
+		if (cg_has_kernel(&g->node[i]))
+			emit_kernel(cg, &g->node[i], &out->kernels[out->nkernels++]);
+	return true;
+}
+
+bool cg_compile(const Graph *g, const CgTarget *t, bool want_ir, CgOutput *out, char *err, size_t errlen)
+{
+	memset(out, 0, sizeof *out);
+	LLVMTargetMachineRef tm = make_machine(t, err, errlen);
+	if (!tm)
+		return false;
+	Cg cg;
+	cg_init(&cg, g, t, tm);
+	bool ok = lower_all(&cg, out, err, errlen) && optimize(&cg, tm, err, errlen);
+	if (ok && want_ir) {
+		char *ir = LLVMPrintModuleToString(cg.mod);
+		out->ir = strdup(ir);
+		LLVMDisposeMessage(ir);
+	}
+	ok = ok && emit_object(&cg, tm, out, err, errlen);
+	cg_dispose(&cg);
+	LLVMDisposeTargetMachine(tm);
+	if (!ok)
+		cg_output_free(out);
+	return ok;
+}
+
+void cg_output_free(CgOutput *out)
+{
+	free(out->code);
+	free(out->kernels);
+	free(out->ir);
+	memset(out, 0, sizeof *out);
+}

@@ -1,0 +1,73 @@
+/* gemm.h: the GEMM kernel template behind the anchor lowerings (conv2d, its gradients, matmul).
+ *
+ *     C[b][m][n] = sum_k A(b, m, k) * B(b, k, n)
+ *
+ * One work-group computes one MB x NB tile of C for one b, over all of K (never split: results are
+ * the same from run to run). Per k-block it packs A into MR-row slivers and B into NR-column slivers
+ * in local arrays, zero-padded outside M and N, and runs an MR x NR register-blocked micro-kernel
+ * (vector FMAs, accumulators in registers across the k loop) that accumulates into a local C tile.
+ * At the end the epilogue stores the tile's valid part.
+ *
+ * The operands are emitters: the lowering says how to produce one element (and, where memory allows,
+ * a vector of consecutive ones), so implicit GEMM (convolution without an im2col buffer) happens
+ * while packing. */
+#ifndef NETC_GEMM_H
+#define NETC_GEMM_H
+
+#include "codegen/cg.h"
+
+typedef struct GemmOperand GemmOperand;
+typedef struct GemmSpec GemmSpec;
+
+/* Element (row, col) of batch b: (m, k) of A, (k, n) of B. All i64 values; row and col are in
+ * range (the template pads M, N and K itself); whatever falls outside the operand's own tensor
+ * (convolution padding) the emitter turns into zero without loading out of bounds. */
+typedef LLVMValueRef (*GemmElemFn)(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMValueRef row,
+				   LLVMValueRef col);
+/* A vector of `lanes` elements along the operand's contiguous index: `fixed` is the other index,
+ * lane j is the element at run index p0 + j, for j < nvalid (an i64 that may be <= 0); the other
+ * lanes are zero. Optional: the template falls back to elem. */
+typedef LLVMValueRef (*GemmVecFn)(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMValueRef fixed,
+				  LLVMValueRef p0, LLVMValueRef nvalid, int lanes);
+
+struct GemmOperand {
+	GemmElemFn elem;
+	GemmVecFn vec;
+	bool along_k;       /* consecutive k lie next to each other in memory (else m for A, n for B) */
+	bool batch_free;    /* A only: A does not depend on b, so a packed A serves every b */
+	const void *ctx;    /* the lowering's */
+};
+
+/* Stores v, the finished C[b][m][n]. */
+typedef void (*GemmEpilogueFn)(Cg *cg, const GemmSpec *s, LLVMValueRef b, LLVMValueRef m,
+			       LLVMValueRef n, LLVMValueRef v);
+
+struct GemmSpec {
+	int64_t batch, m, n, k;
+	GemmOperand a, b;
+	GemmEpilogueFn epilogue;
+	LLVMTypeRef type;   /* compute type: float or double */
+	const void *ctx;    /* the lowering's, for the epilogue */
+};
+
+typedef struct {
+	int mr, nr;                 /* micro-kernel */
+	int64_t mb, nb, kb;         /* work-group tile and k-block */
+	int64_t nmb, nnb, nkb;      /* blocks along M, N, K */
+	int64_t ka;                 /* k extent held by the packed A: kb, or all of K when it is kept */
+} GemmTiles;
+
+/* Tile sizes for a problem on target t (chosen by measurement, see docs/codegen.md). */
+GemmTiles cg_gemm_tiles(const CgTarget *t, const GemmSpec *s);
+/* Emits the GEMM into cg->fn for work-groups [cg->wg_begin, cg->wg_end); returns the grid. */
+int64_t cg_gemm(Cg *cg, const GemmSpec *s);
+
+/* Helpers the operand emitters share (codegen/gemm.c). */
+LLVMValueRef cg_gemm_splat(Cg *cg, LLVMValueRef v, int lanes);
+LLVMValueRef cg_gemm_iota(Cg *cg, int lanes);               /* <lanes x i64> 0, 1, ... */
+/* Masked vector load of `lanes` elements of node id from element index start (i64, may lie outside
+ * the buffer where the mask is off), converted to the compute type; masked-off lanes are zero. */
+LLVMValueRef cg_gemm_masked_load(Cg *cg, int id, LLVMValueRef start, LLVMValueRef mask, int lanes,
+				 LLVMValueRef passthru);
+
+#endif

@@ -1,0 +1,276 @@
+/* lower_conv.c: conv2d, its two gradients and matmul as instances of the GEMM template
+ * (codegen/gemm.h). The convolutions are implicit GEMMs: their operand emitters gather the
+ * im2col matrix while the template packs it, so no im2col buffer exists. */
+#include "codegen/gemm.h"
+
+/* ---- operands ---- */
+
+/* A window gather over planes src[img][chan][h][w]. The operand's two indices are q, which picks
+ * (chan, i, j) with i < kh and j < kw, and the position p = (img, r, c) on a grid of gh x gw
+ * (img is the GEMM's b unless the positions fold the batch in). The source element is
+ *     forward:     row r*sh - ph + i*dh,        column c*sw - pw + j*dw
+ *     transposed:  row (r + ph - i*dh) / sh,    column (c + pw - j*dw) / sw   (when exact)
+ * and zero outside the plane. */
+typedef struct {
+	int src;
+	int64_t chans, h, w;
+	int64_t gh, gw;
+	int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+	bool transposed;
+	bool fold_batch;
+	bool q_is_row;
+} Window;
+
+/* A dense matrix: element (row, col) = src[row*ld + col], or src[col*ld + row] when t; its runs
+ * are along col (along row when t). */
+typedef struct {
+	int src;
+	int64_t ld;
+	bool t;
+} Dense;
+
+/* Where C[b][m][n] goes: out[b*sb + m*sm + n*sn]. */
+typedef struct {
+	int out;
+	int64_t sb, sm, sn;
+} OutMap;
+
+static LLVMValueRef c64(Cg *cg, int64_t v) { return cg_i64(cg, v); }
+static LLVMValueRef add(Cg *cg, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildAdd(cg->b, a, b, ""); }
+static LLVMValueRef sub(Cg *cg, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSub(cg->b, a, b, ""); }
+static LLVMValueRef mul(Cg *cg, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildMul(cg->b, a, b, ""); }
+static LLVMValueRef udiv(Cg *cg, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildUDiv(cg->b, a, b, ""); }
+static LLVMValueRef urem(Cg *cg, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildURem(cg->b, a, b, ""); }
+static LLVMValueRef and(Cg *cg, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildAnd(cg->b, a, b, ""); }
+static LLVMValueRef ult(Cg *cg, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildICmp(cg->b, LLVMIntULT, a, b, ""); }
+
+/* Source coordinate along one axis for grid coordinate r and kernel tap i; *ok when it is inside
+ * the plane (extent n). Scalar i64 only: the vector path keeps columns unit-strided. */
+static LLVMValueRef win_coord(Cg *cg, bool transposed, LLVMValueRef r, LLVMValueRef i, int64_t s, int64_t pad,
+			      int64_t dil, int64_t n, LLVMValueRef *ok)
+{
+	if (!transposed) {
+		LLVMValueRef x = add(cg, sub(cg, mul(cg, r, c64(cg, s)), c64(cg, pad)), mul(cg, i, c64(cg, dil)));
+		*ok = ult(cg, x, c64(cg, n));
+		return x;
+	}
+	LLVMValueRef t = sub(cg, add(cg, r, c64(cg, pad)), mul(cg, i, c64(cg, dil)));
+	LLVMValueRef pos = LLVMBuildICmp(cg->b, LLVMIntSGE, t, c64(cg, 0), "");
+	if (s == 1) {
+		*ok = and(cg, pos, ult(cg, t, c64(cg, n)));
+		return t;
+	}
+	LLVMValueRef x = udiv(cg, t, c64(cg, s));
+	LLVMValueRef exact = LLVMBuildICmp(cg->b, LLVMIntEQ, urem(cg, t, c64(cg, s)), c64(cg, 0), "");
+	*ok = and(cg, and(cg, pos, exact), ult(cg, x, c64(cg, n)));
+	return x;
+}
+
+/* Splits q into the plane's channel and the kernel taps i, j. */
+static void win_q(Cg *cg, const Window *w, LLVMValueRef q, LLVMValueRef *chan, LLVMValueRef *i, LLVMValueRef *j)
+{
+	LLVMValueRef taps = c64(cg, w->kh * w->kw);
+	*chan = udiv(cg, q, taps);
+	LLVMValueRef ij = urem(cg, q, taps);
+	*i = udiv(cg, ij, c64(cg, w->kw));
+	*j = urem(cg, ij, c64(cg, w->kw));
+}
+
+static LLVMValueRef win_plane(Cg *cg, const Window *w, LLVMValueRef img, LLVMValueRef chan)
+{
+	return mul(cg, add(cg, mul(cg, img, c64(cg, w->chans)), chan), c64(cg, w->h * w->w));
+}
+
+static LLVMValueRef win_elem(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMValueRef row, LLVMValueRef col)
+{
+	const Window *w = op->ctx;
+	LLVMValueRef q = w->q_is_row ? row : col, p = w->q_is_row ? col : row;
+	LLVMValueRef chan, i, j, img = b, okr, okc;
+	win_q(cg, w, q, &chan, &i, &j);
+	if (w->fold_batch) {
+		img = udiv(cg, p, c64(cg, w->gh * w->gw));
+		p = urem(cg, p, c64(cg, w->gh * w->gw));
+	}
+	LLVMValueRef sr = win_coord(cg, w->transposed, udiv(cg, p, c64(cg, w->gw)), i, w->sh, w->ph, w->dh, w->h, &okr);
+	LLVMValueRef sc = win_coord(cg, w->transposed, urem(cg, p, c64(cg, w->gw)), j, w->sw, w->pw, w->dw, w->w, &okc);
+	LLVMValueRef ok = and(cg, okr, okc);
+	LLVMValueRef idx = add(cg, win_plane(cg, w, img, chan), add(cg, mul(cg, sr, c64(cg, w->w)), sc));
+	LLVMValueRef v = cg_load(cg, w->src, LLVMBuildSelect(cg->b, ok, idx, c64(cg, 0), ""));
+	return LLVMBuildSelect(cg->b, ok, v, LLVMConstNull(LLVMTypeOf(v)), "");
+}
+
+static LLVMValueRef splat32(Cg *cg, LLVMValueRef v, int lanes)
+{
+	return cg_gemm_splat(cg, LLVMBuildTrunc(cg->b, v, cg->t_i32, ""), lanes);
+}
+
+/* The vector path (unit column step): lanes p0 + l split into runs along grid rows; each run is
+ * contiguous in the source, so it is one masked load. Lane arithmetic is i32 (checked to fit). */
+static LLVMValueRef win_vec(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMValueRef q, LLVMValueRef p0,
+			    LLVMValueRef nvalid, int lanes)
+{
+	const Window *w = op->ctx;
+	LLVMTypeRef vi = LLVMVectorType(cg->t_i32, (unsigned)lanes);
+	LLVMValueRef chan, i, j;
+	win_q(cg, w, q, &chan, &i, &j);
+	LLVMValueRef iota = LLVMBuildTrunc(cg->b, cg_gemm_iota(cg, lanes), vi, "");
+	LLVMValueRef pv = add(cg, splat32(cg, p0, lanes), iota);
+	LLVMValueRef gw = splat32(cg, c64(cg, w->gw), lanes);
+	LLVMValueRef grow = udiv(cg, pv, gw);
+	LLVMValueRef col = sub(cg, pv, mul(cg, grow, gw));
+	/* column offset of tap j: c + off is the source column */
+	LLVMValueRef coff = w->transposed ? sub(cg, c64(cg, w->pw), mul(cg, j, c64(cg, w->dw)))
+					  : sub(cg, mul(cg, j, c64(cg, w->dw)), c64(cg, w->pw));
+	LLVMValueRef colok = ult(cg, add(cg, col, splat32(cg, coff, lanes)), splat32(cg, c64(cg, w->w), lanes));
+	LLVMValueRef lane_ok = LLVMBuildICmp(cg->b, LLVMIntSLT, cg_gemm_iota(cg, lanes), cg_gemm_splat(cg, nvalid, lanes), "");
+	LLVMValueRef base_ok = and(cg, colok, lane_ok);
+	LLVMValueRef g0 = udiv(cg, p0, c64(cg, w->gw));
+	int64_t nseg = (lanes - 1 + w->gw - 1) / w->gw + 1;
+	if (nseg > lanes)
+		nseg = lanes;
+	LLVMValueRef v = LLVMConstNull(LLVMVectorType(cg_compute_type(cg, cg->g->node[w->src].dtype), (unsigned)lanes));
+	for (int64_t s = 0; s < nseg; s++) {
+		LLVMValueRef gr = add(cg, g0, c64(cg, s)), img = b, r = gr, okr;
+		if (w->fold_batch) {
+			img = udiv(cg, gr, c64(cg, w->gh));
+			r = urem(cg, gr, c64(cg, w->gh));
+		}
+		LLVMValueRef sr = win_coord(cg, w->transposed, r, i, w->sh, w->ph, w->dh, w->h, &okr);
+		LLVMValueRef in_row = LLVMBuildICmp(cg->b, LLVMIntEQ, grow, splat32(cg, gr, lanes), "");
+		LLVMValueRef mask = and(cg, and(cg, in_row, base_ok), cg_gemm_splat(cg, okr, lanes));
+		/* lane l of this run reads source column p0 + l - gr*gw + coff */
+		LLVMValueRef c0 = add(cg, sub(cg, p0, mul(cg, gr, c64(cg, w->gw))), coff);
+		LLVMValueRef start = add(cg, win_plane(cg, w, img, chan), add(cg, mul(cg, sr, c64(cg, w->w)), c0));
+		start = LLVMBuildSelect(cg->b, okr, start, c64(cg, 0), "");
+		v = cg_gemm_masked_load(cg, w->src, start, mask, lanes, v);
+	}
+	return v;
+}
+
+static LLVMValueRef dense_elem(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMValueRef row, LLVMValueRef col)
+{
+	const Dense *d = op->ctx;
+	LLVMValueRef idx = d->t ? add(cg, mul(cg, col, c64(cg, d->ld)), row) : add(cg, mul(cg, row, c64(cg, d->ld)), col);
+	return cg_load(cg, d->src, idx);
+}
+
+static LLVMValueRef dense_vec(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMValueRef fixed, LLVMValueRef p0,
+			      LLVMValueRef nvalid, int lanes)
+{
+	const Dense *d = op->ctx;
+	LLVMValueRef mask = LLVMBuildICmp(cg->b, LLVMIntSLT, cg_gemm_iota(cg, lanes), cg_gemm_splat(cg, nvalid, lanes), "");
+	LLVMValueRef start = add(cg, mul(cg, fixed, c64(cg, d->ld)), p0);
+	LLVMTypeRef ct = cg_compute_type(cg, cg->g->node[d->src].dtype);
+	return cg_gemm_masked_load(cg, d->src, start, mask, lanes, LLVMConstNull(LLVMVectorType(ct, (unsigned)lanes)));
+}
+
+static void out_store(Cg *cg, const GemmSpec *s, LLVMValueRef b, LLVMValueRef m, LLVMValueRef n, LLVMValueRef v)
+{
+	const OutMap *o = s->ctx;
+	LLVMValueRef idx = add(cg, add(cg, mul(cg, b, c64(cg, o->sb)), mul(cg, m, c64(cg, o->sm))),
+			       mul(cg, n, c64(cg, o->sn)));
+	cg_store(cg, o->out, idx, v);
+}
+
+/* ---- lowerings ---- */
+
+static const Shape *shape_of(Cg *cg, const Node *n, int i) { return &cg->g->node[n->in[i]].shape; }
+
+/* The window of a convolution with attributes a[0..6) over planes of node src. */
+static Window conv_window(const Node *n, int src, const Shape *plane, int64_t kh, int64_t kw)
+{
+	Window w = {.src = src, .chans = plane->dim[1], .h = plane->dim[2], .w = plane->dim[3], .kh = kh, .kw = kw,
+		    .sh = (int64_t)n->attr[0], .sw = (int64_t)n->attr[1], .ph = (int64_t)n->attr[2],
+		    .pw = (int64_t)n->attr[3], .dh = (int64_t)n->attr[4], .dw = (int64_t)n->attr[5]};
+	return w;
+}
+
+/* The vector path needs unit column steps and positions that fit i32 lanes. */
+static GemmVecFn win_vec_for(const Window *w, int64_t positions)
+{
+	return w->sw == 1 && positions + 64 < INT32_MAX ? win_vec : NULL;
+}
+
+static GemmSpec spec(Cg *cg, const Node *n, int64_t batch, int64_t m, int64_t nn, int64_t k, const OutMap *o)
+{
+	GemmSpec s = {.batch = batch, .m = m, .n = nn, .k = k, .epilogue = out_store, .ctx = o,
+		      .type = cg_compute_type(cg, n->dtype)};
+	return s;
+}
+
+/* y[b] (Cout x Ho*Wo) = w (Cout x Cin*KH*KW) * im2col(x[b]) */
+int64_t cg_lower_conv2d(Cg *cg, const Node *n)
+{
+	const Shape *xs = shape_of(cg, n, 0), *ws = shape_of(cg, n, 1), *ys = &n->shape;
+	int64_t kk = ws->dim[1] * ws->dim[2] * ws->dim[3], p = ys->dim[2] * ys->dim[3];
+	Window x = conv_window(n, n->in[0], xs, ws->dim[2], ws->dim[3]);
+	x.gh = ys->dim[2], x.gw = ys->dim[3], x.q_is_row = true;
+	Dense w = {.src = n->in[1], .ld = kk};
+	OutMap o = {.out = n->id, .sb = ys->dim[1] * p, .sm = p, .sn = 1};
+	GemmSpec s = spec(cg, n, xs->dim[0], ys->dim[1], p, kk, &o);
+	s.a = (GemmOperand){.elem = dense_elem, .vec = dense_vec, .along_k = true, .batch_free = true, .ctx = &w};
+	s.b = (GemmOperand){.elem = win_elem, .vec = win_vec_for(&x, p), .ctx = &x};
+	return cg_gemm(cg, &s);
+}
+
+/* Weights read transposed for grad_input: A(ci, (co, tap)) = w[co][ci][tap]. */
+typedef struct {
+	int src;
+	int64_t cin, taps;
+} WeightT;
+
+static LLVMValueRef wt_elem(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMValueRef row, LLVMValueRef col)
+{
+	const WeightT *w = op->ctx;
+	LLVMValueRef co = udiv(cg, col, c64(cg, w->taps)), tap = urem(cg, col, c64(cg, w->taps));
+	return cg_load(cg, w->src, add(cg, mul(cg, add(cg, mul(cg, co, c64(cg, w->cin)), row), c64(cg, w->taps)), tap));
+}
+
+/* dx[b] (Cin x H*W) = w^T (Cin x Cout*KH*KW) * transposed-window(dy[b]) */
+int64_t cg_lower_conv2d_grad_input(Cg *cg, const Node *n)
+{
+	const Shape *dys = shape_of(cg, n, 0), *ws = shape_of(cg, n, 1), *xs = &n->shape;
+	int64_t taps = ws->dim[2] * ws->dim[3], hw = xs->dim[2] * xs->dim[3];
+	Window dy = conv_window(n, n->in[0], dys, ws->dim[2], ws->dim[3]);
+	dy.gh = xs->dim[2], dy.gw = xs->dim[3], dy.transposed = true, dy.q_is_row = true;
+	WeightT w = {.src = n->in[1], .cin = ws->dim[1], .taps = taps};
+	OutMap o = {.out = n->id, .sb = xs->dim[1] * hw, .sm = hw, .sn = 1};
+	GemmSpec s = spec(cg, n, xs->dim[0], xs->dim[1], hw, ws->dim[0] * taps, &o);
+	s.a = (GemmOperand){.elem = wt_elem, .along_k = true, .batch_free = true, .ctx = &w};
+	s.b = (GemmOperand){.elem = win_elem, .vec = win_vec_for(&dy, hw), .ctx = &dy};
+	return cg_gemm(cg, &s);
+}
+
+/* dw^T (Cin*KH*KW x Cout) = window(x) (taps x N*Ho*Wo) * dy^T (N*Ho*Wo x Cout): computing the
+ * transpose puts the large gather in A, packed along its contiguous k without a transpose. */
+int64_t cg_lower_conv2d_grad_weight(Cg *cg, const Node *n)
+{
+	const Shape *dys = shape_of(cg, n, 0), *xs = shape_of(cg, n, 1), *ws = &n->shape;
+	int64_t taps = ws->dim[1] * ws->dim[2] * ws->dim[3];
+	int64_t pos = dys->dim[0] * dys->dim[2] * dys->dim[3];
+	Window x = conv_window(n, n->in[1], xs, ws->dim[2], ws->dim[3]);
+	x.gh = dys->dim[2], x.gw = dys->dim[3], x.fold_batch = true, x.q_is_row = true;
+	Window dy = {.src = n->in[0], .chans = dys->dim[1], .h = dys->dim[2], .w = dys->dim[3], .gh = dys->dim[2],
+		     .gw = dys->dim[3], .kh = 1, .kw = 1, .sh = 1, .sw = 1, .dh = 1, .dw = 1, .fold_batch = true};
+	OutMap o = {.out = n->id, .sb = 0, .sm = 1, .sn = taps};
+	GemmSpec s = spec(cg, n, 1, taps, ws->dim[0], pos, &o);
+	s.a = (GemmOperand){.elem = win_elem, .vec = win_vec_for(&x, pos), .along_k = true, .ctx = &x};
+	s.b = (GemmOperand){.elem = win_elem, .vec = win_vec_for(&dy, pos), .along_k = true, .ctx = &dy};
+	return cg_gemm(cg, &s);
+}
+
+/* c = op(a) op(b); op transposes when the flag is set */
+int64_t cg_lower_matmul(Cg *cg, const Node *n)
+{
+	const Shape *as = shape_of(cg, n, 0), *bs = shape_of(cg, n, 1);
+	bool ta = n->attr[0] != 0, tb = n->attr[1] != 0;
+	int64_t m = n->shape.dim[0], nn = n->shape.dim[1], k = ta ? as->dim[0] : as->dim[1];
+	Dense a = {.src = n->in[0], .ld = as->dim[1], .t = ta};
+	Dense b = {.src = n->in[1], .ld = bs->dim[1], .t = tb};
+	OutMap o = {.out = n->id, .sm = nn, .sn = 1};
+	GemmSpec s = spec(cg, n, 1, m, nn, k, &o);
+	/* dense_vec reads along the stored rows: k for A unless transposed, n for B unless transposed */
+	s.a = (GemmOperand){.elem = dense_elem, .vec = ta ? NULL : dense_vec, .along_k = !ta, .ctx = &a};
+	s.b = (GemmOperand){.elem = dense_elem, .vec = dense_vec, .along_k = tb, .ctx = &b};
+	return cg_gemm(cg, &s);
+}

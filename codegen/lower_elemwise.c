@@ -1,0 +1,217 @@
+/* lower_elemwise.c: elementwise, broadcast and injective ops by elemental emitters.
+ *
+ * cg_emit_element gives one element of a node at an output index; the kernel loops over the
+ * output as [rows, last dim] (or as one flat row when no operand needs the index), work-groups
+ * taking blocks of rows or chunks of a long row, the innermost loop contiguous so LLVM
+ * vectorizes it. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "codegen/cg_util.h"
+#include "codegen/math.h"
+
+#define PHILOX_M0 0xD2511F53u
+#define PHILOX_M1 0xCD9E8D57u
+#define PHILOX_W0 0x9E3779B9u
+#define PHILOX_W1 0xBB67AE85u
+#define PHILOX_K1 0x5EED5EEDu
+
+/* An output index: idx (one value per axis; NULL in flat kernels) and/or lin (row-major). */
+typedef struct {
+	LLVMValueRef *idx;
+	LLVMValueRef lin;
+} ElemIndex;
+
+static bool same_shape(const Node *a, const Node *b) { return shape_eq(&a->shape, &b->shape); }
+
+/* Linear index of operand k of n read at output index at. */
+static LLVMValueRef operand_index(Cg *cg, const Node *n, int k, ElemIndex *at)
+{
+	const Node *in = &cg->g->node[n->in[k]];
+	if (shape_numel(&in->shape) == 1)
+		return cg_i64(cg, 0);
+	if (same_shape(in, n) || n->op == OP_reshape || n->op == OP_assign) {
+		if (!at->lin)
+			at->lin = cg_linear(cg, &n->shape, at->idx);
+		return at->lin;
+	}
+	if (n->op == OP_bias_add)
+		return at->idx[cg_axis(n->attr[0], n->shape.rank)];
+	return cg_broadcast_index(cg, &in->shape, &n->shape, at->idx);
+}
+
+/* Operand k at the output index, in n's compute type. */
+static LLVMValueRef operand(Cg *cg, const Node *n, int k, ElemIndex *at)
+{
+	int id = n->in[k];
+	LLVMValueRef v = shape_numel(&cg->g->node[id].shape) == 1 ? cg_load_uniform(cg, id, 0)
+								    : cg_load(cg, id, operand_index(cg, n, k, at));
+	return cg_convert(cg, v, cg_compute_type(cg, n->dtype));
+}
+
+static LLVMValueRef mul_hi_lo(Cg *cg, uint32_t m, LLVMValueRef c, LLVMValueRef *lo)
+{
+	LLVMValueRef p = LLVMBuildMul(cg->b, LLVMBuildZExt(cg->b, c, cg->t_i64, ""), cg_i64(cg, m), "");
+	*lo = LLVMBuildTrunc(cg->b, p, cg->t_i32, "");
+	return LLVMBuildTrunc(cg->b, LLVMBuildLShr(cg->b, p, cg_i64(cg, 32), ""), cg->t_i32, "");
+}
+
+/* Philox4x32-10 draw, word 0, exactly as ir/philox.h. */
+static LLVMValueRef philox(Cg *cg, LLVMValueRef seed, LLVMValueRef step, uint32_t stream, LLVMValueRef index)
+{
+	LLVMBuilderRef b = cg->b;
+	LLVMValueRef c0 = index, c1 = cg_i32(cg, stream), c2 = step, c3 = cg_i32(cg, 0);
+	LLVMValueRef k0 = seed;
+	uint32_t k1 = PHILOX_K1;
+	for (int r = 0; r < 10; r++) {
+		LLVMValueRef lo0, lo1;
+		LLVMValueRef hi0 = mul_hi_lo(cg, PHILOX_M0, c0, &lo0);
+		LLVMValueRef hi1 = mul_hi_lo(cg, PHILOX_M1, c2, &lo1);
+		c0 = LLVMBuildXor(b, LLVMBuildXor(b, hi1, c1, ""), k0, "");
+		c2 = LLVMBuildXor(b, LLVMBuildXor(b, hi0, c3, ""), cg_i32(cg, k1), "");
+		c1 = lo1;
+		c3 = lo0;
+		k0 = LLVMBuildAdd(b, k0, cg_i32(cg, PHILOX_W0), "");
+		k1 += PHILOX_W1;
+	}
+	return c0;
+}
+
+/* x / (1 - p) where the draw's top 24 bits, scaled to [0, 1), are >= p; else 0. */
+static LLVMValueRef emit_dropout(Cg *cg, const Node *n, ElemIndex *at)
+{
+	double p = n->attr[0];
+	LLVMValueRef x = operand(cg, n, 0, at);
+	if (p <= 0)
+		return x;
+	if (!at->lin)
+		at->lin = cg_linear(cg, &n->shape, at->idx);
+	LLVMValueRef seed = cg_load_uniform(cg, n->in[1], 0);
+	LLVMValueRef step = cg_load_uniform(cg, n->in[1], 1);
+	LLVMValueRef index = LLVMBuildTrunc(cg->b, at->lin, cg->t_i32, "");
+	LLVMValueRef draw = philox(cg, seed, step, (uint32_t)(int64_t)n->attr[1], index);
+	/* u = k 2^-24 >= p  <=>  k >= ceil(p 2^24), exact in integers */
+	double t = fmin(ceil(p * 16777216.0), 16777216.0);
+	LLVMValueRef k = LLVMBuildLShr(cg->b, draw, cg_i32(cg, 8), "");
+	LLVMValueRef keep = LLVMBuildICmp(cg->b, LLVMIntUGE, k, cg_i32(cg, (int64_t)t), "");
+	LLVMTypeRef ct = LLVMTypeOf(x);
+	LLVMValueRef y = LLVMBuildFMul(cg->b, x, cg_real(cg, ct, 1.0 / (1.0 - p)), "");
+	return LLVMBuildSelect(cg->b, keep, y, cg_real(cg, ct, 0.0), "");
+}
+
+static LLVMValueRef emit_binary(Cg *cg, const Node *n, ElemIndex *at)
+{
+	LLVMValueRef a = operand(cg, n, 0, at), b = operand(cg, n, 1, at);
+	switch (n->op) {
+	case OP_add:
+	case OP_bias_add: return LLVMBuildFAdd(cg->b, a, b, "");
+	case OP_sub: return LLVMBuildFSub(cg->b, a, b, "");
+	case OP_mul: return LLVMBuildFMul(cg->b, a, b, "");
+	case OP_div: return LLVMBuildFDiv(cg->b, a, b, "");
+	default: /* relu_grad(dy, x): dy where x > 0 */
+		return LLVMBuildSelect(cg->b, LLVMBuildFCmp(cg->b, LLVMRealOGT, b, cg_real(cg, LLVMTypeOf(b), 0), ""), a,
+				       cg_real(cg, LLVMTypeOf(a), 0), "");
+	}
+}
+
+static LLVMValueRef emit_at(Cg *cg, const Node *n, ElemIndex *at)
+{
+	switch (n->op) {
+	case OP_neg: return LLVMBuildFNeg(cg->b, operand(cg, n, 0, at), "");
+	case OP_exp: return cg_exp(cg, operand(cg, n, 0, at));
+	case OP_log: return cg_log(cg, operand(cg, n, 0, at));
+	case OP_sqrt: {
+		LLVMValueRef x = operand(cg, n, 0, at);
+		return cg_intrinsic(cg, "sqrt", LLVMTypeOf(x), &x, 1);
+	}
+	case OP_relu: {
+		LLVMValueRef x = operand(cg, n, 0, at), zero = cg_real(cg, LLVMTypeOf(x), 0);
+		return LLVMBuildSelect(cg->b, LLVMBuildFCmp(cg->b, LLVMRealOGT, x, zero, ""), x, zero, "");
+	}
+	case OP_copy:
+	case OP_reshape:
+	case OP_broadcast_to: return operand(cg, n, 0, at);
+	case OP_assign: return operand(cg, n, 1, at);
+	case OP_dropout: return emit_dropout(cg, n, at);
+	case OP_add: case OP_sub: case OP_mul: case OP_div: case OP_bias_add: case OP_relu_grad:
+		return emit_binary(cg, n, at);
+	default:
+		fprintf(stderr, "internal error: no elemental emitter for %s\n", ir_ops[n->op].name);
+		abort();
+	}
+}
+
+LLVMValueRef cg_emit_element(Cg *cg, const Node *n, LLVMValueRef *idx)
+{
+	ElemIndex at = {idx, NULL};
+	return emit_at(cg, n, &at);
+}
+
+/* Whether every operand can be read at the output's linear index alone. */
+static bool is_flat(const Cg *cg, const Node *n)
+{
+	if (n->op == OP_reshape || n->op == OP_assign)
+		return true;
+	if (n->op == OP_bias_add || n->op == OP_broadcast_to)
+		return false;
+	int nin = n->op == OP_dropout ? 1 : n->nin;
+	for (int k = 0; k < nin; k++) {
+		const Node *in = &cg->g->node[n->in[k]];
+		if (!same_shape(in, n) && shape_numel(&in->shape) != 1)
+			return false;
+	}
+	return true;
+}
+
+/* The work-group partition of a [rows, cols] view: blocks of whole rows, or chunks of a row. */
+typedef struct {
+	int64_t rows, cols, rows_per_wg, chunk, nchunks;
+} Partition;
+
+static Partition partition(int64_t rows, int64_t cols)
+{
+	Partition p = {rows, cols, 1, cols, 1};
+	if (cols > CG_WG_ELEMENTS) {
+		p.chunk = CG_WG_ELEMENTS;
+		p.nchunks = (cols + p.chunk - 1) / p.chunk;
+	} else {
+		p.rows_per_wg = CG_WG_ELEMENTS / cols;
+	}
+	return p;
+}
+
+int64_t cg_lower_elemwise(Cg *cg, const Node *n)
+{
+	int64_t numel = shape_numel(&n->shape);
+	if (numel == 0)
+		return 1;
+	bool flat = is_flat(cg, n) || n->shape.rank == 0;
+	int64_t cols = flat ? numel : n->shape.dim[n->shape.rank - 1];
+	Partition p = partition(numel / cols, cols);
+	LLVMBuilderRef b = cg->b;
+
+	CgLoop wg = cg_for_begin(cg, cg->wg_begin, cg->wg_end, "wg");
+	LLVMValueRef block = LLVMBuildSDiv(b, wg.i, cg_i64(cg, p.nchunks), "");
+	LLVMValueRef chunk = LLVMBuildSRem(b, wg.i, cg_i64(cg, p.nchunks), "");
+	LLVMValueRef row_lo = LLVMBuildMul(b, block, cg_i64(cg, p.rows_per_wg), "");
+	LLVMValueRef row_hi = cg_min_i64(cg, LLVMBuildAdd(b, row_lo, cg_i64(cg, p.rows_per_wg), ""), cg_i64(cg, p.rows));
+	LLVMValueRef col_lo = LLVMBuildMul(b, chunk, cg_i64(cg, p.chunk), "");
+	LLVMValueRef col_hi = cg_min_i64(cg, LLVMBuildAdd(b, col_lo, cg_i64(cg, p.chunk), ""), cg_i64(cg, p.cols));
+
+	CgLoop row = cg_for_begin(cg, row_lo, row_hi, "row");
+	LLVMValueRef idx[IR_MAX_DIMS];
+	Shape outer = n->shape;
+	outer.rank = flat ? 0 : n->shape.rank - 1;
+	cg_delinear(cg, &outer, row.i, idx);
+	LLVMValueRef base = LLVMBuildNSWMul(b, row.i, cg_i64(cg, cols), "");
+	CgLoop col = cg_for_begin(cg, col_lo, col_hi, "col");
+	if (!flat)
+		idx[n->shape.rank - 1] = col.i;
+	ElemIndex at = {flat ? NULL : idx, LLVMBuildNSWAdd(b, base, col.i, "")};
+	cg_store(cg, n->id, at.lin, emit_at(cg, n, &at));
+	cg_for_end(cg, &col);
+	cg_for_end(cg, &row);
+	cg_for_end(cg, &wg);
+	int64_t blocks = (p.rows + p.rows_per_wg - 1) / p.rows_per_wg;
+	return blocks * p.nchunks;
+}

@@ -1,0 +1,176 @@
+/* lower_pool.c: max and average pooling over NCHW and their gradients (PyTorch semantics: floor
+ * mode, zero padding that never wins a max, count_include_pad for the average). A work-group
+ * takes a block of (n, c) planes. The gradients are gathers: each input element sums what the
+ * windows containing it send it, in window order, so no two threads write one element. */
+#include "codegen/cg_util.h"
+
+typedef struct {
+	int x;                                  /* pooled input node */
+	int64_t planes, h, w, oh, ow;
+	int64_t kh, kw, sh, sw, ph, pw;
+	bool include_pad;
+} Pool;
+
+/* What one window yields: the first maximum and where it is, or the sum and divisor. */
+typedef struct {
+	LLVMValueRef best, pos, sum, count;
+} Scan;
+
+static LLVMValueRef c64(Cg *cg, int64_t v) { return cg_i64(cg, v); }
+static LLVMValueRef add(Cg *cg, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildAdd(cg->b, a, b, ""); }
+static LLVMValueRef sub(Cg *cg, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSub(cg->b, a, b, ""); }
+static LLVMValueRef mulc(Cg *cg, LLVMValueRef a, int64_t c) { return LLVMBuildMul(cg->b, a, c64(cg, c), ""); }
+static LLVMValueRef ult(Cg *cg, LLVMValueRef a, int64_t n) { return LLVMBuildICmp(cg->b, LLVMIntULT, a, c64(cg, n), ""); }
+static LLVMValueRef imax(Cg *cg, LLVMValueRef a, LLVMValueRef b)
+{
+	return LLVMBuildSelect(cg->b, LLVMBuildICmp(cg->b, LLVMIntSGT, a, b, ""), a, b, "");
+}
+
+static Pool pool_of(Cg *cg, const Node *n, int xin)
+{
+	const Node *x = &cg->g->node[n->in[xin]];
+	const Node *y = xin ? &cg->g->node[n->in[0]] : n; /* the pooled shape: output, or dy */
+	Pool p = {.x = x->id, .planes = x->shape.dim[0] * x->shape.dim[1], .h = x->shape.dim[2],
+		  .w = x->shape.dim[3], .oh = y->shape.dim[2], .ow = y->shape.dim[3],
+		  .kh = (int64_t)n->attr[0], .kw = (int64_t)n->attr[1], .sh = (int64_t)n->attr[2],
+		  .sw = (int64_t)n->attr[3], .ph = (int64_t)n->attr[4], .pw = (int64_t)n->attr[5],
+		  .include_pad = ir_op_nattrs(n->op) > 6 && n->attr[6] != 0};
+	return p;
+}
+
+/* Opens the loops over this work-group's planes; returns the plane index. Close with close2. */
+static LLVMValueRef planes_begin(Cg *cg, int64_t per_wg, int64_t planes, CgLoop *wg, CgLoop *pl)
+{
+	*wg = cg_for_begin(cg, cg->wg_begin, cg->wg_end, "wg");
+	LLVMValueRef lo = mulc(cg, wg->i, per_wg);
+	*pl = cg_for_begin(cg, lo, cg_min_i64(cg, add(cg, lo, c64(cg, per_wg)), c64(cg, planes)), "plane");
+	return pl->i;
+}
+
+static void close2(Cg *cg, CgLoop *inner, CgLoop *outer)
+{
+	cg_for_end(cg, inner);
+	cg_for_end(cg, outer);
+}
+
+static int64_t planes_per_wg(int64_t planes, int64_t plane_elems, int64_t *grid)
+{
+	int64_t per = CG_WG_ELEMENTS / (plane_elems > 0 ? plane_elems : 1);
+	if (per < 1)
+		per = 1;
+	if (per > planes)
+		per = planes;
+	*grid = (planes + per - 1) / per;
+	return per;
+}
+
+/* Scans window (oh, ow) of plane `base` of x in row-major order. */
+static Scan scan_window(Cg *cg, const Pool *p, LLVMValueRef base, LLVMValueRef oh, LLVMValueRef ow, bool want_max)
+{
+	LLVMTypeRef ct = cg_compute_type(cg, cg->g->node[p->x].dtype);
+	LLVMValueRef best = cg_local(cg, ct, "best"), pos = cg_local(cg, cg->t_i64, "pos");
+	LLVMValueRef have = cg_local(cg, cg->t_i1, "have"), cnt = cg_local(cg, cg->t_i64, "cnt");
+	LLVMBuildStore(cg->b, cg_real(cg, ct, 0), best);
+	LLVMBuildStore(cg->b, c64(cg, -1), pos);
+	LLVMBuildStore(cg->b, LLVMConstInt(cg->t_i1, 0, 0), have);
+	LLVMBuildStore(cg->b, c64(cg, 0), cnt);
+	LLVMValueRef h0 = sub(cg, mulc(cg, oh, p->sh), c64(cg, p->ph)), w0 = sub(cg, mulc(cg, ow, p->sw), c64(cg, p->pw));
+	CgLoop i = cg_for_begin(cg, c64(cg, 0), c64(cg, p->kh), "wi");
+	CgLoop j = cg_for_begin(cg, c64(cg, 0), c64(cg, p->kw), "wj");
+	LLVMValueRef ih = add(cg, h0, i.i), iw = add(cg, w0, j.i);
+	LLVMValueRef ok = LLVMBuildAnd(cg->b, ult(cg, ih, p->h), ult(cg, iw, p->w), "");
+	LLVMValueRef at = add(cg, mulc(cg, ih, p->w), iw);
+	LLVMValueRef x = cg_load(cg, p->x, add(cg, base, LLVMBuildSelect(cg->b, ok, at, c64(cg, 0), "")));
+	LLVMValueRef b = LLVMBuildLoad2(cg->b, ct, best, "");
+	if (want_max) {
+		/* strictly greater: ties keep the first maximum */
+		LLVMValueRef first = LLVMBuildNot(cg->b, LLVMBuildLoad2(cg->b, cg->t_i1, have, ""), "");
+		LLVMValueRef gt = LLVMBuildFCmp(cg->b, LLVMRealOGT, x, b, "");
+		LLVMValueRef take = LLVMBuildAnd(cg->b, ok, LLVMBuildOr(cg->b, first, gt, ""), "");
+		LLVMBuildStore(cg->b, LLVMBuildSelect(cg->b, take, x, b, ""), best);
+		LLVMBuildStore(cg->b, LLVMBuildSelect(cg->b, take, at, LLVMBuildLoad2(cg->b, cg->t_i64, pos, ""), ""), pos);
+		LLVMBuildStore(cg->b, LLVMBuildOr(cg->b, ok, LLVMBuildNot(cg->b, first, ""), ""), have);
+	} else {
+		LLVMBuildStore(cg->b, LLVMBuildFAdd(cg->b, b, LLVMBuildSelect(cg->b, ok, x, cg_real(cg, ct, 0), ""), ""), best);
+		LLVMBuildStore(cg->b, add(cg, LLVMBuildLoad2(cg->b, cg->t_i64, cnt, ""), LLVMBuildZExt(cg->b, ok, cg->t_i64, "")), cnt);
+	}
+	close2(cg, &j, &i);
+	Scan s = {.best = LLVMBuildLoad2(cg->b, ct, best, ""), .pos = LLVMBuildLoad2(cg->b, cg->t_i64, pos, "")};
+	LLVMValueRef n = p->include_pad ? c64(cg, p->kh * p->kw) : LLVMBuildLoad2(cg->b, cg->t_i64, cnt, "");
+	s.count = LLVMBuildSIToFP(cg->b, n, ct, "");
+	s.sum = s.best;
+	return s;
+}
+
+/* Forward: y[plane][oh][ow] from its window. */
+static int64_t lower_pool(Cg *cg, const Node *n, bool want_max)
+{
+	Pool p = pool_of(cg, n, 0);
+	int64_t grid, per = planes_per_wg(p.planes, p.h * p.w, &grid);
+	CgLoop wg, pl;
+	LLVMValueRef plane = planes_begin(cg, per, p.planes, &wg, &pl);
+	LLVMValueRef base = mulc(cg, plane, p.h * p.w);
+	CgLoop oh = cg_for_begin(cg, c64(cg, 0), c64(cg, p.oh), "oh");
+	CgLoop ow = cg_for_begin(cg, c64(cg, 0), c64(cg, p.ow), "ow");
+	Scan s = scan_window(cg, &p, base, oh.i, ow.i, want_max);
+	LLVMValueRef v = want_max ? s.best : LLVMBuildFDiv(cg->b, s.sum, s.count, "");
+	LLVMValueRef o = add(cg, mulc(cg, plane, p.oh * p.ow), add(cg, mulc(cg, oh.i, p.ow), ow.i));
+	cg_store(cg, n->id, o, v);
+	close2(cg, &ow, &oh);
+	close2(cg, &pl, &wg);
+	return grid;
+}
+
+int64_t cg_lower_max_pool2d(Cg *cg, const Node *n) { return lower_pool(cg, n, true); }
+int64_t cg_lower_avg_pool2d(Cg *cg, const Node *n) { return lower_pool(cg, n, false); }
+
+/* The windows along one axis that contain input coordinate i: [lo, hi] (possibly empty). */
+static void window_range(Cg *cg, LLVMValueRef i, int64_t k, int64_t s, int64_t pad, int64_t nout, LLVMValueRef *lo,
+			 LLVMValueRef *hi)
+{
+	/* window o covers o*s - pad .. o*s - pad + k - 1 */
+	LLVMValueRef t = add(cg, i, c64(cg, pad - k + 1 + s - 1));
+	*lo = imax(cg, LLVMBuildSDiv(cg->b, imax(cg, t, c64(cg, 0)), c64(cg, s), ""), c64(cg, 0));
+	LLVMValueRef h = LLVMBuildSDiv(cg->b, add(cg, i, c64(cg, pad)), c64(cg, s), "");
+	*hi = cg_min_i64(cg, add(cg, h, c64(cg, 1)), c64(cg, nout)); /* exclusive */
+}
+
+/* Gradient: dx[plane][ih][iw] = sum over the windows containing (ih, iw) of what they send it. */
+static int64_t lower_pool_grad(Cg *cg, const Node *n, bool want_max)
+{
+	Pool p = pool_of(cg, n, 1);
+	int dy = n->in[0];
+	LLVMTypeRef ct = cg_compute_type(cg, n->dtype);
+	int64_t grid, per = planes_per_wg(p.planes, p.h * p.w, &grid);
+	CgLoop wg, pl;
+	LLVMValueRef plane = planes_begin(cg, per, p.planes, &wg, &pl);
+	LLVMValueRef base = mulc(cg, plane, p.h * p.w), ybase = mulc(cg, plane, p.oh * p.ow);
+	LLVMValueRef acc = cg_local(cg, ct, "acc");
+	CgLoop ih = cg_for_begin(cg, c64(cg, 0), c64(cg, p.h), "ih");
+	LLVMValueRef ohlo, ohhi, owlo, owhi;
+	window_range(cg, ih.i, p.kh, p.sh, p.ph, p.oh, &ohlo, &ohhi);
+	CgLoop iw = cg_for_begin(cg, c64(cg, 0), c64(cg, p.w), "iw");
+	window_range(cg, iw.i, p.kw, p.sw, p.pw, p.ow, &owlo, &owhi);
+	LLVMValueRef self = add(cg, mulc(cg, ih.i, p.w), iw.i);
+	LLVMBuildStore(cg->b, cg_real(cg, ct, 0), acc);
+	CgLoop oh = cg_for_begin(cg, ohlo, ohhi, "oh");
+	CgLoop ow = cg_for_begin(cg, owlo, owhi, "ow");
+	LLVMValueRef g = cg_load(cg, dy, add(cg, ybase, add(cg, mulc(cg, oh.i, p.ow), ow.i)));
+	Scan s = scan_window(cg, &p, base, oh.i, ow.i, want_max);
+	LLVMValueRef a = LLVMBuildLoad2(cg->b, ct, acc, "");
+	if (want_max) {
+		LLVMValueRef mine = LLVMBuildICmp(cg->b, LLVMIntEQ, s.pos, self, "");
+		a = LLVMBuildSelect(cg->b, mine, LLVMBuildFAdd(cg->b, a, g, ""), a, "");
+	} else {
+		a = LLVMBuildFAdd(cg->b, a, LLVMBuildFDiv(cg->b, g, s.count, ""), "");
+	}
+	LLVMBuildStore(cg->b, a, acc);
+	close2(cg, &ow, &oh);
+	cg_store(cg, n->id, add(cg, base, self), LLVMBuildLoad2(cg->b, ct, acc, ""));
+	close2(cg, &iw, &ih);
+	close2(cg, &pl, &wg);
+	return grid;
+}
+
+int64_t cg_lower_max_pool2d_grad(Cg *cg, const Node *n) { return lower_pool_grad(cg, n, true); }
+int64_t cg_lower_avg_pool2d_grad(Cg *cg, const Node *n) { return lower_pool_grad(cg, n, false); }

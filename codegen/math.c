@@ -1,0 +1,108 @@
+/* math.c: exp and log for f32 in LLVM IR, branch-free (selects) so they vectorize.
+ *
+ * exp: x = n ln2 + r with n = rint(x / ln2) and |r| <= ln2/2 (ln2 split in two parts so r is
+ * exact), e^r by a degree-7 polynomial, then scaled by 2^n in two halves so that results near
+ * overflow and in the denormal range come out right.
+ * log: x = 2^e m with m in [sqrt(1/2), sqrt(2)), ln(m) = f - f^2/2 + f^3 P(f) with f = m - 1,
+ * plus e ln2 (again ln2 in two parts). Denormal inputs are scaled by 2^23 first. */
+#include "codegen/math.h"
+
+#include <math.h>
+
+static LLVMValueRef fconst(Cg *cg, double v) { return cg_real(cg, cg->t_f32, v); }
+
+static LLVMValueRef fma3(Cg *cg, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c)
+{
+	LLVMValueRef args[3] = {a, b, c};
+	return cg_intrinsic(cg, "fma", cg->t_f32, args, 3);
+}
+
+/* Horner evaluation of c[0] x^(n-1) + ... + c[n-1] */
+static LLVMValueRef horner(Cg *cg, LLVMValueRef x, const double *c, int n)
+{
+	LLVMValueRef p = fconst(cg, c[0]);
+	for (int i = 1; i < n; i++)
+		p = fma3(cg, p, x, fconst(cg, c[i]));
+	return p;
+}
+
+static LLVMValueRef unary(Cg *cg, const char *name, LLVMValueRef x)
+{
+	return cg_intrinsic(cg, name, LLVMTypeOf(x), &x, 1);
+}
+
+static LLVMValueRef binary(Cg *cg, const char *name, LLVMValueRef a, LLVMValueRef b)
+{
+	LLVMValueRef args[2] = {a, b};
+	return cg_intrinsic(cg, name, LLVMTypeOf(a), args, 2);
+}
+
+/* 2^k for integer k in [-126, 127] (i32), as a float built from its exponent bits */
+static LLVMValueRef pow2i(Cg *cg, LLVMValueRef k)
+{
+	LLVMValueRef bits = LLVMBuildShl(cg->b, LLVMBuildAdd(cg->b, k, cg_i32(cg, 127), ""), cg_i32(cg, 23), "");
+	return LLVMBuildBitCast(cg->b, bits, cg->t_f32, "");
+}
+
+static LLVMValueRef exp_f32(Cg *cg, LLVMValueRef x)
+{
+	/* e^x for x outside [-104, 89] is 0 or inf either way; clamping keeps n in range (and
+	 * maxnum/minnum drop a NaN, restored at the end) */
+	LLVMValueRef xc = binary(cg, "minnum", binary(cg, "maxnum", x, fconst(cg, -104.0)), fconst(cg, 89.0));
+	LLVMValueRef nf = unary(cg, "rint", LLVMBuildFMul(cg->b, xc, fconst(cg, M_LOG2E), ""));
+	LLVMValueRef r = fma3(cg, LLVMBuildFNeg(cg->b, nf, ""), fconst(cg, 0.693359375), xc);
+	r = fma3(cg, LLVMBuildFNeg(cg->b, nf, ""), fconst(cg, -2.12194440e-4), r);
+	/* e^r = 1 + r + r^2 P(r) on |r| <= ln2/2 */
+	static const double c[] = {1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3,
+				   4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1};
+	LLVMValueRef p = horner(cg, r, c, 6);
+	LLVMValueRef r2 = LLVMBuildFMul(cg->b, r, r, "");
+	LLVMValueRef e = LLVMBuildFAdd(cg->b, fma3(cg, p, r2, r), fconst(cg, 1.0), "");
+	LLVMValueRef n = LLVMBuildFPToSI(cg->b, nf, cg->t_i32, "");
+	LLVMValueRef n1 = LLVMBuildAShr(cg->b, n, cg_i32(cg, 1), "");
+	LLVMValueRef n2 = LLVMBuildSub(cg->b, n, n1, "");
+	e = LLVMBuildFMul(cg->b, LLVMBuildFMul(cg->b, e, pow2i(cg, n1), ""), pow2i(cg, n2), "");
+	LLVMValueRef nan = LLVMBuildFCmp(cg->b, LLVMRealUNO, x, x, "");
+	return LLVMBuildSelect(cg->b, nan, x, e, "");
+}
+
+static LLVMValueRef log_f32(Cg *cg, LLVMValueRef x)
+{
+	LLVMBuilderRef b = cg->b;
+	/* denormals: scale into the normal range and remember the 23 */
+	LLVMValueRef tiny = LLVMBuildFCmp(b, LLVMRealOLT, x, fconst(cg, 0x1p-126), "");
+	LLVMValueRef xs = LLVMBuildSelect(b, tiny, LLVMBuildFMul(b, x, fconst(cg, 0x1p23), ""), x, "");
+	LLVMValueRef bias = LLVMBuildSelect(b, tiny, cg_i32(cg, 126 + 23), cg_i32(cg, 126), "");
+	LLVMValueRef bits = LLVMBuildBitCast(b, xs, cg->t_i32, "");
+	LLVMValueRef e = LLVMBuildSub(b, LLVMBuildLShr(b, bits, cg_i32(cg, 23), ""), bias, "");
+	/* m in [0.5, 1) */
+	LLVMValueRef mbits = LLVMBuildOr(b, LLVMBuildAnd(b, bits, cg_i32(cg, 0x007fffff), ""), cg_i32(cg, 0x3f000000), "");
+	LLVMValueRef m = LLVMBuildBitCast(b, mbits, cg->t_f32, "");
+	LLVMValueRef small = LLVMBuildFCmp(b, LLVMRealOLT, m, fconst(cg, M_SQRT1_2), "");
+	e = LLVMBuildSub(b, e, LLVMBuildZExt(b, small, cg->t_i32, ""), "");
+	m = LLVMBuildSelect(b, small, LLVMBuildFAdd(b, m, m, ""), m, "");
+	LLVMValueRef f = LLVMBuildFSub(b, m, fconst(cg, 1.0), "");
+	static const double c[] = {7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1,
+				   1.4249322787e-1, -1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1,
+				   3.3333331174e-1};
+	LLVMValueRef f2 = LLVMBuildFMul(b, f, f, "");
+	LLVMValueRef y = LLVMBuildFMul(b, LLVMBuildFMul(b, horner(cg, f, c, 9), f, ""), f2, "");
+	LLVMValueRef ef = LLVMBuildSIToFP(b, e, cg->t_f32, "");
+	y = fma3(cg, ef, fconst(cg, -2.12194440e-4), y);
+	y = fma3(cg, f2, fconst(cg, -0.5), y);
+	LLVMValueRef r = fma3(cg, ef, fconst(cg, 0.693359375), LLVMBuildFAdd(b, f, y, ""));
+	/* x < 0 or NaN: NaN; 0: -inf; +inf: +inf */
+	r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOEQ, x, fconst(cg, INFINITY), ""), x, r, "");
+	r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOEQ, x, fconst(cg, 0.0), ""), fconst(cg, -INFINITY), r, "");
+	return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGE, x, fconst(cg, 0.0), ""), r, fconst(cg, NAN), "");
+}
+
+LLVMValueRef cg_exp(Cg *cg, LLVMValueRef x)
+{
+	return LLVMTypeOf(x) == cg->t_f32 ? exp_f32(cg, x) : unary(cg, "exp", x);
+}
+
+LLVMValueRef cg_log(Cg *cg, LLVMValueRef x)
+{
+	return LLVMTypeOf(x) == cg->t_f32 ? log_f32(cg, x) : unary(cg, "log", x);
+}

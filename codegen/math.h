@@ -1,0 +1,13 @@
+/* math.h: exp and log emitted as LLVM IR (no libm calls), so the loops around them vectorize and
+ * the same code serves every target. */
+#ifndef NETC_CG_MATH_H
+#define NETC_CG_MATH_H
+
+#include "codegen/cg.h"
+
+/* e^x and ln x of a float or double value: f32 by range reduction and a polynomial (relative
+ * error < 2e-7), other types through the llvm.exp/llvm.log intrinsics. */
+LLVMValueRef cg_exp(Cg *cg, LLVMValueRef x);
+LLVMValueRef cg_log(Cg *cg, LLVMValueRef x);
+
+#endif

@@ -1,0 +1,681 @@
+/* builder.c: the syntax tree to the forward graph. Evaluates constant expressions, binds call
+ * arguments to layer signatures, builds each layer through the layer table, and reads the train
+ * section into the graph's TrainConfig. A failed layer leaves a poisoned name behind so the
+ * statements that use it stay quiet instead of piling up follow-on errors. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend/ast.h"
+#include "frontend/layers.h"
+
+typedef enum { V_NUM, V_BOOL, V_TENSOR } ValueKind;
+
+typedef struct {
+	ValueKind kind;
+	double v;
+	bool is_int;
+	int node; /* V_TENSOR; -1 when the layer that made it failed */
+} Value;
+
+typedef struct {
+	const char *name;
+	SrcLoc loc;
+	Value val;
+} Sym;
+
+typedef struct {
+	Graph *g;
+	Diag *d;
+	Sym *sym;
+	int nsym, cap;
+	int *counter;           /* per layer, for generated names */
+	const char *batch_name; /* the symbolic batch dimension */
+	int prev;               /* value of the previous layer (or the first input); -1: failed */
+	bool have_prev;
+	int inputs[2], ninputs;
+	SrcLoc loss_loc;
+} Builder;
+
+/* ---- names ---- */
+
+static Sym *lookup(Builder *b, const char *name)
+{
+	for (int i = 0; i < b->nsym; i++)
+		if (!strcmp(b->sym[i].name, name))
+			return &b->sym[i];
+	return NULL;
+}
+
+static void define(Builder *b, const char *name, SrcLoc loc, Value v)
+{
+	if (b->nsym == b->cap) {
+		b->cap = b->cap ? 2 * b->cap : 32;
+		b->sym = realloc(b->sym, (size_t)b->cap * sizeof *b->sym);
+		if (!b->sym) {
+			fputs("netc: out of memory\n", stderr);
+			abort();
+		}
+	}
+	b->sym[b->nsym++] = (Sym){name, loc, v};
+}
+
+/* False, with an error and a note at the first definition, when name is taken. */
+static bool check_new_name(Builder *b, const char *name, SrcLoc loc)
+{
+	Sym *s = lookup(b, name);
+	if (!s)
+		return true;
+	diag_error(b->d, loc, "'%s' is already defined", name);
+	diag_note(b->d, s->loc, "'%s' was defined here", name);
+	return false;
+}
+
+/* ---- constant expressions ---- */
+
+static const char *value_str(const Value *v, char *buf, size_t len)
+{
+	if (v->kind == V_BOOL)
+		return v->v ? "true" : "false";
+	if (v->kind == V_TENSOR)
+		return "a tensor";
+	snprintf(buf, len, "%.17g", v->v);
+	return buf;
+}
+
+static bool eval(Builder *b, const Expr *e, Value *out);
+
+static bool eval_number(Builder *b, const Expr *e, Value *out)
+{
+	if (!eval(b, e, out))
+		return false;
+	if (out->kind == V_NUM)
+		return true;
+	diag_error(b->d, e->loc, "expected a number, got %s", out->kind == V_BOOL ? "a boolean" : "a tensor");
+	return false;
+}
+
+/* Integers stay integers while exact: '/' of integers that divide evenly is an integer. */
+static bool eval_binary(Builder *b, const Expr *e, Value *out)
+{
+	Value l, r;
+	if (!eval_number(b, e->l, &l) || !eval_number(b, e->r, &r))
+		return false;
+	bool ints = l.is_int && r.is_int;
+	if ((e->op == '/' || e->op == '%') && r.v == 0) {
+		diag_error(b->d, e->loc, "division by zero in a constant expression");
+		return false;
+	}
+	if (e->op == '%' && !ints) {
+		diag_error(b->d, e->loc, "'%%' needs integers");
+		return false;
+	}
+	double v = 0;
+	switch (e->op) {
+	case '+': v = l.v + r.v; break;
+	case '-': v = l.v - r.v; break;
+	case '*': v = l.v * r.v; break;
+	case '/': v = l.v / r.v; ints = ints && fmod(l.v, r.v) == 0; break;
+	case '%': v = fmod(l.v, r.v); break;
+	}
+	if (!isfinite(v) || (ints && fabs(v) > FE_MAX_INT)) {
+		diag_error(b->d, e->loc, "constant expression overflows");
+		return false;
+	}
+	*out = (Value){V_NUM, v, ints, -1};
+	return true;
+}
+
+static bool eval_name(Builder *b, const Expr *e, Value *out)
+{
+	Sym *s = lookup(b, e->name);
+	if (!s) {
+		diag_error(b->d, e->loc, "unknown name '%s'", e->name);
+		return false;
+	}
+	*out = s->val;
+	return true;
+}
+
+static bool eval(Builder *b, const Expr *e, Value *out)
+{
+	switch (e->kind) {
+	case E_NUM: *out = (Value){V_NUM, e->num, e->is_int, -1}; return true;
+	case E_BOOL: *out = (Value){V_BOOL, e->num, false, -1}; return true;
+	case E_NAME: return eval_name(b, e, out);
+	case E_BIN: return eval_binary(b, e, out);
+	case E_NEG:
+		if (!eval_number(b, e->l, out))
+			return false;
+		out->v = -out->v;
+		return true;
+	case E_CALL: break;
+	}
+	diag_error(b->d, e->loc, "a call to '%s' is not allowed here", e->name);
+	return false;
+}
+
+/* ---- binding arguments to signatures ---- */
+
+static bool check_kind(Builder *b, const Signature *s, int i, const Value *v, SrcLoc loc)
+{
+	static const char *const want[] = {
+		[ARG_NUM] = "a number", [ARG_NNUM] = "a number >= 0", [ARG_PROB] = "a number in [0, 1)",
+		[ARG_INT] = "an integer", [ARG_POS] = "a positive integer",
+		[ARG_NONNEG] = "an integer >= 0", [ARG_BOOL] = "true or false",
+	};
+	ArgKind k = s->arg[i].kind;
+	bool ok;
+	if (k == ARG_BOOL)
+		ok = v->kind == V_BOOL;
+	else if (v->kind != V_NUM)
+		ok = false;
+	else if (k == ARG_NUM || k == ARG_NNUM || k == ARG_PROB)
+		ok = (k == ARG_NUM || v->v >= 0) && (k != ARG_PROB || v->v < 1);
+	else
+		ok = v->is_int && (k == ARG_INT || v->v > 0 || (k == ARG_NONNEG && v->v == 0));
+	if (!ok) {
+		char buf[32];
+		diag_error(b->d, loc, "argument '%s' of %s must be %s, got %s", s->arg[i].name, s->name,
+			   want[k], value_str(v, buf, sizeof buf));
+	}
+	return ok;
+}
+
+static int arg_index(const Signature *s, const char *key)
+{
+	for (int i = 0; i < s->nargs; i++)
+		if (!strcmp(s->arg[i].name, key))
+			return i;
+	return -1;
+}
+
+static bool bind_one(Builder *b, const Signature *s, const Arg *a, int *npos, BoundArgs *out)
+{
+	Value v;
+	int i = a->key ? arg_index(s, a->key) : (*npos)++;
+	if (a->key && i < 0) {
+		diag_error(b->d, a->loc, "unknown argument '%s' for %s", a->key, s->name);
+		return false;
+	}
+	if (!a->key && s->variadic) {
+		if (i >= IR_MAX_DIMS) {
+			diag_error(b->d, a->loc, "%s takes at most %d dimensions", s->name, IR_MAX_DIMS);
+			return false;
+		}
+		if (!eval_number(b, a->val, &v))
+			return false;
+		if (!v.is_int) {
+			diag_error(b->d, a->val->loc, "dimension of %s must be an integer, got %.17g", s->name, v.v);
+			return false;
+		}
+		out->var[out->nvar++] = (int64_t)v.v;
+		return true;
+	}
+	if (!eval(b, a->val, &v))
+		return false;
+	if (i >= s->nargs) {
+		diag_error(b->d, a->loc, "too many positional arguments for %s (it takes %d)", s->name, s->nargs);
+		return false;
+	}
+	if (out->given[i]) {
+		diag_error(b->d, a->loc, "argument '%s' of %s is given twice", s->arg[i].name, s->name);
+		return false;
+	}
+	if (!check_kind(b, s, i, &v, a->val->loc))
+		return false;
+	out->v[i] = v.v;
+	out->given[i] = true;
+	return true;
+}
+
+/* Binds the non-tensor args (tensor ones are NULL-skipped by the caller) and fills defaults. */
+static bool bind(Builder *b, const Signature *s, const Arg *args, const Arg *const *skip, int nskip,
+		 SrcLoc loc, BoundArgs *out)
+{
+	memset(out, 0, sizeof *out);
+	int npos = 0;
+	bool seen_key = false;
+	for (const Arg *a = args; a; a = a->next) {
+		bool skipped = false;
+		for (int i = 0; i < nskip; i++)
+			skipped |= skip[i] == a;
+		if (!a->key && seen_key) {
+			diag_error(b->d, a->loc, "positional argument after a keyword argument");
+			return false;
+		}
+		seen_key |= a->key != NULL;
+		if (!skipped && !bind_one(b, s, a, &npos, out))
+			return false;
+	}
+	for (int i = 0; i < s->nargs; i++) {
+		const SigArg *sa = &s->arg[i];
+		if (out->given[i] || (sa->flags & ARG_OPTIONAL))
+			continue;
+		if (sa->flags & ARG_REQUIRED) {
+			diag_error(b->d, loc, "%s needs argument '%s'", s->name, sa->name);
+			return false;
+		}
+		out->v[i] = (sa->flags & ARG_SAME) ? out->v[(int)sa->def] : sa->def;
+	}
+	return true;
+}
+
+/* ---- layers ---- */
+
+/* Positional names of tensors are the layer's inputs; *poisoned when one comes from a failed layer. */
+static int tensor_args(Builder *b, const Arg *args, const Arg **targ, int *in, bool *poisoned)
+{
+	int n = 0;
+	for (const Arg *a = args; a; a = a->next) {
+		if (a->key || a->val->kind != E_NAME)
+			continue;
+		Sym *s = lookup(b, a->val->name);
+		if (!s || s->val.kind != V_TENSOR)
+			continue;
+		if (n < IR_MAX_INPUTS) {
+			targ[n] = a;
+			in[n] = s->val.node;
+		}
+		*poisoned |= s->val.node < 0;
+		n++;
+	}
+	return n;
+}
+
+static const char *layer_name(Builder *b, const Layer *l, const Stmt *st, char *buf, size_t len)
+{
+	if (st->name)
+		return st->name;
+	do
+		snprintf(buf, len, "%s_%d", l->sig.name, ++b->counter[layer_index(l)]);
+	while (lookup(b, buf));
+	return buf;
+}
+
+/* Builds the layer a statement calls; -1 after an error (or quietly, after an earlier one). */
+static int build_layer(Builder *b, const Stmt *st, const Layer *l, const char *name)
+{
+	const Expr *call = st->value;
+	const Arg *targ[IR_MAX_INPUTS] = {0};
+	int in[IR_MAX_INPUTS + 1], nin = 0; /* room to put the previous value first */
+	bool poisoned = false;
+	int given = tensor_args(b, call->args, targ, in + 1, &poisoned);
+	if (given > l->ntensor) {
+		diag_error(b->d, call->loc, "%s takes %d tensor input%s, got %d", l->sig.name, l->ntensor,
+			   l->ntensor == 1 ? "" : "s", given);
+		return -1;
+	}
+	if (given < l->ntensor) {
+		if (!b->have_prev) {
+			diag_error(b->d, call->loc, "%s has no input: no input or layer comes before it", l->sig.name);
+			return -1;
+		}
+		in[0] = b->prev, nin = 1;
+		poisoned |= b->prev < 0;
+	}
+	memmove(in + nin, in + 1, (size_t)given * sizeof *in);
+	nin += given;
+	if (nin < l->ntensor) {
+		diag_error(b->d, call->loc, "%s takes %d tensor inputs, got %d", l->sig.name, l->ntensor, given);
+		return -1;
+	}
+	BoundArgs args;
+	if (!bind(b, &l->sig, call->args, targ, given, call->loc, &args) || poisoned)
+		return -1;
+	LayerCall c = {b->g, b->d, call->loc, name, {0}, &args};
+	memcpy(c.in, in, (size_t)nin * sizeof *in);
+	return l->build(l, &c);
+}
+
+static void set_loss(Builder *b, const Stmt *st, int id)
+{
+	Graph *g = b->g;
+	b->loss_loc = st->loc;
+	g->loss = id;
+	if (id < 0)
+		return;
+	if (shape_numel(&g->node[id].shape) != 1) {
+		char buf[96];
+		diag_error(b->d, st->value->loc, "the loss must be a scalar, got %s",
+			   shape_str(&g->node[id].shape, buf, sizeof buf));
+		return;
+	}
+	g->output = g->node[id].nin > 0 ? g->node[id].in[0] : -1;
+}
+
+static void layer_stmt(Builder *b, const Stmt *st)
+{
+	const Expr *e = st->value;
+	if (e->kind != E_CALL && e->kind != E_NAME) {
+		diag_error(b->d, e->loc, "expected a layer such as relu or dense(10)%s",
+			   st->name ? "; write 'const NAME = EXPR' for a constant" : "");
+		return;
+	}
+	const Layer *l = layer_lookup(e->name);
+	if (!l) {
+		diag_error(b->d, e->loc, "unknown op '%s'", e->name);
+		return;
+	}
+	if (st->name && !check_new_name(b, st->name, st->name_loc))
+		return;
+	if (st->is_loss && b->loss_loc.line) {
+		diag_error(b->d, st->loc, "a network has one loss; this is a second");
+		diag_note(b->d, b->loss_loc, "the first loss is here");
+		return;
+	}
+	char buf[FE_NAME_BUF];
+	const char *name = layer_name(b, l, st, buf, sizeof buf);
+	/* a bare name is a call without arguments */
+	Expr call = *e;
+	call.kind = E_CALL;
+	Stmt s = *st;
+	s.value = &call;
+	int id = build_layer(b, &s, l, name);
+	if (st->name)
+		define(b, st->name, st->name_loc, (Value){V_TENSOR, 0, false, id});
+	b->prev = id;
+	b->have_prev = true;
+	if (st->is_loss)
+		set_loss(b, st, id);
+}
+
+/* ---- inputs and constants ---- */
+
+static bool dtype_lookup(const char *name, DType *t)
+{
+	for (int i = 0; i < DT_COUNT; i++)
+		if (!strcmp(name, dtype_name((DType)i))) {
+			*t = (DType)i;
+			return true;
+		}
+	return false;
+}
+
+/* The first dimension may be a name that is no constant: the batch, sized by the train section. */
+static bool input_dim(Builder *b, const Arg *a, int i, int64_t batch, int64_t *dim)
+{
+	const Expr *e = a->val;
+	if (a->key) {
+		diag_error(b->d, a->loc, "a dimension is a number, not '%s = ...'", a->key);
+		return false;
+	}
+	if (e->kind == E_NAME && !lookup(b, e->name)) {
+		if (i > 0) {
+			diag_error(b->d, e->loc, "symbolic dimension '%s' must be the first", e->name);
+			return false;
+		}
+		if (b->batch_name && strcmp(b->batch_name, e->name)) {
+			diag_error(b->d, e->loc, "symbolic dimension '%s' differs from the batch '%s'", e->name,
+				   b->batch_name);
+			return false;
+		}
+		b->batch_name = e->name;
+		*dim = batch;
+		return true;
+	}
+	Value v;
+	if (!eval_number(b, e, &v))
+		return false;
+	if (!v.is_int || v.v <= 0) {
+		diag_error(b->d, e->loc, "a dimension must be a positive integer, got %.17g", v.v);
+		return false;
+	}
+	*dim = (int64_t)v.v;
+	return true;
+}
+
+/* The input node, or -1 after an error. */
+static int input_node(Builder *b, const Stmt *st)
+{
+	DType t;
+	if (!dtype_lookup(st->dtype, &t)) {
+		diag_error(b->d, st->dtype_loc, "unknown dtype '%s' (known: f32, f16, bf16, f64, i32)", st->dtype);
+		return -1;
+	}
+	Shape s = {0};
+	double numel = 1;
+	for (const Arg *a = st->dims; a; a = a->next, s.rank++) {
+		if (s.rank == IR_MAX_DIMS) {
+			diag_error(b->d, a->loc, "an input has at most %d dimensions", IR_MAX_DIMS);
+			return -1;
+		}
+		if (!input_dim(b, a, s.rank, b->g->batch, &s.dim[s.rank]))
+			return -1;
+		numel *= (double)s.dim[s.rank];
+	}
+	if (numel > FE_MAX_INT) {
+		diag_error(b->d, st->loc, "input '%s' has too many elements (more than 2^40)", st->name);
+		return -1;
+	}
+	int id = ir_leaf(b->g, OP_input, st->name, s, t, NULL);
+	b->g->node[id].loc = st->loc;
+	return id;
+}
+
+static void input_stmt(Builder *b, const Stmt *st)
+{
+	if (!check_new_name(b, st->name, st->name_loc))
+		return;
+	int id = input_node(b, st);
+	define(b, st->name, st->name_loc, (Value){V_TENSOR, 0, false, id});
+	if (b->ninputs < 2)
+		b->inputs[b->ninputs] = id;
+	b->ninputs++;
+	if (!b->have_prev)
+		b->prev = id, b->have_prev = true;
+}
+
+static void const_stmt(Builder *b, const Stmt *st)
+{
+	Value v;
+	if (!eval(b, st->value, &v))
+		return;
+	if (v.kind == V_TENSOR) {
+		diag_error(b->d, st->value->loc, "a constant must be a number or a boolean, not a tensor");
+		return;
+	}
+	if (check_new_name(b, st->name, st->name_loc))
+		define(b, st->name, st->name_loc, v);
+}
+
+static void network_stmt(Builder *b, const Stmt *st)
+{
+	switch (st->kind) {
+	case S_INPUT: input_stmt(b, st); break;
+	case S_CONST: const_stmt(b, st); break;
+	case S_VALUE: layer_stmt(b, st); break;
+	}
+}
+
+/* ---- the train section ---- */
+
+static const Signature optimizers[OPT_COUNT] = {
+	[OPT_SGD] = {"sgd", 5, {{"lr", ARG_NNUM, 0, ARG_REQUIRED}, {"momentum", ARG_NNUM, 0, 0},
+				{"dampening", ARG_NUM, 0, 0}, {"nesterov", ARG_BOOL, 0, 0},
+				{"weight_decay", ARG_NNUM, 0, 0}}, false},
+	[OPT_ADADELTA] = {"adadelta", 4, {{"lr", ARG_NNUM, 1.0, 0}, {"rho", ARG_NNUM, 0.9, 0},
+					  {"eps", ARG_NNUM, 1e-6, 0}, {"weight_decay", ARG_NNUM, 0, 0}}, false},
+};
+
+static const Signature schedules[SCHED_COUNT] = {
+	[SCHED_NONE] = {"none", 0, {{0}}, false},
+	[SCHED_STEP] = {"step", 2, {{"step_size", ARG_POS, 0, ARG_REQUIRED}, {"gamma", ARG_NNUM, 0.1, 0}}, false},
+};
+
+/* "name" or "name(args)" against a table of signatures: its index, -1 after an error. */
+static int train_call(Builder *b, const Expr *e, const Signature *table, int n, const char *what,
+		      BoundArgs *args)
+{
+	if (e->kind != E_CALL && e->kind != E_NAME) {
+		diag_error(b->d, e->loc, "expected %s such as %s", what, table[n - 1].name);
+		return -1;
+	}
+	for (int i = 0; i < n; i++)
+		if (!strcmp(e->name, table[i].name))
+			return bind(b, &table[i], e->kind == E_CALL ? e->args : NULL, NULL, 0, e->loc, args) ? i : -1;
+	diag_error(b->d, e->loc, "unknown %s '%s'", what, e->name);
+	return -1;
+}
+
+static void train_optimizer(Builder *b, const Expr *e, TrainConfig *c)
+{
+	BoundArgs a;
+	int k = train_call(b, e, optimizers, OPT_COUNT, "optimizer", &a);
+	if (k < 0)
+		return;
+	c->optimizer = (OptimizerKind)k;
+	c->lr = a.v[0];
+	if (k == OPT_SGD) {
+		c->momentum = a.v[1], c->dampening = a.v[2], c->nesterov = a.v[3] != 0, c->weight_decay = a.v[4];
+	} else {
+		c->rho = a.v[1], c->eps = a.v[2], c->weight_decay = a.v[3];
+	}
+}
+
+static void train_schedule(Builder *b, const Expr *e, TrainConfig *c)
+{
+	BoundArgs a;
+	int k = train_call(b, e, schedules, SCHED_COUNT, "schedule", &a);
+	if (k < 0)
+		return;
+	c->schedule = (ScheduleKind)k;
+	if (k == SCHED_STEP)
+		c->step_size = (int64_t)a.v[0], c->gamma = a.v[1];
+}
+
+static void train_data(Builder *b, const Expr *e, TrainConfig *c)
+{
+	if (e->kind != E_NAME || strcmp(e->name, "mnist")) {
+		diag_error(b->d, e->loc, "unknown data set (known: mnist)");
+		return;
+	}
+	snprintf(c->dataset, sizeof c->dataset, "%s", e->name);
+}
+
+static void train_int(Builder *b, const Expr *e, const char *key, bool zero_ok, int64_t *out)
+{
+	Value v;
+	if (!eval_number(b, e, &v))
+		return;
+	if (!v.is_int || v.v < 0 || (v.v == 0 && !zero_ok)) {
+		diag_error(b->d, e->loc, "%s must be %s integer, got %.17g", key, zero_ok ? "a non-negative" : "a positive", v.v);
+		return;
+	}
+	*out = (int64_t)v.v;
+}
+
+static const char *const train_keys[] = {"optimizer", "schedule", "data", "batch", "epochs", "steps", "log_every"};
+#define NKEYS ((int)(sizeof train_keys / sizeof train_keys[0]))
+
+static void train_stmt(Builder *b, const Stmt *st, TrainConfig *c, const Stmt **seen)
+{
+	if (st->kind != S_VALUE || st->is_loss || !st->name) {
+		diag_error(b->d, st->loc, "the train section holds 'key = value' lines only");
+		return;
+	}
+	int k = 0;
+	while (k < NKEYS && strcmp(st->name, train_keys[k]))
+		k++;
+	if (k == NKEYS) {
+		diag_error(b->d, st->name_loc, "unknown key '%s' in train section", st->name);
+		return;
+	}
+	if (seen[k]) {
+		diag_error(b->d, st->name_loc, "'%s' is already set", st->name);
+		diag_note(b->d, seen[k]->name_loc, "'%s' was set here", st->name);
+		return;
+	}
+	seen[k] = st;
+	switch (k) {
+	case 0: train_optimizer(b, st->value, c); break;
+	case 1: train_schedule(b, st->value, c); break;
+	case 2: train_data(b, st->value, c); break;
+	case 3: train_int(b, st->value, "batch", false, &c->batch); break;
+	case 4: train_int(b, st->value, "epochs", false, &c->epochs); break;
+	case 5: train_int(b, st->value, "steps", true, &c->steps); break;
+	case 6: train_int(b, st->value, "log_every", false, &c->log_every); break;
+	}
+}
+
+/* ---- the file ---- */
+
+/* The one section of a kind, or NULL; a second one is an error. */
+static const Section *only_section(Builder *b, const AstFile *f, SectionKind kind, const char *what)
+{
+	const Section *first = NULL;
+	for (const Section *s = f->sections; s; s = s->next) {
+		if (s->kind != kind)
+			continue;
+		if (first) {
+			diag_error(b->d, s->loc, "a file has one %s section; this is a second", what);
+			diag_note(b->d, first->loc, "the first %s section is here", what);
+		} else
+			first = s;
+	}
+	return first;
+}
+
+/* The data set feeds inputs in declaration order: images, then labels. */
+static void bind_data(Builder *b, const Section *net)
+{
+	Graph *g = b->g;
+	if (b->ninputs != 2) {
+		diag_error(b->d, net->loc, "network '%s' declares %d input%s; data set '%s' feeds two (images, labels)",
+			   net->name, b->ninputs, b->ninputs == 1 ? "" : "s", g->train.dataset);
+		return;
+	}
+	if (b->inputs[0] < 0 || b->inputs[1] < 0)
+		return; /* their errors are out already */
+	g->image = b->inputs[0];
+	g->label = b->inputs[1];
+	const Node *label = &g->node[g->label];
+	if (label->dtype != DT_I32 || label->shape.rank != 1) {
+		diag_error(b->d, label->loc, "the label input '%s' must be i32[batch]", label->name);
+	}
+}
+
+static void build_network(Builder *b, const Section *net)
+{
+	for (const Stmt *st = net->stmts; st; st = st->next)
+		network_stmt(b, st);
+	if (b->g->loss < 0 && b->loss_loc.line == 0)
+		diag_error(b->d, net->loc, "network '%s' has no loss: mark the value to minimize with 'loss'", net->name);
+	bind_data(b, net);
+}
+
+Graph *fe_build(const AstFile *f, Diag *d, int64_t batch)
+{
+	Builder b = {0};
+	b.d = d;
+	const Section *net = only_section(&b, f, SEC_NETWORK, "network");
+	const Section *train = only_section(&b, f, SEC_TRAIN, "train");
+	if (!net) {
+		diag_error(d, (SrcLoc){0, 0}, "no network section");
+		return NULL;
+	}
+	b.g = ir_graph_new(net->name);
+	Graph *g = b.g;
+	g->train = train_config_default();
+	g->image = g->label = g->output = g->loss = g->rng = -1;
+	const Stmt *seen[NKEYS] = {0};
+	for (const Stmt *st = train ? train->stmts : NULL; st; st = st->next)
+		train_stmt(&b, st, &g->train, seen);
+	if (batch > 0)
+		g->train.batch = batch;
+	g->batch = g->train.batch;
+
+	b.counter = calloc((size_t)layer_count(), sizeof *b.counter);
+	if (!b.counter) {
+		fputs("netc: out of memory\n", stderr);
+		abort();
+	}
+	build_network(&b, net);
+	free(b.counter);
+	free(b.sym);
+	if (d->errors) {
+		ir_graph_free(g);
+		return NULL;
+	}
+	return g;
+}

@@ -1,0 +1,274 @@
+/* layers.c: the user-facing layer table. Each row is a layer's signature (attributes in positional
+ * order, with defaults as in PyTorch) and the function that turns it into IR nodes. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "frontend/layers.h"
+
+/* Adds a node at the layer's location; a shape error is reported there. */
+static int add(LayerCall *c, OpId op, const int *in, const double *attr, const char *name)
+{
+	char err[256];
+	int id = ir_add(c->g, op, in, attr, name, err, sizeof err);
+	if (id < 0) {
+		diag_error(c->d, c->loc, "%s", err);
+		return -1;
+	}
+	c->g->node[id].loc = c->loc;
+	return id;
+}
+
+static const Node *input(const LayerCall *c, int i) { return &c->g->node[c->in[i]]; }
+
+static bool need_rank(LayerCall *c, const char *layer, int rank, const char *what)
+{
+	const Node *x = input(c, 0);
+	if (x->shape.rank == rank)
+		return true;
+	char buf[96];
+	diag_error(c->d, c->loc, "%s expects a %d-D %s input, got %s", layer, rank, what,
+		   shape_str(&x->shape, buf, sizeof buf));
+	return false;
+}
+
+/* A uniform(-bound, bound) parameter NAME.suffix, float like the layer's input. */
+static int param(LayerCall *c, const char *suffix, int rank, const int64_t *dim, double bound)
+{
+	char name[FE_NAME_BUF];
+	snprintf(name, sizeof name, "%s.%s", c->name, suffix);
+	DType t = input(c, 0)->dtype;
+	double attr[2] = {INIT_UNIFORM, bound};
+	int id = ir_leaf(c->g, OP_param, name, shape_make(rank, dim), dtype_is_float(t) ? t : DT_F32, attr);
+	c->g->node[id].loc = c->loc;
+	return id;
+}
+
+/* y + bias along axis 1, named as the layer; or y itself renamed when there is no bias. */
+static int with_bias(LayerCall *c, int y, bool bias, int64_t n, double bound)
+{
+	if (!bias) {
+		ir_set_name(c->g, y, c->name);
+		return y;
+	}
+	int b = param(c, "bias", 1, &n, bound);
+	int in[2] = {y, b};
+	double axis = 1;
+	return add(c, OP_bias_add, in, &axis, c->name);
+}
+
+/* conv2d(out_channels, kernel, stride, padding, dilation, bias): kaiming-uniform(a=sqrt(5))
+ * weights, whose bound works out to 1/sqrt(fan_in), like the bias. */
+static int build_conv2d(const Layer *l, LayerCall *c)
+{
+	if (!need_rank(c, "conv2d", 4, "NCHW"))
+		return -1;
+	const double *a = c->args->v;
+	int64_t k = (int64_t)a[1], cin = input(c, 0)->shape.dim[1];
+	int64_t wdim[4] = {(int64_t)a[0], cin, k, k};
+	double bound = 1 / sqrt((double)(cin * k * k));
+	int w = param(c, "weight", 4, wdim, bound);
+	int in[2] = {c->in[0], w};
+	double attr[6] = {a[2], a[2], a[3], a[3], a[4], a[4]};
+	int y = add(c, OP_conv2d, in, attr, NULL);
+	return y < 0 ? -1 : with_bias(c, y, a[5] != 0, wdim[0], bound);
+}
+
+/* dense(out_features, bias): x [batch, in] times weight [out, in] transposed. */
+static int build_dense(const Layer *l, LayerCall *c)
+{
+	if (!need_rank(c, "dense", 2, "[batch, features]"))
+		return -1;
+	const double *a = c->args->v;
+	int64_t in_f = input(c, 0)->shape.dim[1];
+	int64_t wdim[2] = {(int64_t)a[0], in_f};
+	double bound = 1 / sqrt((double)in_f);
+	int w = param(c, "weight", 2, wdim, bound);
+	int in[2] = {c->in[0], w};
+	double attr[2] = {0, 1};
+	int y = add(c, OP_matmul, in, attr, NULL);
+	return y < 0 ? -1 : with_bias(c, y, a[1] != 0, wdim[0], bound);
+}
+
+/* One node, the layer's attributes passed in order (unary, binary, losses). */
+static int build_op(const Layer *l, LayerCall *c)
+{
+	return add(c, l->op, c->in, c->args->v, c->name);
+}
+
+/* (kernel, stride, padding[, count_include_pad]) to the op's per-axis attributes. */
+static int build_pool2d(const Layer *l, LayerCall *c)
+{
+	if (!need_rank(c, l->sig.name, 4, "NCHW"))
+		return -1;
+	const double *a = c->args->v;
+	double attr[7] = {a[0], a[0], a[1], a[1], a[2], a[2], a[3]};
+	return add(c, l->op, c->in, attr, c->name);
+}
+
+static int reshape_to(LayerCall *c, int rank, const int64_t *dim)
+{
+	double attr[1 + IR_MAX_DIMS] = {rank};
+	for (int i = 0; i < rank; i++)
+		attr[1 + i] = (double)dim[i];
+	return add(c, OP_reshape, c->in, attr, c->name);
+}
+
+/* flatten(start_dim): the axes from start_dim on become one. */
+static int build_flatten(const Layer *l, LayerCall *c)
+{
+	const Shape *s = &input(c, 0)->shape;
+	int64_t start = (int64_t)c->args->v[0];
+	if (start < 0)
+		start += s->rank;
+	if (start < 0 || start >= s->rank) {
+		diag_error(c->d, c->loc, "flatten start_dim %g is out of range for a %d-D input",
+			   c->args->v[0], s->rank);
+		return -1;
+	}
+	int64_t dim[IR_MAX_DIMS], rest = 1;
+	for (int i = 0; i < s->rank; i++)
+		if (i < start)
+			dim[i] = s->dim[i];
+		else
+			rest *= s->dim[i];
+	dim[start] = rest;
+	return reshape_to(c, (int)start + 1, dim);
+}
+
+/* reshape(d0, d1, ...): one -1 takes what the others leave. */
+static int build_reshape(const Layer *l, LayerCall *c)
+{
+	const BoundArgs *a = c->args;
+	const Shape *s = &input(c, 0)->shape;
+	int64_t dim[IR_MAX_DIMS], known = 1, free_at = -1;
+	for (int i = 0; i < a->nvar; i++) {
+		dim[i] = a->var[i];
+		if (dim[i] == -1 && free_at < 0)
+			free_at = i;
+		else if (dim[i] <= 0) {
+			diag_error(c->d, c->loc, "reshape dimension %d must be positive or a single -1, got %lld",
+				   i, (long long)dim[i]);
+			return -1;
+		} else
+			known *= dim[i];
+	}
+	if (a->nvar == 0) {
+		diag_error(c->d, c->loc, "reshape needs at least one dimension");
+		return -1;
+	}
+	int64_t n = shape_numel(s);
+	if (free_at >= 0 && n % known == 0)
+		dim[free_at] = n / known, known = n;
+	if (known != n) {
+		char buf[96];
+		diag_error(c->d, c->loc, "reshape cannot make %lld elements of %s into the shape asked for",
+			   (long long)n, shape_str(s, buf, sizeof buf));
+		return -1;
+	}
+	return reshape_to(c, a->nvar, dim);
+}
+
+/* dropout(p): every dropout draws from the one runtime rng node, each with its own stream. */
+static int build_dropout(const Layer *l, LayerCall *c)
+{
+	Graph *g = c->g;
+	int streams = 0;
+	for (int i = 0; i < g->nnodes; i++)
+		streams += g->node[i].op == OP_dropout;
+	if (g->rng < 0) {
+		double slot = RUNTIME_RNG;
+		int64_t two = 2;
+		g->rng = ir_leaf(g, OP_runtime, ir_find(g, "rng") < 0 ? "rng" : "rng.dropout",
+				 shape_make(1, &two), DT_I32, &slot);
+	}
+	int in[2] = {c->in[0], g->rng};
+	double attr[2] = {c->args->v[0], streams + 1};
+	return add(c, OP_dropout, in, attr, c->name);
+}
+
+/* Checks axis against the input's rank and makes it non-negative. */
+static bool axis_of(LayerCall *c, double dim, int *axis)
+{
+	int rank = input(c, 0)->shape.rank;
+	int64_t d = (int64_t)dim;
+	if (d < -rank || d >= rank) {
+		diag_error(c->d, c->loc, "dim %lld is out of range for a %d-D input", (long long)d, rank);
+		return false;
+	}
+	*axis = (int)(d < 0 ? d + rank : d);
+	return true;
+}
+
+static int build_softmax(const Layer *l, LayerCall *c)
+{
+	int axis;
+	if (!axis_of(c, c->args->v[0], &axis))
+		return -1;
+	double attr = axis;
+	return add(c, l->op, c->in, &attr, c->name);
+}
+
+/* sum/mean(dim, keepdim): one axis, or every axis when dim is absent. */
+static int build_reduce(const Layer *l, LayerCall *c)
+{
+	const BoundArgs *a = c->args;
+	int axis;
+	double mask = (double)((1u << input(c, 0)->shape.rank) - 1);
+	if (a->given[0]) {
+		if (!axis_of(c, a->v[0], &axis))
+			return -1;
+		mask = (double)(1u << axis);
+	}
+	double attr[2] = {mask, a->v[1] != 0};
+	return add(c, l->op, c->in, attr, c->name);
+}
+
+#define UNARY(id) {{#id, 0, {{0}}, false}, 1, OP_##id, build_op}
+#define BINARY(id) {{#id, 0, {{0}}, false}, 2, OP_##id, build_op}
+#define LOSS(id) {{#id, 0, {{0}}, false}, 2, OP_##id, build_op}
+
+static const Layer layers[] = {
+	{{"conv2d", 6, {{"out_channels", ARG_POS, 0, ARG_REQUIRED}, {"kernel", ARG_POS, 0, ARG_REQUIRED},
+			{"stride", ARG_POS, 1, 0}, {"padding", ARG_NONNEG, 0, 0},
+			{"dilation", ARG_POS, 1, 0}, {"bias", ARG_BOOL, 1, 0}}, false},
+	 1, OP_conv2d, build_conv2d},
+	{{"dense", 2, {{"out_features", ARG_POS, 0, ARG_REQUIRED}, {"bias", ARG_BOOL, 1, 0}}, false},
+	 1, OP_matmul, build_dense},
+	UNARY(relu), UNARY(exp), UNARY(log), UNARY(sqrt), UNARY(neg),
+	{{"max_pool2d", 3, {{"kernel", ARG_POS, 0, ARG_REQUIRED}, {"stride", ARG_POS, 0, ARG_SAME},
+			    {"padding", ARG_NONNEG, 0, 0}}, false},
+	 1, OP_max_pool2d, build_pool2d},
+	{{"avg_pool2d", 4, {{"kernel", ARG_POS, 0, ARG_REQUIRED}, {"stride", ARG_POS, 0, ARG_SAME},
+			    {"padding", ARG_NONNEG, 0, 0}, {"count_include_pad", ARG_BOOL, 1, 0}}, false},
+	 1, OP_avg_pool2d, build_pool2d},
+	{{"flatten", 1, {{"start_dim", ARG_INT, 1, 0}}, false}, 1, OP_reshape, build_flatten},
+	{{"reshape", 0, {{0}}, true}, 1, OP_reshape, build_reshape},
+	{{"dropout", 1, {{"p", ARG_PROB, 0.5, 0}}, false}, 1, OP_dropout, build_dropout},
+	{{"log_softmax", 1, {{"dim", ARG_INT, -1, 0}}, false}, 1, OP_log_softmax, build_softmax},
+	{{"softmax", 1, {{"dim", ARG_INT, -1, 0}}, false}, 1, OP_softmax, build_softmax},
+	BINARY(add), BINARY(sub), BINARY(mul), BINARY(div),
+	{{"sum", 2, {{"dim", ARG_INT, 0, ARG_OPTIONAL}, {"keepdim", ARG_BOOL, 0, 0}}, false}, 1, OP_sum, build_reduce},
+	{{"mean", 2, {{"dim", ARG_INT, 0, ARG_OPTIONAL}, {"keepdim", ARG_BOOL, 0, 0}}, false}, 1, OP_mean, build_reduce},
+	LOSS(nll_loss), LOSS(cross_entropy),
+};
+
+#define NLAYERS ((int)(sizeof layers / sizeof layers[0]))
+
+static const struct {
+	const char *alias, *name;
+} aliases[] = {{"linear", "dense"}};
+
+const Layer *layer_lookup(const char *name)
+{
+	for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
+		if (!strcmp(name, aliases[i].alias))
+			name = aliases[i].name;
+	for (int i = 0; i < NLAYERS; i++)
+		if (!strcmp(name, layers[i].sig.name))
+			return &layers[i];
+	return NULL;
+}
+
+int layer_index(const Layer *l) { return (int)(l - layers); }
+int layer_count(void) { return NLAYERS; }

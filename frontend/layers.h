@@ -1,0 +1,76 @@
+/* layers.h: the layers a .net file can call, their arguments, and how each becomes IR nodes.
+ * The same signature type describes the train section's optimizers and schedules. */
+#ifndef NETC_FE_LAYERS_H
+#define NETC_FE_LAYERS_H
+
+#include <stdbool.h>
+
+#include "frontend/ast.h"
+#include "ir/ir.h"
+
+#define SIG_MAX_ARGS 8
+#define FE_NAME_BUF (FE_MAX_NAME + 32) /* a layer name and a suffix such as ".weight" */
+
+/* What an argument accepts. */
+typedef enum {
+	ARG_NUM,    /* any number */
+	ARG_NNUM,   /* number >= 0 */
+	ARG_PROB,   /* number in [0, 1) */
+	ARG_INT,    /* integer, may be negative (axes) */
+	ARG_POS,    /* integer > 0 */
+	ARG_NONNEG, /* integer >= 0 */
+	ARG_BOOL,   /* true or false */
+} ArgKind;
+
+enum {
+	ARG_REQUIRED = 1, /* no default */
+	ARG_SAME = 2,     /* defaults to the argument whose index is in def (stride=kernel) */
+	ARG_OPTIONAL = 4, /* no default: absent means "all" (sum's dim) */
+};
+
+typedef struct {
+	const char *name;
+	ArgKind kind;
+	double def;
+	unsigned flags;
+} SigArg;
+
+typedef struct {
+	const char *name;
+	int nargs;
+	SigArg arg[SIG_MAX_ARGS];
+	bool variadic; /* any number (up to IR_MAX_DIMS) of positional integers: reshape */
+} Signature;
+
+/* Arguments after binding: every one has a value unless it is ARG_OPTIONAL and absent. */
+typedef struct {
+	double v[SIG_MAX_ARGS];
+	bool given[SIG_MAX_ARGS];
+	int64_t var[IR_MAX_DIMS];
+	int nvar;
+} BoundArgs;
+
+/* One layer being built. */
+typedef struct {
+	Graph *g;
+	Diag *d;
+	SrcLoc loc;
+	const char *name; /* the layer's name; the last node gets it, params derive theirs from it */
+	int in[IR_MAX_INPUTS];
+	const BoundArgs *args;
+} LayerCall;
+
+typedef struct Layer {
+	Signature sig;
+	int ntensor;                 /* tensor inputs it takes */
+	OpId op;                     /* the IR op, for layers that are one node */
+	int (*build)(const struct Layer *l, LayerCall *c); /* node id, or -1 after reporting */
+} Layer;
+
+/* The layer called name (aliases included), or NULL. */
+const Layer *layer_lookup(const char *name);
+/* Position in the table, for per-layer counters; < layer_count(). */
+int layer_index(const Layer *l);
+int layer_count(void);
+
+#endif

@@ -1,0 +1,139 @@
+/* ops.h: the functions ir/ops.def names in its shape, reference, gradient and flops columns, and
+ * the few helpers the ops files share (internal to ir/). */
+#ifndef NETC_OPS_H
+#define NETC_OPS_H
+
+#include "ir/ir.h"
+
+/* ---- helpers shared by ir/ops_*.c (ir/ops_elemwise.c) ---- */
+
+static inline const Node *op_in(const Graph *g, const Node *n, int i) { return &g->node[n->in[i]]; }
+
+/* Writes "op: message" into err and returns false, so shape functions can `return op_fail(...)`. */
+bool op_fail(const Node *n, char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Reads attribute i as an integer in [lo, hi]; false with a message naming the attribute otherwise.
+ * hi = OP_ATTR_MAX means no upper bound worth stating. */
+#define OP_ATTR_MAX INT32_MAX
+bool op_attr_int(const Node *n, int i, int64_t lo, int64_t hi, int64_t *v, char *err, size_t errlen);
+/* Normalizes attribute i, an axis of a rank-`rank` tensor given as -rank..rank-1, to 0..rank-1 in
+ * place, so later phases see one spelling. */
+bool op_attr_axis(Node *n, int i, int rank, char *err, size_t errlen);
+/* Fails unless input i has a float dtype. */
+bool op_need_float(const Node *n, const Graph *g, int i, char *err, size_t errlen);
+/* Both inputs float of one dtype, which becomes n's. A const is a weakly typed scalar (as a
+ * Python number in PyTorch): it takes the other side's dtype, so rules can scale f16 tensors by
+ * ir_const values. */
+bool op_binary_dtype(Node *n, const Graph *g, char *err, size_t errlen);
+/* "f32[64, 10]" */
+const char *op_type_str(const Node *v, char *buf, size_t len);
+/* Attributes (rank, d0..d5) of reshape and broadcast_to for shape s. */
+void op_shape_attrs(const Shape *s, double attr[1 + IR_MAX_DIMS]);
+/* Element strides of a tensor of shape in read at the coordinates of shape out under numpy
+ * broadcasting (0 along broadcast axes); in->rank <= out->rank. */
+void op_bcast_strides(const Shape *in, const Shape *out, int64_t stride[IR_MAX_DIMS]);
+/* Offset in the input of output element i, by the strides above. */
+int64_t op_bcast_offset(const Shape *out, const int64_t stride[IR_MAX_DIMS], int64_t i);
+/* Gradient rules: hands grad to x, summed over the axes along which x was broadcast. */
+void op_give_sum_to(GradContext *gc, int x, int grad);
+/* Splits shape s around axis into outer x len x inner elements. */
+void op_axis_split(const Shape *s, int axis, int64_t *outer, int64_t *len, int64_t *inner);
+
+/* ---- shape and dtype inference ---- */
+bool shape_unary(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_binary(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_first(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_dropout(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_assign(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_bias_add(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_reshape(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_broadcast_to(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_reduce(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_softmax(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_loss(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_loss_grad(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_conv2d(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_conv2d_grad_input(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_conv2d_grad_weight(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_matmul(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_pool2d(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_pool2d_grad(Node *n, const Graph *g, char *err, size_t errlen);
+
+/* ---- float64 references ---- */
+#define OP_REF(name) void ref_##name(const Graph *g, const Node *n, const double *const *in, double *out)
+OP_REF(const);
+OP_REF(neg);
+OP_REF(exp);
+OP_REF(log);
+OP_REF(sqrt);
+OP_REF(relu);
+OP_REF(copy);
+OP_REF(relu_grad);
+OP_REF(dropout);
+OP_REF(add);
+OP_REF(sub);
+OP_REF(mul);
+OP_REF(div);
+OP_REF(bias_add);
+OP_REF(assign);
+OP_REF(reshape);
+OP_REF(broadcast_to);
+OP_REF(sum);
+OP_REF(mean);
+OP_REF(softmax);
+OP_REF(log_softmax);
+OP_REF(softmax_grad);
+OP_REF(log_softmax_grad);
+OP_REF(nll_loss);
+OP_REF(cross_entropy);
+OP_REF(nll_loss_grad);
+OP_REF(cross_entropy_grad);
+OP_REF(conv2d);
+OP_REF(conv2d_grad_input);
+OP_REF(conv2d_grad_weight);
+OP_REF(matmul);
+OP_REF(max_pool2d);
+OP_REF(avg_pool2d);
+OP_REF(max_pool2d_grad);
+OP_REF(avg_pool2d_grad);
+#undef OP_REF
+
+/* ---- gradient rules (n may move when rules emit nodes: they copy what they need first) ---- */
+#define OP_GRAD(name) void grad_##name(GradContext *gc, const Node *n, int dy)
+OP_GRAD(neg);
+OP_GRAD(exp);
+OP_GRAD(log);
+OP_GRAD(sqrt);
+OP_GRAD(relu);
+OP_GRAD(copy);
+OP_GRAD(dropout);
+OP_GRAD(add);
+OP_GRAD(sub);
+OP_GRAD(mul);
+OP_GRAD(div);
+OP_GRAD(bias_add);
+OP_GRAD(reshape);
+OP_GRAD(broadcast_to);
+OP_GRAD(sum);
+OP_GRAD(mean);
+OP_GRAD(softmax);
+OP_GRAD(log_softmax);
+OP_GRAD(nll_loss);
+OP_GRAD(cross_entropy);
+OP_GRAD(conv2d);
+OP_GRAD(matmul);
+OP_GRAD(max_pool2d);
+OP_GRAD(avg_pool2d);
+#undef OP_GRAD
+
+/* ---- floating-point operation counts ---- */
+double flops_zero(const Graph *g, const Node *n);
+double flops_elemwise(const Graph *g, const Node *n);
+double flops_reduce(const Graph *g, const Node *n);
+double flops_softmax(const Graph *g, const Node *n);
+double flops_loss(const Graph *g, const Node *n);
+double flops_conv2d(const Graph *g, const Node *n);
+double flops_conv2d_grad(const Graph *g, const Node *n);
+double flops_matmul(const Graph *g, const Node *n);
+double flops_pool2d(const Graph *g, const Node *n);
+
+#endif

@@ -1,0 +1,377 @@
+/* ops_elemwise.c: elementwise ops (unary, binary with numpy broadcasting, bias_add, dropout,
+ * assign), the shape functions other ops share, and the helpers of all ir/ops_*.c files. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+
+#include "ir/ops.h"
+#include "ir/philox.h"
+
+/* ---- helpers shared by the ops files ---- */
+
+bool op_fail(const Node *n, char *err, size_t errlen, const char *fmt, ...)
+{
+	int k = snprintf(err, errlen, "%s: ", ir_ops[n->op].name);
+	if (k >= 0 && (size_t)k < errlen) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err + k, errlen - k, fmt, ap);
+		va_end(ap);
+	}
+	return false;
+}
+
+bool op_attr_int(const Node *n, int i, int64_t lo, int64_t hi, int64_t *v, char *err, size_t errlen)
+{
+	double a = n->attr[i];
+	char name[32];
+	if (!(a >= (double)lo && a <= (double)hi) || a != floor(a)) {
+		ir_attr_name(n->op, i, name, sizeof name);
+		if (hi == OP_ATTR_MAX)
+			return op_fail(n, err, errlen, "%s must be an integer >= %lld, got %g", name, (long long)lo, a);
+		return op_fail(n, err, errlen, "%s must be an integer in [%lld, %lld], got %g", name, (long long)lo,
+			       (long long)hi, a);
+	}
+	*v = (int64_t)a;
+	return true;
+}
+
+bool op_attr_axis(Node *n, int i, int rank, char *err, size_t errlen)
+{
+	double a = n->attr[i];
+	if (!(a >= -rank && a < rank) || a != floor(a))
+		return op_fail(n, err, errlen, "axis %g is out of range for a rank-%d input", a, rank);
+	if (a < 0)
+		n->attr[i] = a + rank;
+	return true;
+}
+
+const char *op_type_str(const Node *v, char *buf, size_t len)
+{
+	char s[96];
+	snprintf(buf, len, "%s%s", dtype_name(v->dtype), shape_str(&v->shape, s, sizeof s));
+	return buf;
+}
+
+bool op_need_float(const Node *n, const Graph *g, int i, char *err, size_t errlen)
+{
+	char t[128];
+	const Node *x = op_in(g, n, i);
+	if (dtype_is_float(x->dtype))
+		return true;
+	return op_fail(n, err, errlen, "input %d must be a float tensor, got %s", i, op_type_str(x, t, sizeof t));
+}
+
+void op_shape_attrs(const Shape *s, double attr[1 + IR_MAX_DIMS])
+{
+	attr[0] = s->rank;
+	for (int i = 0; i < IR_MAX_DIMS; i++)
+		attr[1 + i] = i < s->rank ? (double)s->dim[i] : 0;
+}
+
+void op_bcast_strides(const Shape *in, const Shape *out, int64_t stride[IR_MAX_DIMS])
+{
+	int lead = out->rank - in->rank;
+	int64_t s = 1;
+	for (int i = out->rank - 1; i >= 0; i--) {
+		int k = i - lead;
+		if (k < 0 || in->dim[k] == 1) {
+			stride[i] = 0;
+		} else {
+			stride[i] = s;
+			s *= in->dim[k];
+		}
+	}
+}
+
+int64_t op_bcast_offset(const Shape *out, const int64_t stride[IR_MAX_DIMS], int64_t i)
+{
+	int64_t off = 0;
+	for (int d = out->rank - 1; d >= 0; d--) {
+		off += (i % out->dim[d]) * stride[d];
+		i /= out->dim[d];
+	}
+	return off;
+}
+
+void op_axis_split(const Shape *s, int axis, int64_t *outer, int64_t *len, int64_t *inner)
+{
+	*outer = *inner = 1;
+	for (int i = 0; i < axis; i++)
+		*outer *= s->dim[i];
+	*len = s->dim[axis];
+	for (int i = axis + 1; i < s->rank; i++)
+		*inner *= s->dim[i];
+}
+
+void op_give_sum_to(GradContext *gc, int x, int grad)
+{
+	Graph *g = gc_graph(gc);
+	Shape to = g->node[x].shape; /* a copy: emitting nodes may move g->node */
+	gc_accumulate(gc, x, ir_sum_to(g, grad, &to));
+}
+
+/* ---- shape functions ---- */
+
+bool shape_unary(Node *n, const Graph *g, char *err, size_t errlen)
+{
+	if (!op_need_float(n, g, 0, err, errlen))
+		return false;
+	n->shape = op_in(g, n, 0)->shape;
+	n->dtype = op_in(g, n, 0)->dtype;
+	return true;
+}
+
+bool shape_first(Node *n, const Graph *g, char *err, size_t errlen)
+{
+	return shape_unary(n, g, err, errlen);
+}
+
+bool op_binary_dtype(Node *n, const Graph *g, char *err, size_t errlen)
+{
+	const Node *a = op_in(g, n, 0), *b = op_in(g, n, 1);
+	if (!op_need_float(n, g, 0, err, errlen) || !op_need_float(n, g, 1, err, errlen))
+		return false;
+	if (a->dtype != b->dtype && a->op != OP_const && b->op != OP_const)
+		return op_fail(n, err, errlen, "dtypes differ: %s and %s", dtype_name(a->dtype), dtype_name(b->dtype));
+	n->dtype = a->op == OP_const ? b->dtype : a->dtype;
+	return true;
+}
+
+bool shape_binary(Node *n, const Graph *g, char *err, size_t errlen)
+{
+	const Shape *a = &op_in(g, n, 0)->shape, *b = &op_in(g, n, 1)->shape;
+	char sa[96], sb[96];
+	Shape s = {0};
+	if (!op_binary_dtype(n, g, err, errlen))
+		return false;
+	s.rank = a->rank > b->rank ? a->rank : b->rank;
+	for (int i = 0; i < s.rank; i++) {
+		int ia = i - (s.rank - a->rank), ib = i - (s.rank - b->rank);
+		int64_t da = ia >= 0 ? a->dim[ia] : 1, db = ib >= 0 ? b->dim[ib] : 1;
+		if (da != db && da != 1 && db != 1)
+			return op_fail(n, err, errlen, "cannot broadcast %s and %s", shape_str(a, sa, sizeof sa),
+				       shape_str(b, sb, sizeof sb));
+		s.dim[i] = da == 1 ? db : da;
+	}
+	n->shape = s;
+	return true;
+}
+
+bool shape_dropout(Node *n, const Graph *g, char *err, size_t errlen)
+{
+	const Node *rng = op_in(g, n, 1);
+	char t[128];
+	int64_t stream;
+	if (!(n->attr[0] >= 0 && n->attr[0] < 1))
+		return op_fail(n, err, errlen, "p must be in [0, 1), got %g", n->attr[0]);
+	if (!op_attr_int(n, 1, 0, UINT32_MAX, &stream, err, errlen))
+		return false;
+	if (rng->dtype != DT_I32 || rng->shape.rank != 1 || rng->shape.dim[0] != 2)
+		return op_fail(n, err, errlen, "rng must be i32[2] (seed, step), got %s", op_type_str(rng, t, sizeof t));
+	return shape_unary(n, g, err, errlen);
+}
+
+bool shape_assign(Node *n, const Graph *g, char *err, size_t errlen)
+{
+	const Node *t = op_in(g, n, 0), *v = op_in(g, n, 1);
+	char st[128], sv[128];
+	if (t->dtype != v->dtype || !shape_eq(&t->shape, &v->shape))
+		return op_fail(n, err, errlen, "target %s and value %s differ", op_type_str(t, st, sizeof st),
+			       op_type_str(v, sv, sizeof sv));
+	n->shape = t->shape;
+	n->dtype = t->dtype;
+	return true;
+}
+
+bool shape_bias_add(Node *n, const Graph *g, char *err, size_t errlen)
+{
+	const Node *x = op_in(g, n, 0), *b = op_in(g, n, 1);
+	char sx[96], sb[96];
+	if (!op_attr_axis(n, 0, x->shape.rank, err, errlen) || !op_binary_dtype(n, g, err, errlen))
+		return false;
+	int axis = (int)n->attr[0];
+	if (b->shape.rank != 1 || b->shape.dim[0] != x->shape.dim[axis])
+		return op_fail(n, err, errlen, "bias %s does not match axis %d of %s", shape_str(&b->shape, sb, sizeof sb),
+			       axis, shape_str(&x->shape, sx, sizeof sx));
+	n->shape = x->shape;
+	return true;
+}
+
+/* ---- references ---- */
+
+typedef double (*Fn1)(double);
+typedef double (*Fn2)(double, double);
+
+static void map1(const Node *n, const double *x, double *out, Fn1 f)
+{
+	int64_t m = shape_numel(&n->shape);
+	for (int64_t i = 0; i < m; i++)
+		out[i] = f(x[i]);
+}
+
+static void map2(const Graph *g, const Node *n, const double *const *in, double *out, Fn2 f)
+{
+	int64_t sa[IR_MAX_DIMS], sb[IR_MAX_DIMS];
+	int64_t m = shape_numel(&n->shape);
+	op_bcast_strides(&op_in(g, n, 0)->shape, &n->shape, sa);
+	op_bcast_strides(&op_in(g, n, 1)->shape, &n->shape, sb);
+	for (int64_t i = 0; i < m; i++)
+		out[i] = f(in[0][op_bcast_offset(&n->shape, sa, i)], in[1][op_bcast_offset(&n->shape, sb, i)]);
+}
+
+static double f_neg(double x) { return -x; }
+static double f_relu(double x) { return x > 0 ? x : 0; }
+static double f_copy(double x) { return x; }
+static double f_add(double a, double b) { return a + b; }
+static double f_sub(double a, double b) { return a - b; }
+static double f_mul(double a, double b) { return a * b; }
+static double f_div(double a, double b) { return a / b; }
+static double f_relu_grad(double dy, double x) { return x > 0 ? dy : 0; }
+
+void ref_const(const Graph *g, const Node *n, const double *const *in, double *out) { out[0] = n->attr[0]; }
+void ref_neg(const Graph *g, const Node *n, const double *const *in, double *out) { map1(n, in[0], out, f_neg); }
+void ref_exp(const Graph *g, const Node *n, const double *const *in, double *out) { map1(n, in[0], out, exp); }
+void ref_log(const Graph *g, const Node *n, const double *const *in, double *out) { map1(n, in[0], out, log); }
+void ref_sqrt(const Graph *g, const Node *n, const double *const *in, double *out) { map1(n, in[0], out, sqrt); }
+void ref_relu(const Graph *g, const Node *n, const double *const *in, double *out) { map1(n, in[0], out, f_relu); }
+void ref_copy(const Graph *g, const Node *n, const double *const *in, double *out) { map1(n, in[0], out, f_copy); }
+void ref_add(const Graph *g, const Node *n, const double *const *in, double *out) { map2(g, n, in, out, f_add); }
+void ref_sub(const Graph *g, const Node *n, const double *const *in, double *out) { map2(g, n, in, out, f_sub); }
+void ref_mul(const Graph *g, const Node *n, const double *const *in, double *out) { map2(g, n, in, out, f_mul); }
+void ref_div(const Graph *g, const Node *n, const double *const *in, double *out) { map2(g, n, in, out, f_div); }
+
+void ref_relu_grad(const Graph *g, const Node *n, const double *const *in, double *out)
+{
+	map2(g, n, in, out, f_relu_grad);
+}
+
+/* The assign node stands for its target's storage after the write: it holds the value. */
+void ref_assign(const Graph *g, const Node *n, const double *const *in, double *out)
+{
+	map1(n, in[1], out, f_copy);
+}
+
+void ref_dropout(const Graph *g, const Node *n, const double *const *in, double *out)
+{
+	double p = n->attr[0];
+	/* rng holds i32 values: go through int64 so negative seeds keep their bits */
+	uint32_t seed = (uint32_t)(int64_t)in[1][0], step = (uint32_t)(int64_t)in[1][1];
+	uint32_t stream = (uint32_t)(int64_t)n->attr[1];
+	int64_t m = shape_numel(&n->shape);
+	for (int64_t i = 0; i < m; i++)
+		out[i] = p == 0 ? in[0][i] : philox_keep(p, seed, step, stream, (uint32_t)i) ? in[0][i] / (1 - p) : 0;
+}
+
+void ref_bias_add(const Graph *g, const Node *n, const double *const *in, double *out)
+{
+	int64_t outer, len, inner;
+	op_axis_split(&n->shape, (int)n->attr[0], &outer, &len, &inner);
+	for (int64_t o = 0; o < outer; o++)
+		for (int64_t c = 0; c < len; c++)
+			for (int64_t k = 0; k < inner; k++) {
+				int64_t i = (o * len + c) * inner + k;
+				out[i] = in[0][i] + in[1][c];
+			}
+}
+
+/* ---- gradient rules ---- */
+
+static int emit1(GradContext *gc, OpId op, int a)
+{
+	return ir_emit(gc_graph(gc), op, &a, NULL);
+}
+
+static int emit2(GradContext *gc, OpId op, int a, int b)
+{
+	int in[2] = {a, b};
+	return ir_emit(gc_graph(gc), op, in, NULL);
+}
+
+void grad_neg(GradContext *gc, const Node *n, int dy)
+{
+	int x = n->in[0];
+	gc_accumulate(gc, x, emit1(gc, OP_neg, dy));
+}
+
+void grad_exp(GradContext *gc, const Node *n, int dy)
+{
+	int x = n->in[0], y = n->id;
+	gc_accumulate(gc, x, emit2(gc, OP_mul, dy, y));
+}
+
+void grad_log(GradContext *gc, const Node *n, int dy)
+{
+	int x = n->in[0];
+	gc_accumulate(gc, x, emit2(gc, OP_div, dy, x));
+}
+
+void grad_sqrt(GradContext *gc, const Node *n, int dy)
+{
+	int x = n->in[0], y = n->id;
+	int half = ir_const(gc_graph(gc), 0.5);
+	gc_accumulate(gc, x, emit2(gc, OP_mul, dy, emit2(gc, OP_div, half, y)));
+}
+
+void grad_relu(GradContext *gc, const Node *n, int dy)
+{
+	int x = n->in[0];
+	gc_accumulate(gc, x, emit2(gc, OP_relu_grad, dy, x));
+}
+
+void grad_copy(GradContext *gc, const Node *n, int dy)
+{
+	gc_accumulate(gc, n->in[0], dy);
+}
+
+/* Dropout is linear for fixed draws: the same mask and scale apply to dy. */
+void grad_dropout(GradContext *gc, const Node *n, int dy)
+{
+	int x = n->in[0], in[2] = {dy, n->in[1]};
+	double attr[2] = {n->attr[0], n->attr[1]};
+	gc_accumulate(gc, x, ir_emit(gc_graph(gc), OP_dropout, in, attr));
+}
+
+void grad_add(GradContext *gc, const Node *n, int dy)
+{
+	int a = n->in[0], b = n->in[1];
+	op_give_sum_to(gc, a, dy);
+	op_give_sum_to(gc, b, dy);
+}
+
+void grad_sub(GradContext *gc, const Node *n, int dy)
+{
+	int a = n->in[0], b = n->in[1];
+	op_give_sum_to(gc, a, dy);
+	op_give_sum_to(gc, b, emit1(gc, OP_neg, dy));
+}
+
+void grad_mul(GradContext *gc, const Node *n, int dy)
+{
+	int a = n->in[0], b = n->in[1];
+	op_give_sum_to(gc, a, emit2(gc, OP_mul, dy, b));
+	op_give_sum_to(gc, b, emit2(gc, OP_mul, dy, a));
+}
+
+/* y = a / b: da = dy / b, db = -dy * a / b^2 = -dy * y / b */
+void grad_div(GradContext *gc, const Node *n, int dy)
+{
+	int a = n->in[0], b = n->in[1], y = n->id;
+	op_give_sum_to(gc, a, emit2(gc, OP_div, dy, b));
+	op_give_sum_to(gc, b, emit1(gc, OP_neg, emit2(gc, OP_mul, dy, emit2(gc, OP_div, y, b))));
+}
+
+void grad_bias_add(GradContext *gc, const Node *n, int dy)
+{
+	int x = n->in[0], b = n->in[1], axis = (int)n->attr[0];
+	Graph *g = gc_graph(gc);
+	unsigned mask = ((1u << g->node[dy].shape.rank) - 1) & ~(1u << axis);
+	double attr[2] = {mask, 0};
+	gc_accumulate(gc, x, dy);
+	gc_accumulate(gc, b, mask ? ir_emit(g, OP_sum, &dy, attr) : dy);
+}
+
+/* ---- flops ---- */
+
+double flops_zero(const Graph *g, const Node *n) { return 0; }
+double flops_elemwise(const Graph *g, const Node *n) { return (double)shape_numel(&n->shape); }

@@ -1,0 +1,436 @@
+/* ops_nn.c: the anchors: conv2d and its two gradients, matmul, and max/avg pooling with their
+ * gradients. Tensors are NCHW; conv weights are [Cout, Cin, KH, KW]. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "ir/ops.h"
+
+/* Fails unless input i is a 4-D tensor. */
+static bool need_4d(const Node *n, const Graph *g, int i, const char *what, char *err, size_t errlen)
+{
+	char t[128];
+	const Node *x = op_in(g, n, i);
+	if (x->shape.rank == 4)
+		return true;
+	return op_fail(n, err, errlen, "%s must be 4-D, got %s", what, op_type_str(x, t, sizeof t));
+}
+
+/* ---- conv2d ---- */
+
+typedef struct {
+	int64_t n, cin, h, w, cout, kh, kw, oh, ow;
+	int64_t sh, sw, ph, pw, dh, dw;
+} ConvGeom;
+
+static bool conv_attrs(const Node *n, ConvGeom *c, char *err, size_t errlen)
+{
+	return op_attr_int(n, 0, 1, OP_ATTR_MAX, &c->sh, err, errlen) &&
+	       op_attr_int(n, 1, 1, OP_ATTR_MAX, &c->sw, err, errlen) &&
+	       op_attr_int(n, 2, 0, OP_ATTR_MAX, &c->ph, err, errlen) &&
+	       op_attr_int(n, 3, 0, OP_ATTR_MAX, &c->pw, err, errlen) &&
+	       op_attr_int(n, 4, 1, OP_ATTR_MAX, &c->dh, err, errlen) &&
+	       op_attr_int(n, 5, 1, OP_ATTR_MAX, &c->dw, err, errlen);
+}
+
+/* Output size along one axis, 0 when the dilated kernel does not fit the padded input. */
+static int64_t conv_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d)
+{
+	int64_t span = in + 2 * p - d * (k - 1) - 1;
+	return span < 0 ? 0 : span / s + 1;
+}
+
+/* The geometry from x [N, Cin, H, W] and w [Cout, Cin, KH, KW] (and the attributes). */
+static void conv_geom(const Node *n, const Shape *x, const Shape *w, ConvGeom *c)
+{
+	char err[8];
+	conv_attrs(n, c, err, sizeof err);
+	c->n = x->dim[0], c->cin = x->dim[1], c->h = x->dim[2], c->w = x->dim[3];
+	c->cout = w->dim[0], c->kh = w->dim[2], c->kw = w->dim[3];
+	c->oh = conv_out(c->h, c->kh, c->sh, c->ph, c->dh);
+	c->ow = conv_out(c->w, c->kw, c->sw, c->pw, c->dw);
+}
+
+static Shape shape4(int64_t a, int64_t b, int64_t c, int64_t d)
+{
+	return (Shape){4, {a, b, c, d}};
+}
+
+bool shape_conv2d(Node *n, const Graph *g, char *err, size_t errlen)
+{
+	const Shape *x = &op_in(g, n, 0)->shape, *w = &op_in(g, n, 1)->shape;
+	ConvGeom c;
+	char sx[96], sw[96];
+	if (!need_4d(n, g, 0, "input", err, errlen) || !need_4d(n, g, 1, "weight", err, errlen) ||
+	    !op_binary_dtype(n, g, err, errlen) || !conv_attrs(n, &c, err, errlen))
+		return false;
+	if (x->dim[1] != w->dim[1])
+		return op_fail(n, err, errlen, "input %s has %lld channels but weight %s expects %lld",
+			       shape_str(x, sx, sizeof sx), (long long)x->dim[1], shape_str(w, sw, sizeof sw),
+			       (long long)w->dim[1]);
+	conv_geom(n, x, w, &c);
+	if (c.oh < 1 || c.ow < 1)
+		return op_fail(n, err, errlen, "kernel %lldx%lld (dilation %lldx%lld) is larger than the input %s padded by %lldx%lld",
+			       (long long)c.kh, (long long)c.kw, (long long)c.dh, (long long)c.dw,
+			       shape_str(x, sx, sizeof sx), (long long)c.ph, (long long)c.pw);
+	n->shape = shape4(c.n, c.cout, c.oh, c.ow);
+	return true;
+}
+
+/* Checks that dy [N, Cout, OH, OW] is what conv2d makes of geometry c. */
+static bool conv_check_dy(const Node *n, const Shape *dy, const ConvGeom *c, char *err, size_t errlen)
+{
+	char sd[96], se[96];
+	Shape want = shape4(c->n, c->cout, c->oh, c->ow);
+	if (c->oh < 1 || c->ow < 1 || !shape_eq(dy, &want))
+		return op_fail(n, err, errlen, "dy %s does not match the convolution's output %s",
+			       shape_str(dy, sd, sizeof sd), shape_str(&want, se, sizeof se));
+	return true;
+}
+
+/* (dy, w) -> dx [N, Cin, in_h, in_w] */
+bool shape_conv2d_grad_input(Node *n, const Graph *g, char *err, size_t errlen)
+{
+	const Shape *dy = &op_in(g, n, 0)->shape, *w = &op_in(g, n, 1)->shape;
+	int64_t ih, iw;
+	ConvGeom c;
+	if (!need_4d(n, g, 0, "dy", err, errlen) || !need_4d(n, g, 1, "weight", err, errlen) ||
+	    !op_binary_dtype(n, g, err, errlen) || !conv_attrs(n, &c, err, errlen) ||
+	    !op_attr_int(n, 6, 1, OP_ATTR_MAX, &ih, err, errlen) || !op_attr_int(n, 7, 1, OP_ATTR_MAX, &iw, err, errlen))
+		return false;
+	Shape x = shape4(dy->dim[0], w->dim[1], ih, iw);
+	conv_geom(n, &x, w, &c);
+	if (!conv_check_dy(n, dy, &c, err, errlen))
+		return false;
+	n->shape = x;
+	return true;
+}
+
+/* (dy, x) -> dw [Cout, Cin, k_h, k_w] */
+bool shape_conv2d_grad_weight(Node *n, const Graph *g, char *err, size_t errlen)
+{
+	const Shape *dy = &op_in(g, n, 0)->shape, *x = &op_in(g, n, 1)->shape;
+	int64_t kh, kw;
+	ConvGeom c;
+	if (!need_4d(n, g, 0, "dy", err, errlen) || !need_4d(n, g, 1, "input", err, errlen) ||
+	    !op_binary_dtype(n, g, err, errlen) || !conv_attrs(n, &c, err, errlen) ||
+	    !op_attr_int(n, 6, 1, OP_ATTR_MAX, &kh, err, errlen) || !op_attr_int(n, 7, 1, OP_ATTR_MAX, &kw, err, errlen))
+		return false;
+	Shape w = shape4(dy->dim[1], x->dim[1], kh, kw);
+	conv_geom(n, x, &w, &c);
+	if (!conv_check_dy(n, dy, &c, err, errlen))
+		return false;
+	n->shape = w;
+	return true;
+}
+
+typedef enum { CONV_FWD, CONV_DX, CONV_DW } ConvMode;
+
+/* Every product of the convolution: y[b,co,oh,ow] pairs with x[b,ci,ih,iw] and w[co,ci,kh,kw].
+ * The mode says which of the three is accumulated into out from the other two. */
+static void conv_loop(const ConvGeom *c, const double *x, const double *w, const double *y, double *out, ConvMode mode)
+{
+	for (int64_t b = 0; b < c->n; b++)
+	for (int64_t co = 0; co < c->cout; co++)
+	for (int64_t oh = 0; oh < c->oh; oh++)
+	for (int64_t ow = 0; ow < c->ow; ow++) {
+		int64_t yi = ((b * c->cout + co) * c->oh + oh) * c->ow + ow;
+		for (int64_t ci = 0; ci < c->cin; ci++)
+		for (int64_t kh = 0; kh < c->kh; kh++)
+		for (int64_t kw = 0; kw < c->kw; kw++) {
+			int64_t ih = oh * c->sh - c->ph + kh * c->dh, iw = ow * c->sw - c->pw + kw * c->dw;
+			if (ih < 0 || ih >= c->h || iw < 0 || iw >= c->w)
+				continue;
+			int64_t xi = ((b * c->cin + ci) * c->h + ih) * c->w + iw;
+			int64_t wi = ((co * c->cin + ci) * c->kh + kh) * c->kw + kw;
+			switch (mode) {
+			case CONV_FWD: out[yi] += x[xi] * w[wi]; break;
+			case CONV_DX: out[xi] += y[yi] * w[wi]; break;
+			case CONV_DW: out[wi] += y[yi] * x[xi]; break;
+			}
+		}
+	}
+}
+
+static void zero(const Node *n, double *out)
+{
+	int64_t m = shape_numel(&n->shape);
+	for (int64_t i = 0; i < m; i++)
+		out[i] = 0;
+}
+
+void ref_conv2d(const Graph *g, const Node *n, const double *const *in, double *out)
+{
+	ConvGeom c;
+	conv_geom(n, &op_in(g, n, 0)->shape, &op_in(g, n, 1)->shape, &c);
+	zero(n, out);
+	conv_loop(&c, in[0], in[1], NULL, out, CONV_FWD);
+}
+
+void ref_conv2d_grad_input(const Graph *g, const Node *n, const double *const *in, double *out)
+{
+	ConvGeom c;
+	conv_geom(n, &n->shape, &op_in(g, n, 1)->shape, &c);
+	zero(n, out);
+	conv_loop(&c, NULL, in[1], in[0], out, CONV_DX);
+}
+
+void ref_conv2d_grad_weight(const Graph *g, const Node *n, const double *const *in, double *out)
+{
+	ConvGeom c;
+	conv_geom(n, &op_in(g, n, 1)->shape, &n->shape, &c);
+	zero(n, out);
+	conv_loop(&c, in[1], NULL, in[0], out, CONV_DW);
+}
+
+void grad_conv2d(GradContext *gc, const Node *n, int dy)
+{
+	Graph *g = gc_graph(gc);
+	int x = n->in[0], w = n->in[1];
+	double a[8];
+	for (int i = 0; i < 6; i++)
+		a[i] = n->attr[i];
+	int in_dx[2] = {dy, w}, in_dw[2] = {dy, x};
+	a[6] = (double)g->node[x].shape.dim[2], a[7] = (double)g->node[x].shape.dim[3];
+	int dx = ir_emit(g, OP_conv2d_grad_input, in_dx, a);
+	a[6] = (double)g->node[w].shape.dim[2], a[7] = (double)g->node[w].shape.dim[3];
+	int dw = ir_emit(g, OP_conv2d_grad_weight, in_dw, a);
+	gc_accumulate(gc, x, dx);
+	gc_accumulate(gc, w, dw);
+}
+
+/* 2 * N * Cout * OH * OW * Cin * KH * KW, from y [N, Cout, OH, OW] and w [Cout, Cin, KH, KW] */
+static double conv_flops(const Shape *y, const Shape *w)
+{
+	return 2.0 * (double)shape_numel(y) * (double)(w->dim[1] * w->dim[2] * w->dim[3]);
+}
+
+double flops_conv2d(const Graph *g, const Node *n) { return conv_flops(&n->shape, &op_in(g, n, 1)->shape); }
+
+double flops_conv2d_grad(const Graph *g, const Node *n)
+{
+	const Shape *w = n->op == OP_conv2d_grad_weight ? &n->shape : &op_in(g, n, 1)->shape;
+	return conv_flops(&op_in(g, n, 0)->shape, w);
+}
+
+/* ---- matmul ---- */
+
+bool shape_matmul(Node *n, const Graph *g, char *err, size_t errlen)
+{
+	const Shape *a = &op_in(g, n, 0)->shape, *b = &op_in(g, n, 1)->shape;
+	char sa[96], sb[96];
+	int64_t ta, tb;
+	if (a->rank != 2 || b->rank != 2)
+		return op_fail(n, err, errlen, "dense/matmul expects 2-D inputs, got %s and %s",
+			       shape_str(a, sa, sizeof sa), shape_str(b, sb, sizeof sb));
+	if (!op_binary_dtype(n, g, err, errlen) || !op_attr_int(n, 0, 0, 1, &ta, err, errlen) ||
+	    !op_attr_int(n, 1, 0, 1, &tb, err, errlen))
+		return false;
+	if (a->dim[1 - ta] != b->dim[tb])
+		return op_fail(n, err, errlen, "inner sizes differ: %s and %s", shape_str(a, sa, sizeof sa),
+			       shape_str(b, sb, sizeof sb));
+	n->shape = (Shape){2, {a->dim[ta], b->dim[1 - tb]}};
+	return true;
+}
+
+void ref_matmul(const Graph *g, const Node *n, const double *const *in, double *out)
+{
+	const Shape *a = &op_in(g, n, 0)->shape;
+	bool ta = n->attr[0] != 0, tb = n->attr[1] != 0;
+	int64_t m = n->shape.dim[0], nn = n->shape.dim[1], k = a->dim[ta ? 0 : 1];
+	for (int64_t i = 0; i < m; i++)
+		for (int64_t j = 0; j < nn; j++) {
+			double s = 0;
+			for (int64_t p = 0; p < k; p++)
+				s += in[0][ta ? p * m + i : i * k + p] * in[1][tb ? j * k + p : p * nn + j];
+			out[i * nn + j] = s;
+		}
+}
+
+static int emit_matmul(Graph *g, int a, int b, int ta, int tb)
+{
+	int in[2] = {a, b};
+	double attr[2] = {ta, tb};
+	return ir_emit(g, OP_matmul, in, attr);
+}
+
+/* C = op(A) op(B); each case keeps its operands untransposed in memory. */
+void grad_matmul(GradContext *gc, const Node *n, int dc)
+{
+	Graph *g = gc_graph(gc);
+	int a = n->in[0], b = n->in[1], ta = n->attr[0] != 0, tb = n->attr[1] != 0;
+	int da, db;
+	if (!ta && !tb) {        /* C = A B:     dA = dC B^T,   dB = A^T dC */
+		da = emit_matmul(g, dc, b, 0, 1);
+		db = emit_matmul(g, a, dc, 1, 0);
+	} else if (!ta && tb) {  /* C = A B^T:   dA = dC B,     dB = dC^T A */
+		da = emit_matmul(g, dc, b, 0, 0);
+		db = emit_matmul(g, dc, a, 1, 0);
+	} else if (ta && !tb) {  /* C = A^T B:   dA = B dC^T,   dB = A dC */
+		da = emit_matmul(g, b, dc, 0, 1);
+		db = emit_matmul(g, a, dc, 0, 0);
+	} else {                 /* C = A^T B^T: dA = B^T dC^T, dB = dC^T A^T */
+		da = emit_matmul(g, b, dc, 1, 1);
+		db = emit_matmul(g, dc, a, 1, 1);
+	}
+	gc_accumulate(gc, a, da);
+	gc_accumulate(gc, b, db);
+}
+
+double flops_matmul(const Graph *g, const Node *n)
+{
+	const Shape *a = &op_in(g, n, 0)->shape;
+	int64_t k = a->dim[n->attr[0] != 0 ? 0 : 1];
+	return 2.0 * (double)shape_numel(&n->shape) * (double)k;
+}
+
+/* ---- pooling ---- */
+
+typedef struct {
+	int64_t planes, h, w, oh, ow; /* planes = N * C */
+	int64_t kh, kw, sh, sw, ph, pw;
+	bool include_pad;             /* avg: padding counts in the divisor */
+} PoolGeom;
+
+/* Reads the attributes and checks them against x; floor mode as PyTorch's default. */
+static bool pool_geom(const Node *n, const Shape *x, PoolGeom *p, char *err, size_t errlen)
+{
+	char sx[96];
+	int64_t pad;
+	if (!op_attr_int(n, 0, 1, OP_ATTR_MAX, &p->kh, err, errlen) || !op_attr_int(n, 1, 1, OP_ATTR_MAX, &p->kw, err, errlen) ||
+	    !op_attr_int(n, 2, 1, OP_ATTR_MAX, &p->sh, err, errlen) || !op_attr_int(n, 3, 1, OP_ATTR_MAX, &p->sw, err, errlen) ||
+	    !op_attr_int(n, 4, 0, OP_ATTR_MAX, &p->ph, err, errlen) || !op_attr_int(n, 5, 0, OP_ATTR_MAX, &p->pw, err, errlen))
+		return false;
+	p->include_pad = false;
+	if (ir_op_nattrs(n->op) > 6) {
+		if (!op_attr_int(n, 6, 0, 1, &pad, err, errlen))
+			return false;
+		p->include_pad = pad != 0;
+	}
+	/* a window must hold an element of the input: padding up to half the window, as PyTorch */
+	if (2 * p->ph > p->kh || 2 * p->pw > p->kw)
+		return op_fail(n, err, errlen, "padding %lldx%lld is more than half the window %lldx%lld",
+			       (long long)p->ph, (long long)p->pw, (long long)p->kh, (long long)p->kw);
+	p->planes = x->dim[0] * x->dim[1], p->h = x->dim[2], p->w = x->dim[3];
+	if (p->kh > p->h + 2 * p->ph || p->kw > p->w + 2 * p->pw)
+		return op_fail(n, err, errlen, "window %lld is larger than the padded input %s",
+			       (long long)(p->kh > p->h + 2 * p->ph ? p->kh : p->kw), shape_str(x, sx, sizeof sx));
+	p->oh = (p->h + 2 * p->ph - p->kh) / p->sh + 1;
+	p->ow = (p->w + 2 * p->pw - p->kw) / p->sw + 1;
+	return true;
+}
+
+bool shape_pool2d(Node *n, const Graph *g, char *err, size_t errlen)
+{
+	const Shape *x = &op_in(g, n, 0)->shape;
+	PoolGeom p;
+	if (!need_4d(n, g, 0, "input", err, errlen) || !op_need_float(n, g, 0, err, errlen) ||
+	    !pool_geom(n, x, &p, err, errlen))
+		return false;
+	n->shape = shape4(x->dim[0], x->dim[1], p.oh, p.ow);
+	n->dtype = op_in(g, n, 0)->dtype;
+	return true;
+}
+
+/* (dy, x) -> dx */
+bool shape_pool2d_grad(Node *n, const Graph *g, char *err, size_t errlen)
+{
+	const Shape *dy = &op_in(g, n, 0)->shape, *x = &op_in(g, n, 1)->shape;
+	PoolGeom p;
+	char sd[96], sw[96];
+	if (!need_4d(n, g, 1, "input", err, errlen) || !op_binary_dtype(n, g, err, errlen) ||
+	    !pool_geom(n, x, &p, err, errlen))
+		return false;
+	Shape want = shape4(x->dim[0], x->dim[1], p.oh, p.ow);
+	if (!shape_eq(dy, &want))
+		return op_fail(n, err, errlen, "dy %s does not match the pooled shape %s", shape_str(dy, sd, sizeof sd),
+			       shape_str(&want, sw, sizeof sw));
+	n->shape = *x;
+	return true;
+}
+
+/* Offsets within a plane of the in-bounds elements of window (oh, ow), in row-major order. */
+static int64_t pool_window(const PoolGeom *p, int64_t oh, int64_t ow, int64_t *idx)
+{
+	int64_t k = 0;
+	for (int64_t i = 0; i < p->kh; i++)
+		for (int64_t j = 0; j < p->kw; j++) {
+			int64_t ih = oh * p->sh - p->ph + i, iw = ow * p->sw - p->pw + j;
+			if (ih >= 0 && ih < p->h && iw >= 0 && iw < p->w)
+				idx[k++] = ih * p->w + iw;
+		}
+	return k;
+}
+
+typedef enum { POOL_MAX, POOL_AVG, POOL_MAX_GRAD, POOL_AVG_GRAD } PoolMode;
+
+/* One window: forward modes write out[o] from x; gradient modes add dy[o] into out (dx). */
+static void pool_one(const PoolGeom *p, PoolMode mode, const double *x, const double *dy, double *out, int64_t o,
+		     const int64_t *idx, int64_t k)
+{
+	/* floor mode keeps every window inside the padded input: its full size is kh * kw */
+	double div = p->include_pad ? (double)(p->kh * p->kw) : (double)k;
+	int64_t best = 0;
+	double sum = 0;
+	for (int64_t i = 1; i < k; i++)
+		if (x[idx[i]] > x[idx[best]])
+			best = i; /* ties keep the first */
+	switch (mode) {
+	case POOL_MAX: out[o] = x[idx[best]]; break;
+	case POOL_MAX_GRAD: out[idx[best]] += dy[o]; break;
+	case POOL_AVG:
+		for (int64_t i = 0; i < k; i++)
+			sum += x[idx[i]];
+		out[o] = sum / div;
+		break;
+	case POOL_AVG_GRAD:
+		for (int64_t i = 0; i < k; i++)
+			out[idx[i]] += dy[o] / div;
+		break;
+	}
+}
+
+/* x is the pooled input (forward: in[0]; gradients: in[1], with dy in[0]). */
+static void pool_ref(const Graph *g, const Node *n, const double *const *in, double *out, PoolMode mode)
+{
+	bool grad = mode == POOL_MAX_GRAD || mode == POOL_AVG_GRAD;
+	const double *x = in[grad ? 1 : 0], *dy = grad ? in[0] : NULL;
+	PoolGeom p;
+	char err[8];
+	pool_geom(n, &op_in(g, n, grad ? 1 : 0)->shape, &p, err, sizeof err);
+	int64_t *idx = malloc((size_t)(p.kh * p.kw) * sizeof *idx);
+	if (!idx)
+		abort();
+	if (grad)
+		zero(n, out);
+	for (int64_t c = 0; c < p.planes; c++)
+		for (int64_t oh = 0; oh < p.oh; oh++)
+			for (int64_t ow = 0; ow < p.ow; ow++) {
+				int64_t o = (c * p.oh + oh) * p.ow + ow, k = pool_window(&p, oh, ow, idx);
+				pool_one(&p, mode, x + c * p.h * p.w, dy, out + (grad ? c * p.h * p.w : 0), o, idx, k);
+			}
+	free(idx);
+}
+
+void ref_max_pool2d(const Graph *g, const Node *n, const double *const *in, double *out) { pool_ref(g, n, in, out, POOL_MAX); }
+void ref_avg_pool2d(const Graph *g, const Node *n, const double *const *in, double *out) { pool_ref(g, n, in, out, POOL_AVG); }
+void ref_max_pool2d_grad(const Graph *g, const Node *n, const double *const *in, double *out) { pool_ref(g, n, in, out, POOL_MAX_GRAD); }
+void ref_avg_pool2d_grad(const Graph *g, const Node *n, const double *const *in, double *out) { pool_ref(g, n, in, out, POOL_AVG_GRAD); }
+
+static void grad_pool(GradContext *gc, const Node *n, int dy, OpId op)
+{
+	int x = n->in[0], in[2] = {dy, x};
+	double attr[IR_MAX_ATTRS];
+	for (int i = 0; i < IR_MAX_ATTRS; i++)
+		attr[i] = n->attr[i];
+	gc_accumulate(gc, x, ir_emit(gc_graph(gc), op, in, attr));
+}
+
+void grad_max_pool2d(GradContext *gc, const Node *n, int dy) { grad_pool(gc, n, dy, OP_max_pool2d_grad); }
+void grad_avg_pool2d(GradContext *gc, const Node *n, int dy) { grad_pool(gc, n, dy, OP_avg_pool2d_grad); }
+
+/* window size per output element, for the forward op (n) and its gradient (dy = input 0) */
+double flops_pool2d(const Graph *g, const Node *n)
+{
+	const Shape *y = n->nin == 2 ? &op_in(g, n, 0)->shape : &n->shape;
+	return (double)shape_numel(y) * n->attr[0] * n->attr[1];
+}

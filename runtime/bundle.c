@@ -1,0 +1,586 @@
+/* bundle.c: writing and reading bundle files.
+ *
+ * The format is little-endian and built of length-prefixed sections, so a reader can check every
+ * count and size against the bytes that are really there before it trusts them:
+ *
+ *   "NETCBNDL"  u32 version
+ *   header               u64 bytes, then the scalar fields of Bundle and its TrainConfig
+ *   buffer table         u64 bytes, u32 count, count records of BUF_RECORD bytes
+ *   training kernels     u64 bytes, u32 count, count records of KERNEL_RECORD bytes
+ *   evaluation kernels   the same
+ *   code objects         u64 bytes, u32 count, then each: target[32], u64 size, size bytes
+ *
+ * Strings are fixed-size fields (as in the structs) that must hold a NUL. */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/bundle.h"
+#include "runtime/readfile.h"
+
+#define BUF_RECORD (96 + 4 * 4 + 8 * BUNDLE_MAX_DIMS + 8 + 8 + 4 + 8 + 4)
+#define KERNEL_RECORD (64 + 4 + 8)
+#define CODE_TARGET 32
+
+/* ---- writing ---- */
+
+typedef struct {
+	uint8_t *p;
+	size_t n, cap;
+	bool oom;
+} Wr;
+
+static void w_bytes(Wr *w, const void *src, size_t n)
+{
+	if (w->oom)
+		return;
+	if (w->n + n > w->cap) {
+		size_t cap = w->cap ? w->cap : 4096;
+		while (cap < w->n + n)
+			cap *= 2;
+		uint8_t *p = realloc(w->p, cap);
+		if (!p) {
+			w->oom = true;
+			return;
+		}
+		w->p = p;
+		w->cap = cap;
+	}
+	memcpy(w->p + w->n, src, n);
+	w->n += n;
+}
+
+static void w_u64(Wr *w, uint64_t v)
+{
+	uint8_t b[8];
+	for (int i = 0; i < 8; i++)
+		b[i] = (uint8_t)(v >> (8 * i));
+	w_bytes(w, b, 8);
+}
+
+static void w_u32(Wr *w, uint32_t v)
+{
+	uint8_t b[4];
+	for (int i = 0; i < 4; i++)
+		b[i] = (uint8_t)(v >> (8 * i));
+	w_bytes(w, b, 4);
+}
+
+static void w_i32(Wr *w, int32_t v) { w_u32(w, (uint32_t)v); }
+static void w_i64(Wr *w, int64_t v) { w_u64(w, (uint64_t)v); }
+
+static void w_f64(Wr *w, double v)
+{
+	uint64_t u;
+	memcpy(&u, &v, sizeof u);
+	w_u64(w, u);
+}
+
+/* A section starts with its length, patched in by w_end. */
+static size_t w_begin(Wr *w)
+{
+	size_t at = w->n;
+	w_u64(w, 0);
+	return at;
+}
+
+static void w_end(Wr *w, size_t at)
+{
+	if (w->oom)
+		return;
+	uint64_t len = w->n - at - 8;
+	for (int i = 0; i < 8; i++)
+		w->p[at + i] = (uint8_t)(len >> (8 * i));
+}
+
+static void w_train(Wr *w, const TrainConfig *c)
+{
+	w_i32(w, c->optimizer);
+	w_f64(w, c->lr);
+	w_f64(w, c->momentum);
+	w_f64(w, c->dampening);
+	w_i32(w, c->nesterov);
+	w_f64(w, c->weight_decay);
+	w_f64(w, c->rho);
+	w_f64(w, c->eps);
+	w_i32(w, c->schedule);
+	w_i64(w, c->step_size);
+	w_f64(w, c->gamma);
+	w_i64(w, c->batch);
+	w_i64(w, c->epochs);
+	w_i64(w, c->steps);
+	w_bytes(w, c->dataset, sizeof c->dataset);
+	w_i64(w, c->log_every);
+}
+
+static void w_header(Wr *w, const Bundle *b)
+{
+	size_t at = w_begin(w);
+	w_bytes(w, b->model, sizeof b->model);
+	w_i64(w, b->batch);
+	w_i64(w, b->arena_bytes);
+	w_f64(w, b->flops_per_step);
+	const int32_t idx[8] = {b->image, b->label, b->loss, b->output,
+				b->eval_loss, b->eval_output, b->lr, b->rng};
+	for (int i = 0; i < 8; i++)
+		w_i32(w, idx[i]);
+	w_train(w, &b->train);
+	w_end(w, at);
+}
+
+static void w_buffers(Wr *w, const Bundle *b)
+{
+	size_t at = w_begin(w);
+	w_u32(w, (uint32_t)b->nbuf);
+	for (int i = 0; i < b->nbuf; i++) {
+		const BundleBuffer *x = &b->buf[i];
+		w_bytes(w, x->name, sizeof x->name);
+		w_i32(w, x->node);
+		w_i32(w, x->role);
+		w_i32(w, x->dtype);
+		w_i32(w, x->rank);
+		for (int d = 0; d < BUNDLE_MAX_DIMS; d++)
+			w_i64(w, x->dim[d]);
+		w_i64(w, x->offset);
+		w_i64(w, x->bytes);
+		w_i32(w, x->init);
+		w_f64(w, x->bound);
+		w_i32(w, x->programs);
+	}
+	w_end(w, at);
+}
+
+static void w_kernels(Wr *w, const BundleKernel *k, int32_t n)
+{
+	size_t at = w_begin(w);
+	w_u32(w, (uint32_t)n);
+	for (int i = 0; i < n; i++) {
+		w_bytes(w, k[i].name, sizeof k[i].name);
+		w_i32(w, k[i].node);
+		w_i64(w, k[i].grid);
+	}
+	w_end(w, at);
+}
+
+static void w_code(Wr *w, const Bundle *b)
+{
+	size_t at = w_begin(w);
+	w_u32(w, (uint32_t)b->ncode);
+	for (int i = 0; i < b->ncode; i++) {
+		w_bytes(w, b->code[i].target, CODE_TARGET);
+		w_u64(w, b->code[i].size);
+		w_bytes(w, b->code[i].data, b->code[i].size);
+	}
+	w_end(w, at);
+}
+
+bool bundle_write(const Bundle *b, const char *path, char *err, size_t errlen)
+{
+	Wr w = {0};
+	w_bytes(&w, BUNDLE_MAGIC, 8);
+	w_u32(&w, BUNDLE_VERSION);
+	w_header(&w, b);
+	w_buffers(&w, b);
+	w_kernels(&w, b->train_kernels, b->ntrain);
+	w_kernels(&w, b->eval_kernels, b->neval);
+	w_code(&w, b);
+	if (w.oom) {
+		free(w.p);
+		snprintf(err, errlen, "%s: out of memory writing the bundle", path);
+		return false;
+	}
+	FILE *f = fopen(path, "wb");
+	if (!f) {
+		snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+		free(w.p);
+		return false;
+	}
+	bool ok = fwrite(w.p, 1, w.n, f) == w.n;
+	ok = (fclose(f) == 0) && ok;
+	free(w.p);
+	if (!ok) {
+		snprintf(err, errlen, "%s: write failed: %s", path, strerror(errno));
+		remove(path);
+	}
+	return ok;
+}
+
+/* ---- reading ---- */
+
+typedef struct {
+	const uint8_t *p;
+	size_t pos, end;
+	const char *file;
+	char *err;
+	size_t errlen;
+	bool ok;
+} Rd;
+
+static bool r_fail(Rd *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The first error wins: later ones are only its consequences. */
+static bool r_fail(Rd *r, const char *fmt, ...)
+{
+	if (!r->ok)
+		return false;
+	r->ok = false;
+	int n = snprintf(r->err, r->errlen, "%s: ", r->file);
+	if (n >= 0 && (size_t)n < r->errlen) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(r->err + n, r->errlen - (size_t)n, fmt, ap);
+		va_end(ap);
+	}
+	return false;
+}
+
+static size_t r_left(const Rd *r) { return r->end - r->pos; }
+
+/* Inside a section whose length was checked, running out means the section lies about itself. */
+static const uint8_t *r_take(Rd *r, size_t n, const char *what)
+{
+	if (!r->ok)
+		return NULL;
+	if (n > r_left(r)) {
+		r_fail(r, "malformed bundle: %s runs past the end of its section", what);
+		return NULL;
+	}
+	const uint8_t *p = r->p + r->pos;
+	r->pos += n;
+	return p;
+}
+
+static uint64_t r_u64(Rd *r, const char *what)
+{
+	const uint8_t *b = r_take(r, 8, what);
+	uint64_t v = 0;
+	for (int i = 0; b && i < 8; i++)
+		v |= (uint64_t)b[i] << (8 * i);
+	return v;
+}
+
+static uint32_t r_u32(Rd *r, const char *what)
+{
+	const uint8_t *b = r_take(r, 4, what);
+	uint32_t v = 0;
+	for (int i = 0; b && i < 4; i++)
+		v |= (uint32_t)b[i] << (8 * i);
+	return v;
+}
+
+static int32_t r_i32(Rd *r, const char *what) { return (int32_t)r_u32(r, what); }
+static int64_t r_i64(Rd *r, const char *what) { return (int64_t)r_u64(r, what); }
+
+static double r_f64(Rd *r, const char *what)
+{
+	uint64_t u = r_u64(r, what);
+	double v;
+	memcpy(&v, &u, sizeof v);
+	return v;
+}
+
+static void r_str(Rd *r, char *dst, size_t n, const char *what)
+{
+	const uint8_t *b = r_take(r, n, what);
+	if (!b)
+		return;
+	memcpy(dst, b, n);
+	if (!memchr(dst, 0, n)) {
+		dst[n - 1] = 0;
+		r_fail(r, "malformed bundle: %s is not NUL-terminated", what);
+	}
+}
+
+/* Reads a section's length and checks it against what the file still holds: the one place a
+ * truncated file shows. sub reads the section's contents. */
+static bool r_section(Rd *r, const char *what, Rd *sub)
+{
+	if (!r->ok)
+		return false;
+	if (r_left(r) < 8)
+		return r_fail(r, "truncated bundle: expected 8 bytes of %s length, file ends after %zu",
+			      what, r_left(r));
+	uint64_t len = r_u64(r, what);
+	if (len > r_left(r))
+		return r_fail(r, "truncated bundle: expected %llu bytes of %s, file ends after %zu",
+			      (unsigned long long)len, what, r_left(r));
+	*sub = *r;
+	sub->end = r->pos + (size_t)len;
+	r->pos = sub->end;
+	return true;
+}
+
+/* A section's records: count then exactly count * size bytes. Returns the count or -1. */
+static int32_t r_count(Rd *r, size_t size, const char *what)
+{
+	uint32_t n = r_u32(r, what);
+	if (!r->ok)
+		return -1;
+	if (n > INT32_MAX || (size && (uint64_t)n * size != r_left(r))) {
+		r_fail(r, "malformed bundle: %s says %u entries of %zu bytes, its section holds %zu bytes",
+		       what, n, size, r_left(r));
+		return -1;
+	}
+	return (int32_t)n;
+}
+
+static void *r_alloc(Rd *r, size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size);
+	if (!p)
+		r_fail(r, "out of memory reading the bundle");
+	return p;
+}
+
+static void r_section_end(Rd *sub, const char *what)
+{
+	if (sub->ok && r_left(sub))
+		r_fail(sub, "malformed bundle: %zu unread bytes at the end of the %s", r_left(sub), what);
+}
+
+static void r_train(Rd *r, TrainConfig *c)
+{
+	c->optimizer = (OptimizerKind)r_i32(r, "header");
+	c->lr = r_f64(r, "header");
+	c->momentum = r_f64(r, "header");
+	c->dampening = r_f64(r, "header");
+	c->nesterov = r_i32(r, "header");
+	c->weight_decay = r_f64(r, "header");
+	c->rho = r_f64(r, "header");
+	c->eps = r_f64(r, "header");
+	c->schedule = (ScheduleKind)r_i32(r, "header");
+	c->step_size = r_i64(r, "header");
+	c->gamma = r_f64(r, "header");
+	c->batch = r_i64(r, "header");
+	c->epochs = r_i64(r, "header");
+	c->steps = r_i64(r, "header");
+	r_str(r, c->dataset, sizeof c->dataset, "training data set name");
+	c->log_every = r_i64(r, "header");
+	if (!r->ok)
+		return;
+	if ((unsigned)c->optimizer >= OPT_COUNT || (unsigned)c->schedule >= SCHED_COUNT)
+		r_fail(r, "malformed bundle: unknown optimizer %d or schedule %d", (int)c->optimizer,
+		       (int)c->schedule);
+	else if (!isfinite(c->lr) || !isfinite(c->gamma))
+		r_fail(r, "malformed bundle: learning rate or gamma is not finite");
+}
+
+static void r_header(Rd *r, Bundle *b)
+{
+	Rd s;
+	if (!r_section(r, "header", &s))
+		return;
+	r_str(&s, b->model, sizeof b->model, "model name");
+	b->batch = r_i64(&s, "header");
+	b->arena_bytes = r_i64(&s, "header");
+	b->flops_per_step = r_f64(&s, "header");
+	int32_t *idx[8] = {&b->image, &b->label, &b->loss, &b->output,
+			   &b->eval_loss, &b->eval_output, &b->lr, &b->rng};
+	for (int i = 0; i < 8; i++)
+		*idx[i] = r_i32(&s, "header");
+	r_train(&s, &b->train);
+	r_section_end(&s, "header");
+	if (s.ok && (b->batch <= 0 || b->arena_bytes < 0))
+		r_fail(&s, "malformed bundle: batch %lld, arena %lld bytes", (long long)b->batch,
+		       (long long)b->arena_bytes);
+	r->ok = s.ok;
+}
+
+static void r_buffer(Rd *r, BundleBuffer *x)
+{
+	r_str(r, x->name, sizeof x->name, "buffer name");
+	x->node = r_i32(r, "buffer");
+	x->role = r_i32(r, "buffer");
+	x->dtype = r_i32(r, "buffer");
+	x->rank = r_i32(r, "buffer");
+	for (int d = 0; d < BUNDLE_MAX_DIMS; d++)
+		x->dim[d] = r_i64(r, "buffer");
+	x->offset = r_i64(r, "buffer");
+	x->bytes = r_i64(r, "buffer");
+	x->init = r_i32(r, "buffer");
+	x->bound = r_f64(r, "buffer");
+	x->programs = r_i32(r, "buffer");
+}
+
+/* Everything the runtime later trusts: the buffer's storage lies inside the arena and holds its
+ * shape. */
+static void check_buffer(Rd *r, const Bundle *b, int i)
+{
+	const BundleBuffer *x = &b->buf[i];
+	if ((unsigned)x->role > BUF_ALIAS || (unsigned)x->dtype >= DT_COUNT ||
+	    (unsigned)x->rank > BUNDLE_MAX_DIMS || (unsigned)x->init > 1 || !isfinite(x->bound)) {
+		r_fail(r, "malformed bundle: buffer %d '%s' has role %d, dtype %d, rank %d, init %d",
+		       i, x->name, x->role, x->dtype, x->rank, x->init);
+		return;
+	}
+	int64_t numel = 1;
+	for (int d = 0; d < x->rank; d++) {
+		if (x->dim[d] < 0 || (x->dim[d] && numel > INT64_MAX / 8 / x->dim[d])) {
+			r_fail(r, "malformed bundle: buffer '%s' has dimension %lld", x->name,
+			       (long long)x->dim[d]);
+			return;
+		}
+		numel *= x->dim[d];
+	}
+	if (x->offset == -1)
+		return;
+	if (x->offset < 0 || x->bytes < 0 || x->offset > b->arena_bytes ||
+	    x->bytes > b->arena_bytes - x->offset)
+		r_fail(r, "malformed bundle: buffer '%s' at offset %lld of %lld bytes lies outside the "
+		       "arena of %lld bytes", x->name, (long long)x->offset, (long long)x->bytes,
+		       (long long)b->arena_bytes);
+	else if (x->bytes < numel * (int64_t)dtype_size((DType)x->dtype))
+		r_fail(r, "malformed bundle: buffer '%s' has %lld bytes, too few for its shape",
+		       x->name, (long long)x->bytes);
+}
+
+static void r_buffers(Rd *r, Bundle *b)
+{
+	Rd s;
+	if (!r_section(r, "buffer table", &s))
+		return;
+	int32_t n = r_count(&s, BUF_RECORD, "buffer table");
+	if (n >= 0 && (b->buf = r_alloc(&s, (size_t)n, sizeof *b->buf)))
+		b->nbuf = n;
+	for (int i = 0; i < b->nbuf && s.ok; i++) {
+		r_buffer(&s, &b->buf[i]);
+		if (s.ok)
+			check_buffer(&s, b, i);
+	}
+	r->ok = s.ok;
+}
+
+static void r_kernels(Rd *r, const char *what, BundleKernel **list, int32_t *count)
+{
+	Rd s;
+	if (!r_section(r, what, &s))
+		return;
+	int32_t n = r_count(&s, KERNEL_RECORD, what);
+	if (n >= 0 && (*list = r_alloc(&s, (size_t)n, sizeof **list)))
+		*count = n;
+	for (int i = 0; i < *count && s.ok; i++) {
+		BundleKernel *k = &(*list)[i];
+		r_str(&s, k->name, sizeof k->name, "kernel name");
+		k->node = r_i32(&s, what);
+		k->grid = r_i64(&s, what);
+		if (s.ok && (!k->name[0] || k->grid < 0))
+			r_fail(&s, "malformed bundle: kernel %d of the %s: name '%s', grid %lld", i, what,
+			       k->name, (long long)k->grid);
+	}
+	r->ok = s.ok;
+}
+
+static void r_code(Rd *r, Bundle *b)
+{
+	Rd s;
+	if (!r_section(r, "code objects", &s))
+		return;
+	int32_t n = r_count(&s, 0, "code objects");
+	if (n > 0 && (size_t)n > r_left(&s) / (CODE_TARGET + 8))
+		r_fail(&s, "malformed bundle: %d code objects cannot fit in %zu bytes", n, r_left(&s));
+	if (s.ok && n >= 0 && (b->code = r_alloc(&s, (size_t)n, sizeof *b->code)))
+		b->ncode = n;
+	for (int i = 0; i < b->ncode && s.ok; i++) {
+		BundleCode *c = &b->code[i];
+		r_str(&s, c->target, sizeof c->target, "code object target");
+		c->size = r_u64(&s, "code object");
+		if (!s.ok)
+			break;
+		if (c->size > r_left(&s)) {
+			r_fail(&s, "malformed bundle: code object for '%s' says %llu bytes, its section "
+			       "has %zu left", c->target, (unsigned long long)c->size, r_left(&s));
+			break;
+		}
+		if ((c->data = r_alloc(&s, (size_t)c->size, 1)))
+			memcpy(c->data, r_take(&s, (size_t)c->size, "code object"), (size_t)c->size);
+	}
+	r_section_end(&s, "code objects");
+	r->ok = s.ok;
+}
+
+static void check_indices(Rd *r, const Bundle *b)
+{
+	const int32_t idx[8] = {b->image, b->label, b->loss, b->output,
+				b->eval_loss, b->eval_output, b->lr, b->rng};
+	static const char *const name[8] = {"image", "label", "loss", "output",
+					    "eval_loss", "eval_output", "lr", "rng"};
+	for (int i = 0; i < 8 && r->ok; i++)
+		if (idx[i] < -1 || idx[i] >= b->nbuf || (idx[i] >= 0 && b->buf[idx[i]].offset < 0))
+			r_fail(r, "malformed bundle: %s buffer index %d is not one of the %d buffers "
+			       "with storage", name[i], idx[i], b->nbuf);
+}
+
+static void r_magic(Rd *r)
+{
+	size_t n = r_left(r) < 8 ? r_left(r) : 8;
+	if (memcmp(r->p, BUNDLE_MAGIC, n) != 0 || n == 0) {
+		r_fail(r, "not a netc bundle (expected magic %s)", BUNDLE_MAGIC);
+		return;
+	}
+	if (r_left(r) < 12) {
+		r_fail(r, "truncated bundle: expected 12 bytes of magic and version, file ends after %zu",
+		       r_left(r));
+		return;
+	}
+	r->pos = 8;
+	uint32_t v = r_u32(r, "version");
+	if (v > BUNDLE_VERSION)
+		r_fail(r, "bundle version %u is newer than this netc reads (%d): rebuild netc, or "
+		       "recompile the model with this one", v, BUNDLE_VERSION);
+	else if (v < 1)
+		r_fail(r, "bundle version %u is not one netc ever wrote", v);
+}
+
+bool bundle_read(Bundle *b, const char *path, char *err, size_t errlen)
+{
+	memset(b, 0, sizeof *b);
+	uint8_t *data;
+	size_t size;
+	if (!rt_read_file(path, &data, &size, err, errlen))
+		return false;
+	Rd r = {data, 0, size, path, err, errlen, true};
+	r_magic(&r);
+	r_header(&r, b);
+	r_buffers(&r, b);
+	r_kernels(&r, "training kernel list", &b->train_kernels, &b->ntrain);
+	r_kernels(&r, "evaluation kernel list", &b->eval_kernels, &b->neval);
+	r_code(&r, b);
+	if (r.ok && r_left(&r))
+		r_fail(&r, "malformed bundle: %zu bytes after the last section", r_left(&r));
+	if (r.ok)
+		check_indices(&r, b);
+	free(data);
+	if (!r.ok)
+		bundle_free(b);
+	return r.ok;
+}
+
+void bundle_free(Bundle *b)
+{
+	free(b->buf);
+	free(b->train_kernels);
+	free(b->eval_kernels);
+	for (int i = 0; i < b->ncode; i++)
+		free(b->code[i].data);
+	free(b->code);
+	memset(b, 0, sizeof *b);
+}
+
+int bundle_find_buffer(const Bundle *b, const char *name)
+{
+	for (int i = 0; i < b->nbuf; i++)
+		if (strcmp(b->buf[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+const BundleCode *bundle_code_for(const Bundle *b, const char *target)
+{
+	for (int i = 0; i < b->ncode; i++)
+		if (strcmp(b->code[i].target, target) == 0)
+			return &b->code[i];
+	return NULL;
+}

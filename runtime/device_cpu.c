@@ -1,0 +1,155 @@
+/* device_cpu.c: the CPU device. Memory is host memory, a code object is a shared object loaded
+ * with dlopen, and a launch splits the grid over the thread pool. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/device.h"
+#include "runtime/threadpool.h"
+
+struct RtDevice {
+	ThreadPool *pool;
+};
+
+static RtDevice *cpu_open(int threads, char *err, size_t errlen)
+{
+	RtDevice *d = calloc(1, sizeof *d);
+	if (d)
+		d->pool = rt_pool_new(threads);
+	if (!d || !d->pool) {
+		snprintf(err, errlen, "cpu: cannot start the worker threads");
+		free(d);
+		return NULL;
+	}
+	return d;
+}
+
+static void cpu_describe(RtDevice *d, char *buf, size_t len)
+{
+	int n = rt_pool_threads(d->pool);
+	snprintf(buf, len, "cpu (%d thread%s)", n, n == 1 ? "" : "s");
+}
+
+static void *cpu_alloc(RtDevice *d, size_t bytes, char *err, size_t errlen)
+{
+	size_t size = (bytes + 63) / 64 * 64;
+	void *p = aligned_alloc(64, size ? size : 64);
+	if (!p) {
+		snprintf(err, errlen, "cpu: cannot allocate %zu bytes", bytes);
+		return NULL;
+	}
+	memset(p, 0, size ? size : 64);
+	return p;
+}
+
+static void cpu_free(RtDevice *d, void *mem) { free(mem); }
+
+static void cpu_copy_in(RtDevice *d, void *mem, size_t offset, const void *src, size_t bytes)
+{
+	memcpy((char *)mem + offset, src, bytes);
+}
+
+static void cpu_copy_out(RtDevice *d, void *dst, const void *mem, size_t offset, size_t bytes)
+{
+	memcpy(dst, (const char *)mem + offset, bytes);
+}
+
+static void *cpu_host_view(RtDevice *d, void *mem) { return mem; }
+
+static bool write_all(int fd, const void *data, size_t size)
+{
+	const char *p = data;
+	while (size) {
+		ssize_t n = write(fd, p, size);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return false;
+		p += n;
+		size -= (size_t)n;
+	}
+	return true;
+}
+
+/* dlopen needs a file: the shared object goes to a private temporary file that is unlinked as
+ * soon as it is mapped, so nothing is left behind even if the run is killed. */
+static void *cpu_load_code(RtDevice *d, const void *code, size_t size, char *err, size_t errlen)
+{
+	const char *dir = getenv("TMPDIR");
+	char path[4096];
+	snprintf(path, sizeof path, "%s/netc-code-XXXXXX", dir && *dir ? dir : "/tmp");
+	int fd = mkstemp(path);
+	if (fd < 0) {
+		snprintf(err, errlen, "cpu: cannot create a temporary file in %s: %s",
+			 dir && *dir ? dir : "/tmp", strerror(errno));
+		return NULL;
+	}
+	bool ok = write_all(fd, code, size);
+	ok = (close(fd) == 0) && ok;
+	if (!ok) {
+		snprintf(err, errlen, "cpu: cannot write the code object to %s", path);
+		unlink(path);
+		return NULL;
+	}
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	unlink(path);
+	if (!h) {
+		const char *why = dlerror();
+		snprintf(err, errlen, "cpu: cannot load the code object: %s", why ? why : "dlopen failed");
+	}
+	return h;
+}
+
+static void cpu_unload_code(RtDevice *d, void *module)
+{
+	if (module)
+		dlclose(module);
+}
+
+static void *cpu_get_kernel(RtDevice *d, void *module, const char *name, char *err, size_t errlen)
+{
+	void *k = dlsym(module, name);
+	if (!k)
+		snprintf(err, errlen, "cpu: the code object has no kernel '%s'", name);
+	return k;
+}
+
+static void cpu_launch(RtDevice *d, void *kernel, void *arena, int64_t grid)
+{
+	RtKernelFn fn;
+	/* dlsym returns functions as data pointers; POSIX guarantees the round trip */
+	memcpy(&fn, &kernel, sizeof fn);
+	rt_pool_run(d->pool, fn, arena, grid);
+}
+
+/* Launches return when their work is done. */
+static void cpu_synchronize(RtDevice *d) {}
+
+static void cpu_close(RtDevice *d)
+{
+	if (!d)
+		return;
+	rt_pool_free(d->pool);
+	free(d);
+}
+
+const RtDeviceOps rt_device_cpu = {
+	.name = "cpu",
+	.target = "host",
+	.open = cpu_open,
+	.describe = cpu_describe,
+	.alloc = cpu_alloc,
+	.free = cpu_free,
+	.copy_in = cpu_copy_in,
+	.copy_out = cpu_copy_out,
+	.host_view = cpu_host_view,
+	.load_code = cpu_load_code,
+	.unload_code = cpu_unload_code,
+	.get_kernel = cpu_get_kernel,
+	.launch = cpu_launch,
+	.synchronize = cpu_synchronize,
+	.close = cpu_close,
+};

@@ -1,0 +1,489 @@
+/* train.c: the training loop, held-out evaluation and the step benchmark.
+ *
+ * The runtime owns everything around the compiled step: it shuffles the data, copies each batch
+ * into the image and label buffers, writes the step's learning rate and dropout key, runs the
+ * training program's kernels and reads the loss and the scores back to report progress. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime/hash.h"
+#include "runtime/rt.h"
+
+/* What one training or evaluation batch needs on the host. */
+typedef struct {
+	Session *s;
+	const Bundle *b;
+	int64_t batch;
+	int64_t classes;
+	int64_t pixels;  /* per example */
+	float *images;   /* one batch, staged */
+	int32_t *labels;
+	float *scores;   /* one batch of the output buffer */
+	uint64_t seed;
+	int64_t step;    /* training steps done */
+} Loop;
+
+/* Progress over the current logging interval. */
+typedef struct {
+	double loss_sum;
+	int64_t hits, seen, steps;
+	double t_mark;
+} Interval;
+
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* ---- checking the bundle against the data ---- */
+
+static const char *type_str(const BundleBuffer *x, char *buf, size_t len)
+{
+	size_t n = (size_t)snprintf(buf, len, "%s[", dtype_name((DType)x->dtype));
+	for (int d = 0; d < x->rank && n < len; d++)
+		n += (size_t)snprintf(buf + n, len - n, "%s%lld", d ? ", " : "", (long long)x->dim[d]);
+	if (n < len)
+		snprintf(buf + n, len - n, "]");
+	return buf;
+}
+
+/* Whether buffer i exists and is dtype[dims...]; rank < 0 accepts any shape of one element. */
+static bool has_type(const Bundle *b, int i, DType t, int rank, const int64_t *dim)
+{
+	if (i < 0)
+		return false;
+	const BundleBuffer *x = &b->buf[i];
+	if (x->dtype != (int32_t)t)
+		return false;
+	if (rank < 0)
+		return x->bytes == (int64_t)dtype_size(t);
+	if (x->rank != rank)
+		return false;
+	for (int d = 0; d < rank; d++)
+		if (x->dim[d] != dim[d])
+			return false;
+	return true;
+}
+
+static bool expect(const Bundle *b, int i, const char *what, DType t, int rank, const int64_t *dim,
+		   char *err, size_t errlen)
+{
+	if (has_type(b, i, t, rank, dim))
+		return true;
+	char want[96] = "a scalar", got[96];
+	if (rank >= 0) {
+		BundleBuffer w = {.dtype = t, .rank = rank};
+		memcpy(w.dim, dim, (size_t)rank * sizeof *dim);
+		type_str(&w, want, sizeof want);
+	}
+	if (i < 0)
+		snprintf(err, errlen, "the bundle has no %s buffer (the data set needs %s)", what, want);
+	else
+		snprintf(err, errlen, "the model's %s '%s' is %s; the data set needs %s", what,
+			 b->buf[i].name, type_str(&b->buf[i], got, sizeof got), want);
+	return false;
+}
+
+/* Scores as [batch, classes] f32, with room for every label of the data set. */
+static bool check_scores(const Bundle *b, int i, const char *what, int classes, char *err, size_t errlen)
+{
+	int64_t dim[2] = {b->batch, i >= 0 ? b->buf[i].dim[1] : classes};
+	if (!expect(b, i, what, DT_F32, 2, dim, err, errlen))
+		return false;
+	if (dim[1] < classes) {
+		snprintf(err, errlen, "the model's %s has %lld classes; the data set has %d", what,
+			 (long long)dim[1], classes);
+		return false;
+	}
+	return true;
+}
+
+static bool check_bundle(const Bundle *b, const Dataset *d, char *err, size_t errlen)
+{
+	const int64_t image[4] = {b->batch, d->c, d->h, d->w}, label[1] = {b->batch};
+	if (!expect(b, b->image, "image input", DT_F32, 4, image, err, errlen) ||
+	    !expect(b, b->label, "label input", DT_I32, 1, label, err, errlen) ||
+	    !expect(b, b->loss, "loss", DT_F32, -1, NULL, err, errlen) ||
+	    !check_scores(b, b->output, "output", d->classes, err, errlen))
+		return false;
+	if (b->lr >= 0 && !expect(b, b->lr, "learning rate", DT_F32, -1, NULL, err, errlen))
+		return false;
+	const int64_t rng[1] = {2};
+	return b->rng < 0 || expect(b, b->rng, "random key", DT_I32, 1, rng, err, errlen);
+}
+
+static bool has_eval(const Bundle *b)
+{
+	return b->neval > 0 && b->eval_loss >= 0 && b->eval_output >= 0;
+}
+
+static bool check_dataset(const Bundle *b, char *err, size_t errlen)
+{
+	if (strcmp(b->train.dataset, "mnist") == 0)
+		return true;
+	snprintf(err, errlen, "unknown data set '%s' (netc knows: mnist)", b->train.dataset);
+	return false;
+}
+
+/* ---- one batch ---- */
+
+static bool loop_init(Loop *L, Session *s, uint64_t seed)
+{
+	const Bundle *b = rt_bundle(s);
+	const BundleBuffer *img = &b->buf[b->image];
+	*L = (Loop){.s = s, .b = b, .batch = b->batch, .seed = seed,
+		    .classes = b->buf[b->output].dim[1],
+		    .pixels = img->dim[1] * img->dim[2] * img->dim[3]};
+	L->images = malloc((size_t)(L->batch * L->pixels) * sizeof *L->images);
+	L->labels = malloc((size_t)L->batch * sizeof *L->labels);
+	L->scores = malloc((size_t)(L->batch * L->classes) * sizeof *L->scores);
+	return L->images && L->labels && L->scores;
+}
+
+static void loop_free(Loop *L)
+{
+	free(L->images);
+	free(L->labels);
+	free(L->scores);
+}
+
+/* Copies examples idx[0..batch) of d into the input buffers. */
+static void load_batch(Loop *L, const Dataset *d, const int32_t *idx)
+{
+	for (int64_t k = 0; k < L->batch; k++) {
+		memcpy(L->images + k * L->pixels, d->images + (int64_t)idx[k] * L->pixels,
+		       (size_t)L->pixels * sizeof *L->images);
+		L->labels[k] = d->labels[idx[k]];
+	}
+	rt_write(L->s, L->b->image, L->images, (size_t)(L->batch * L->pixels) * sizeof *L->images);
+	rt_write(L->s, L->b->label, L->labels, (size_t)L->batch * sizeof *L->labels);
+}
+
+/* Correct argmax predictions among the first rows rows of the scores. */
+static int64_t count_hits(const Loop *L, int64_t rows)
+{
+	int64_t hits = 0;
+	for (int64_t k = 0; k < rows; k++) {
+		const float *row = L->scores + k * L->classes;
+		int64_t best = 0;
+		for (int64_t c = 1; c < L->classes; c++)
+			if (row[c] > row[best])
+				best = c;
+		hits += best == L->labels[k];
+	}
+	return hits;
+}
+
+/* Cross-entropy of one row: -log_softmax(row)[label]. The same whether the model's scores are
+ * logits or already log-probabilities, since log_softmax of log-probabilities is themselves. */
+static double row_nll(const float *row, int64_t classes, int32_t label)
+{
+	double max = row[0], sum = 0;
+	for (int64_t c = 1; c < classes; c++)
+		max = row[c] > max ? row[c] : max;
+	for (int64_t c = 0; c < classes; c++)
+		sum += exp(row[c] - max);
+	return max + log(sum) - row[label];
+}
+
+static double lr_at(const TrainConfig *c, int64_t epoch)
+{
+	if (c->schedule != SCHED_STEP || c->step_size <= 0)
+		return c->lr;
+	return c->lr * pow(c->gamma, (double)(epoch / c->step_size));
+}
+
+/* One training step on batch idx; the loss, or NaN. */
+static float train_step(Loop *L, const Dataset *d, const int32_t *idx, int64_t epoch, int64_t *hits)
+{
+	load_batch(L, d, idx);
+	float lr = (float)lr_at(&L->b->train, epoch);
+	int32_t key[2] = {(int32_t)(uint32_t)L->seed, (int32_t)L->step};
+	rt_write(L->s, L->b->lr, &lr, sizeof lr);
+	rt_write(L->s, L->b->rng, key, sizeof key);
+	rt_run(L->s, RT_PROG_TRAIN);
+	L->step++;
+	float loss;
+	rt_read(L->s, L->b->loss, &loss, sizeof loss);
+	rt_read(L->s, L->b->output, L->scores, (size_t)(L->batch * L->classes) * sizeof *L->scores);
+	*hits = count_hits(L, L->batch);
+	return loss;
+}
+
+/* ---- evaluation ---- */
+
+/* The evaluation program over all of d; the last partial batch is padded by repeating examples
+ * from the start, and only its real rows count. */
+static void evaluate(Loop *L, const Dataset *d, bool quiet, double *accuracy)
+{
+	int32_t *idx = malloc((size_t)L->batch * sizeof *idx);
+	if (!idx)
+		return;
+	double loss_sum = 0;
+	int64_t hits = 0;
+	for (int64_t start = 0; start < d->n; start += L->batch) {
+		int64_t rows = d->n - start < L->batch ? d->n - start : L->batch;
+		for (int64_t k = 0; k < L->batch; k++)
+			idx[k] = (int32_t)((start + k) % d->n);
+		load_batch(L, d, idx);
+		rt_run(L->s, RT_PROG_EVAL);
+		float loss;
+		rt_read(L->s, L->b->eval_loss, &loss, sizeof loss);
+		rt_read(L->s, L->b->eval_output, L->scores, (size_t)(L->batch * L->classes) * sizeof *L->scores);
+		hits += count_hits(L, rows);
+		if (rows == L->batch) {
+			loss_sum += (double)loss * (double)rows;
+		} else {
+			/* the program's loss averages the padding too: take the real rows' own */
+			for (int64_t k = 0; k < rows; k++)
+				loss_sum += row_nll(L->scores + k * L->classes, L->classes, L->labels[k]);
+		}
+	}
+	free(idx);
+	*accuracy = 100.0 * (double)hits / (double)d->n;
+	if (!quiet)
+		printf("eval: loss %.4f  accuracy %.2f%% (%lld examples)\n", loss_sum / (double)d->n,
+		       *accuracy, (long long)d->n);
+	fflush(stdout);
+}
+
+/* ---- the training loop ---- */
+
+static void shuffle(int32_t *perm, int64_t n, uint64_t seed, int64_t epoch)
+{
+	uint64_t key = rt_mix64(seed ^ rt_mix64((uint64_t)epoch + 0x5EED));
+	for (int64_t i = n - 1; i > 0; i--) {
+		int64_t j = (int64_t)(rt_uniform(key, (uint64_t)i) * (double)(i + 1));
+		int32_t t = perm[i];
+		perm[i] = perm[j];
+		perm[j] = t;
+	}
+}
+
+typedef struct {
+	int64_t total, per_epoch, epochs, log_every;
+	double t0;
+	double train_s;  /* time in training steps, evaluation excluded */
+	double last_loss;
+	double accuracy; /* held-out, NAN before the first evaluation */
+} Plan;
+
+static void log_interval(const Plan *p, Interval *iv, int64_t step, int64_t epoch, int64_t batch)
+{
+	double t = now();
+	int width = snprintf(NULL, 0, "%lld", (long long)p->total);
+	printf("step %*lld/%lld  epoch %lld/%lld  loss %.4f  acc %6.2f%%  %.0f ex/s  elapsed %.1fs\n",
+	       width > 5 ? width : 5, (long long)step, (long long)p->total, (long long)epoch + 1,
+	       (long long)p->epochs, iv->loss_sum / (double)iv->steps,
+	       100.0 * (double)iv->hits / (double)iv->seen,
+	       (double)(iv->steps * batch) / (t - iv->t_mark), t - p->t0);
+	fflush(stdout);
+	*iv = (Interval){.t_mark = t};
+}
+
+/* Runs the epochs; false with err set when the loss stops being finite. */
+static bool run_epochs(Loop *L, Plan *p, const Dataset *train, const Dataset *test, bool quiet,
+		       char *err, size_t errlen)
+{
+	int32_t *perm = malloc((size_t)train->n * sizeof *perm);
+	if (!perm) {
+		snprintf(err, errlen, "out of memory");
+		return false;
+	}
+	for (int64_t i = 0; i < train->n; i++)
+		perm[i] = (int32_t)i;
+	Interval iv = {.t_mark = now()};
+	bool ok = true, evaluated = false;
+	for (int64_t e = 0; e < p->epochs && ok && L->step < p->total; e++) {
+		shuffle(perm, train->n, L->seed, e);
+		for (int64_t k = 0; k < p->per_epoch && L->step < p->total; k++) {
+			double t = now();
+			int64_t hits;
+			float loss = train_step(L, train, perm + k * L->batch, e, &hits);
+			p->train_s += now() - t;
+			if (!isfinite(loss)) {
+				snprintf(err, errlen, "the training loss is %f at step %lld (epoch %lld): "
+					 "try a lower learning rate", loss, (long long)L->step, (long long)e + 1);
+				ok = false;
+				break;
+			}
+			iv.loss_sum += loss;
+			iv.hits += hits;
+			iv.seen += L->batch;
+			iv.steps++;
+			if (L->step % p->log_every == 0 || L->step == p->total) {
+				p->last_loss = iv.loss_sum / (double)iv.steps;
+				if (!quiet)
+					log_interval(p, &iv, L->step, e, L->batch);
+				else
+					iv = (Interval){.t_mark = now()};
+			}
+		}
+		evaluated = ok && test && L->step % p->per_epoch == 0;
+		if (evaluated) {
+			evaluate(L, test, quiet, &p->accuracy);
+			iv.t_mark = now();
+		}
+	}
+	if (ok && test && !evaluated)
+		evaluate(L, test, quiet, &p->accuracy);
+	free(perm);
+	return ok;
+}
+
+static bool make_plan(const Bundle *b, const TrainOptions *o, const Dataset *train, Plan *p,
+		      char *err, size_t errlen)
+{
+	*p = (Plan){.accuracy = NAN, .last_loss = NAN};
+	p->per_epoch = train->n / b->batch;
+	if (p->per_epoch == 0) {
+		snprintf(err, errlen, "the training set has %lld examples, fewer than one batch of %lld",
+			 (long long)train->n, (long long)b->batch);
+		return false;
+	}
+	p->epochs = o->epochs > 0 ? o->epochs : b->train.epochs > 0 ? b->train.epochs : 1;
+	p->total = p->epochs * p->per_epoch;
+	int64_t limit = o->steps > 0 ? o->steps : b->train.steps;
+	if (limit > 0 && limit < p->total) {
+		p->total = limit;
+		p->epochs = (limit + p->per_epoch - 1) / p->per_epoch;
+	}
+	p->log_every = o->log_every > 0 ? o->log_every : b->train.log_every > 0 ? b->train.log_every : 50;
+	return true;
+}
+
+static void summary(const Plan *p, int64_t batch)
+{
+	printf("done: %lld steps, %lld epoch%s in %.1f s; final training loss %.4f", (long long)p->total,
+	       (long long)p->epochs, p->epochs == 1 ? "" : "s", now() - p->t0, p->last_loss);
+	if (!isnan(p->accuracy))
+		printf(", held-out accuracy %.2f%%", p->accuracy);
+	printf(", %.0f examples/s\n", p->train_s > 0 ? (double)(p->total * batch) / p->train_s : 0.0);
+}
+
+static bool train_session(const Bundle *b, const TrainOptions *o, const Dataset *train,
+			  const Dataset *test, char *err, size_t errlen)
+{
+	Plan p;
+	if (!make_plan(b, o, train, &p, err, errlen))
+		return false;
+	Session *s = rt_open(b, o->device ? o->device : "auto", o->threads, err, errlen);
+	if (!s)
+		return false;
+	if (!o->quiet)
+		printf("device: %s\n", rt_device_info(s));
+	rt_init_params(s, o->seed);
+	Loop L;
+	bool ok = loop_init(&L, s, o->seed);
+	if (!ok)
+		snprintf(err, errlen, "out of memory");
+	p.t0 = now();
+	if (ok && !has_eval(b) && !o->quiet)
+		printf("eval: none (the bundle has no evaluation program)\n");
+	ok = ok && run_epochs(&L, &p, train, has_eval(b) ? test : NULL, o->quiet, err, errlen);
+	if (ok && !o->quiet)
+		summary(&p, b->batch);
+	loop_free(&L);
+	rt_close(s);
+	return ok;
+}
+
+int rt_train(const Bundle *b, const TrainOptions *o)
+{
+	char err[1024];
+	Dataset train = {0}, test = {0};
+	bool ok = check_dataset(b, err, sizeof err) &&
+		  rt_load_mnist(o->data_dir, o->seed, &train, &test, err, sizeof err);
+	if (ok && !o->quiet)
+		printf("data: %s\n", train.source);
+	ok = ok && check_bundle(b, &train, err, sizeof err) &&
+	     (!has_eval(b) || check_scores(b, b->eval_output, "evaluation output", test.classes, err, sizeof err)) &&
+	     (!has_eval(b) || expect(b, b->eval_loss, "evaluation loss", DT_F32, -1, NULL, err, sizeof err)) &&
+	     train_session(b, o, &train, &test, err, sizeof err);
+	fflush(stdout);
+	if (!ok)
+		fprintf(stderr, "error: %s\n", err);
+	rt_dataset_free(&train);
+	rt_dataset_free(&test);
+	return ok ? 0 : 1;
+}
+
+/* ---- benchmark ---- */
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* A fixed batch of random images and labels, so that no loader runs in the timing. */
+static void random_batch(Loop *L)
+{
+	uint64_t key = rt_mix64(L->seed ^ 0xBE1C4);
+	for (int64_t i = 0; i < L->batch * L->pixels; i++)
+		L->images[i] = (float)(2 * rt_uniform(key, (uint64_t)i) - 1);
+	for (int64_t k = 0; k < L->batch; k++)
+		L->labels[k] = (int32_t)(rt_uniform(key ^ 1, (uint64_t)k) * 10) % (int32_t)L->classes;
+	rt_write(L->s, L->b->image, L->images, (size_t)(L->batch * L->pixels) * sizeof *L->images);
+	rt_write(L->s, L->b->label, L->labels, (size_t)L->batch * sizeof *L->labels);
+	float lr = (float)L->b->train.lr;
+	int32_t rng[2] = {(int32_t)(uint32_t)L->seed, 0};
+	rt_write(L->s, L->b->lr, &lr, sizeof lr);
+	rt_write(L->s, L->b->rng, rng, sizeof rng);
+}
+
+static bool bench_session(Session *s, const BenchOptions *o, BenchResult *r)
+{
+	Loop L;
+	int repeats = o->repeats > 0 ? o->repeats : 1;
+	int64_t steps = o->steps > 0 ? o->steps : 1;
+	double *ms = malloc((size_t)repeats * sizeof *ms);
+	bool ok = loop_init(&L, s, o->seed) && ms;
+	if (ok) {
+		rt_init_params(s, o->seed);
+		random_batch(&L);
+		for (int64_t i = 0; i < o->warmup; i++)
+			rt_run(s, RT_PROG_TRAIN);
+		for (int k = 0; k < repeats; k++) {
+			double t = now();
+			for (int64_t i = 0; i < steps; i++)
+				rt_run(s, RT_PROG_TRAIN);
+			ms[k] = (now() - t) * 1e3 / (double)steps;
+		}
+		qsort(ms, (size_t)repeats, sizeof *ms, cmp_double);
+		r->ms_per_step = repeats % 2 ? ms[repeats / 2] : (ms[repeats / 2 - 1] + ms[repeats / 2]) / 2;
+		r->ms_min = ms[0];
+		r->ms_max = ms[repeats - 1];
+		r->examples_per_s = (double)L.batch * 1e3 / r->ms_per_step;
+	}
+	free(ms);
+	loop_free(&L);
+	return ok;
+}
+
+int rt_bench(const Bundle *b, const BenchOptions *o, BenchResult *r)
+{
+	char err[1024];
+	memset(r, 0, sizeof *r);
+	/* any image shape will do: take the model's own */
+	Dataset shape = {.c = 1, .h = 28, .w = 28, .classes = 1};
+	if (b->image >= 0 && b->buf[b->image].rank == 4) {
+		const int64_t *dim = b->buf[b->image].dim;
+		shape.c = (int)dim[1], shape.h = (int)dim[2], shape.w = (int)dim[3];
+	}
+	bool ok = check_bundle(b, &shape, err, sizeof err);
+	Session *s = ok ? rt_open(b, o->device ? o->device : "auto", o->threads, err, sizeof err) : NULL;
+	if (s && !(ok = bench_session(s, o, r)))
+		snprintf(err, sizeof err, "out of memory");
+	rt_close(s);
+	if (!s || !ok) {
+		fprintf(stderr, "error: %s\n", err);
+		return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,16 @@
+#!/bin/sh
+# Installs what netc needs to build and test on Debian/Ubuntu, skipping what is already there.
+set -e
+need=""
+have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+for p in cmake make gcc flex bison llvm-19-dev llvm-19-tools lld-19 zlib1g-dev python3; do
+	have_pkg "$p" || need="$need $p"
+done
+[ -z "$need" ] && exit 0
+echo "netc: installing$need"
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq --no-install-recommends $need >/dev/null

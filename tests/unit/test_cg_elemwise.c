@@ -1,0 +1,237 @@
+/* test_cg_elemwise.c: every op of cg_lower_elemwise compiled for the host against the float64
+ * reference: odd shapes, broadcasting, scalars, 4-D bias_add, long rows split into chunks, f16,
+ * bf16 and f64, exp/log accuracy and special values, and dropout's mask against ir/philox.h. */
+#include <float.h>
+
+#include "ir/philox.h"
+#include "tests/unit/cg_harness.h"
+
+static int failures;
+
+static void run(CgHarness *h)
+{
+	failures += ch_run(h);
+	ch_free(h);
+}
+
+static void unary_ops(const char *dims, DType dt)
+{
+	static const OpId ops[] = {OP_neg, OP_exp, OP_log, OP_sqrt, OP_relu, OP_copy};
+	for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+		char name[96];
+		snprintf(name, sizeof name, "%s [%s] %s", ir_ops[ops[i]].name, dims, dtype_name(dt));
+		CgHarness *h = ch_new(name);
+		int x = ch_param(h, dt, dims);
+		if (ops[i] == OP_log || ops[i] == OP_sqrt)
+			ch_range(h, x, 0.01, 20);
+		else if (ops[i] == OP_exp)
+			ch_range(h, x, -10, 10);
+		ch_op(h, ops[i], NULL, x);
+		run(h);
+	}
+}
+
+static void binary_ops(const char *da, const char *db, DType dt)
+{
+	static const OpId ops[] = {OP_add, OP_sub, OP_mul, OP_div, OP_relu_grad};
+	for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+		char name[96];
+		snprintf(name, sizeof name, "%s [%s] [%s] %s", ir_ops[ops[i]].name, da, db, dtype_name(dt));
+		CgHarness *h = ch_new(name);
+		int a = ch_param(h, dt, da), b = ch_param(h, dt, db);
+		ch_op(h, ops[i], NULL, a, b);
+		run(h);
+	}
+}
+
+/* Constants are inlined, never loaded. */
+static void with_const(void)
+{
+	CgHarness *h = ch_new("mul by const, add const");
+	int x = ch_param(h, DT_F32, "9,11");
+	int y = ch_op(h, OP_mul, NULL, x, ir_const(h->g, ch_uniform(-3, 3)));
+	ch_op(h, OP_add, NULL, ir_const(h->g, ch_uniform(-3, 3)), y);
+	run(h);
+}
+
+static void bias_add(const char *dx, const char *db, int axis)
+{
+	char name[96];
+	snprintf(name, sizeof name, "bias_add [%s] [%s] axis %d", dx, db, axis);
+	CgHarness *h = ch_new(name);
+	double attr[1] = {axis};
+	ch_op(h, OP_bias_add, attr, ch_param(h, DT_F32, dx), ch_param(h, DT_F32, db));
+	run(h);
+}
+
+static void shape_ops(void)
+{
+	CgHarness *h = ch_new("reshape, broadcast_to");
+	int x = ch_param(h, DT_F32, "6,10");
+	double r[7] = {3, 3, 4, 5};
+	ch_op(h, OP_reshape, r, x);
+	double bt[7] = {3, 2, 3, 4};
+	ch_op(h, OP_broadcast_to, bt, ch_param(h, DT_F32, "3,1"));
+	double bt2[7] = {2, 5, 7};
+	ch_op(h, OP_broadcast_to, bt2, ch_param(h, DT_F32, "7"));
+	run(h);
+}
+
+static void assign(void)
+{
+	CgHarness *h = ch_new("assign");
+	int t = ch_param(h, DT_F32, "7,13");
+	int v = ch_op(h, OP_neg, NULL, ch_param(h, DT_F32, "7,13"));
+	ch_op(h, OP_assign, NULL, t, v);
+	run(h);
+}
+
+/* Long rows are split into chunks, short rows grouped: both partitions, with a chain of ops. */
+static void big(void)
+{
+	CgHarness *h = ch_new("chunks and row blocks");
+	int x = ch_param(h, DT_F32, "3,40001");
+	int y = ch_op(h, OP_relu, NULL, x);
+	ch_op(h, OP_mul, NULL, y, ch_param(h, DT_F32, "40001"));
+	int z = ch_param(h, DT_F32, "2000,17");
+	ch_op(h, OP_add, NULL, z, ch_param(h, DT_F32, "2000,1"));
+	ch_op(h, OP_exp, NULL, ch_param(h, DT_F32, "50001"));
+	run(h);
+}
+
+static void dropout(const char *dims, double p)
+{
+	char name[96];
+	snprintf(name, sizeof name, "dropout [%s] p %g", dims, p);
+	CgHarness *h = ch_new(name);
+	int x = ch_param(h, DT_F32, dims), rng = ch_rng(h);
+	double attr[2] = {p, (double)(ch_next() % 1000)};
+	int y = ch_op(h, OP_dropout, attr, x, rng);
+	failures += ch_run(h);
+	const double *got = h->got[y], *r = h->want[rng];
+	int64_t m = shape_numel(&h->g->node[y].shape), bad = 0;
+	for (int64_t i = 0; got && i < m; i++) {
+		int keep = philox_keep(p, (uint32_t)(int64_t)r[0], (uint32_t)(int64_t)r[1], (uint32_t)attr[1], (uint32_t)i);
+		bad += keep != (got[i] != 0);
+	}
+	if (!got || bad) {
+		printf("FAIL %s: seed %llu: %lld mask elements differ from philox_keep\n", name, ch_seed, (long long)bad);
+		failures++;
+	}
+	ch_free(h);
+}
+
+/* Worst relative error of op over values v, each element against the float64 result. */
+static double accuracy(OpId op, const double *v, int64_t n)
+{
+	char dims[32];
+	snprintf(dims, sizeof dims, "%lld", (long long)n);
+	CgHarness *h = ch_new(ir_ops[op].name);
+	int x = ch_param(h, DT_F32, dims);
+	ch_set(h, x, v);
+	int y = ch_op(h, op, NULL, x);
+	failures += ch_run(h);
+	double worst = 0;
+	for (int64_t i = 0; h->got[y] && i < n; i++)
+		worst = fmax(worst, fabs(h->got[y][i] - h->want[y][i]) / fabs(h->want[y][i]));
+	if (!h->got[y])
+		worst = INFINITY;
+	ch_free(h);
+	return worst;
+}
+
+static void math_accuracy(void)
+{
+	enum { N = 200000 };
+	double *v = malloc(N * sizeof *v);
+	for (int i = 0; i < N; i++)
+		v[i] = ch_uniform(-87.3, 88.7); /* results stay normal floats */
+	double e = accuracy(OP_exp, v, N);
+	for (int i = 0; i < N; i++)
+		v[i] = exp(ch_uniform(-87, 88)) * (ch_next() & 1 ? 1 : 1e-7); /* normal and denormal */
+	double l = accuracy(OP_log, v, N);
+	for (int i = 0; i < N; i++)
+		v[i] = ch_uniform(0.5, 2); /* near 1, where log is small */
+	double l1 = accuracy(OP_log, v, N);
+	printf("exp: max relative error %.3g, log: %.3g (near 1: %.3g)\n", e, l, l1);
+	if (!(e < 2e-7 && l < 2e-7 && l1 < 2e-7)) {
+		printf("FAIL math accuracy: seed %llu: limit 2e-7\n", ch_seed);
+		failures++;
+	}
+	free(v);
+}
+
+static void special_values(void)
+{
+	static const double ve[] = {INFINITY, -INFINITY, NAN, 0, -0.0, 88.72, 89, 200, -103.9, -104, -1000, 1e-40, -1e-40};
+	static const double vl[] = {INFINITY, 0, -0.0, -1, NAN, -INFINITY, 1e-40, 1.4e-45, FLT_MIN, FLT_MAX, 1};
+	const double *v[2] = {ve, vl};
+	int64_t n[2] = {sizeof ve / sizeof *ve, sizeof vl / sizeof *vl};
+	for (int k = 0; k < 2; k++) {
+		CgHarness *h = ch_new(k ? "log special values" : "exp special values");
+		char dims[16];
+		snprintf(dims, sizeof dims, "%lld", (long long)n[k]);
+		int x = ch_param(h, DT_F32, dims);
+		ch_set(h, x, v[k]);
+		ch_op(h, k ? OP_log : OP_exp, NULL, x);
+		run(h);
+	}
+}
+
+/* The inner loops must vectorize: relu, a broadcast add and dropout (Philox in vector lanes). */
+static void vectorized(void)
+{
+	CgHarness *h = ch_new("vectorized");
+	int x = ch_param(h, DT_F32, "64,1024");
+	ch_op(h, OP_relu, NULL, x);
+	ch_op(h, OP_add, NULL, x, ch_param(h, DT_F32, "1024"));
+	double attr[2] = {0.5, 1};
+	ch_op(h, OP_dropout, attr, x, ch_rng(h));
+	char *ir = ch_ir(h);
+	const char *kernels[] = {"@k1_relu(", "@k3_add(", "@k5_dropout("};
+	for (size_t k = 0; k < sizeof kernels / sizeof *kernels; k++) {
+		const char *f = ir ? strstr(ir, kernels[k]) : NULL;
+		const char *end = f ? strstr(f, "\n}\n") : NULL;
+		const char *v = f ? strstr(f, " x float>") : NULL;
+		if (!v || v > end) {
+			printf("FAIL vectorized: %s has no vector float code\n", kernels[k]);
+			failures++;
+		}
+	}
+	free(ir);
+	ch_free(h);
+}
+
+int main(void)
+{
+	ch_start("test_cg_elemwise");
+	const char *shapes[] = {"7,13", "5", "", "3,4,5,6", "1,1,33"};
+	for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
+		unary_ops(shapes[i], DT_F32);
+	unary_ops("7,13", DT_F16);
+	unary_ops("4,9", DT_BF16);
+	unary_ops("3,17", DT_F64);
+	binary_ops("7,13", "7,13", DT_F32);
+	binary_ops("4,1,5", "3,1", DT_F32);
+	binary_ops("", "7,13", DT_F32);
+	binary_ops("7,13", "13", DT_F32);
+	binary_ops("2,1,4,1", "3,1,5", DT_F32);
+	binary_ops("5,3", "5,1", DT_F16);
+	binary_ops("5,3", "3", DT_BF16);
+	binary_ops("5,3", "5,3", DT_F64);
+	with_const();
+	bias_add("2,3,5,7", "3", 1);
+	bias_add("6,10", "10", 1);
+	bias_add("4,6,3", "4", 0);
+	shape_ops();
+	assign();
+	big();
+	dropout("64,300", 0.3);
+	dropout("40000", 0.5);
+	dropout("3,7", 0);
+	math_accuracy();
+	special_values();
+	vectorized();
+	printf("%s\n", failures ? "FAILED" : "ok");
+	return failures != 0;
+}

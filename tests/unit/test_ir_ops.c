@@ -1,0 +1,637 @@
+/* test_ir_ops.c: every op's shape inference (results and error messages), its float64 reference
+ * against formulas written here independently, dropout masks, FLOP counts and the interpreter.
+ * Inputs are random; the seed is printed (NETC_TEST_SEED=n replays a run). */
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ir/ir.h"
+
+/* Attributes, zero-filled to the most any op has (ir_add reads as many as the op lists). */
+#define A(...) ((double[IR_MAX_ATTRS]){__VA_ARGS__})
+
+static int failures;
+
+#define CHECK(c) check((c), __FILE__, __LINE__, #c)
+#define CHECK_NEAR(a, b, tol) check_near((a), (b), (tol), __FILE__, __LINE__, #a)
+
+static void check(bool ok, const char *file, int line, const char *what)
+{
+	if (!ok) {
+		fprintf(stderr, "%s:%d: check failed: %s\n", file, line, what);
+		failures++;
+	}
+}
+
+static void check_near(double a, double b, double tol, const char *file, int line, const char *what)
+{
+	if (!(fabs(a - b) <= tol * fmax(1, fabs(b)))) {
+		fprintf(stderr, "%s:%d: %s = %.12g, want %.12g\n", file, line, what, a, b);
+		failures++;
+	}
+}
+
+/* ---- random numbers (splitmix64) ---- */
+
+static uint64_t rng_state;
+
+static double urand(double lo, double hi)
+{
+	uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	z ^= z >> 31;
+	return lo + (hi - lo) * (double)(z >> 11) / 9007199254740992.0;
+}
+
+/* ---- building graphs ---- */
+
+static Shape S(int rank, ...)
+{
+	Shape s = {rank, {0}};
+	va_list ap;
+	va_start(ap, rank);
+	for (int i = 0; i < rank; i++)
+		s.dim[i] = va_arg(ap, int);
+	va_end(ap);
+	return s;
+}
+
+static int leaf(Graph *g, Shape s, DType t)
+{
+	return ir_leaf(g, OP_param, NULL, s, t, NULL);
+}
+
+/* Adds a node that must be accepted. */
+static int op(Graph *g, OpId o, const int *in, const double *attr)
+{
+	char err[256] = "";
+	int id = ir_add(g, o, in, attr, NULL, err, sizeof err);
+	if (id < 0) {
+		fprintf(stderr, "unexpected error: %s\n", err);
+		failures++;
+		exit(1);
+	}
+	return id;
+}
+
+static void expect_shape(Graph *g, int id, const char *want)
+{
+	char buf[128];
+	shape_str(&g->node[id].shape, buf, sizeof buf);
+	if (strcmp(buf, want) != 0) {
+		fprintf(stderr, "%s: shape %s, want %s\n", ir_ops[g->node[id].op].name, buf, want);
+		failures++;
+	}
+}
+
+/* Adds a node that must be refused with exactly the message want (leaving the graph as it was). */
+static void expect_error(Graph *g, OpId o, const int *in, const double *attr, const char *want)
+{
+	char err[256] = "";
+	int before = g->nnodes;
+	int id = ir_add(g, o, in, attr, NULL, err, sizeof err);
+	if (id >= 0 || strcmp(err, want) != 0) {
+		fprintf(stderr, "%s: got id %d and \"%s\", want \"%s\"\n", ir_ops[o].name, id, err, want);
+		failures++;
+	}
+	CHECK(g->nnodes == before);
+}
+
+/* Values for every node; leaves random in [-1, 1]. */
+static double **values_new(const Graph *g)
+{
+	double **v = calloc(g->nnodes, sizeof *v);
+	for (int i = 0; i < g->nnodes; i++) {
+		int64_t m = shape_numel(&g->node[i].shape);
+		v[i] = malloc(m * sizeof **v);
+		for (int64_t k = 0; k < m; k++)
+			v[i][k] = urand(-1, 1);
+	}
+	return v;
+}
+
+static void values_free(const Graph *g, double **v)
+{
+	for (int i = 0; i < g->nnodes; i++)
+		free(v[i]);
+	free(v);
+}
+
+static double *fill(double *x, int64_t m, double lo, double hi)
+{
+	for (int64_t i = 0; i < m; i++)
+		x[i] = urand(lo, hi);
+	return x;
+}
+
+/* ---- shapes ---- */
+
+static void test_shapes_elemwise(void)
+{
+	Graph *g = ir_graph_new("t");
+	int a = leaf(g, S(2, 64, 10), DT_F32), b = leaf(g, S(2, 64, 12), DT_F32), c = leaf(g, S(1, 10), DT_F32);
+	int h = leaf(g, S(2, 64, 10), DT_F16), l = leaf(g, S(1, 64), DT_I32), col = leaf(g, S(2, 64, 1), DT_F32);
+	int rng = leaf(g, S(1, 2), DT_I32), k = ir_const(g, 2.0);
+	for (OpId o = OP_neg; o <= OP_copy; o++)
+		expect_shape(g, op(g, o, &a, NULL), "[64, 10]");
+	expect_shape(g, op(g, OP_add, (int[]){a, c}, NULL), "[64, 10]");
+	expect_shape(g, op(g, OP_sub, (int[]){c, col}, NULL), "[64, 10]");
+	expect_shape(g, op(g, OP_mul, (int[]){k, a}, NULL), "[64, 10]");
+	int hk = op(g, OP_div, (int[]){h, k}, NULL);
+	CHECK(g->node[hk].dtype == DT_F16); /* a const takes the other side's dtype */
+	expect_shape(g, op(g, OP_relu_grad, (int[]){a, a}, NULL), "[64, 10]");
+	expect_shape(g, op(g, OP_dropout, (int[]){a, rng}, A(0.5, 3)), "[64, 10]");
+	expect_shape(g, op(g, OP_bias_add, (int[]){a, c}, A(-1)), "[64, 10]");
+	CHECK(g->node[g->nnodes - 1].attr[0] == 1); /* the axis is normalized */
+	expect_shape(g, op(g, OP_assign, (int[]){a, a}, NULL), "[64, 10]");
+
+	expect_error(g, OP_add, (int[]){a, b}, NULL, "add: cannot broadcast [64, 10] and [64, 12]");
+	expect_error(g, OP_add, (int[]){a, h}, NULL, "add: dtypes differ: f32 and f16");
+	expect_error(g, OP_exp, &l, NULL, "exp: input 0 must be a float tensor, got i32[64]");
+	expect_error(g, OP_mul, (int[]){a, l}, NULL, "mul: input 1 must be a float tensor, got i32[64]");
+	expect_error(g, OP_dropout, (int[]){a, rng}, A(1, 0), "dropout: p must be in [0, 1), got 1");
+	expect_error(g, OP_dropout, (int[]){a, c}, A(0.5, 0), "dropout: rng must be i32[2] (seed, step), got f32[10]");
+	expect_error(g, OP_dropout, (int[]){a, rng}, A(0.5, 1.5), "dropout: stream must be an integer in [0, 4294967295], got 1.5");
+	expect_error(g, OP_bias_add, (int[]){b, c}, A(1), "bias_add: bias [10] does not match axis 1 of [64, 12]");
+	expect_error(g, OP_bias_add, (int[]){a, c}, A(2), "bias_add: axis 2 is out of range for a rank-2 input");
+	expect_error(g, OP_assign, (int[]){a, b}, NULL, "assign: target f32[64, 10] and value f32[64, 12] differ");
+	expect_error(g, OP_assign, (int[]){a, h}, NULL, "assign: target f32[64, 10] and value f16[64, 10] differ");
+	ir_graph_free(g);
+}
+
+static void test_shapes_injective_reduce(void)
+{
+	Graph *g = ir_graph_new("t");
+	int x = leaf(g, S(4, 2, 3, 4, 5), DT_F32), s = leaf(g, S(2, 8, 10), DT_F32), l = leaf(g, S(1, 8), DT_I32);
+	int lf = leaf(g, S(1, 8), DT_F32), l9 = leaf(g, S(1, 9), DT_I32), one = ir_const(g, 1);
+	int r = op(g, OP_reshape, &x, A(2, 6, -1));
+	expect_shape(g, r, "[6, 20]");
+	CHECK(g->node[r].attr[2] == 20); /* the inferred size is written back */
+	expect_shape(g, op(g, OP_reshape, &one, A(0)), "[]");
+	expect_shape(g, op(g, OP_broadcast_to, &s, A(3, 4, 8, 10)), "[4, 8, 10]");
+	expect_shape(g, op(g, OP_broadcast_to, &one, A(2, 3, 2)), "[3, 2]");
+	expect_shape(g, op(g, OP_sum, &x, A(0x5, 0)), "[3, 5]");
+	expect_shape(g, op(g, OP_mean, &x, A(0xA, 1)), "[2, 1, 4, 1]");
+	expect_shape(g, op(g, OP_sum, &x, A(0xF, 0)), "[]");
+	expect_shape(g, op(g, OP_softmax, &s, A(1)), "[8, 10]");
+	int ls = op(g, OP_log_softmax, &x, A(-3));
+	CHECK(g->node[ls].attr[0] == 1);
+	int loss = op(g, OP_nll_loss, (int[]){s, l}, A(0));
+	expect_shape(g, loss, "[]");
+	CHECK(g->node[loss].dtype == DT_F32);
+	expect_shape(g, op(g, OP_cross_entropy, (int[]){s, l}, A(1)), "[]");
+	expect_shape(g, op(g, OP_nll_loss_grad, (int[]){one, s, l}, A(0)), "[8, 10]");
+	expect_shape(g, op(g, OP_cross_entropy_grad, (int[]){one, s, l}, A(0)), "[8, 10]");
+	expect_shape(g, op(g, OP_softmax_grad, (int[]){s, s}, A(1)), "[8, 10]");
+
+	expect_error(g, OP_reshape, &x, A(2, 7, -1), "reshape: cannot reshape [2, 3, 4, 5] (120 elements) to [7, -1]");
+	expect_error(g, OP_reshape, &x, A(2, 7, 10), "reshape: cannot reshape [2, 3, 4, 5] (120 elements) to [7, 10]");
+	expect_error(g, OP_reshape, &x, A(2, -1, -1), "reshape: only one dimension may be -1");
+	expect_error(g, OP_reshape, &x, A(7), "reshape: rank must be an integer in [0, 6], got 7");
+	expect_error(g, OP_reshape, &x, A(1, 0), "reshape: d0 must be an integer >= 1, got 0");
+	expect_error(g, OP_broadcast_to, &s, A(2, 8, 3), "broadcast_to: cannot broadcast [8, 10] to [8, 3]");
+	expect_error(g, OP_broadcast_to, &s, A(1, 10), "broadcast_to: cannot broadcast [8, 10] to [10]");
+	expect_error(g, OP_sum, &s, A(4, 0), "sum: axes must be an integer in [0, 3], got 4");
+	expect_error(g, OP_mean, &s, A(1, 2), "mean: keepdims must be an integer in [0, 1], got 2");
+	expect_error(g, OP_softmax, &s, A(2), "softmax: axis 2 is out of range for a rank-2 input");
+	expect_error(g, OP_nll_loss, (int[]){s, lf}, A(0), "nll_loss: labels must be i32[8], got f32[8]");
+	expect_error(g, OP_nll_loss, (int[]){s, l9}, A(0), "nll_loss: labels must be i32[8], got i32[9]");
+	expect_error(g, OP_cross_entropy, (int[]){x, l}, A(0), "cross_entropy: scores must be 2-D [N, C], got f32[2, 3, 4, 5]");
+	expect_error(g, OP_cross_entropy, (int[]){s, l}, A(2), "cross_entropy: reduction must be an integer in [0, 1], got 2");
+	expect_error(g, OP_nll_loss_grad, (int[]){s, s, l}, A(0), "nll_loss_grad: the loss gradient must be a scalar, got f32[8, 10]");
+	ir_graph_free(g);
+}
+
+static void test_shapes_nn(void)
+{
+	Graph *g = ir_graph_new("t");
+	int x = leaf(g, S(4, 64, 3, 28, 28), DT_F32), w = leaf(g, S(4, 32, 3, 3, 3), DT_F32);
+	int w1 = leaf(g, S(4, 32, 1, 3, 3), DT_F32), wh = leaf(g, S(4, 32, 3, 3, 3), DT_F16);
+	int a = leaf(g, S(2, 64, 9216), DT_F32), b = leaf(g, S(2, 128, 9216), DT_F32), b2 = leaf(g, S(2, 128, 9215), DT_F32);
+	int p = leaf(g, S(4, 64, 32, 2, 2), DT_F32), v = leaf(g, S(1, 5), DT_F32);
+	/* (28 + 2*2 - 2*(3-1) - 1)/2 + 1 = 14 and (28 + 0 - 1*(3-1) - 1)/1 + 1 = 26 */
+	int y = op(g, OP_conv2d, (int[]){x, w}, A(2, 1, 2, 0, 2, 1));
+	expect_shape(g, y, "[64, 32, 14, 26]");
+	int gi = op(g, OP_conv2d_grad_input, (int[]){y, w}, A(2, 1, 2, 0, 2, 1, 28, 28));
+	expect_shape(g, gi, "[64, 3, 28, 28]");
+	int gw = op(g, OP_conv2d_grad_weight, (int[]){y, x}, A(2, 1, 2, 0, 2, 1, 3, 3));
+	expect_shape(g, gw, "[32, 3, 3, 3]");
+	expect_shape(g, op(g, OP_matmul, (int[]){a, b}, A(0, 1)), "[64, 128]");
+	expect_shape(g, op(g, OP_matmul, (int[]){b, a}, A(0, 1)), "[128, 64]");
+	expect_shape(g, op(g, OP_matmul, (int[]){a, a}, A(1, 0)), "[9216, 9216]");
+	int mp = op(g, OP_max_pool2d, &x, A(3, 2, 2, 2, 1, 0));
+	expect_shape(g, mp, "[64, 3, 14, 14]"); /* (28+2-3)/2+1 = 14, (28-2)/2+1 = 14 */
+	int ap = op(g, OP_avg_pool2d, &x, A(2, 2, 2, 2, 0, 0, 1));
+	expect_shape(g, ap, "[64, 3, 14, 14]");
+	expect_shape(g, op(g, OP_max_pool2d_grad, (int[]){mp, x}, A(3, 2, 2, 2, 1, 0)), "[64, 3, 28, 28]");
+	expect_shape(g, op(g, OP_avg_pool2d_grad, (int[]){ap, x}, A(2, 2, 2, 2, 0, 0, 1)), "[64, 3, 28, 28]");
+
+	expect_error(g, OP_conv2d, (int[]){x, w1}, A(1, 1, 0, 0, 1, 1),
+		     "conv2d: input [64, 3, 28, 28] has 3 channels but weight [32, 1, 3, 3] expects 1");
+	expect_error(g, OP_conv2d, (int[]){x, wh}, A(1, 1, 0, 0, 1, 1), "conv2d: dtypes differ: f32 and f16");
+	expect_error(g, OP_conv2d, (int[]){a, w}, A(1, 1, 0, 0, 1, 1), "conv2d: input must be 4-D, got f32[64, 9216]");
+	expect_error(g, OP_conv2d, (int[]){x, w}, A(0, 1, 0, 0, 1, 1), "conv2d: stride_h must be an integer >= 1, got 0");
+	expect_error(g, OP_conv2d, (int[]){x, w}, A(1, 1, -1, 0, 1, 1), "conv2d: pad_h must be an integer >= 0, got -1");
+	expect_error(g, OP_conv2d, (int[]){x, w}, A(1, 1, 0, 0, 14, 1),
+		     "conv2d: kernel 3x3 (dilation 14x1) is larger than the input [64, 3, 28, 28] padded by 0x0");
+	expect_error(g, OP_conv2d_grad_input, (int[]){y, w}, A(2, 1, 2, 0, 2, 1, 28, 27),
+		     "conv2d_grad_input: dy [64, 32, 14, 26] does not match the convolution's output [64, 32, 14, 25]");
+	expect_error(g, OP_matmul, (int[]){a, b2}, A(0, 1), "matmul: inner sizes differ: [64, 9216] and [128, 9215]");
+	expect_error(g, OP_matmul, (int[]){a, v}, A(0, 0), "matmul: dense/matmul expects 2-D inputs, got [64, 9216] and [5]");
+	expect_error(g, OP_matmul, (int[]){a, b}, A(0, 0), "matmul: inner sizes differ: [64, 9216] and [128, 9216]");
+	expect_error(g, OP_max_pool2d, &p, A(3, 3, 1, 1, 0, 0), "max_pool2d: window 3 is larger than the padded input [64, 32, 2, 2]");
+	expect_error(g, OP_avg_pool2d, &x, A(3, 3, 1, 1, 2, 0, 1), "avg_pool2d: padding 2x0 is more than half the window 3x3");
+	expect_error(g, OP_avg_pool2d, &x, A(3, 3, 1, 1, 1, 1, 2), "avg_pool2d: count_include_pad must be an integer in [0, 1], got 2");
+	expect_error(g, OP_max_pool2d_grad, (int[]){x, x}, A(3, 2, 2, 2, 1, 0),
+		     "max_pool2d_grad: dy [64, 3, 28, 28] does not match the pooled shape [64, 3, 14, 14]");
+	ir_graph_free(g);
+}
+
+/* ---- references ---- */
+
+static void test_ref_elemwise(void)
+{
+	Graph *g = ir_graph_new("t");
+	int a = leaf(g, S(3, 2, 3, 4), DT_F32), b = leaf(g, S(2, 3, 1), DT_F32), bias = leaf(g, S(1, 3), DT_F32);
+	int b2 = leaf(g, S(2, 3, 1), DT_F32);
+	int k = ir_const(g, urand(0.5, 2));
+	int un[6], bin[4];
+	for (int i = 0; i < 6; i++)
+		un[i] = op(g, OP_neg + i, &a, NULL);
+	for (int i = 0; i < 4; i++)
+		bin[i] = op(g, OP_add + i, (int[]){a, b}, NULL);
+	int scaled = op(g, OP_mul, (int[]){k, a}, NULL), rg = op(g, OP_relu_grad, (int[]){b, a}, NULL);
+	int ba = op(g, OP_bias_add, (int[]){a, bias}, A(1)), as = op(g, OP_assign, (int[]){b, b2}, NULL);
+	double **v = values_new(g);
+	fill(v[a], 24, 0.1, 2); /* log and sqrt need positive inputs */
+	fill(v[b], 3, 0.5, 2);  /* div needs a denominator away from zero */
+	for (int i = 0; i < 12; i++)
+		v[a][2 * i] = -v[a][2 * i]; /* relu sees both signs */
+	ir_interp(g, 0, v);
+	for (int i = 0; i < 2; i++)
+		for (int j = 0; j < 3; j++)
+			for (int l = 0; l < 4; l++) {
+				int e = (i * 3 + j) * 4 + l;
+				double x = v[a][e], y = v[b][j];
+				CHECK_NEAR(v[un[0]][e], -x, 1e-15);
+				CHECK_NEAR(v[un[1]][e], exp(x), 1e-15);
+				if (x > 0) {
+					CHECK_NEAR(v[un[2]][e], log(x), 1e-15);
+					CHECK_NEAR(v[un[3]][e], sqrt(x), 1e-15);
+				}
+				CHECK_NEAR(v[un[4]][e], x > 0 ? x : 0, 0);
+				CHECK_NEAR(v[un[5]][e], x, 0);
+				CHECK_NEAR(v[bin[0]][e], x + y, 1e-15);
+				CHECK_NEAR(v[bin[1]][e], x - y, 1e-15);
+				CHECK_NEAR(v[bin[2]][e], x * y, 1e-15);
+				CHECK_NEAR(v[bin[3]][e], x / y, 1e-15);
+				CHECK_NEAR(v[scaled][e], g->node[k].attr[0] * x, 1e-15);
+				CHECK_NEAR(v[rg][e], x > 0 ? y : 0, 0);
+				CHECK_NEAR(v[ba][e], x + v[bias][j], 1e-15);
+			}
+	for (int j = 0; j < 3; j++)
+		CHECK(v[as][j] == v[b2][j]); /* assign holds the value written */
+	values_free(g, v);
+	ir_graph_free(g);
+}
+
+static void test_ref_injective_reduce(void)
+{
+	Graph *g = ir_graph_new("t");
+	int x = leaf(g, S(3, 2, 3, 4), DT_F32), c = leaf(g, S(2, 3, 1), DT_F32);
+	int r = op(g, OP_reshape, &x, A(2, 4, -1));
+	int bt = op(g, OP_broadcast_to, &c, A(3, 2, 3, 4));
+	int s = op(g, OP_sum, &x, A(0x5, 0)), m = op(g, OP_mean, &x, A(0x2, 1));
+	int all = op(g, OP_sum, &x, A(0x7, 0));
+	double **v = values_new(g);
+	ir_interp(g, 0, v);
+	double total = 0;
+	for (int i = 0; i < 24; i++) {
+		CHECK(v[r][i] == v[x][i]);
+		total += v[x][i];
+	}
+	CHECK_NEAR(v[all][0], total, 1e-14);
+	for (int i = 0; i < 2; i++)
+		for (int j = 0; j < 3; j++)
+			for (int l = 0; l < 4; l++)
+				CHECK(v[bt][(i * 3 + j) * 4 + l] == v[c][j]);
+	for (int j = 0; j < 3; j++) {
+		double want = 0;
+		for (int i = 0; i < 2; i++)
+			for (int l = 0; l < 4; l++)
+				want += v[x][(i * 3 + j) * 4 + l];
+		CHECK_NEAR(v[s][j], want, 1e-14);
+	}
+	for (int i = 0; i < 2; i++)
+		for (int l = 0; l < 4; l++) {
+			double want = 0;
+			for (int j = 0; j < 3; j++)
+				want += v[x][(i * 3 + j) * 4 + l] / 3;
+			CHECK_NEAR(v[m][i * 4 + l], want, 1e-14);
+		}
+	values_free(g, v);
+	ir_graph_free(g);
+}
+
+static void test_ref_softmax_losses(void)
+{
+	enum { N = 5, C = 7 };
+	Graph *g = ir_graph_new("t");
+	int x = leaf(g, S(2, N, C), DT_F32), x3 = leaf(g, S(3, 2, C, 3), DT_F32);
+	int lab = ir_leaf(g, OP_input, "labels", S(1, N), DT_I32, NULL);
+	int sm = op(g, OP_softmax, &x, A(1)), ls = op(g, OP_log_softmax, &x, A(1));
+	int sm3 = op(g, OP_softmax, &x3, A(1));
+	int nll = op(g, OP_nll_loss, (int[]){ls, lab}, A(0));
+	int nlls = op(g, OP_nll_loss, (int[]){ls, lab}, A(1));
+	int ce = op(g, OP_cross_entropy, (int[]){x, lab}, A(0));
+	double **v = values_new(g);
+	for (int i = 0; i < N * C; i++)
+		v[x][i] *= 10; /* a wide range tests the max shift */
+	for (int i = 0; i < N; i++)
+		v[lab][i] = (int)urand(0, C);
+	ir_interp(g, 0, v);
+	double want = 0;
+	for (int i = 0; i < N; i++) {
+		double sum = 0;
+		for (int j = 0; j < C; j++) {
+			sum += v[sm][i * C + j];
+			CHECK(v[sm][i * C + j] > 0);
+			CHECK_NEAR(v[ls][i * C + j], log(v[sm][i * C + j]), 1e-12);
+		}
+		CHECK_NEAR(sum, 1, 1e-14);
+		want -= v[ls][i * C + (int)v[lab][i]];
+	}
+	CHECK_NEAR(v[nlls][0], want, 1e-12);
+	CHECK_NEAR(v[nll][0], want / N, 1e-12);
+	CHECK_NEAR(v[ce][0], want / N, 1e-12);
+	for (int b = 0; b < 2; b++) /* softmax along a middle axis */
+		for (int k = 0; k < 3; k++) {
+			double sum = 0;
+			for (int j = 0; j < C; j++)
+				sum += v[sm3][(b * C + j) * 3 + k];
+			CHECK_NEAR(sum, 1, 1e-14);
+		}
+	values_free(g, v);
+	ir_graph_free(g);
+}
+
+/* conv2d against the direct sum; its gradients by the adjoint identities
+ * <conv(x, w), dy> = <x, grad_input(dy, w)> = <w, grad_weight(dy, x)>. */
+static void test_ref_conv(void)
+{
+	enum { B = 2, CI = 3, CO = 4, H = 7, W = 6, KH = 3, KW = 2 };
+	const int sh = 2, sw = 1, ph = 1, pw = 2, dh = 1, dw = 2;
+	const int OH = (H + 2 * ph - dh * (KH - 1) - 1) / sh + 1, OW = (W + 2 * pw - dw * (KW - 1) - 1) / sw + 1;
+	double at[8] = {sh, sw, ph, pw, dh, dw, H, W};
+	Graph *g = ir_graph_new("t");
+	int x = leaf(g, S(4, B, CI, H, W), DT_F32), w = leaf(g, S(4, CO, CI, KH, KW), DT_F32);
+	int dy = leaf(g, S(4, B, CO, OH, OW), DT_F32);
+	int y = op(g, OP_conv2d, (int[]){x, w}, at);
+	int dx = op(g, OP_conv2d_grad_input, (int[]){dy, w}, at);
+	at[6] = KH, at[7] = KW;
+	int dwt = op(g, OP_conv2d_grad_weight, (int[]){dy, x}, at);
+	double **v = values_new(g);
+	ir_interp(g, 0, v);
+	for (int b = 0; b < B; b++)
+	for (int co = 0; co < CO; co++)
+	for (int oh = 0; oh < OH; oh++)
+	for (int ow = 0; ow < OW; ow++) {
+		double want = 0;
+		for (int ci = 0; ci < CI; ci++)
+		for (int kh = 0; kh < KH; kh++)
+		for (int kw = 0; kw < KW; kw++) {
+			int ih = oh * sh - ph + kh * dh, iw = ow * sw - pw + kw * dw;
+			if (ih >= 0 && ih < H && iw >= 0 && iw < W)
+				want += v[x][((b * CI + ci) * H + ih) * W + iw] * v[w][((co * CI + ci) * KH + kh) * KW + kw];
+		}
+		CHECK_NEAR(v[y][((b * CO + co) * OH + oh) * OW + ow], want, 1e-13);
+	}
+	double ydy = 0, xdx = 0, wdw = 0;
+	for (int i = 0; i < B * CO * OH * OW; i++)
+		ydy += v[y][i] * v[dy][i];
+	for (int i = 0; i < B * CI * H * W; i++)
+		xdx += v[x][i] * v[dx][i];
+	for (int i = 0; i < CO * CI * KH * KW; i++)
+		wdw += v[w][i] * v[dwt][i];
+	CHECK_NEAR(xdx, ydy, 1e-12);
+	CHECK_NEAR(wdw, ydy, 1e-12);
+	CHECK_NEAR(ir_flops(g, 0), 3 * 2.0 * B * CO * OH * OW * CI * KH * KW, 0);
+	values_free(g, v);
+	ir_graph_free(g);
+}
+
+static void test_ref_matmul(void)
+{
+	enum { M = 3, K = 5, N = 4 };
+	Graph *g = ir_graph_new("t");
+	int a = leaf(g, S(2, M, K), DT_F32), at = leaf(g, S(2, K, M), DT_F32);
+	int b = leaf(g, S(2, K, N), DT_F32), bt = leaf(g, S(2, N, K), DT_F32);
+	int c[4];
+	for (int t = 0; t < 4; t++)
+		c[t] = op(g, OP_matmul, (int[]){t & 1 ? at : a, t & 2 ? bt : b}, A(t & 1, (t & 2) != 0));
+	double **v = values_new(g);
+	ir_interp(g, 0, v);
+	for (int t = 0; t < 4; t++) {
+		expect_shape(g, c[t], "[3, 4]");
+		for (int i = 0; i < M; i++)
+			for (int j = 0; j < N; j++) {
+				double want = 0;
+				for (int p = 0; p < K; p++)
+					want += (t & 1 ? v[at][p * M + i] : v[a][i * K + p]) * (t & 2 ? v[bt][j * K + p] : v[b][p * N + j]);
+				CHECK_NEAR(v[c[t]][i * N + j], want, 1e-14);
+			}
+	}
+	CHECK_NEAR(ir_flops(g, 0), 4 * 2.0 * M * N * K, 0);
+	values_free(g, v);
+	ir_graph_free(g);
+}
+
+/* Windows worked out by hand on x = 1..16 in a 4x4 plane. */
+static void test_ref_pool_by_hand(void)
+{
+	Graph *g = ir_graph_new("t");
+	int x = leaf(g, S(4, 1, 1, 4, 4), DT_F32), t = leaf(g, S(4, 1, 1, 2, 2), DT_F32);
+	int mp = op(g, OP_max_pool2d, &x, A(2, 2, 2, 2, 0, 0));
+	int ap = op(g, OP_avg_pool2d, &x, A(2, 2, 2, 2, 0, 0, 1));
+	int inc = op(g, OP_avg_pool2d, &x, A(3, 3, 2, 2, 1, 1, 1));
+	int exc = op(g, OP_avg_pool2d, &x, A(3, 3, 2, 2, 1, 1, 0));
+	int tie = op(g, OP_max_pool2d_grad, (int[]){t, x}, A(2, 2, 2, 2, 0, 0)); /* x below: all equal */
+	double **v = values_new(g);
+	for (int i = 0; i < 16; i++)
+		v[x][i] = i + 1;
+	ir_interp(g, 0, v);
+	double want_mp[4] = {6, 8, 14, 16}, want_ap[4] = {3.5, 5.5, 11.5, 13.5};
+	/* windows rows/cols -1..1 and -1..1 / 1..3: sums 14 (4 in bounds) and 30 (6 in bounds) */
+	double want_inc[2] = {14.0 / 9, 30.0 / 9}, want_exc[2] = {14.0 / 4, 30.0 / 6};
+	for (int i = 0; i < 4; i++) {
+		CHECK(v[mp][i] == want_mp[i]);
+		CHECK_NEAR(v[ap][i], want_ap[i], 1e-15);
+	}
+	for (int i = 0; i < 2; i++) {
+		CHECK_NEAR(v[inc][i], want_inc[i], 1e-15);
+		CHECK_NEAR(v[exc][i], want_exc[i], 1e-15);
+	}
+	for (int i = 0; i < 16; i++)
+		v[x][i] = 0.5;
+	ir_interp(g, 0, v);
+	for (int i = 0; i < 16; i++) /* ties: the first element of each window takes it all */
+		CHECK(v[tie][i] == (i % 2 == 0 && (i / 4) % 2 == 0 ? v[t][(i / 8) * 2 + (i % 4) / 2] : 0));
+	values_free(g, v);
+	ir_graph_free(g);
+}
+
+/* Random pooling with overlapping windows against loops here; avg gradient by adjointness, max
+ * gradient by routing each dy to the window's argmax. */
+static void test_ref_pool_random(void)
+{
+	enum { B = 2, C = 3, H = 7, W = 6, KH = 3, KW = 2, SH = 2, SW = 1, PH = 1, PW = 1 };
+	const int OH = (H + 2 * PH - KH) / SH + 1, OW = (W + 2 * PW - KW) / SW + 1;
+	double at[7] = {KH, KW, SH, SW, PH, PW, 0};
+	Graph *g = ir_graph_new("t");
+	int x = leaf(g, S(4, B, C, H, W), DT_F32), dy = leaf(g, S(4, B, C, OH, OW), DT_F32);
+	int mp = op(g, OP_max_pool2d, &x, at), ap = op(g, OP_avg_pool2d, &x, at);
+	int mg = op(g, OP_max_pool2d_grad, (int[]){dy, x}, at), ag = op(g, OP_avg_pool2d_grad, (int[]){dy, x}, at);
+	double **v = values_new(g);
+	ir_interp(g, 0, v);
+	double *dx = calloc(B * C * H * W, sizeof *dx), ydy = 0, xdx = 0;
+	for (int p = 0; p < B * C; p++)
+	for (int oh = 0; oh < OH; oh++)
+	for (int ow = 0; ow < OW; ow++) {
+		double max = -INFINITY, sum = 0;
+		int arg = -1, cnt = 0, o = (p * OH + oh) * OW + ow;
+		for (int kh = 0; kh < KH; kh++)
+		for (int kw = 0; kw < KW; kw++) {
+			int ih = oh * SH - PH + kh, iw = ow * SW - PW + kw;
+			if (ih < 0 || ih >= H || iw < 0 || iw >= W)
+				continue;
+			int i = (p * H + ih) * W + iw;
+			if (v[x][i] > max)
+				max = v[x][i], arg = i;
+			sum += v[x][i], cnt++;
+		}
+		CHECK(v[mp][o] == max);
+		CHECK_NEAR(v[ap][o], sum / cnt, 1e-15);
+		dx[arg] += v[dy][o];
+		ydy += v[ap][o] * v[dy][o];
+	}
+	for (int i = 0; i < B * C * H * W; i++) {
+		CHECK_NEAR(v[mg][i], dx[i], 1e-15);
+		xdx += v[x][i] * v[ag][i];
+	}
+	CHECK_NEAR(xdx, ydy, 1e-13);
+	CHECK_NEAR(ir_flops(g, 0), 4.0 * B * C * OH * OW * KH * KW, 0);
+	free(dx);
+	values_free(g, v);
+	ir_graph_free(g);
+}
+
+/* ---- dropout ---- */
+
+static void test_dropout(void)
+{
+	enum { N = 20000 };
+	const double p = 0.3;
+	Graph *g = ir_graph_new("t");
+	int x = leaf(g, S(1, N), DT_F32), rng = ir_leaf(g, OP_runtime, "rng", S(1, 2), DT_I32, NULL);
+	int d[4], d0 = op(g, OP_dropout, (int[]){x, rng}, A(0, 5));
+	for (int i = 0; i < 4; i++)
+		d[i] = op(g, OP_dropout, (int[]){x, rng}, A(p, i < 3 ? 7 : 8));
+	double **v = values_new(g);
+	fill(v[x], N, 0.5, 1.5);
+	v[rng][0] = (int)urand(-1e9, 1e9), v[rng][1] = (int)urand(0, 1e6);
+	ir_interp(g, 0, v);
+	int kept = 0, diff = 0;
+	for (int i = 0; i < N; i++) {
+		double y = v[d[0]][i];
+		CHECK(y == 0 || y == v[x][i] / (1 - p));
+		CHECK(v[d0][i] == v[x][i]); /* p = 0: identity */
+		CHECK(v[d[1]][i] == y);     /* same seed, step and stream: the same mask */
+		kept += y != 0;
+		diff += (v[d[3]][i] != 0) != (y != 0);
+	}
+	/* binomial: sd = sqrt(N p (1-p)) ~ 65; allow 5 sd */
+	CHECK(fabs(kept - N * (1 - p)) < 5 * sqrt(N * p * (1 - p)));
+	CHECK(diff > N / 4); /* another stream: independent masks differ in 2 p (1-p) = 42% */
+	double y0[N];
+	memcpy(y0, v[d[0]], sizeof y0);
+	for (int k = 0; k < 2; k++) { /* another seed, then also another step */
+		v[rng][k] += 1;
+		ir_interp(g, 0, v);
+		diff = 0;
+		for (int i = 0; i < N; i++)
+			diff += (v[d[2]][i] != 0) != (y0[i] != 0);
+		CHECK(diff > N / 4);
+	}
+	values_free(g, v);
+	ir_graph_free(g);
+}
+
+/* ---- registry, flops, interpreter ---- */
+
+static void test_registry(void)
+{
+	for (int o = 0; o < OP_COUNT; o++) {
+		CHECK(ir_op_lookup(ir_ops[o].name) == o);
+		if (ir_is_leaf(o))
+			continue;
+		CHECK(ir_ops[o].shape && ir_ops[o].ref && ir_ops[o].flops && ir_ops[o].nin > 0);
+	}
+	CHECK(ir_ops[OP_const].ref != NULL);
+	CHECK(ir_attr_index(OP_conv2d_grad_input, "in_w") == 7);
+	CHECK(ir_ops[OP_softmax_grad].grad == NULL && ir_ops[OP_matmul].grad != NULL);
+}
+
+static void test_flops_and_programs(void)
+{
+	Graph *g = ir_graph_new("t");
+	int x = leaf(g, S(2, 6, 10), DT_F32), l = ir_leaf(g, OP_input, "l", S(1, 6), DT_I32, NULL);
+	int e = op(g, OP_exp, &x, NULL), sm = op(g, OP_softmax, &e, A(1));
+	int s = op(g, OP_sum, &sm, A(1, 0)), ce = op(g, OP_cross_entropy, (int[]){e, l}, A(0));
+	int cp = op(g, OP_copy, &x, NULL);
+	CHECK(ir_ops[OP_exp].flops(g, &g->node[e]) == 60);
+	CHECK(ir_ops[OP_softmax].flops(g, &g->node[sm]) == 300);
+	CHECK(ir_ops[OP_sum].flops(g, &g->node[s]) == 60);
+	CHECK(ir_ops[OP_cross_entropy].flops(g, &g->node[ce]) == 60);
+	CHECK(ir_ops[OP_copy].flops(g, &g->node[cp]) == 0);
+	g->node[e].programs = PROG_TRAIN | PROG_EVAL;
+	g->node[sm].programs = PROG_EVAL;
+	double **v = values_new(g);
+	double before = v[sm][0];
+	ir_interp(g, PROG_TRAIN, v);
+	CHECK_NEAR(v[e][0], exp(v[x][0]), 1e-15);
+	CHECK(v[sm][0] == before); /* not in the train program */
+	ir_interp(g, PROG_EVAL, v);
+	CHECK(v[sm][0] != before);
+	values_free(g, v);
+	ir_graph_free(g);
+}
+
+int main(void)
+{
+	const char *env = getenv("NETC_TEST_SEED");
+	uint64_t seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
+	printf("test_ir_ops: seed %llu (NETC_TEST_SEED=%llu replays)\n", (unsigned long long)seed, (unsigned long long)seed);
+	rng_state = seed;
+	test_registry();
+	test_shapes_elemwise();
+	test_shapes_injective_reduce();
+	test_shapes_nn();
+	test_ref_elemwise();
+	test_ref_injective_reduce();
+	test_ref_softmax_losses();
+	test_ref_conv();
+	test_ref_matmul();
+	test_ref_pool_by_hand();
+	test_ref_pool_random();
+	test_dropout();
+	test_flops_and_programs();
+	if (failures) {
+		printf("test_ir_ops: %d failures\n", failures);
+		return 1;
+	}
+	printf("test_ir_ops: ok\n");
+	return 0;
+}

@@ -1,0 +1,347 @@
+/* test_pass_gradcheck.c: every op's gradient rule against central finite differences in float64.
+ * For each case, y = op(params...), loss = sum(y * r) with r random, autodiff_gradients(loss),
+ * the reference interpreter, and each param's gradient compared element by element.
+ * Inputs are random; the seed is printed (NETC_TEST_SEED=n replays a run). */
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ir/ir.h"
+#include "passes/passes.h"
+
+/* Attributes, zero-filled to the most any op has (ir_add reads as many as the op lists). */
+#define A(...) ((double[IR_MAX_ATTRS]){__VA_ARGS__})
+
+static int failures, ncases;
+static bool covered[OP_COUNT];
+
+/* ---- random numbers (splitmix64) ---- */
+
+static uint64_t rng_state;
+
+static double urand(double lo, double hi)
+{
+	uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	z ^= z >> 31;
+	return lo + (hi - lo) * (double)(z >> 11) / 9007199254740992.0;
+}
+
+/* ---- leaves and how to fill them ---- */
+
+typedef enum {
+	ANY,      /* (-1, 1) */
+	POS,      /* (0.5, 2): log, sqrt */
+	AWAY,     /* |x| in (0.5, 2): denominators */
+	KINK,     /* |x| in (0.01, 1): relu away from its kink */
+	DISTINCT, /* values at least 0.01 apart: max_pool away from ties */
+	LABELS,   /* class indices */
+	SEED      /* the rng (seed, step) */
+} Fill;
+
+#define MAX_LEAVES 16
+static Fill fill_kind[MAX_LEAVES];
+static int fill_classes[MAX_LEAVES];
+
+static Shape S(int rank, ...)
+{
+	Shape s = {rank, {0}};
+	va_list ap;
+	va_start(ap, rank);
+	for (int i = 0; i < rank; i++)
+		s.dim[i] = va_arg(ap, int);
+	va_end(ap);
+	return s;
+}
+
+static int leaf(Graph *g, OpId op, Shape s, DType t, Fill f)
+{
+	int id = ir_leaf(g, op, NULL, s, t, NULL);
+	if (id >= MAX_LEAVES)
+		abort();
+	fill_kind[id] = f;
+	return id;
+}
+
+static int param(Graph *g, Shape s, Fill f) { return leaf(g, OP_param, s, DT_F32, f); }
+
+static int labels(Graph *g, int n, int classes)
+{
+	int id = leaf(g, OP_input, S(1, n), DT_I32, LABELS);
+	fill_classes[id] = classes;
+	return id;
+}
+
+static int rng(Graph *g) { return leaf(g, OP_runtime, S(1, 2), DT_I32, SEED); }
+
+static void fill(double *x, int64_t m, Fill f, int classes)
+{
+	for (int64_t i = 0; i < m; i++) {
+		double s = urand(0, 1) < 0.5 ? -1 : 1;
+		switch (f) {
+		case ANY: x[i] = urand(-1, 1); break;
+		case POS: x[i] = urand(0.5, 2); break;
+		case AWAY: x[i] = s * urand(0.5, 2); break;
+		case KINK: x[i] = s * urand(0.01, 1); break;
+		case DISTINCT: x[i] = (double)i * 0.02 + urand(0, 0.01); break;
+		case LABELS: x[i] = (int)urand(0, classes); break;
+		case SEED: x[i] = (int)urand(-2e9, 2e9); break;
+		}
+	}
+	for (int64_t i = m - 1; f == DISTINCT && i > 0; i--) { /* shuffle */
+		int64_t j = (int64_t)urand(0, (double)(i + 1));
+		double t = x[i];
+		x[i] = x[j], x[j] = t;
+	}
+}
+
+static int node(Graph *g, OpId op, const int *in, const double *attr)
+{
+	char err[256];
+	int id = ir_add(g, op, in, attr, NULL, err, sizeof err);
+	if (id < 0) {
+		fprintf(stderr, "test error: %s\n", err);
+		exit(1);
+	}
+	return id;
+}
+
+/* ---- the check ---- */
+
+/* The loss alone: the forward nodes come first, so evaluating up to it suffices. */
+static double forward(const Graph *g, int loss, double **v)
+{
+	for (int i = 0; i <= loss; i++) {
+		const Node *n = &g->node[i];
+		const double *in[IR_MAX_INPUTS];
+		for (int k = 0; k < n->nin; k++)
+			in[k] = v[n->in[k]];
+		ir_eval_node(g, n, in, v[i]);
+	}
+	return v[loss][0];
+}
+
+static double check_param(const char *what, const Graph *g, int loss, double **v, int p, const double *grad)
+{
+	double worst = 0;
+	int64_t m = shape_numel(&g->node[p].shape);
+	for (int64_t k = 0; k < m; k++) {
+		double x = v[p][k], h = 1e-6 * fmax(1, fabs(x));
+		v[p][k] = x + h;
+		double up = forward(g, loss, v);
+		v[p][k] = x - h;
+		double down = forward(g, loss, v);
+		v[p][k] = x;
+		/* relative error, on a floor of 1e-2 so that rounding in the loss (about 1e-9 after the
+		 * division by 2h) cannot fail a gradient near zero; gradients here are about 1 */
+		double num = (up - down) / (2 * h), err = fabs(num - grad[k]) / fmax(1e-2, fmax(fabs(num), fabs(grad[k])));
+		worst = fmax(worst, err);
+		if (!(err < 1e-5)) {
+			fprintf(stderr, "%s: d loss / d %s[%lld] = %.10g, finite differences %.10g\n", what,
+				g->node[p].name, (long long)k, grad[k], num);
+			failures++;
+			return worst; /* one message per param is enough */
+		}
+	}
+	return worst;
+}
+
+/* Differentiates sum(y * r) and checks the gradient of every param; frees g. */
+static void gradcheck(const char *what, Graph *g, int y)
+{
+	int nleaves = 0;
+	while (nleaves < g->nnodes && ir_is_leaf(g->node[nleaves].op))
+		nleaves++;
+	covered[g->node[y].op] = true;
+	ncases++;
+	int r = ir_leaf(g, OP_input, "r", g->node[y].shape, DT_F32, NULL);
+	int prod = node(g, OP_mul, (int[]){y, r}, NULL);
+	double axes[2] = {(1 << g->node[prod].shape.rank) - 1, 0};
+	int loss = node(g, OP_sum, &prod, axes);
+	int *grads = autodiff_gradients(g, loss);
+
+	double **v = calloc(g->nnodes, sizeof *v);
+	for (int i = 0; i < g->nnodes; i++) {
+		int64_t m = shape_numel(&g->node[i].shape);
+		v[i] = calloc(m, sizeof **v);
+		if (i < nleaves)
+			fill(v[i], m, fill_kind[i], fill_classes[i]);
+		else if (i == r)
+			fill(v[i], m, ANY, 0);
+	}
+	ir_interp(g, 0, v);
+	double worst = 0;
+	for (int p = 0; p < nleaves; p++) {
+		if (g->node[p].op != OP_param)
+			continue;
+		if (grads[p] < 0) {
+			fprintf(stderr, "%s: no gradient reaches %s\n", what, g->node[p].name);
+			failures++;
+			continue;
+		}
+		/* the interpreter's gradient, kept apart: forward() rewrites the values up to the loss */
+		int64_t m = shape_numel(&g->node[p].shape);
+		double *grad = malloc(m * sizeof *grad);
+		memcpy(grad, v[grads[p]], m * sizeof *grad);
+		worst = fmax(worst, check_param(what, g, loss, v, p, grad));
+		free(grad);
+	}
+	printf("  %-40s worst relative error %.2e\n", what, worst);
+	for (int i = 0; i < g->nnodes; i++)
+		free(v[i]);
+	free(v);
+	free(grads);
+	ir_graph_free(g);
+}
+
+/* ---- cases ---- */
+
+static void unary(const char *what, OpId op, Shape s, Fill f)
+{
+	Graph *g = ir_graph_new(what);
+	int x = param(g, s, f);
+	gradcheck(what, g, node(g, op, &x, NULL));
+}
+
+static void binary(const char *what, OpId op, Shape sa, Shape sb, Fill fb)
+{
+	Graph *g = ir_graph_new(what);
+	int a = param(g, sa, ANY), b = param(g, sb, fb);
+	gradcheck(what, g, node(g, op, (int[]){a, b}, NULL));
+}
+
+static void one_attr(const char *what, OpId op, Shape s, const double *attr)
+{
+	Graph *g = ir_graph_new(what);
+	int x = param(g, s, ANY);
+	gradcheck(what, g, node(g, op, &x, attr));
+}
+
+static void test_elemwise(void)
+{
+	unary("neg", OP_neg, S(2, 3, 4), ANY);
+	unary("exp", OP_exp, S(2, 3, 4), ANY);
+	unary("log", OP_log, S(2, 3, 4), POS);
+	unary("sqrt", OP_sqrt, S(2, 3, 4), POS);
+	unary("relu", OP_relu, S(3, 2, 3, 4), KINK);
+	unary("copy", OP_copy, S(1, 5), ANY);
+	binary("add", OP_add, S(2, 3, 4), S(2, 3, 4), ANY);
+	binary("add broadcast [3,4,5] + [4,1]", OP_add, S(3, 3, 4, 5), S(2, 4, 1), ANY);
+	binary("sub broadcast [5] - [3,4,5]", OP_sub, S(1, 5), S(3, 3, 4, 5), ANY);
+	binary("mul broadcast [3,1,5] * [4,1]", OP_mul, S(3, 3, 1, 5), S(2, 4, 1), ANY);
+	binary("mul by a scalar", OP_mul, S(2, 3, 4), S(0), ANY);
+	binary("div broadcast [3,4,5] / [1,4,1]", OP_div, S(3, 3, 4, 5), S(3, 1, 4, 1), AWAY);
+
+	Graph *g = ir_graph_new("dropout");
+	int x = param(g, S(2, 8, 9), ANY), rg = rng(g);
+	gradcheck("dropout p=0.4", g, node(g, OP_dropout, (int[]){x, rg}, A(0.4, 3)));
+
+	g = ir_graph_new("bias_add");
+	x = param(g, S(4, 2, 3, 4, 5), ANY);
+	int b = param(g, S(1, 3), ANY);
+	gradcheck("bias_add axis 1 of [2,3,4,5]", g, node(g, OP_bias_add, (int[]){x, b}, A(1)));
+	g = ir_graph_new("bias_add1");
+	x = param(g, S(1, 6), ANY);
+	b = param(g, S(1, 6), ANY);
+	gradcheck("bias_add on a 1-D input", g, node(g, OP_bias_add, (int[]){x, b}, A(0)));
+}
+
+static void test_shape_reduce(void)
+{
+	one_attr("reshape [2,3,4] to [4,-1]", OP_reshape, S(3, 2, 3, 4), A(2, 4, -1));
+	one_attr("broadcast_to [3,1] to [2,3,4]", OP_broadcast_to, S(2, 3, 1), A(3, 2, 3, 4));
+	one_attr("sum axes {0,2}", OP_sum, S(3, 2, 3, 4), A(0x5, 0));
+	one_attr("sum axes {1} keepdims", OP_sum, S(3, 2, 3, 4), A(0x2, 1));
+	one_attr("mean axes {1}", OP_mean, S(3, 2, 3, 4), A(0x2, 0));
+	one_attr("mean of all", OP_mean, S(2, 3, 4), A(0x3, 0));
+	one_attr("softmax axis 1", OP_softmax, S(2, 3, 5), A(1));
+	one_attr("softmax axis 1 of [2,4,3]", OP_softmax, S(3, 2, 4, 3), A(1));
+	one_attr("log_softmax axis -1", OP_log_softmax, S(3, 2, 3, 4), A(-1));
+	one_attr("log_softmax axis 0", OP_log_softmax, S(2, 4, 3), A(0));
+	for (int red = 0; red < 2; red++) {
+		const char *nll[2] = {"nll_loss mean", "nll_loss sum"}, *ce[2] = {"cross_entropy mean", "cross_entropy sum"};
+		Graph *g = ir_graph_new("nll");
+		int s = param(g, S(2, 5, 7), ANY), l = labels(g, 5, 7);
+		gradcheck(nll[red], g, node(g, OP_nll_loss, (int[]){s, l}, A(red)));
+		g = ir_graph_new("ce");
+		s = param(g, S(2, 6, 4), ANY);
+		l = labels(g, 6, 4);
+		gradcheck(ce[red], g, node(g, OP_cross_entropy, (int[]){s, l}, A(red)));
+	}
+}
+
+static void conv(const char *what, Shape xs, Shape ws, const double *attr)
+{
+	Graph *g = ir_graph_new(what);
+	int x = param(g, xs, ANY), w = param(g, ws, ANY);
+	gradcheck(what, g, node(g, OP_conv2d, (int[]){x, w}, attr));
+}
+
+static void pool(const char *what, OpId op, Shape xs, const double *attr)
+{
+	Graph *g = ir_graph_new(what);
+	int x = param(g, xs, op == OP_max_pool2d ? DISTINCT : ANY);
+	gradcheck(what, g, node(g, op, &x, attr));
+}
+
+static void test_nn(void)
+{
+	conv("conv2d 3x3", S(4, 2, 2, 5, 5), S(4, 3, 2, 3, 3), A(1, 1, 0, 0, 1, 1));
+	conv("conv2d stride 2x1 pad 1x2 dil 1x2 3x2", S(4, 2, 3, 7, 6), S(4, 2, 3, 3, 2), A(2, 1, 1, 2, 1, 2));
+	conv("conv2d stride 3 pad 1 dil 2 1x3", S(4, 1, 2, 6, 8), S(4, 4, 2, 1, 3), A(3, 3, 1, 1, 2, 2));
+	for (int t = 0; t < 4; t++) {
+		const char *names[4] = {"matmul", "matmul trans_a", "matmul trans_b", "matmul trans_a trans_b"};
+		int ta = t & 1, tb = t >> 1;
+		Graph *g = ir_graph_new(names[t]);
+		int a = param(g, ta ? S(2, 5, 3) : S(2, 3, 5), ANY), b = param(g, tb ? S(2, 4, 5) : S(2, 5, 4), ANY);
+		gradcheck(names[t], g, node(g, OP_matmul, (int[]){a, b}, A(ta, tb)));
+	}
+	pool("max_pool2d 2x2 stride 2", OP_max_pool2d, S(4, 2, 2, 4, 6), A(2, 2, 2, 2, 0, 0));
+	pool("max_pool2d 3x2 stride 2x1 pad 1x1", OP_max_pool2d, S(4, 2, 2, 7, 5), A(3, 2, 2, 1, 1, 1));
+	pool("avg_pool2d 2x2 stride 2", OP_avg_pool2d, S(4, 2, 2, 4, 6), A(2, 2, 2, 2, 0, 0, 1));
+	pool("avg_pool2d 3x2 pad 1x1 count_include_pad", OP_avg_pool2d, S(4, 1, 2, 7, 5), A(3, 2, 2, 1, 1, 1, 1));
+	pool("avg_pool2d 3x3 pad 1 excluding pad", OP_avg_pool2d, S(4, 1, 2, 5, 6), A(3, 3, 2, 2, 1, 1, 0));
+}
+
+/* A chain, so gradients accumulate through several rules and a shared input. */
+static void test_chain(void)
+{
+	Graph *g = ir_graph_new("chain");
+	int x = param(g, S(4, 2, 2, 6, 6), ANY), w = param(g, S(4, 3, 2, 3, 3), ANY), b = param(g, S(1, 3), ANY);
+	int fw = param(g, S(2, 5, 12), ANY), l = labels(g, 2, 5);
+	int y = node(g, OP_conv2d, (int[]){x, w}, A(1, 1, 1, 1, 1, 1));
+	y = node(g, OP_bias_add, (int[]){y, b}, A(1));
+	y = node(g, OP_avg_pool2d, &y, A(3, 3, 3, 3, 0, 0, 1));
+	y = node(g, OP_reshape, &y, A(2, 2, -1));
+	y = node(g, OP_matmul, (int[]){y, fw}, A(0, 1));
+	y = node(g, OP_mul, (int[]){y, y}, NULL);
+	y = node(g, OP_log_softmax, &y, A(1));
+	gradcheck("chain conv-bias-pool-reshape-matmul-square-log_softmax-nll", g, node(g, OP_nll_loss, (int[]){y, l}, A(0)));
+}
+
+int main(void)
+{
+	const char *env = getenv("NETC_TEST_SEED");
+	uint64_t seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
+	printf("test_pass_gradcheck: seed %llu (NETC_TEST_SEED=%llu replays)\n", (unsigned long long)seed,
+	       (unsigned long long)seed);
+	rng_state = seed;
+	test_elemwise();
+	test_shape_reduce();
+	test_nn();
+	test_chain();
+	for (int op = 0; op < OP_COUNT; op++)
+		if (ir_ops[op].grad && !covered[op]) {
+			fprintf(stderr, "no gradient check for %s\n", ir_ops[op].name);
+			failures++;
+		}
+	if (failures) {
+		printf("test_pass_gradcheck: %d failures in %d cases\n", failures, ncases);
+		return 1;
+	}
+	printf("test_pass_gradcheck: %d cases ok\n", ncases);
+	return 0;
+}

@@ -1,0 +1,244 @@
+/* test_rt_bundle.c: bundle files round-trip; every truncation, a foreign file, a newer version
+ * and damaged fields are errors naming the file, never crashes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime/bundle.h"
+
+static int failures;
+#define CHECK(cond, ...)                                                                \
+	do {                                                                            \
+		if (!(cond)) {                                                          \
+			fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__, __LINE__, #cond); \
+			fprintf(stderr, __VA_ARGS__);                                   \
+			fputc('\n', stderr);                                            \
+			failures++;                                                     \
+		}                                                                       \
+	} while (0)
+
+static uint64_t rng_state;
+static uint32_t rnd(void)
+{
+	rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+	return (uint32_t)(rng_state >> 33);
+}
+
+static void *xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n, size);
+	if (!p)
+		abort();
+	return p;
+}
+
+/* A made-up bundle with random contents that still passes validation. */
+static void make_bundle(Bundle *b)
+{
+	memset(b, 0, sizeof *b);
+	snprintf(b->model, sizeof b->model, "model%u", rnd() % 1000);
+	b->batch = 1 + rnd() % 128;
+	b->train = train_config_default();
+	b->train.lr = (rnd() % 1000) / 1000.0 + 0.001;
+	b->train.epochs = 1 + rnd() % 20;
+	b->flops_per_step = rnd() * 1000.0;
+	b->nbuf = 3 + (int32_t)(rnd() % 5);
+	b->buf = xcalloc((size_t)b->nbuf, sizeof *b->buf);
+	int64_t offset = 0;
+	for (int i = 0; i < b->nbuf; i++) {
+		BundleBuffer *x = &b->buf[i];
+		snprintf(x->name, sizeof x->name, "buf%d_%u", i, rnd());
+		x->node = (int32_t)(rnd() % 100);
+		x->role = (int32_t)(rnd() % (BUF_ALIAS + 1));
+		x->dtype = (int32_t)(rnd() % DT_COUNT);
+		x->rank = (int32_t)(1 + rnd() % 4);
+		int64_t numel = 1;
+		for (int d = 0; d < x->rank; d++)
+			numel *= x->dim[d] = 1 + rnd() % 7;
+		x->bytes = numel * (int64_t)dtype_size((DType)x->dtype);
+		x->offset = offset;
+		offset += (x->bytes + 63) / 64 * 64;
+		x->init = (int32_t)(rnd() % 2);
+		x->bound = (rnd() % 1000) / 997.0;
+		x->programs = (int32_t)(1 + rnd() % 3);
+	}
+	b->arena_bytes = offset;
+	b->image = 0, b->label = 1, b->loss = 2, b->output = 2;
+	b->eval_loss = -1, b->eval_output = -1, b->lr = -1, b->rng = b->nbuf - 1;
+	b->ntrain = 1 + (int32_t)(rnd() % 6);
+	b->neval = (int32_t)(rnd() % 4);
+	b->train_kernels = xcalloc((size_t)b->ntrain, sizeof *b->train_kernels);
+	b->eval_kernels = xcalloc((size_t)b->neval + 1, sizeof *b->eval_kernels);
+	for (int i = 0; i < b->ntrain + b->neval; i++) {
+		BundleKernel *k = i < b->ntrain ? &b->train_kernels[i] : &b->eval_kernels[i - b->ntrain];
+		snprintf(k->name, sizeof k->name, "k%d_op%u", i, rnd() % 50);
+		k->node = (int32_t)(rnd() % 100);
+		k->grid = 1 + rnd() % 100000;
+	}
+	b->ncode = 2;
+	b->code = xcalloc(2, sizeof *b->code);
+	for (int i = 0; i < 2; i++) {
+		snprintf(b->code[i].target, sizeof b->code[i].target, i ? "gfx%u" : "host", 900 + rnd() % 300);
+		b->code[i].size = 50 + rnd() % 300;
+		b->code[i].data = xcalloc(b->code[i].size, 1);
+		for (uint64_t j = 0; j < b->code[i].size; j++)
+			b->code[i].data[j] = (uint8_t)rnd();
+	}
+}
+
+static void check_equal(const Bundle *a, const Bundle *b)
+{
+	CHECK(strcmp(a->model, b->model) == 0, "model %s vs %s", a->model, b->model);
+	CHECK(a->batch == b->batch && a->arena_bytes == b->arena_bytes, "batch or arena");
+	CHECK(a->flops_per_step == b->flops_per_step, "flops");
+	CHECK(a->train.lr == b->train.lr && a->train.epochs == b->train.epochs &&
+	      strcmp(a->train.dataset, b->train.dataset) == 0 && a->train.optimizer == b->train.optimizer,
+	      "train config");
+	CHECK(a->image == b->image && a->label == b->label && a->loss == b->loss && a->rng == b->rng &&
+	      a->eval_loss == b->eval_loss && a->lr == b->lr, "indices");
+	CHECK(a->nbuf == b->nbuf, "nbuf %d vs %d", a->nbuf, b->nbuf);
+	for (int i = 0; i < a->nbuf && a->nbuf == b->nbuf; i++)
+		CHECK(memcmp(&a->buf[i], &b->buf[i], sizeof a->buf[i]) == 0 ||
+		      (strcmp(a->buf[i].name, b->buf[i].name) == 0 && a->buf[i].offset == b->buf[i].offset &&
+		       a->buf[i].bytes == b->buf[i].bytes && a->buf[i].bound == b->buf[i].bound &&
+		       memcmp(a->buf[i].dim, b->buf[i].dim, sizeof a->buf[i].dim) == 0 &&
+		       a->buf[i].role == b->buf[i].role && a->buf[i].dtype == b->buf[i].dtype),
+		      "buffer %d", i);
+	CHECK(a->ntrain == b->ntrain && a->neval == b->neval, "kernel counts");
+	for (int i = 0; i < a->ntrain && a->ntrain == b->ntrain; i++)
+		CHECK(strcmp(a->train_kernels[i].name, b->train_kernels[i].name) == 0 &&
+		      a->train_kernels[i].grid == b->train_kernels[i].grid, "train kernel %d", i);
+	for (int i = 0; i < a->neval && a->neval == b->neval; i++)
+		CHECK(strcmp(a->eval_kernels[i].name, b->eval_kernels[i].name) == 0 &&
+		      a->eval_kernels[i].node == b->eval_kernels[i].node, "eval kernel %d", i);
+	CHECK(a->ncode == b->ncode, "ncode");
+	for (int i = 0; i < a->ncode && a->ncode == b->ncode; i++)
+		CHECK(strcmp(a->code[i].target, b->code[i].target) == 0 && a->code[i].size == b->code[i].size &&
+		      memcmp(a->code[i].data, b->code[i].data, a->code[i].size) == 0, "code %d", i);
+	CHECK(bundle_code_for(b, "host") == &b->code[0], "bundle_code_for host");
+	CHECK(bundle_code_for(b, "sm_80") == NULL, "bundle_code_for missing");
+	CHECK(bundle_find_buffer(b, a->buf[1].name) == 1, "find_buffer");
+	CHECK(bundle_find_buffer(b, "nope") == -1, "find_buffer missing");
+}
+
+static uint8_t *slurp(const char *path, size_t *size)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		abort();
+	fseek(f, 0, SEEK_END);
+	*size = (size_t)ftell(f);
+	rewind(f);
+	uint8_t *p = malloc(*size);
+	if (!p || fread(p, 1, *size, f) != *size)
+		abort();
+	fclose(f);
+	return p;
+}
+
+static void spit(const char *path, const uint8_t *data, size_t size)
+{
+	FILE *f = fopen(path, "wb");
+	if (!f || fwrite(data, 1, size, f) != size)
+		abort();
+	fclose(f);
+}
+
+/* Reading data must fail with a message that names the file and contains want. */
+static void expect_error(const char *path, const uint8_t *data, size_t size, const char *want)
+{
+	spit(path, data, size);
+	Bundle b;
+	char err[512] = "";
+	bool ok = bundle_read(&b, path, err, sizeof err);
+	CHECK(!ok, "%zu bytes read as a bundle", size);
+	CHECK(strstr(err, path) == err, "message does not name the file: %s", err);
+	CHECK(!want || strstr(err, want), "%zu bytes: '%s' lacks '%s'", size, err, want);
+	if (ok)
+		bundle_free(&b);
+}
+
+int main(void)
+{
+	uint64_t seed = (uint64_t)time(NULL);
+	printf("seed %llu\n", (unsigned long long)seed);
+	rng_state = seed;
+	const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	char path[512], bad[512];
+	snprintf(path, sizeof path, "%s/test_rt_bundle_%d.bundle", tmp, (int)getpid());
+	snprintf(bad, sizeof bad, "%s/test_rt_bundle_%d.bad", tmp, (int)getpid());
+
+	Bundle a, b;
+	char err[512];
+	make_bundle(&a);
+	CHECK(bundle_write(&a, path, err, sizeof err), "write: %s", err);
+	CHECK(bundle_read(&b, path, err, sizeof err), "read: %s", err);
+	check_equal(&a, &b);
+	bundle_free(&b);
+
+	size_t size;
+	uint8_t *data = slurp(path, &size);
+	for (size_t n = 0; n < size; n++)
+		expect_error(bad, data, n, n < 8 ? NULL : "truncated bundle: expected");
+	/* the message says how much was expected of what */
+	expect_error(bad, data, size - 1, "bytes of code objects, file ends after");
+
+	uint8_t *copy = malloc(size);
+	memcpy(copy, data, size);
+	copy[3] ^= 0x20;
+	expect_error(bad, copy, size, "not a netc bundle (expected magic NETCBNDL)");
+	memcpy(copy, data, size);
+	copy[8] = BUNDLE_VERSION + 1;
+	expect_error(bad, copy, size, "newer");
+	free(copy);
+	free(data);
+
+	/* a buffer outside the arena, a kernel list that lies about its count, an index past the
+	 * buffers: each an error */
+	Bundle c = a;
+	BundleBuffer *saved = c.buf;
+	c.buf = malloc((size_t)c.nbuf * sizeof *c.buf);
+	memcpy(c.buf, saved, (size_t)c.nbuf * sizeof *c.buf);
+	c.buf[1].offset = c.arena_bytes - 1;
+	CHECK(bundle_write(&c, path, err, sizeof err), "write: %s", err);
+	uint8_t *d = slurp(path, &size);
+	expect_error(bad, d, size, "outside the arena");
+	free(d);
+	c.buf[1] = saved[1];
+	c.image = c.nbuf;
+	CHECK(bundle_write(&c, path, err, sizeof err), "write: %s", err);
+	d = slurp(path, &size);
+	expect_error(bad, d, size, "image buffer index");
+	free(d);
+	free(c.buf);
+
+	/* random damage: errors or clean reads, never a crash (the sanitizer build checks memory) */
+	CHECK(bundle_write(&a, path, err, sizeof err), "write: %s", err);
+	data = slurp(path, &size);
+	for (int t = 0; t < 300; t++) {
+		uint8_t *m = malloc(size);
+		memcpy(m, data, size);
+		for (int k = 0; k < 1 + (int)(rnd() % 4); k++)
+			m[rnd() % size] = (uint8_t)rnd();
+		spit(bad, m, size);
+		if (bundle_read(&b, bad, err, sizeof err))
+			bundle_free(&b);
+		else
+			CHECK(strstr(err, bad) == err, "message does not name the file: %s", err);
+		free(m);
+	}
+	free(data);
+
+	CHECK(!bundle_read(&b, "/nonexistent/x.bundle", err, sizeof err) && strstr(err, "/nonexistent/x.bundle"),
+	      "missing file: %s", err);
+	bundle_free(&a);
+	remove(path);
+	remove(bad);
+	if (failures)
+		fprintf(stderr, "%d failures (seed %llu)\n", failures, (unsigned long long)seed);
+	else
+		printf("ok\n");
+	return failures != 0;
+}
