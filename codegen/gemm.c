@@ -9,8 +9,10 @@
  */
 #include "codegen/gemm.h"
 
-/* The micro-kernel and the budget for the local arrays (floats), chosen by measurement. */
-enum { GEMM_MR = 8, GEMM_NR_VECS = 2, GEMM_LOCAL_BUDGET = 72 * 1024, GEMM_KB = 256 };
+/* Chosen by measurement on AVX-512 (docs/codegen.md): an 8 x 2-vector micro-kernel (16
+ * accumulators), M blocks up to 96 rows, k-blocks of 256-384, local arrays (packed A, one packed B
+ * sliver, the C tile) within 72K elements of the work-group's stack, and at least 4 work-groups. */
+enum { GEMM_MR = 8, GEMM_NR_VECS = 2, GEMM_MB = 96, GEMM_KB = 256, GEMM_LOCAL_BUDGET = 72 * 1024, GEMM_MIN_GRID = 4 };
 
 typedef struct {
 	const GemmSpec *s;
@@ -49,7 +51,7 @@ GemmTiles cg_gemm_tiles(const CgTarget *tg, const GemmSpec *s)
 	int lanes = lanes_of(tg, s);
 	t.nr = GEMM_NR_VECS * lanes;
 	t.kb = even_block(s->k, GEMM_KB + GEMM_KB / 2, lanes, &t.nkb);
-	t.mb = even_block(s->m, 96, t.mr, &t.nmb);
+	t.mb = even_block(s->m, GEMM_MB, t.mr, &t.nmb);
 	t.ka = rup(t.kb, lanes);
 	/* A that serves every b is packed once for all of K where it fits */
 	if (s->a.batch_free && s->batch > 1 && t.mb * rup(s->k, lanes) <= GEMM_LOCAL_BUDGET / 3)
@@ -57,10 +59,13 @@ GemmTiles cg_gemm_tiles(const CgTarget *tg, const GemmSpec *s)
 	int64_t nbmax = (GEMM_LOCAL_BUDGET - t.mb * t.ka - t.ka * t.nr) / t.mb;
 	nbmax = nbmax < t.nr ? t.nr : nbmax / t.nr * t.nr;
 	t.nb = even_block(s->n, nbmax, t.nr, &t.nnb);
-	/* enough work-groups for the threads: split N further while the grid is small */
-	while (s->batch * t.nmb * t.nnb < 8 && t.nb > t.nr)
+	/* work for every thread without split K: smaller M blocks while they stay large (each
+	 * repacks B), then smaller N blocks (each repacks A), then any M block */
+	while (s->batch * t.nmb * t.nnb < GEMM_MIN_GRID && t.mb > 64)
+		t.mb = even_block(s->m, t.mb - t.mr, t.mr, &t.nmb);
+	while (s->batch * t.nmb * t.nnb < GEMM_MIN_GRID && t.nb > t.nr)
 		t.nb = even_block(s->n, t.nb - t.nr, t.nr, &t.nnb);
-	while (s->batch * t.nmb * t.nnb < 4 && t.mb > t.mr)
+	while (s->batch * t.nmb * t.nnb < GEMM_MIN_GRID && t.mb > t.mr)
 		t.mb = even_block(s->m, t.mb - t.mr, t.mr, &t.nmb);
 	return t;
 }

@@ -135,10 +135,43 @@ static void window_range(Cg *cg, LLVMValueRef i, int64_t k, int64_t s, int64_t p
 	*hi = cg_min_i64(cg, add(cg, h, c64(cg, 1)), c64(cg, nout)); /* exclusive */
 }
 
+/* Max gradient when windows tile the plane without overlap or padding (kernel = stride, the
+ * common 2x2/2): each element belongs to at most one window, so each window writes its own
+ * elements once; rows and columns past the last window get zero first. */
+static int64_t lower_max_grad_tiled(Cg *cg, const Node *n, const Pool *p)
+{
+	LLVMTypeRef ct = cg_compute_type(cg, n->dtype);
+	int64_t grid, per = planes_per_wg(p->planes, p->h * p->w, &grid);
+	bool uncovered = p->oh * p->sh < p->h || p->ow * p->sw < p->w;
+	CgLoop wg, pl;
+	LLVMValueRef plane = planes_begin(cg, per, p->planes, &wg, &pl);
+	LLVMValueRef base = mulc(cg, plane, p->h * p->w), ybase = mulc(cg, plane, p->oh * p->ow);
+	if (uncovered) {
+		CgLoop z = cg_for_begin(cg, c64(cg, 0), c64(cg, p->h * p->w), "z");
+		cg_store(cg, n->id, add(cg, base, z.i), cg_real(cg, ct, 0));
+		cg_for_end(cg, &z);
+	}
+	CgLoop oh = cg_for_begin(cg, c64(cg, 0), c64(cg, p->oh), "oh");
+	CgLoop ow = cg_for_begin(cg, c64(cg, 0), c64(cg, p->ow), "ow");
+	LLVMValueRef g = cg_load(cg, n->in[0], add(cg, ybase, add(cg, mulc(cg, oh.i, p->ow), ow.i)));
+	Scan s = scan_window(cg, p, base, oh.i, ow.i, true);
+	CgLoop i = cg_for_begin(cg, c64(cg, 0), c64(cg, p->kh), "wi");
+	CgLoop j = cg_for_begin(cg, c64(cg, 0), c64(cg, p->kw), "wj");
+	LLVMValueRef at = add(cg, mulc(cg, add(cg, mulc(cg, oh.i, p->sh), i.i), p->w), add(cg, mulc(cg, ow.i, p->sw), j.i));
+	LLVMValueRef mine = LLVMBuildICmp(cg->b, LLVMIntEQ, at, s.pos, "");
+	cg_store(cg, n->id, add(cg, base, at), LLVMBuildSelect(cg->b, mine, g, cg_real(cg, ct, 0), ""));
+	close2(cg, &j, &i);
+	close2(cg, &ow, &oh);
+	close2(cg, &pl, &wg);
+	return grid;
+}
+
 /* Gradient: dx[plane][ih][iw] = sum over the windows containing (ih, iw) of what they send it. */
 static int64_t lower_pool_grad(Cg *cg, const Node *n, bool want_max)
 {
 	Pool p = pool_of(cg, n, 1);
+	if (want_max && p.kh == p.sh && p.kw == p.sw && p.ph == 0 && p.pw == 0)
+		return lower_max_grad_tiled(cg, n, &p);
 	int dy = n->in[0];
 	LLVMTypeRef ct = cg_compute_type(cg, n->dtype);
 	int64_t grid, per = planes_per_wg(p.planes, p.h * p.w, &grid);

@@ -71,7 +71,7 @@ typedef struct Graph {
 	int output;             /* scores the loss consumes (training program) */
 	int loss;               /* training loss, a scalar */
 	int eval_output, eval_loss; /* the same in the evaluation program, -1 until make-eval */
-	int lr, rng;            /* runtime nodes, -1 until autodiff makes them */
+	int lr, rng;            /* runtime nodes: the frontend makes rng for dropout, autodiff lr */
 	int64_t arena_bytes;    /* set by plan-memory */
 } Graph;
 
@@ -142,7 +142,7 @@ void ir_eval_node(const Graph *g, const Node *n, const double *const *in, double
  * shape_numel doubles the caller owns). Leaf values must be filled in before. */
 void ir_interp(const Graph *g, unsigned programs, double **values);
 
-/* ---- gradient rules (implemented in passes/autodiff.c, used by the ops' GradFn) ---- */
+/* ---- gradient rules: what a GradFn may call (ir/grad_context.c; passes/autodiff.c drives) ---- */
 Graph *gc_graph(GradContext *gc);
 /* Adds grad to the gradient flowing into node x (summing contributions). */
 void gc_accumulate(GradContext *gc, int x, int grad);

@@ -296,10 +296,10 @@ static bool pool_geom(const Node *n, const Shape *x, PoolGeom *p, char *err, siz
 {
 	char sx[96];
 	int64_t pad;
-	if (!op_attr_int(n, 0, 1, OP_ATTR_MAX, &p->kh, err, errlen) || !op_attr_int(n, 1, 1, OP_ATTR_MAX, &p->kw, err, errlen) ||
-	    !op_attr_int(n, 2, 1, OP_ATTR_MAX, &p->sh, err, errlen) || !op_attr_int(n, 3, 1, OP_ATTR_MAX, &p->sw, err, errlen) ||
-	    !op_attr_int(n, 4, 0, OP_ATTR_MAX, &p->ph, err, errlen) || !op_attr_int(n, 5, 0, OP_ATTR_MAX, &p->pw, err, errlen))
-		return false;
+	int64_t *field[6] = {&p->kh, &p->kw, &p->sh, &p->sw, &p->ph, &p->pw};
+	for (int i = 0; i < 6; i++) /* windows and strides from 1, padding from 0 */
+		if (!op_attr_int(n, i, i < 4 ? 1 : 0, OP_ATTR_MAX, field[i], err, errlen))
+			return false;
 	p->include_pad = false;
 	if (ir_op_nattrs(n->op) > 6) {
 		if (!op_attr_int(n, 6, 0, 1, &pad, err, errlen))
@@ -411,10 +411,25 @@ static void pool_ref(const Graph *g, const Node *n, const double *const *in, dou
 	free(idx);
 }
 
-void ref_max_pool2d(const Graph *g, const Node *n, const double *const *in, double *out) { pool_ref(g, n, in, out, POOL_MAX); }
-void ref_avg_pool2d(const Graph *g, const Node *n, const double *const *in, double *out) { pool_ref(g, n, in, out, POOL_AVG); }
-void ref_max_pool2d_grad(const Graph *g, const Node *n, const double *const *in, double *out) { pool_ref(g, n, in, out, POOL_MAX_GRAD); }
-void ref_avg_pool2d_grad(const Graph *g, const Node *n, const double *const *in, double *out) { pool_ref(g, n, in, out, POOL_AVG_GRAD); }
+void ref_max_pool2d(const Graph *g, const Node *n, const double *const *in, double *out)
+{
+	pool_ref(g, n, in, out, POOL_MAX);
+}
+
+void ref_avg_pool2d(const Graph *g, const Node *n, const double *const *in, double *out)
+{
+	pool_ref(g, n, in, out, POOL_AVG);
+}
+
+void ref_max_pool2d_grad(const Graph *g, const Node *n, const double *const *in, double *out)
+{
+	pool_ref(g, n, in, out, POOL_MAX_GRAD);
+}
+
+void ref_avg_pool2d_grad(const Graph *g, const Node *n, const double *const *in, double *out)
+{
+	pool_ref(g, n, in, out, POOL_AVG_GRAD);
+}
 
 static void grad_pool(GradContext *gc, const Node *n, int dy, OpId op)
 {

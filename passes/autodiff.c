@@ -6,39 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/grad_context.h"
 #include "passes/passes.h"
-
-struct GradContext {
-	Graph *g;
-	int n;         /* nodes that existed before differentiation */
-	int *grad;     /* per node: gradient node id or -1 */
-	char *needs;   /* per node: a param depends on... the node depends on a param */
-};
-
-Graph *gc_graph(GradContext *gc) { return gc->g; }
-
-void gc_accumulate(GradContext *gc, int x, int grad)
-{
-	if (x < 0 || x >= gc->n || !gc->needs[x])
-		return; /* no param upstream: the contribution is dead and dead-code removal drops it */
-	if (gc->grad[x] < 0) {
-		gc->grad[x] = grad;
-		return;
-	}
-	int in[2] = {gc->grad[x], grad};
-	gc->grad[x] = ir_emit(gc->g, OP_add, in, NULL);
-}
-
-int gc_rng(GradContext *gc)
-{
-	Graph *g = gc->g;
-	if (g->rng < 0) {
-		int64_t two = 2;
-		double slot = RUNTIME_RNG;
-		g->rng = ir_leaf(g, OP_runtime, "rng", shape_make(1, &two), DT_I32, &slot);
-	}
-	return g->rng;
-}
 
 int *autodiff_gradients(Graph *g, int loss)
 {

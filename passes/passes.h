@@ -9,7 +9,7 @@ typedef struct {
 } PassOptions;
 
 /* autodiff: from the loss, gradient nodes by each op's rule, then the optimizer update of every
- * param as graph nodes (passes/autodiff.c, passes/optimizer.c). Makes the lr and rng runtime nodes. */
+ * param as graph nodes (passes/autodiff.c, passes/optimizer.c). Makes the lr runtime node. */
 bool pass_autodiff(Graph *g, const PassOptions *o, Diag *d);
 /* make-eval: the evaluation program, the forward nodes again with dropout taken out (passes/make_eval.c) */
 bool pass_make_eval(Graph *g, const PassOptions *o, Diag *d);

@@ -326,8 +326,9 @@ static bool run_epochs(Loop *L, Plan *p, const Dataset *train, const Dataset *te
 		}
 		evaluated = ok && test && L->step % p->per_epoch == 0;
 		if (evaluated) {
+			double t = now();
 			evaluate(L, test, quiet, &p->accuracy);
-			iv.t_mark = now();
+			iv.t_mark += now() - t; /* the interval's rate counts training only */
 		}
 	}
 	if (ok && test && !evaluated)

@@ -11,3 +11,7 @@ config.substitutions.append(("%netc", config.netc))
 config.substitutions.append(("FileCheck", config.filecheck))
 config.substitutions.append(("%models", os.path.join(config.netc_source_dir, "models")))
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "inputs")))
+import sys
+config.substitutions.append(("%python", sys.executable))
+# LLVM's `not` and friends
+config.environment["PATH"] = "/usr/lib/llvm-19/bin:" + os.environ.get("PATH", "")
