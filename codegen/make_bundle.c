@@ -63,6 +63,7 @@ static BundleKernel *kernel_list(const Graph *g, const CgOutput *code, unsigned 
 		snprintf(list[n].name, sizeof list[n].name, "%s", k->name);
 		list[n].node = k->node;
 		list[n].grid = k->grid;
+		list[n].block = 1;
 		n++;
 	}
 	*count = n;
@@ -97,14 +98,17 @@ void cg_make_bundle(const Graph *g, const CgOutput *code, const char *target, Bu
 	b->rng = g->rng >= 0 ? index[g->rng] : -1;
 	free(index);
 
-	b->train_kernels = kernel_list(g, code, PROG_TRAIN, &b->ntrain);
-	b->eval_kernels = kernel_list(g, code, PROG_EVAL, &b->neval);
 	b->ncode = 1;
 	b->code = xcalloc(1, sizeof *b->code);
-	snprintf(b->code[0].target, sizeof b->code[0].target, "%s", target);
-	b->code[0].size = code->size;
-	b->code[0].data = malloc(code->size ? code->size : 1);
-	if (!b->code[0].data)
+	BundleCode *c = &b->code[0];
+	snprintf(c->target, sizeof c->target, "%s", target);
+	snprintf(c->arch, sizeof c->arch, "%s", target);
+	c->kind = CODE_HOST;
+	c->train_kernels = kernel_list(g, code, PROG_TRAIN, &c->ntrain);
+	c->eval_kernels = kernel_list(g, code, PROG_EVAL, &c->neval);
+	c->size = code->size;
+	c->data = malloc(code->size ? code->size : 1);
+	if (!c->data)
 		abort();
-	memcpy(b->code[0].data, code->code, code->size);
+	memcpy(c->data, code->code, code->size);
 }

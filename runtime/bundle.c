@@ -6,9 +6,9 @@
  *   "NETCBNDL"  u32 version
  *   header               u64 bytes, then the scalar fields of Bundle and its TrainConfig
  *   buffer table         u64 bytes, u32 count, count records of BUF_RECORD bytes
- *   training kernels     u64 bytes, u32 count, count records of KERNEL_RECORD bytes
- *   evaluation kernels   the same
- *   code objects         u64 bytes, u32 count, then each: target[32], u64 size, size bytes
+ *   code objects         u64 bytes, u32 count, then each: target[32], arch[32], i32 kind,
+ *                        i32 wave, u64 size, size bytes, training kernels, evaluation kernels
+ *   kernel lists         u64 bytes, u32 count, count records of KERNEL_RECORD bytes
  *
  * Strings are fixed-size fields (as in the structs) that must hold a NUL. */
 #include <errno.h>
@@ -22,7 +22,7 @@
 #include "runtime/readfile.h"
 
 #define BUF_RECORD (96 + 4 * 4 + 8 * BUNDLE_MAX_DIMS + 8 + 8 + 4 + 8 + 4)
-#define KERNEL_RECORD (64 + 4 + 8)
+#define KERNEL_RECORD (64 + 4 + 8 + 4)
 #define CODE_TARGET 32
 
 /* ---- writing ---- */
@@ -161,6 +161,7 @@ static void w_kernels(Wr *w, const BundleKernel *k, int32_t n)
 		w_bytes(w, k[i].name, sizeof k[i].name);
 		w_i32(w, k[i].node);
 		w_i64(w, k[i].grid);
+		w_i32(w, k[i].block);
 	}
 	w_end(w, at);
 }
@@ -170,9 +171,15 @@ static void w_code(Wr *w, const Bundle *b)
 	size_t at = w_begin(w);
 	w_u32(w, (uint32_t)b->ncode);
 	for (int i = 0; i < b->ncode; i++) {
-		w_bytes(w, b->code[i].target, CODE_TARGET);
-		w_u64(w, b->code[i].size);
-		w_bytes(w, b->code[i].data, b->code[i].size);
+		const BundleCode *c = &b->code[i];
+		w_bytes(w, c->target, CODE_TARGET);
+		w_bytes(w, c->arch, CODE_TARGET);
+		w_i32(w, c->kind);
+		w_i32(w, c->wave);
+		w_u64(w, c->size);
+		w_bytes(w, c->data, c->size);
+		w_kernels(w, c->train_kernels, c->ntrain);
+		w_kernels(w, c->eval_kernels, c->neval);
 	}
 	w_end(w, at);
 }
@@ -184,8 +191,6 @@ bool bundle_write(const Bundle *b, const char *path, char *err, size_t errlen)
 	w_u32(&w, BUNDLE_VERSION);
 	w_header(&w, b);
 	w_buffers(&w, b);
-	w_kernels(&w, b->train_kernels, b->ntrain);
-	w_kernels(&w, b->eval_kernels, b->neval);
 	w_code(&w, b);
 	if (w.oom) {
 		free(w.p);
@@ -466,9 +471,10 @@ static void r_kernels(Rd *r, const char *what, BundleKernel **list, int32_t *cou
 		r_str(&s, k->name, sizeof k->name, "kernel name");
 		k->node = r_i32(&s, what);
 		k->grid = r_i64(&s, what);
-		if (s.ok && (!k->name[0] || k->grid < 0))
-			r_fail(&s, "malformed bundle: kernel %d of the %s: name '%s', grid %lld", i, what,
-			       k->name, (long long)k->grid);
+		k->block = r_i32(&s, what);
+		if (s.ok && (!k->name[0] || k->grid < 0 || k->block < 1 || k->block > 1024))
+			r_fail(&s, "malformed bundle: kernel %d of the %s: name '%s', grid %lld, block %d", i,
+			       what, k->name, (long long)k->grid, k->block);
 	}
 	r->ok = s.ok;
 }
@@ -486,6 +492,12 @@ static void r_code(Rd *r, Bundle *b)
 	for (int i = 0; i < b->ncode && s.ok; i++) {
 		BundleCode *c = &b->code[i];
 		r_str(&s, c->target, sizeof c->target, "code object target");
+		r_str(&s, c->arch, sizeof c->arch, "code object architecture");
+		c->kind = r_i32(&s, "code object kind");
+		c->wave = r_i32(&s, "code object wave size");
+		if (s.ok && (c->kind < CODE_HOST || c->kind > CODE_PTX || c->wave < 0 || c->wave > 64))
+			r_fail(&s, "malformed bundle: code object '%s' has kind %d, wave size %d", c->target,
+			       c->kind, c->wave);
 		c->size = r_u64(&s, "code object");
 		if (!s.ok)
 			break;
@@ -496,6 +508,8 @@ static void r_code(Rd *r, Bundle *b)
 		}
 		if ((c->data = r_alloc(&s, (size_t)c->size, 1)))
 			memcpy(c->data, r_take(&s, (size_t)c->size, "code object"), (size_t)c->size);
+		r_kernels(&s, "training kernel list", &c->train_kernels, &c->ntrain);
+		r_kernels(&s, "evaluation kernel list", &c->eval_kernels, &c->neval);
 	}
 	r_section_end(&s, "code objects");
 	r->ok = s.ok;
@@ -545,8 +559,6 @@ bool bundle_read(Bundle *b, const char *path, char *err, size_t errlen)
 	r_magic(&r);
 	r_header(&r, b);
 	r_buffers(&r, b);
-	r_kernels(&r, "training kernel list", &b->train_kernels, &b->ntrain);
-	r_kernels(&r, "evaluation kernel list", &b->eval_kernels, &b->neval);
 	r_code(&r, b);
 	if (r.ok && r_left(&r))
 		r_fail(&r, "malformed bundle: %zu bytes after the last section", r_left(&r));
@@ -561,10 +573,11 @@ bool bundle_read(Bundle *b, const char *path, char *err, size_t errlen)
 void bundle_free(Bundle *b)
 {
 	free(b->buf);
-	free(b->train_kernels);
-	free(b->eval_kernels);
-	for (int i = 0; i < b->ncode; i++)
+	for (int i = 0; i < b->ncode; i++) {
 		free(b->code[i].data);
+		free(b->code[i].train_kernels);
+		free(b->code[i].eval_kernels);
+	}
 	free(b->code);
 	memset(b, 0, sizeof *b);
 }
@@ -577,10 +590,10 @@ int bundle_find_buffer(const Bundle *b, const char *name)
 	return -1;
 }
 
-const BundleCode *bundle_code_for(const Bundle *b, const char *target)
+const BundleCode *bundle_code_for(const Bundle *b, const char *arch)
 {
 	for (int i = 0; i < b->ncode; i++)
-		if (strcmp(b->code[i].target, target) == 0)
+		if (strcmp(b->code[i].arch, arch) == 0)
 			return &b->code[i];
 	return NULL;
 }

@@ -12,7 +12,7 @@
 #include "ir/train_config.h"
 
 #define BUNDLE_MAGIC "NETCBNDL"
-#define BUNDLE_VERSION 1
+#define BUNDLE_VERSION 2
 #define BUNDLE_MAX_DIMS 6
 
 typedef enum {
@@ -44,12 +44,27 @@ typedef struct {
 	char name[64];       /* symbol in the code object */
 	int32_t node;
 	int64_t grid;        /* work-groups */
+	int32_t block;       /* work-items per work-group (1 on the host) */
 } BundleKernel;
 
+typedef enum {
+	CODE_HOST,           /* a shared object for the CPU */
+	CODE_HSACO,          /* an AMDGPU code object */
+	CODE_PTX             /* PTX text for the CUDA driver */
+} CodeKind;
+
+/* One code object per target, with the launch lists of its kernels (grids differ per target). */
 typedef struct {
-	char target[32];     /* "host" */
+	char target[32];     /* as compiled: "host", "gfx906", "gfx90a:xnack-", "sm_90" */
+	char arch[32];       /* what a device reports: "host", "gfx90a", "sm_90" */
+	int32_t kind;        /* CodeKind */
+	int32_t wave;        /* wavefront or warp size; 0 on the host */
 	uint64_t size;
 	uint8_t *data;
+	BundleKernel *train_kernels; /* launch order of one training step */
+	int32_t ntrain;
+	BundleKernel *eval_kernels;  /* launch order of one evaluation batch */
+	int32_t neval;
 } BundleCode;
 
 typedef struct {
@@ -62,10 +77,6 @@ typedef struct {
 	int32_t image, label, loss, output, eval_loss, eval_output, lr, rng;
 	BundleBuffer *buf;
 	int32_t nbuf;
-	BundleKernel *train_kernels; /* launch order of one training step */
-	int32_t ntrain;
-	BundleKernel *eval_kernels;  /* launch order of one evaluation batch */
-	int32_t neval;
 	BundleCode *code;
 	int32_t ncode;
 } Bundle;
@@ -76,6 +87,7 @@ bool bundle_write(const Bundle *b, const char *path, char *err, size_t errlen);
 bool bundle_read(Bundle *b, const char *path, char *err, size_t errlen);
 void bundle_free(Bundle *b);
 int bundle_find_buffer(const Bundle *b, const char *name); /* index or -1 */
-const BundleCode *bundle_code_for(const Bundle *b, const char *target);
+/* The code object for a device architecture ("host", "gfx1030", "sm_90"), or NULL. */
+const BundleCode *bundle_code_for(const Bundle *b, const char *arch);
 
 #endif

@@ -9,6 +9,7 @@
 struct Session {
 	const Bundle *b;
 	const RtDeviceOps *ops;
+	const BundleCode *code; /* the code object this device runs */
 	RtDevice *dev;
 	void *arena;      /* device memory */
 	uint8_t *host;    /* the host's view of the arena, NULL where the device has none */
@@ -84,11 +85,12 @@ Session *rt_open(const Bundle *b, const char *device, int threads, char *err, si
 	}
 	s->b = b;
 	s->ops = ops;
+	s->code = code;
 	bool ok = (s->dev = ops->open(threads, err, errlen)) &&
 		  (s->arena = ops->alloc(s->dev, (size_t)b->arena_bytes, err, errlen)) &&
 		  (s->module = ops->load_code(s->dev, code->data, code->size, err, errlen)) &&
-		  (s->train = resolve(s, b->train_kernels, b->ntrain, err, errlen)) &&
-		  (s->eval = resolve(s, b->eval_kernels, b->neval, err, errlen));
+		  (s->train = resolve(s, code->train_kernels, code->ntrain, err, errlen)) &&
+		  (s->eval = resolve(s, code->eval_kernels, code->neval, err, errlen));
 	if (!ok) {
 		rt_close(s);
 		return NULL;
@@ -115,10 +117,10 @@ void rt_close(Session *s)
 
 void rt_run(Session *s, int program)
 {
-	const Bundle *b = s->b;
-	const BundleKernel *k = program == RT_PROG_TRAIN ? b->train_kernels : b->eval_kernels;
+	const BundleCode *c = s->code;
+	const BundleKernel *k = program == RT_PROG_TRAIN ? c->train_kernels : c->eval_kernels;
 	void **fn = program == RT_PROG_TRAIN ? s->train : s->eval;
-	int n = program == RT_PROG_TRAIN ? b->ntrain : b->neval;
+	int n = program == RT_PROG_TRAIN ? c->ntrain : c->neval;
 	if (program != RT_PROG_TRAIN && program != RT_PROG_EVAL) {
 		fprintf(stderr, "%s:%d: rt_run: no program %d\n", __FILE__, __LINE__, program);
 		abort();

@@ -119,7 +119,7 @@ static bool check_bundle(const Bundle *b, const Dataset *d, char *err, size_t er
 
 static bool has_eval(const Bundle *b)
 {
-	return b->neval > 0 && b->eval_loss >= 0 && b->eval_output >= 0;
+	return b->eval_loss >= 0 && b->eval_output >= 0;
 }
 
 static bool check_dataset(const Bundle *b, char *err, size_t errlen)

@@ -75,7 +75,7 @@ static int cmd_compile(const Args *a)
 		rc = 1;
 	} else if (!a->quiet) {
 		printf("wrote %s: %s, batch %lld, %d kernels per training step, arena %.1f MiB\n", a->output,
-		       b.model, (long long)b.batch, b.ntrain, b.arena_bytes / 1048576.0);
+		       b.model, (long long)b.batch, b.code[0].ntrain, b.arena_bytes / 1048576.0);
 	}
 	bundle_free(&b);
 	return rc;
@@ -109,7 +109,7 @@ static int cmd_bench(const Args *a)
 	int rc = rt_bench(&b, &o, &r);
 	if (rc == 0) {
 		printf("model %s, batch %lld, %d kernels per step, %.3g GFLOP per step\n", b.model,
-		       (long long)b.batch, b.ntrain, b.flops_per_step / 1e9);
+		       (long long)b.batch, b.code[0].ntrain, b.flops_per_step / 1e9);
 		printf("ms/step: %.3f (median of %d repeats of %lld steps; min %.3f, max %.3f)\n", r.ms_per_step,
 		       o.repeats, (long long)o.steps, r.ms_min, r.ms_max);
 		printf("examples/s: %.0f\n", r.examples_per_s);

@@ -67,24 +67,29 @@ static void make_bundle(Bundle *b)
 	b->arena_bytes = offset;
 	b->image = 0, b->label = 1, b->loss = 2, b->output = 2;
 	b->eval_loss = -1, b->eval_output = -1, b->lr = -1, b->rng = b->nbuf - 1;
-	b->ntrain = 1 + (int32_t)(rnd() % 6);
-	b->neval = (int32_t)(rnd() % 4);
-	b->train_kernels = xcalloc((size_t)b->ntrain, sizeof *b->train_kernels);
-	b->eval_kernels = xcalloc((size_t)b->neval + 1, sizeof *b->eval_kernels);
-	for (int i = 0; i < b->ntrain + b->neval; i++) {
-		BundleKernel *k = i < b->ntrain ? &b->train_kernels[i] : &b->eval_kernels[i - b->ntrain];
-		snprintf(k->name, sizeof k->name, "k%d_op%u", i, rnd() % 50);
-		k->node = (int32_t)(rnd() % 100);
-		k->grid = 1 + rnd() % 100000;
-	}
 	b->ncode = 2;
 	b->code = xcalloc(2, sizeof *b->code);
 	for (int i = 0; i < 2; i++) {
-		snprintf(b->code[i].target, sizeof b->code[i].target, i ? "gfx%u" : "host", 900 + rnd() % 300);
-		b->code[i].size = 50 + rnd() % 300;
-		b->code[i].data = xcalloc(b->code[i].size, 1);
-		for (uint64_t j = 0; j < b->code[i].size; j++)
-			b->code[i].data[j] = (uint8_t)rnd();
+		BundleCode *c = &b->code[i];
+		snprintf(c->target, sizeof c->target, i ? "gfx%u:xnack-" : "host", 900 + rnd() % 300);
+		snprintf(c->arch, sizeof c->arch, "%.*s", (int)strcspn(c->target, ":"), c->target);
+		c->kind = i ? CODE_HSACO : CODE_HOST;
+		c->wave = i ? 64 : 0;
+		c->size = 50 + rnd() % 300;
+		c->data = xcalloc(c->size, 1);
+		for (uint64_t j = 0; j < c->size; j++)
+			c->data[j] = (uint8_t)rnd();
+		c->ntrain = 1 + (int32_t)(rnd() % 6);
+		c->neval = (int32_t)(rnd() % 4);
+		c->train_kernels = xcalloc((size_t)c->ntrain, sizeof *c->train_kernels);
+		c->eval_kernels = xcalloc((size_t)c->neval + 1, sizeof *c->eval_kernels);
+		for (int k = 0; k < c->ntrain + c->neval; k++) {
+			BundleKernel *kk = k < c->ntrain ? &c->train_kernels[k] : &c->eval_kernels[k - c->ntrain];
+			snprintf(kk->name, sizeof kk->name, "k%d_op%u", k, rnd() % 50);
+			kk->node = (int32_t)(rnd() % 100);
+			kk->grid = 1 + rnd() % 100000;
+			kk->block = i ? 256 : 1;
+		}
 	}
 }
 
@@ -106,17 +111,22 @@ static void check_equal(const Bundle *a, const Bundle *b)
 		       memcmp(a->buf[i].dim, b->buf[i].dim, sizeof a->buf[i].dim) == 0 &&
 		       a->buf[i].role == b->buf[i].role && a->buf[i].dtype == b->buf[i].dtype),
 		      "buffer %d", i);
-	CHECK(a->ntrain == b->ntrain && a->neval == b->neval, "kernel counts");
-	for (int i = 0; i < a->ntrain && a->ntrain == b->ntrain; i++)
-		CHECK(strcmp(a->train_kernels[i].name, b->train_kernels[i].name) == 0 &&
-		      a->train_kernels[i].grid == b->train_kernels[i].grid, "train kernel %d", i);
-	for (int i = 0; i < a->neval && a->neval == b->neval; i++)
-		CHECK(strcmp(a->eval_kernels[i].name, b->eval_kernels[i].name) == 0 &&
-		      a->eval_kernels[i].node == b->eval_kernels[i].node, "eval kernel %d", i);
 	CHECK(a->ncode == b->ncode, "ncode");
-	for (int i = 0; i < a->ncode && a->ncode == b->ncode; i++)
-		CHECK(strcmp(a->code[i].target, b->code[i].target) == 0 && a->code[i].size == b->code[i].size &&
-		      memcmp(a->code[i].data, b->code[i].data, a->code[i].size) == 0, "code %d", i);
+	for (int i = 0; i < a->ncode && a->ncode == b->ncode; i++) {
+		const BundleCode *x = &a->code[i], *y = &b->code[i];
+		CHECK(strcmp(x->target, y->target) == 0 && strcmp(x->arch, y->arch) == 0 && x->kind == y->kind &&
+		      x->wave == y->wave && x->size == y->size && memcmp(x->data, y->data, x->size) == 0,
+		      "code %d", i);
+		CHECK(x->ntrain == y->ntrain && x->neval == y->neval, "kernel counts of code %d", i);
+		for (int k = 0; k < x->ntrain && x->ntrain == y->ntrain; k++)
+			CHECK(strcmp(x->train_kernels[k].name, y->train_kernels[k].name) == 0 &&
+			      x->train_kernels[k].grid == y->train_kernels[k].grid &&
+			      x->train_kernels[k].block == y->train_kernels[k].block, "train kernel %d", k);
+		for (int k = 0; k < x->neval && x->neval == y->neval; k++)
+			CHECK(strcmp(x->eval_kernels[k].name, y->eval_kernels[k].name) == 0 &&
+			      x->eval_kernels[k].node == y->eval_kernels[k].node, "eval kernel %d", k);
+	}
+	CHECK(bundle_code_for(b, b->code[1].arch) == &b->code[1], "bundle_code_for gfx");
 	CHECK(bundle_code_for(b, "host") == &b->code[0], "bundle_code_for host");
 	CHECK(bundle_code_for(b, "sm_80") == NULL, "bundle_code_for missing");
 	CHECK(bundle_find_buffer(b, a->buf[1].name) == 1, "find_buffer");
