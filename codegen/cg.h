@@ -1,11 +1,19 @@
 /* cg.h: lowering graph nodes to kernels in LLVM IR, and compiling them for a target.
  *
- * Kernel ABI (every target the same for now: the host):
+ * Kernel ABI on the host:
  *     void k<ID>_<op>(ptr arena, i64 wg_begin, i64 wg_end)
  * The kernel computes work-groups [wg_begin, wg_end) of its grid. The runtime splits a kernel's
- * grid across its threads; inside a work-group LLVM vectorizes the inner loops. Every buffer is
- * at a fixed byte offset in the one arena (Node.offset, from plan-memory); assign nodes write
- * their target's storage. */
+ * grid across its threads; inside a work-group LLVM vectorizes the inner loops.
+ *
+ * Kernel ABI on GPUs (AMDGPU, NVPTX):
+ *     kernel void k<ID>_<op>(ptr addrspace(1) arena)
+ * launched over `grid` work-groups of `block` work-items (1-D). A lowering written for GPUs sets
+ * cg->gpu_native and cg->block and uses the work-item/work-group ids itself. Any other lowering
+ * runs unchanged: the driver gives each work-item one of the lowering's work-groups
+ * (wg_begin = global id, wg_end = wg_begin + 1, and a guard against ids past the grid).
+ *
+ * Every buffer is at a fixed byte offset in the one arena (Node.offset, from plan-memory);
+ * assign nodes write their target's storage. */
 #ifndef NETC_CG_H
 #define NETC_CG_H
 
@@ -13,18 +21,25 @@
 
 #include "ir/ir.h"
 
+typedef enum { CG_HOST, CG_AMDGPU, CG_NVPTX } CgTargetKind;
+
 typedef struct {
-	char name[32];     /* "host" */
+	char name[32];     /* canonical, as bundles record it: "host", "gfx906", "gfx90a:xnack-", "sm_90" */
+	char arch[32];     /* what a device reports: "host", "gfx90a", "sm_90" */
+	CgTargetKind kind;
 	char triple[64];
-	char cpu[64];
+	char cpu[64];      /* LLVM CPU name: host CPU, gfxNNN, sm_NN */
 	char features[1024];
-	int simd_f32;      /* f32 lanes in one vector register: 16 with AVX-512, 8 with AVX2, 4 else */
+	int simd_f32;      /* host: f32 lanes in one vector register (16 AVX-512, 8 AVX2, 4 else) */
+	int wave;          /* wavefront/warp size: 32 or 64 on AMD, 32 on NVIDIA, 0 on the host */
+	int code_object_version; /* AMD: 4, 5 or 6 */
 } CgTarget;
 
 typedef struct {
 	char name[64];     /* symbol: k<ID>_<op> */
 	int node;
 	int64_t grid;      /* number of work-groups */
+	int block;         /* work-items per work-group: 1 on the host */
 } CgKernel;
 
 typedef struct {
@@ -33,6 +48,7 @@ typedef struct {
 	CgKernel *kernels; /* one per node that owns a kernel, in node order */
 	int nkernels;
 	char *ir;          /* optimized LLVM IR as text, when asked for */
+	char *assembly;    /* the target's assembly (PTX is the code itself), when asked for */
 } CgOutput;
 
 typedef struct Cg {
@@ -45,6 +61,8 @@ typedef struct Cg {
 	/* the kernel being emitted */
 	LLVMValueRef fn, arena, wg_begin, wg_end;
 	LLVMBasicBlockRef entry; /* allocas go here (cg_local) */
+	bool gpu_native;   /* GPU lowerings set it: they use work-item ids themselves */
+	int block;         /* GPU lowerings set it: work-items per work-group */
 } Cg;
 
 /* A lowering emits node n's kernel body into cg->fn (builder positioned in its body, after the
@@ -52,8 +70,19 @@ typedef struct Cg {
  * adds the return. Each op's lowering is named in ir/ops.def. */
 typedef int64_t (*LowerFn)(Cg *cg, const Node *n);
 
-/* ---- driver (codegen/cg_core.c) ---- */
+/* ---- targets (codegen/targets.c) ---- */
 bool cg_target_host(CgTarget *t);
+typedef struct {
+	int wave;                /* 0: the chip's default; 32 or 64 */
+	int code_object_version; /* 0: 5 */
+} CgTargetOptions;
+/* One target by name or alias ("gfx1030", "rx6800", "gfx90a:xnack-", "sm_90", "host"); an error
+ * names the unknown target and says `netc targets` lists them. */
+bool cg_target_lookup(const char *spec, const CgTargetOptions *o, CgTarget *t, char *err, size_t errlen);
+/* Prints every target and alias with its wave size and what is known of it (`netc targets`). */
+void cg_targets_print(FILE *out);
+
+/* ---- driver (codegen/cg_core.c) ---- */
 /* Lowers every node of the graph's programs that has a kernel, optimizes the module with the
  * O3 pipeline, compiles it for t and links it (ld.lld) into a code object. want_ir keeps the IR. */
 bool cg_compile(const Graph *g, const CgTarget *t, bool want_ir, CgOutput *out, char *err, size_t errlen);
@@ -87,6 +116,15 @@ typedef struct {
 } CgLoop;
 CgLoop cg_for_begin(Cg *cg, LLVMValueRef lo, LLVMValueRef hi, const char *name);
 void cg_for_end(Cg *cg, CgLoop *loop);
+
+/* ---- GPU helpers (codegen/cg_gpu.c) ---- */
+bool cg_is_gpu(const Cg *cg);
+LLVMValueRef cg_workitem_id(Cg *cg);  /* i32, within the work-group */
+LLVMValueRef cg_workgroup_id(Cg *cg); /* i32 */
+/* Work-group barrier that also orders LDS (shared memory) accesses. */
+void cg_barrier(Cg *cg);
+/* A work-group-shared array (LDS on AMD, shared memory on NVIDIA): a pointer in addrspace 3. */
+LLVMValueRef cg_shared_array(Cg *cg, LLVMTypeRef elem, int64_t count, const char *name);
 
 /* ---- lowerings named in ir/ops.def ---- */
 int64_t cg_lower_elemwise(Cg *cg, const Node *n);            /* codegen/lower_elemwise.c */
