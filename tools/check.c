@@ -4,6 +4,7 @@
  * inputs (the leaves as they were before the step), so an error points at the kernel that made it
  * rather than spreading downstream. The whole step is then interpreted from the same start and
  * the two losses are compared. */
+#ifndef NETC_RUNTIME_ONLY
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,14 +39,19 @@ static double element(const void *p, DType t, int64_t i)
 	}
 }
 
-static double *read_values(const Node *n, const void *p)
+/* A buffer's values as doubles, read from whatever device the session runs on. */
+static double *read_values(Session *s, int buf, const Node *n)
 {
 	int64_t count = shape_numel(&n->shape);
+	size_t bytes = (size_t)count * dtype_size(n->dtype);
+	void *raw = malloc(bytes ? bytes : 1);
 	double *v = malloc((count ? count : 1) * sizeof *v);
-	if (!v)
+	if (!raw || !v)
 		abort();
+	rt_read(s, buf, raw, bytes);
 	for (int64_t i = 0; i < count; i++)
-		v[i] = element(p, n->dtype, i);
+		v[i] = element(raw, n->dtype, i);
+	free(raw);
 	return v;
 }
 
@@ -61,23 +67,26 @@ static uint64_t next_random(uint64_t *state)
 static void fill_inputs(Session *s, const Bundle *b, const Graph *g, uint64_t seed)
 {
 	uint64_t st = seed * 2654435761u + 17;
-	float *image = rt_buffer(s, b->image);
 	int64_t count = shape_numel(&g->node[g->image].shape);
+	float *image = malloc(count * sizeof *image);
+	int32_t *label = malloc(b->batch * sizeof *label);
+	if (!image || !label)
+		abort();
 	for (int64_t i = 0; i < count; i++) {
 		double u = (next_random(&st) >> 11) * 0x1.0p-53;
 		image[i] = (float)(u < 0.5 ? -2 + 3.8 * u : 0.1 + 3.8 * (u - 0.5));
 	}
-	int32_t *label = rt_buffer(s, b->label);
 	int64_t classes = g->node[g->output].shape.dim[g->node[g->output].shape.rank - 1];
 	for (int64_t i = 0; i < b->batch; i++)
 		label[i] = (int32_t)(next_random(&st) % (uint64_t)classes);
-	if (b->lr >= 0)
-		*(float *)rt_buffer(s, b->lr) = (float)g->train.lr;
-	if (b->rng >= 0) {
-		int32_t *rng = rt_buffer(s, b->rng);
-		rng[0] = (int32_t)(seed & 0x7fffffff);
-		rng[1] = 1;
-	}
+	rt_write(s, b->image, image, count * sizeof *image);
+	rt_write(s, b->label, label, b->batch * sizeof *label);
+	free(image);
+	free(label);
+	float lr = (float)g->train.lr;
+	int32_t rng[2] = {(int32_t)(seed & 0x7fffffff), 1};
+	rt_write(s, b->lr, &lr, sizeof lr);
+	rt_write(s, b->rng, rng, sizeof rng);
 }
 
 static double relative_error(const double *got, const double *want, int64_t count)
@@ -118,9 +127,9 @@ static void snapshot(Check *c, double **values, bool leaves_only)
 		if (n->op == OP_const)
 			values[i] = const_value(n);
 		else if (k >= 0 && (!leaves_only || ir_is_leaf(n->op)))
-			values[i] = read_values(n, rt_buffer(c->s, k));
+			values[i] = read_values(c->s, k, n);
 		else if (n->op == OP_assign && !leaves_only && c->buf_of[n->in[0]] >= 0)
-			values[i] = read_values(n, rt_buffer(c->s, c->buf_of[n->in[0]]));
+			values[i] = read_values(c->s, c->buf_of[n->in[0]], n);
 	}
 }
 
@@ -196,7 +205,7 @@ int cmd_check(const Args *a)
 	if (!model_load_bundle(a->model, batch, &b, &g))
 		return 1;
 	char err[512];
-	Session *s = rt_open(&b, "cpu", (int)a->threads, err, sizeof err);
+	Session *s = rt_open(&b, a->device, (int)a->threads, err, sizeof err);
 	if (!s) {
 		fprintf(stderr, "netc: error: %s\n", err);
 		bundle_free(&b);
@@ -212,8 +221,8 @@ int cmd_check(const Args *a)
 	for (int k = 0; k < b.nbuf; k++)
 		c.buf_of[b.buf[k].node] = k;
 
-	printf("check %s: one training step, batch %lld, seed %llu\n", g->name, (long long)batch,
-	       (unsigned long long)a->seed);
+	printf("check %s: one training step on %s, batch %lld, seed %llu\n", g->name, rt_device_info(s),
+	       (long long)batch, (unsigned long long)a->seed);
 	rt_init_params(s, a->seed);
 	fill_inputs(s, &b, g, a->seed);
 	snapshot(&c, c.before, true);
@@ -221,7 +230,9 @@ int cmd_check(const Args *a)
 	snapshot(&c, c.after, false);
 	int failed = check_nodes(&c);
 
-	double got = *(float *)rt_buffer(s, b.loss), want = reference_loss(&c);
+	float loss;
+	rt_read(s, b.loss, &loss, sizeof loss);
+	double got = loss, want = reference_loss(&c);
 	double loss_err = fabs(got - want) / fmax(fabs(want), 1e-30);
 	bool loss_ok = loss_err <= dtype_tolerance(g->node[g->loss].dtype);
 	printf("loss: compiled %.7g, reference %.7g (relative error %.3g)%s\n", got, want, loss_err,
@@ -239,3 +250,4 @@ int cmd_check(const Args *a)
 	ir_graph_free(g);
 	return failed || !loss_ok ? 1 : 0;
 }
+#endif /* NETC_RUNTIME_ONLY */
