@@ -151,6 +151,7 @@ static Node *new_node(Graph *g, OpId op)
 	n->op = op;
 	n->grad_of = -1;
 	n->offset = -1;
+	n->ws_offset = -1;
 	return n;
 }
 

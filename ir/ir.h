@@ -59,6 +59,7 @@ typedef struct Node {
 	unsigned programs;           /* PROG_* bits */
 	int grad_of;                 /* gradient nodes: the node whose gradient this is; else -1 */
 	int64_t offset;              /* byte offset in the arena (plan-memory); -1 for none */
+	int64_t ws_offset;           /* scratch for split-K partial sums (plan-memory); -1 for none */
 } Node;
 
 typedef struct Graph {
@@ -128,6 +129,15 @@ void ir_mark_program(Graph *g, const int *roots, int nroots, unsigned prog);
 bool ir_is_leaf(OpId op);
 /* Sum x over the axes along which it was broadcast to reach its shape from shape to. */
 int ir_sum_to(Graph *g, int x, const Shape *to);
+
+/* ---- GEMM shape and split-K (ir/gemm_shape.c) ---- */
+/* The GEMM a node computes as C[b][m][n] = sum_k A(b,m,k) B(b,k,n): conv2d, its two gradients
+ * and matmul. Returns false for other ops. */
+bool ir_gemm_shape(const Graph *g, const Node *n, int64_t *batch, int64_t *m, int64_t *nn, int64_t *k);
+/* How many slices of K a GPU kernel may sum separately (1: no split). A long K with a small
+ * output (weight gradients) would leave most of a GPU idle; the partial sums go to the node's
+ * workspace (split * m * n floats, batch 1 only) and are added in a fixed order. */
+int ir_split_k(const Graph *g, const Node *n);
 
 /* ---- checking and printing ---- */
 bool ir_verify(const Graph *g, char *err, size_t errlen);                 /* ir/verify.c */

@@ -1,0 +1,42 @@
+/* gemm_shape.c: the matrix product inside each GEMM-shaped op, and when its K is worth splitting. */
+#include "ir/ir.h"
+
+bool ir_gemm_shape(const Graph *g, const Node *n, int64_t *batch, int64_t *m, int64_t *nn, int64_t *k)
+{
+	const Shape *out = &n->shape;
+	const Shape *a = n->nin > 0 ? &g->node[n->in[0]].shape : NULL;
+	const Shape *b = n->nin > 1 ? &g->node[n->in[1]].shape : NULL;
+	switch (n->op) {
+	case OP_conv2d: /* per image: Cout x (Ho*Wo), K = Cin*KH*KW */
+		*batch = out->dim[0], *m = out->dim[1], *nn = out->dim[2] * out->dim[3];
+		*k = b->dim[1] * b->dim[2] * b->dim[3];
+		return true;
+	case OP_conv2d_grad_input: /* per image: Cin x (H*W), K = Cout*KH*KW; in = (dy, w) */
+		*batch = out->dim[0], *m = out->dim[1], *nn = out->dim[2] * out->dim[3];
+		*k = b->dim[0] * b->dim[2] * b->dim[3];
+		return true;
+	case OP_conv2d_grad_weight: /* Cout x (Cin*KH*KW), K = N*Ho*Wo; in = (dy, x) */
+		*batch = 1, *m = out->dim[0], *nn = out->dim[1] * out->dim[2] * out->dim[3];
+		*k = a->dim[0] * a->dim[2] * a->dim[3];
+		return true;
+	case OP_matmul:
+		*batch = 1, *m = out->dim[0], *nn = out->dim[1];
+		*k = n->attr[0] ? a->dim[0] : a->dim[1];
+		return true;
+	default:
+		return false;
+	}
+}
+
+#define SPLIT_MAX 32
+#define SPLIT_MIN_K 512    /* each slice keeps at least this much of K */
+#define SPLIT_MAX_MN 65536 /* outputs at least this large already fill a GPU with tiles */
+
+int ir_split_k(const Graph *g, const Node *n)
+{
+	int64_t batch, m, nn, k;
+	if (!ir_gemm_shape(g, n, &batch, &m, &nn, &k) || batch != 1 || m * nn >= SPLIT_MAX_MN)
+		return 1;
+	int64_t split = k / SPLIT_MIN_K;
+	return split < 1 ? 1 : split > SPLIT_MAX ? SPLIT_MAX : (int)split;
+}
