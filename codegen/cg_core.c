@@ -1,5 +1,5 @@
-/* cg_core.c: the codegen driver (host target, module, kernels, optimization, object, link) and
- * the small helpers every lowering uses. */
+/* cg_core.c: the codegen driver (target machine, module, host and GPU kernels, optimization,
+ * code objects) and the small helpers every lowering uses. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,43 +15,33 @@
 #define CG_FAIL(...) (fprintf(stderr, "%s:%d: internal error: ", __FILE__, __LINE__), \
 		      fprintf(stderr, __VA_ARGS__), fputc('\n', stderr), abort())
 
-/* ---- target ---- */
+/* ---- target machine ---- */
 
-bool cg_target_host(CgTarget *t)
+static bool init_llvm_target(CgTargetKind kind)
 {
-	memset(t, 0, sizeof *t);
-	if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter())
-		return false;
-	char *triple = LLVMGetDefaultTargetTriple();
-	char *cpu = LLVMGetHostCPUName();
-	char *features = LLVMGetHostCPUFeatures();
-	snprintf(t->name, sizeof t->name, "host");
-	snprintf(t->triple, sizeof t->triple, "%s", triple);
-	snprintf(t->cpu, sizeof t->cpu, "%s", cpu);
-	snprintf(t->features, sizeof t->features, "%s", features);
-	/* "+avx512f" must not match "+avx512fp16" alone: look for the name followed by ',' or end */
-	const char *f = t->features;
-	bool avx512 = false, avx = false;
-	for (const char *p = f; *p;) {
-		size_t n = strcspn(p, ",");
-		if (n == 8 && !strncmp(p, "+avx512f", 8))
-			avx512 = true;
-		if ((n == 5 && !strncmp(p, "+avx2", 5)) || (n == 4 && !strncmp(p, "+avx", 4)))
-			avx = true;
-		p += n + (p[n] == ',');
+	switch (kind) {
+	case CG_AMDGPU:
+		LLVMInitializeAMDGPUTargetInfo();
+		LLVMInitializeAMDGPUTarget();
+		LLVMInitializeAMDGPUTargetMC();
+		LLVMInitializeAMDGPUAsmPrinter();
+		return true;
+	case CG_NVPTX:
+		LLVMInitializeNVPTXTargetInfo();
+		LLVMInitializeNVPTXTarget();
+		LLVMInitializeNVPTXTargetMC();
+		LLVMInitializeNVPTXAsmPrinter();
+		return true;
+	default:
+		return !LLVMInitializeNativeTarget() && !LLVMInitializeNativeAsmPrinter();
 	}
-	t->simd_f32 = avx512 ? 16 : avx ? 8 : 4;
-	LLVMDisposeMessage(triple);
-	LLVMDisposeMessage(cpu);
-	LLVMDisposeMessage(features);
-	return true;
 }
 
 static LLVMTargetMachineRef make_machine(const CgTarget *t, char *err, size_t errlen)
 {
 	LLVMTargetRef target;
 	char *msg = NULL;
-	if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter()) {
+	if (!init_llvm_target(t->kind)) {
 		snprintf(err, errlen, "LLVM has no native target");
 		return NULL;
 	}
@@ -60,8 +50,9 @@ static LLVMTargetMachineRef make_machine(const CgTarget *t, char *err, size_t er
 		LLVMDisposeMessage(msg);
 		return NULL;
 	}
-	return LLVMCreateTargetMachine(target, t->triple, t->cpu, t->features, LLVMCodeGenLevelAggressive,
-				       LLVMRelocPIC, LLVMCodeModelDefault);
+	LLVMRelocMode reloc = t->kind == CG_NVPTX ? LLVMRelocDefault : LLVMRelocPIC;
+	return LLVMCreateTargetMachine(target, t->triple, t->cpu, t->features, LLVMCodeGenLevelAggressive, reloc,
+				       LLVMCodeModelDefault);
 }
 
 /* ---- helpers ---- */
@@ -167,10 +158,12 @@ CgLoop cg_for_begin(Cg *cg, LLVMValueRef lo, LLVMValueRef hi, const char *name)
 	return l;
 }
 
-void cg_for_end(Cg *cg, CgLoop *l)
+void cg_for_end(Cg *cg, CgLoop *l) { cg_for_end_step(cg, l, cg_i64(cg, 1)); }
+
+void cg_for_end_step(Cg *cg, CgLoop *l, LLVMValueRef step)
 {
 	LLVMBasicBlockRef latch = LLVMGetInsertBlock(cg->b);
-	LLVMValueRef next = LLVMBuildNSWAdd(cg->b, l->i, cg_i64(cg, 1), "");
+	LLVMValueRef next = LLVMBuildNSWAdd(cg->b, l->i, step, "");
 	LLVMAddIncoming(l->i, &next, &latch, 1);
 	LLVMBuildBr(cg->b, l->cond);
 	LLVMPositionBuilderAtEnd(cg->b, l->exit);
@@ -273,32 +266,130 @@ static void allow_contract(LLVMValueRef fn)
 				LLVMSetFastMathFlags(i, LLVMGetFastMathFlags(i) | LLVMFastMathAllowContract);
 }
 
-static void emit_kernel(Cg *cg, const Node *n, CgKernel *k)
+/* The host signature: (ptr noalias arena, i64 wg_begin, i64 wg_end). */
+static void host_signature(Cg *cg, const char *name)
 {
-	snprintf(k->name, sizeof k->name, "k%d_%s", n->id, ir_ops[n->op].name);
 	LLVMTypeRef params[3] = {cg->t_ptr, cg->t_i64, cg->t_i64};
-	LLVMTypeRef ft = LLVMFunctionType(cg->t_void, params, 3, 0);
-	cg->fn = LLVMAddFunction(cg->mod, k->name, ft);
-	add_enum_attr(cg, cg->fn, LLVMAttributeFunctionIndex, "nounwind");
+	cg->fn = LLVMAddFunction(cg->mod, name, LLVMFunctionType(cg->t_void, params, 3, 0));
 	add_enum_attr(cg, cg->fn, 1, "noalias");
-	add_fn_attr(cg, "target-cpu", cg->target->cpu);
-	add_fn_attr(cg, "target-features", cg->target->features);
 	cg->arena = LLVMGetParam(cg->fn, 0);
 	cg->wg_begin = LLVMGetParam(cg->fn, 1);
 	cg->wg_end = LLVMGetParam(cg->fn, 2);
-	LLVMSetValueName2(cg->arena, "arena", 5);
 	LLVMSetValueName2(cg->wg_begin, "wg_begin", 8);
 	LLVMSetValueName2(cg->wg_end, "wg_end", 6);
+}
+
+/* The GPU signature: (ptr addrspace(1) arena), not noalias (every buffer lives in it), 64-byte
+ * aligned as device.h promises of alloc. */
+static void gpu_signature(Cg *cg, const char *name)
+{
+	LLVMTypeRef arena = LLVMPointerTypeInContext(cg->ctx, 1);
+	cg->fn = LLVMAddFunction(cg->mod, name, LLVMFunctionType(cg->t_void, &arena, 1, 0));
+	LLVMSetFunctionCallConv(cg->fn, cg->target->kind == CG_AMDGPU ? LLVMAMDGPUKERNELCallConv : LLVMPTXKernelCallConv);
+	add_enum_attr(cg, cg->fn, 1, "nocapture");
+	add_enum_attr(cg, cg->fn, 1, "noundef");
+	unsigned align = LLVMGetEnumAttributeKindForName("align", 5);
+	LLVMAddAttributeAtIndex(cg->fn, 1, LLVMCreateEnumAttribute(cg->ctx, align, 64));
+	cg->arena = LLVMGetParam(cg->fn, 0);
+}
+
+/* wg_begin = work-group id * CG_GPU_BLOCK + work-item id, first in the entry block (which the
+ * lowering may extend with cg_local) */
+static void gpu_ids(Cg *cg)
+{
+	LLVMPositionBuilderAtEnd(cg->b, cg->entry);
+	LLVMValueRef wg = LLVMBuildZExt(cg->b, cg_workgroup_id(cg), cg->t_i64, "");
+	LLVMValueRef wi = LLVMBuildZExt(cg->b, cg_workitem_id(cg), cg->t_i64, "");
+	cg->wg_begin = LLVMBuildNUWAdd(cg->b, LLVMBuildNUWMul(cg->b, wg, cg_i64(cg, CG_GPU_BLOCK), ""), wi, "wg_begin");
+	cg->wg_end = LLVMBuildNUWAdd(cg->b, cg->wg_begin, cg_i64(cg, 1), "wg_end");
+}
+
+/* netc's AMD kernels are 1-D, call nothing and never read the implicit arguments: saying so
+ * spares the SGPRs the ABI would set up for them. The grid is whole work-groups. */
+static void amdgpu_kernel_attrs(Cg *cg)
+{
+	static const char *const unused[] = {
+		"amdgpu-no-dispatch-ptr", "amdgpu-no-queue-ptr", "amdgpu-no-dispatch-id", "amdgpu-no-implicitarg-ptr",
+		"amdgpu-no-workitem-id-y", "amdgpu-no-workitem-id-z", "amdgpu-no-workgroup-id-y",
+		"amdgpu-no-workgroup-id-z", "amdgpu-no-hostcall-ptr", "amdgpu-no-heap-ptr",
+		"amdgpu-no-multigrid-sync-arg", "amdgpu-no-lds-kernel-id", "amdgpu-no-default-queue",
+		"amdgpu-no-completion-action"};
+	for (size_t i = 0; i < sizeof unused / sizeof unused[0]; i++)
+		add_fn_attr(cg, unused[i], "");
+	add_fn_attr(cg, "uniform-work-group-size", "true");
+}
+
+/* NVPTX marks kernels and their block size in the nvvm.annotations metadata. */
+static void nvvm_annotate(Cg *cg, const char *key, int value)
+{
+	LLVMMetadataRef md[3] = {LLVMValueAsMetadata(cg->fn), LLVMMDStringInContext2(cg->ctx, key, strlen(key)),
+				 LLVMValueAsMetadata(cg_i32(cg, value))};
+	LLVMValueRef node = LLVMMetadataAsValue(cg->ctx, LLVMMDNodeInContext2(cg->ctx, md, 3));
+	LLVMAddNamedMetadataOperand(cg->mod, "nvvm.annotations", node);
+}
+
+/* Closes a GPU kernel whose lowering returned ret: sets its launch and block-size attributes and,
+ * for a lowering that is not GPU-native, guards the work-items past its ret work-groups. */
+static void gpu_finish(Cg *cg, CgKernel *k, int64_t ret, LLVMBasicBlockRef body)
+{
+	LLVMPositionBuilderAtEnd(cg->b, cg->entry);
+	if (cg->gpu_native) {
+		k->grid = ret;
+		k->block = cg->block;
+		LLVMBuildBr(cg->b, body);
+	} else {
+		k->grid = (ret + CG_GPU_BLOCK - 1) / CG_GPU_BLOCK;
+		k->block = CG_GPU_BLOCK;
+		LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "done");
+		LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntULT, cg->wg_begin, cg_i64(cg, ret), ""), body, done);
+		LLVMPositionBuilderAtEnd(cg->b, done);
+		LLVMBuildRetVoid(cg->b);
+	}
+	if (k->block < 1 || k->block > 1024)
+		CG_FAIL("kernel %s has block %d", k->name, k->block);
+	char size[32];
+	snprintf(size, sizeof size, "1,%d", k->block);
+	if (cg->target->kind == CG_AMDGPU) {
+		add_fn_attr(cg, "amdgpu-flat-work-group-size", size);
+		amdgpu_kernel_attrs(cg);
+	} else {
+		nvvm_annotate(cg, "kernel", 1);
+		nvvm_annotate(cg, "maxntidx", k->block);
+	}
+}
+
+static void emit_kernel(Cg *cg, const Node *n, CgKernel *k)
+{
+	snprintf(k->name, sizeof k->name, "k%d_%s", n->id, ir_ops[n->op].name);
+	bool gpu = cg_is_gpu(cg);
+	cg->gpu_native = false;
+	cg->block = 0;
+	if (gpu)
+		gpu_signature(cg, k->name);
+	else
+		host_signature(cg, k->name);
+	LLVMSetValueName2(cg->arena, "arena", 5);
+	add_enum_attr(cg, cg->fn, LLVMAttributeFunctionIndex, "nounwind");
+	add_fn_attr(cg, "target-cpu", cg->target->cpu);
+	add_fn_attr(cg, "target-features", cg->target->features);
 	cg->entry = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "entry");
+	if (gpu)
+		gpu_ids(cg);
 	LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "body");
 	LLVMPositionBuilderAtEnd(cg->b, body);
 	k->node = n->id;
-	k->grid = cg_lowerings[n->op](cg, n);
-	if (k->grid < 1)
-		CG_FAIL("lowering of %s gave grid %lld", k->name, (long long)k->grid);
+	int64_t ret = cg_lowerings[n->op](cg, n);
+	if (ret < 1)
+		CG_FAIL("lowering of %s gave grid %lld", k->name, (long long)ret);
 	LLVMBuildRetVoid(cg->b);
-	LLVMPositionBuilderAtEnd(cg->b, cg->entry);
-	LLVMBuildBr(cg->b, body);
+	if (gpu) {
+		gpu_finish(cg, k, ret, body);
+	} else {
+		k->grid = ret;
+		k->block = 1;
+		LLVMPositionBuilderAtEnd(cg->b, cg->entry);
+		LLVMBuildBr(cg->b, body);
+	}
 	allow_contract(cg->fn);
 }
 
@@ -324,6 +415,10 @@ static void cg_init(Cg *cg, const Graph *g, const CgTarget *t, LLVMTargetMachine
 	cg->t_f32 = LLVMFloatTypeInContext(cg->ctx);
 	cg->t_f64 = LLVMDoubleTypeInContext(cg->ctx);
 	cg->t_ptr = LLVMPointerTypeInContext(cg->ctx, 0);
+	/* LLVM spells code-object version 5 as 500 */
+	if (t->kind == CG_AMDGPU)
+		LLVMAddModuleFlag(cg->mod, LLVMModuleFlagBehaviorError, "amdhsa_code_object_version", 26,
+				  LLVMValueAsMetadata(cg_i32(cg, t->code_object_version * 100)));
 }
 
 static void cg_dispose(Cg *cg)
@@ -358,18 +453,58 @@ static bool optimize(Cg *cg, LLVMTargetMachineRef tm, char *err, size_t errlen)
 	return true;
 }
 
-static bool emit_object(Cg *cg, LLVMTargetMachineRef tm, CgOutput *out, char *err, size_t errlen)
+/* The target's code in one form (object or assembly) in a malloc'd buffer. */
+static bool emit_file(LLVMTargetMachineRef tm, LLVMModuleRef mod, LLVMCodeGenFileType type, uint8_t **data,
+		      size_t *size, char *err, size_t errlen)
 {
 	char *msg = NULL;
 	LLVMMemoryBufferRef buf = NULL;
-	if (LLVMTargetMachineEmitToMemoryBuffer(tm, cg->mod, LLVMObjectFile, &msg, &buf)) {
+	if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, type, &msg, &buf)) {
 		snprintf(err, errlen, "internal error: LLVM code generation failed: %s", msg ? msg : "?");
 		LLVMDisposeMessage(msg);
 		return false;
 	}
-	const uint8_t *obj = (const uint8_t *)LLVMGetBufferStart(buf);
-	bool ok = cg_link_shared(obj, LLVMGetBufferSize(buf), &out->code, &out->size, err, errlen);
+	*size = LLVMGetBufferSize(buf);
+	/* one byte more, a NUL: assembly (and PTX) is text */
+	*data = malloc(*size + 1);
+	if (*data) {
+		memcpy(*data, LLVMGetBufferStart(buf), *size);
+		(*data)[*size] = 0;
+	}
 	LLVMDisposeMemoryBuffer(buf);
+	if (!*data)
+		snprintf(err, errlen, "out of memory");
+	return *data != NULL;
+}
+
+/* The assembly of a copy of the module (code generation changes the module it runs on). */
+static bool emit_assembly(Cg *cg, LLVMTargetMachineRef tm, CgOutput *out, char *err, size_t errlen)
+{
+	LLVMModuleRef copy = LLVMCloneModule(cg->mod);
+	uint8_t *text;
+	size_t size;
+	bool ok = emit_file(tm, copy, LLVMAssemblyFile, &text, &size, err, errlen);
+	LLVMDisposeModule(copy);
+	out->assembly = ok ? (char *)text : NULL;
+	return ok;
+}
+
+/* host: object -> shared object; amdgcn: object -> .hsaco; nvptx: the PTX text, with its NUL
+ * (what the CUDA driver loads). */
+static bool emit_code(Cg *cg, LLVMTargetMachineRef tm, CgOutput *out, char *err, size_t errlen)
+{
+	if (cg->target->kind == CG_NVPTX) {
+		if (!emit_file(tm, cg->mod, LLVMAssemblyFile, &out->code, &out->size, err, errlen))
+			return false;
+		out->size++;
+		return true;
+	}
+	uint8_t *obj;
+	size_t size;
+	if (!emit_file(tm, cg->mod, LLVMObjectFile, &obj, &size, err, errlen))
+		return false;
+	bool ok = cg_link_shared(obj, size, cg->target->kind == CG_AMDGPU, &out->code, &out->size, err, errlen);
+	free(obj);
 	return ok;
 }
 
@@ -404,7 +539,11 @@ bool cg_compile(const Graph *g, const CgTarget *t, bool want_ir, CgOutput *out, 
 		out->ir = strdup(ir);
 		LLVMDisposeMessage(ir);
 	}
-	ok = ok && emit_object(&cg, tm, out, err, errlen);
+	if (ok && want_ir && t->kind != CG_NVPTX)
+		ok = emit_assembly(&cg, tm, out, err, errlen);
+	ok = ok && emit_code(&cg, tm, out, err, errlen);
+	if (ok && want_ir && t->kind == CG_NVPTX)
+		out->assembly = strdup((const char *)out->code);
 	cg_dispose(&cg);
 	LLVMDisposeTargetMachine(tm);
 	if (!ok)
@@ -417,5 +556,6 @@ void cg_output_free(CgOutput *out)
 	free(out->code);
 	free(out->kernels);
 	free(out->ir);
+	free(out->assembly);
 	memset(out, 0, sizeof *out);
 }

@@ -8,6 +8,8 @@
 /* Elements a work-group aims at: enough to amortize a thread-pool dispatch, small enough that
  * a grid has work for every core. */
 #define CG_WG_ELEMENTS 16384
+/* Work-items per work-group of GPU kernels that do not pick their own (cg->block). */
+#define CG_GPU_BLOCK 256
 
 /* ---- codegen/cg_core.c ---- */
 /* Row-major linear index of idx[0..s->rank) in shape s. */
@@ -27,6 +29,22 @@ LLVMValueRef cg_reassoc(LLVMValueRef v);
 LLVMValueRef cg_convert(Cg *cg, LLVMValueRef v, LLVMTypeRef t);
 /* Normalizes a possibly negative axis attribute against rank. */
 int cg_axis(double attr, int rank);
+
+/* cg_for_end for a loop that steps by step (i64 > 0) instead of 1. */
+void cg_for_end_step(Cg *cg, CgLoop *loop, LLVMValueRef step);
+
+/* ---- codegen/cg_gpu.c: for lowerings written for GPUs ---- */
+/* Makes the kernel GPU-native with block work-items per work-group. */
+void cg_gpu_native(Cg *cg, int block);
+/* work-group id * cg->block + work-item id, as i64 */
+LLVMValueRef cg_global_id(Cg *cg);
+/* The kernel goes on where cond holds and returns where it does not (a bounds guard; no barrier
+ * may follow it). */
+void cg_gpu_if(Cg *cg, LLVMValueRef cond);
+/* Sum (or maximum) of v over the work-group's cg->block work-items (a power of two) by a tree
+ * in sh (cg->block elements of v's type, from cg_shared_array), in a fixed order: every
+ * work-item gets the result. */
+LLVMValueRef cg_gpu_reduce(Cg *cg, LLVMValueRef sh, LLVMValueRef v, bool max);
 
 /* ---- codegen/lower_elemwise.c ---- */
 /* The value of node n's element at index idx[0..n->shape.rank), in n's compute type. Inputs are

@@ -1,4 +1,5 @@
-/* link.c: object file to shared object by running ld.lld (no shell: posix_spawn). */
+/* link.c: object file to shared object (host) or code object (AMDGPU) by running ld.lld (no
+ * shell: posix_spawn). */
 #include "codegen/link.h"
 
 #include <errno.h>
@@ -92,9 +93,11 @@ static void first_line(const char *path, char *buf, size_t len)
 }
 
 /* Runs lld -shared -o so obj with stderr to log; returns the exit status or -1. */
-static int run_lld(const char *lld, const char *obj, const char *so, const char *log)
+static int run_lld(const char *lld, bool gpu, const char *obj, const char *so, const char *log)
 {
-	char *argv[] = {(char *)lld, "-shared", "--hash-style=both", "-o", (char *)so, (char *)obj, NULL};
+	/* a GPU code object has no loader to resolve an undefined symbol: make one an error */
+	char *mode = gpu ? "--no-undefined" : "--hash-style=both";
+	char *argv[] = {(char *)lld, "-shared", mode, "-o", (char *)so, (char *)obj, NULL};
 	posix_spawn_file_actions_t fa;
 	if (posix_spawn_file_actions_init(&fa) != 0)
 		return -1;
@@ -111,7 +114,8 @@ static int run_lld(const char *lld, const char *obj, const char *so, const char 
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-bool cg_link_shared(const uint8_t *obj, size_t size, uint8_t **out, size_t *out_size, char *err, size_t errlen)
+bool cg_link_shared(const uint8_t *obj, size_t size, bool gpu, uint8_t **out, size_t *out_size, char *err,
+		    size_t errlen)
 {
 	char lld[4096];
 	*out = NULL;
@@ -135,7 +139,7 @@ bool cg_link_shared(const uint8_t *obj, size_t size, uint8_t **out, size_t *out_
 	if (!write_file(obj_path, obj, size)) {
 		snprintf(err, errlen, "cannot write %s: %s", obj_path, strerror(errno));
 	} else {
-		int rc = run_lld(lld, obj_path, so_path, log_path);
+		int rc = run_lld(lld, gpu, obj_path, so_path, log_path);
 		if (rc != 0) {
 			char line[512];
 			first_line(log_path, line, sizeof line);

@@ -7,8 +7,11 @@
 #include <stdint.h>
 
 /* Links the object in obj[0..size) with `ld.lld -shared` and returns the shared object in *out
- * (malloc'd, *out_size bytes). The temporaries are deleted on every path. ld.lld is found through
- * the NETC_LD_LLD environment variable, then LLVM's bindir, then ld.lld-19 and ld.lld in PATH. */
-bool cg_link_shared(const uint8_t *obj, size_t size, uint8_t **out, size_t *out_size, char *err, size_t errlen);
+ * (malloc'd, *out_size bytes). gpu links an AMDGPU code object (.hsaco): an undefined symbol is
+ * then an error, as no loader resolves one. The temporaries are deleted on every path. ld.lld is
+ * found through the NETC_LD_LLD environment variable, then LLVM's bindir, then ld.lld-19 and
+ * ld.lld in PATH. */
+bool cg_link_shared(const uint8_t *obj, size_t size, bool gpu, uint8_t **out, size_t *out_size, char *err,
+		    size_t errlen);
 
 #endif

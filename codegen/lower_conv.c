@@ -1,7 +1,8 @@
-/* lower_conv.c: conv2d, its two gradients and matmul as instances of the GEMM template
- * (codegen/gemm.h). The convolutions are implicit GEMMs: their operand emitters gather the
- * im2col matrix while the template packs it, so no im2col buffer exists. */
-#include "codegen/gemm.h"
+/* lower_conv.c: conv2d, its two gradients and matmul as instances of the GEMM templates
+ * (codegen/gemm.h on the host, codegen/gemm_gpu.h on GPUs). The convolutions are implicit GEMMs:
+ * their operand emitters gather the im2col matrix while the template packs or stages it, so no
+ * im2col buffer exists. */
+#include "codegen/gemm_gpu.h"
 
 /* ---- operands ---- */
 
@@ -174,6 +175,12 @@ static void out_store(Cg *cg, const GemmSpec *s, LLVMValueRef b, LLVMValueRef m,
 
 /* ---- lowerings ---- */
 
+/* The tiled GPU template on GPUs, the packed CPU one on the host. */
+static int64_t gemm(Cg *cg, const GemmSpec *s)
+{
+	return cg_gpu_paths(cg) ? cg_gemm_gpu(cg, s) : cg_gemm(cg, s);
+}
+
 static const Shape *shape_of(Cg *cg, const Node *n, int i) { return &cg->g->node[n->in[i]].shape; }
 
 /* The window of a convolution with attributes a[0..6) over planes of node src. */
@@ -210,7 +217,7 @@ int64_t cg_lower_conv2d(Cg *cg, const Node *n)
 	GemmSpec s = spec(cg, n, xs->dim[0], ys->dim[1], p, kk, &o);
 	s.a = (GemmOperand){.elem = dense_elem, .vec = dense_vec, .along_k = true, .batch_free = true, .ctx = &w};
 	s.b = (GemmOperand){.elem = win_elem, .vec = win_vec_for(&x, p), .ctx = &x};
-	return cg_gemm(cg, &s);
+	return gemm(cg, &s);
 }
 
 /* Weights read transposed for grad_input: A(ci, (co, tap)) = w[co][ci][tap]. */
@@ -238,7 +245,7 @@ int64_t cg_lower_conv2d_grad_input(Cg *cg, const Node *n)
 	GemmSpec s = spec(cg, n, xs->dim[0], xs->dim[1], hw, ws->dim[0] * taps, &o);
 	s.a = (GemmOperand){.elem = wt_elem, .along_k = true, .batch_free = true, .ctx = &w};
 	s.b = (GemmOperand){.elem = win_elem, .vec = win_vec_for(&dy, hw), .ctx = &dy};
-	return cg_gemm(cg, &s);
+	return gemm(cg, &s);
 }
 
 /* dw^T (Cin*KH*KW x Cout) = window(x) (taps x N*Ho*Wo) * dy^T (N*Ho*Wo x Cout): computing the
@@ -256,7 +263,7 @@ int64_t cg_lower_conv2d_grad_weight(Cg *cg, const Node *n)
 	GemmSpec s = spec(cg, n, 1, taps, ws->dim[0], pos, &o);
 	s.a = (GemmOperand){.elem = win_elem, .vec = win_vec_for(&x, pos), .along_k = true, .ctx = &x};
 	s.b = (GemmOperand){.elem = win_elem, .vec = win_vec_for(&dy, pos), .along_k = true, .ctx = &dy};
-	return cg_gemm(cg, &s);
+	return gemm(cg, &s);
 }
 
 /* c = op(a) op(b); op transposes when the flag is set */
@@ -272,5 +279,5 @@ int64_t cg_lower_matmul(Cg *cg, const Node *n)
 	/* dense_vec reads along the stored rows: k for A unless transposed, n for B unless transposed */
 	s.a = (GemmOperand){.elem = dense_elem, .vec = ta ? NULL : dense_vec, .along_k = !ta, .ctx = &a};
 	s.b = (GemmOperand){.elem = dense_elem, .vec = dense_vec, .along_k = tb, .ctx = &b};
-	return cg_gemm(cg, &s);
+	return gemm(cg, &s);
 }

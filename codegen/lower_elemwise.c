@@ -3,7 +3,7 @@
  * cg_emit_element gives one element of a node at an output index; the kernel loops over the
  * output as [rows, last dim] (or as one flat row when no operand needs the index), work-groups
  * taking blocks of rows or chunks of a long row, the innermost loop contiguous so LLVM
- * vectorizes it. */
+ * vectorizes it. On GPUs each work-item computes one element. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -180,12 +180,28 @@ static Partition partition(int64_t rows, int64_t cols)
 	return p;
 }
 
+/* GPUs: one element per work-item, at the delinearized index (the linear one when flat). */
+static int64_t lower_elemwise_gpu(Cg *cg, const Node *n, int64_t numel, bool flat)
+{
+	cg_gpu_native(cg, CG_GPU_BLOCK);
+	LLVMValueRef i = cg_global_id(cg);
+	cg_gpu_if(cg, LLVMBuildICmp(cg->b, LLVMIntULT, i, cg_i64(cg, numel), ""));
+	LLVMValueRef idx[IR_MAX_DIMS];
+	if (!flat)
+		cg_delinear(cg, &n->shape, i, idx);
+	ElemIndex at = {flat ? NULL : idx, i};
+	cg_store(cg, n->id, i, emit_at(cg, n, &at));
+	return (numel + CG_GPU_BLOCK - 1) / CG_GPU_BLOCK;
+}
+
 int64_t cg_lower_elemwise(Cg *cg, const Node *n)
 {
 	int64_t numel = shape_numel(&n->shape);
 	if (numel == 0)
 		return 1;
 	bool flat = is_flat(cg, n) || n->shape.rank == 0;
+	if (cg_is_gpu(cg))
+		return lower_elemwise_gpu(cg, n, numel, flat);
 	int64_t cols = flat ? numel : n->shape.dim[n->shape.rank - 1];
 	Partition p = partition(numel / cols, cols);
 	LLVMBuilderRef b = cg->b;

@@ -1,8 +1,10 @@
 /* lower_pool.c: max and average pooling over NCHW and their gradients (PyTorch semantics: floor
- * mode, zero padding that never wins a max, count_include_pad for the average). A work-group
- * takes a block of (n, c) planes. The gradients are gathers: each input element sums what the
- * windows containing it send it, in window order, so no two threads write one element. */
+ * mode, zero padding that never wins a max, count_include_pad for the average). On the host a
+ * work-group takes a block of (n, c) planes; on GPUs each work-item takes one output element
+ * (forward) or one input element (gradients). The gradients are gathers: each input element sums
+ * what the windows containing it send it, in window order, so no two threads write one element. */
 #include "codegen/cg_util.h"
+#include "codegen/gemm_gpu.h"
 
 typedef struct {
 	int x;                                  /* pooled input node */
@@ -102,20 +104,43 @@ static Scan scan_window(Cg *cg, const Pool *p, LLVMValueRef base, LLVMValueRef o
 	return s;
 }
 
+/* y[plane][oh][ow] from its window; base: where the plane starts in x. */
+static void pool_elem(Cg *cg, const Node *n, const Pool *p, LLVMValueRef plane, LLVMValueRef base, LLVMValueRef oh,
+		      LLVMValueRef ow, bool want_max)
+{
+	Scan s = scan_window(cg, p, base, oh, ow, want_max);
+	LLVMValueRef v = want_max ? s.best : LLVMBuildFDiv(cg->b, s.sum, s.count, "");
+	LLVMValueRef o = add(cg, mulc(cg, plane, p->oh * p->ow), add(cg, mulc(cg, oh, p->ow), ow));
+	cg_store(cg, n->id, o, v);
+}
+
+/* GPU forward: one output element per work-item. */
+static int64_t lower_pool_gpu(Cg *cg, const Node *n, const Pool *p, bool want_max)
+{
+	GpuGroup g;
+	int64_t grid;
+	LLVMValueRef e = cg_gpu_elements_begin(cg, &g, p->planes * p->oh * p->ow, &grid);
+	LLVMValueRef plane = LLVMBuildUDiv(cg->b, e, c64(cg, p->oh * p->ow), "");
+	LLVMValueRef r = LLVMBuildURem(cg->b, e, c64(cg, p->oh * p->ow), "");
+	LLVMValueRef oh = LLVMBuildUDiv(cg->b, r, c64(cg, p->ow), ""), ow = LLVMBuildURem(cg->b, r, c64(cg, p->ow), "");
+	pool_elem(cg, n, p, plane, mulc(cg, plane, p->h * p->w), oh, ow, want_max);
+	cg_gpu_elements_end(cg, &g);
+	return grid;
+}
+
 /* Forward: y[plane][oh][ow] from its window. */
 static int64_t lower_pool(Cg *cg, const Node *n, bool want_max)
 {
 	Pool p = pool_of(cg, n, 0);
+	if (cg_gpu_paths(cg))
+		return lower_pool_gpu(cg, n, &p, want_max);
 	int64_t grid, per = planes_per_wg(p.planes, p.h * p.w, &grid);
 	CgLoop wg, pl;
 	LLVMValueRef plane = planes_begin(cg, per, p.planes, &wg, &pl);
 	LLVMValueRef base = mulc(cg, plane, p.h * p.w);
 	CgLoop oh = cg_for_begin(cg, c64(cg, 0), c64(cg, p.oh), "oh");
 	CgLoop ow = cg_for_begin(cg, c64(cg, 0), c64(cg, p.ow), "ow");
-	Scan s = scan_window(cg, &p, base, oh.i, ow.i, want_max);
-	LLVMValueRef v = want_max ? s.best : LLVMBuildFDiv(cg->b, s.sum, s.count, "");
-	LLVMValueRef o = add(cg, mulc(cg, plane, p.oh * p.ow), add(cg, mulc(cg, oh.i, p.ow), ow.i));
-	cg_store(cg, n->id, o, v);
+	pool_elem(cg, n, &p, plane, base, oh.i, ow.i, want_max);
 	close2(cg, &ow, &oh);
 	close2(cg, &pl, &wg);
 	return grid;
@@ -166,40 +191,72 @@ static int64_t lower_max_grad_tiled(Cg *cg, const Node *n, const Pool *p)
 	return grid;
 }
 
-/* Gradient: dx[plane][ih][iw] = sum over the windows containing (ih, iw) of what they send it. */
-static int64_t lower_pool_grad(Cg *cg, const Node *n, bool want_max)
+/* Input element `self` of a plane (x at base, dy at ybase) and the windows [ohlo, ohhi) x
+ * [owlo, owhi) that contain it. */
+typedef struct {
+	LLVMValueRef base, ybase, self, ohlo, ohhi, owlo, owhi;
+} Gather;
+
+/* dx[plane][self] = sum over the gather's windows of what they send it (acc: a local). */
+static void grad_elem(Cg *cg, const Node *n, const Pool *p, const Gather *ga, LLVMValueRef acc, bool want_max)
 {
-	Pool p = pool_of(cg, n, 1);
-	if (want_max && p.kh == p.sh && p.kw == p.sw && p.ph == 0 && p.pw == 0)
-		return lower_max_grad_tiled(cg, n, &p);
-	int dy = n->in[0];
 	LLVMTypeRef ct = cg_compute_type(cg, n->dtype);
-	int64_t grid, per = planes_per_wg(p.planes, p.h * p.w, &grid);
-	CgLoop wg, pl;
-	LLVMValueRef plane = planes_begin(cg, per, p.planes, &wg, &pl);
-	LLVMValueRef base = mulc(cg, plane, p.h * p.w), ybase = mulc(cg, plane, p.oh * p.ow);
-	LLVMValueRef acc = cg_local(cg, ct, "acc");
-	CgLoop ih = cg_for_begin(cg, c64(cg, 0), c64(cg, p.h), "ih");
-	LLVMValueRef ohlo, ohhi, owlo, owhi;
-	window_range(cg, ih.i, p.kh, p.sh, p.ph, p.oh, &ohlo, &ohhi);
-	CgLoop iw = cg_for_begin(cg, c64(cg, 0), c64(cg, p.w), "iw");
-	window_range(cg, iw.i, p.kw, p.sw, p.pw, p.ow, &owlo, &owhi);
-	LLVMValueRef self = add(cg, mulc(cg, ih.i, p.w), iw.i);
 	LLVMBuildStore(cg->b, cg_real(cg, ct, 0), acc);
-	CgLoop oh = cg_for_begin(cg, ohlo, ohhi, "oh");
-	CgLoop ow = cg_for_begin(cg, owlo, owhi, "ow");
-	LLVMValueRef g = cg_load(cg, dy, add(cg, ybase, add(cg, mulc(cg, oh.i, p.ow), ow.i)));
-	Scan s = scan_window(cg, &p, base, oh.i, ow.i, want_max);
+	CgLoop oh = cg_for_begin(cg, ga->ohlo, ga->ohhi, "oh");
+	CgLoop ow = cg_for_begin(cg, ga->owlo, ga->owhi, "ow");
+	LLVMValueRef g = cg_load(cg, n->in[0], add(cg, ga->ybase, add(cg, mulc(cg, oh.i, p->ow), ow.i)));
+	Scan s = scan_window(cg, p, ga->base, oh.i, ow.i, want_max);
 	LLVMValueRef a = LLVMBuildLoad2(cg->b, ct, acc, "");
 	if (want_max) {
-		LLVMValueRef mine = LLVMBuildICmp(cg->b, LLVMIntEQ, s.pos, self, "");
+		LLVMValueRef mine = LLVMBuildICmp(cg->b, LLVMIntEQ, s.pos, ga->self, "");
 		a = LLVMBuildSelect(cg->b, mine, LLVMBuildFAdd(cg->b, a, g, ""), a, "");
 	} else {
 		a = LLVMBuildFAdd(cg->b, a, LLVMBuildFDiv(cg->b, g, s.count, ""), "");
 	}
 	LLVMBuildStore(cg->b, a, acc);
 	close2(cg, &ow, &oh);
-	cg_store(cg, n->id, add(cg, base, self), LLVMBuildLoad2(cg->b, ct, acc, ""));
+	cg_store(cg, n->id, add(cg, ga->base, ga->self), LLVMBuildLoad2(cg->b, ct, acc, ""));
+}
+
+/* GPU gradient: one input element per work-item, every case a gather. */
+static int64_t lower_pool_grad_gpu(Cg *cg, const Node *n, const Pool *p, bool want_max)
+{
+	GpuGroup g;
+	int64_t grid, hw = p->h * p->w;
+	LLVMValueRef acc = cg_local(cg, cg_compute_type(cg, n->dtype), "acc");
+	LLVMValueRef e = cg_gpu_elements_begin(cg, &g, p->planes * hw, &grid);
+	LLVMValueRef plane = LLVMBuildUDiv(cg->b, e, c64(cg, hw), "");
+	Gather ga = {.base = mulc(cg, plane, hw), .ybase = mulc(cg, plane, p->oh * p->ow),
+		     .self = LLVMBuildURem(cg->b, e, c64(cg, hw), "")};
+	LLVMValueRef ih = LLVMBuildUDiv(cg->b, ga.self, c64(cg, p->w), "");
+	LLVMValueRef iw = LLVMBuildURem(cg->b, ga.self, c64(cg, p->w), "");
+	window_range(cg, ih, p->kh, p->sh, p->ph, p->oh, &ga.ohlo, &ga.ohhi);
+	window_range(cg, iw, p->kw, p->sw, p->pw, p->ow, &ga.owlo, &ga.owhi);
+	grad_elem(cg, n, p, &ga, acc, want_max);
+	cg_gpu_elements_end(cg, &g);
+	return grid;
+}
+
+/* Gradient: dx[plane][ih][iw] = sum over the windows containing (ih, iw) of what they send it. */
+static int64_t lower_pool_grad(Cg *cg, const Node *n, bool want_max)
+{
+	Pool p = pool_of(cg, n, 1);
+	if (cg_gpu_paths(cg))
+		return lower_pool_grad_gpu(cg, n, &p, want_max);
+	if (want_max && p.kh == p.sh && p.kw == p.sw && p.ph == 0 && p.pw == 0)
+		return lower_max_grad_tiled(cg, n, &p);
+	LLVMTypeRef ct = cg_compute_type(cg, n->dtype);
+	int64_t grid, per = planes_per_wg(p.planes, p.h * p.w, &grid);
+	CgLoop wg, pl;
+	LLVMValueRef plane = planes_begin(cg, per, p.planes, &wg, &pl);
+	Gather ga = {.base = mulc(cg, plane, p.h * p.w), .ybase = mulc(cg, plane, p.oh * p.ow)};
+	LLVMValueRef acc = cg_local(cg, ct, "acc");
+	CgLoop ih = cg_for_begin(cg, c64(cg, 0), c64(cg, p.h), "ih");
+	window_range(cg, ih.i, p.kh, p.sh, p.ph, p.oh, &ga.ohlo, &ga.ohhi);
+	CgLoop iw = cg_for_begin(cg, c64(cg, 0), c64(cg, p.w), "iw");
+	window_range(cg, iw.i, p.kw, p.sw, p.pw, p.ow, &ga.owlo, &ga.owhi);
+	ga.self = add(cg, mulc(cg, ih.i, p.w), iw.i);
+	grad_elem(cg, n, &p, &ga, acc, want_max);
 	close2(cg, &iw, &ih);
 	close2(cg, &pl, &wg);
 	return grid;

@@ -4,11 +4,37 @@
  * Every kernel computes whole output elements or whole rows, in a fixed order: work-groups take
  * blocks of them, so results do not depend on how the runtime splits the grid. Accumulations
  * are marked reassociable, which lets LLVM vectorize them (the order is still fixed at compile
- * time, so results repeat from run to run). */
+ * time, so results repeat from run to run).
+ *
+ * On GPUs, short reductions (and the rows of loss gradients) take one work-item each; longer
+ * ones a work-group each, whose work-items stride over the reduced elements in a fixed order and
+ * then combine their partial results by a tree in LDS. The loss value is one work-group's tree
+ * over the batch. No atomics: every run gives the same bits. */
 #include <math.h>
 
 #include "codegen/cg_util.h"
 #include "codegen/math.h"
+
+/* Reductions up to this many elements take one GPU work-item; longer ones a work-group. */
+#define GPU_SERIAL_MAX 64
+
+/* The work-group size for a tree over work elements: a power of two in [64, 256]. */
+static int tree_block(int64_t work)
+{
+	int b = 64;
+	while (b < CG_GPU_BLOCK && b < work)
+		b *= 2;
+	return b;
+}
+
+static LLVMValueRef workitem64(Cg *cg) { return LLVMBuildZExt(cg->b, cg_workitem_id(cg), cg->t_i64, ""); }
+static LLVMValueRef workgroup64(Cg *cg) { return LLVMBuildZExt(cg->b, cg_workgroup_id(cg), cg->t_i64, ""); }
+
+/* Only work-item 0 goes on (to store a work-group's result). */
+static void first_item_only(Cg *cg)
+{
+	cg_gpu_if(cg, LLVMBuildICmp(cg->b, LLVMIntEQ, cg_workitem_id(cg), cg_i32(cg, 0), ""));
+}
 
 /* ---- blocks of items per work-group ---- */
 
@@ -22,6 +48,13 @@ typedef struct {
 static Blocks blocks_begin(Cg *cg, int64_t count, int64_t work_per_item)
 {
 	Blocks b = {.count = count};
+	if (cg_is_gpu(cg)) { /* one item per work-item */
+		cg_gpu_native(cg, CG_GPU_BLOCK);
+		b.per_wg = CG_GPU_BLOCK;
+		b.item.i = cg_global_id(cg);
+		cg_gpu_if(cg, LLVMBuildICmp(cg->b, LLVMIntULT, b.item.i, cg_i64(cg, count), ""));
+		return b;
+	}
 	b.per_wg = work_per_item >= CG_WG_ELEMENTS ? 1 : CG_WG_ELEMENTS / (work_per_item > 0 ? work_per_item : 1);
 	b.wg = cg_for_begin(cg, cg->wg_begin, cg->wg_end, "wg");
 	LLVMValueRef lo = LLVMBuildNSWMul(cg->b, b.wg.i, cg_i64(cg, b.per_wg), "");
@@ -33,8 +66,10 @@ static Blocks blocks_begin(Cg *cg, int64_t count, int64_t work_per_item)
 /* Closes the loops and returns the grid. */
 static int64_t blocks_end(Cg *cg, Blocks *b)
 {
-	cg_for_end(cg, &b->item);
-	cg_for_end(cg, &b->wg);
+	if (!cg_is_gpu(cg)) {
+		cg_for_end(cg, &b->item);
+		cg_for_end(cg, &b->wg);
+	}
 	int64_t grid = (b->count + b->per_wg - 1) / b->per_wg;
 	return grid > 0 ? grid : 1;
 }
@@ -106,6 +141,51 @@ static void reduce_loops(Cg *cg, int x, const Axis *red, int nred, LLVMValueRef 
 	cg_for_end(cg, &l);
 }
 
+/* Offset of element j (linear over the reduced axes, the last fastest) from its output's base. */
+static LLVMValueRef reduced_offset(Cg *cg, const Axis *red, int nred, LLVMValueRef j)
+{
+	LLVMValueRef off = cg_i64(cg, 0);
+	for (int k = nred - 1; k >= 0; k--) {
+		LLVMValueRef jk = k ? LLVMBuildURem(cg->b, j, cg_i64(cg, red[k].size), "") : j;
+		off = LLVMBuildNSWAdd(cg->b, off, LLVMBuildNSWMul(cg->b, jk, cg_i64(cg, red[k].stride), ""), "");
+		if (k)
+			j = LLVMBuildUDiv(cg->b, j, cg_i64(cg, red[k].size), "");
+	}
+	return off;
+}
+
+/* Base offset in x of output element out (idx over the kept axes). */
+static LLVMValueRef kept_base(Cg *cg, const Shape *kept, const int64_t *kstride, LLVMValueRef out)
+{
+	LLVMValueRef idx[IR_MAX_DIMS], base = cg_i64(cg, 0);
+	cg_delinear(cg, kept, out, idx);
+	for (int d = 0; d < kept->rank; d++)
+		base = LLVMBuildNSWAdd(cg->b, base, LLVMBuildNSWMul(cg->b, idx[d], cg_i64(cg, kstride[d]), ""), "");
+	return base;
+}
+
+/* A work-group per output element: work-items stride over its count elements, then a tree. */
+static int64_t lower_reduce_gpu(Cg *cg, const Node *n, const Shape *kept, const int64_t *kstride, const Axis *red,
+				int nred, int64_t count)
+{
+	int x = n->in[0];
+	cg_gpu_native(cg, tree_block(count));
+	LLVMTypeRef t = cg_compute_type(cg, n->dtype);
+	LLVMValueRef sh = cg_shared_array(cg, t, cg->block, "sum");
+	LLVMValueRef out = workgroup64(cg), base = kept_base(cg, kept, kstride, out);
+	LLVMValueRef acc = acc_new(cg, t, 0);
+	CgLoop j = cg_for_begin(cg, workitem64(cg), cg_i64(cg, count), "j");
+	LLVMValueRef off = LLVMBuildNSWAdd(cg->b, base, reduced_offset(cg, red, nred, j.i), "");
+	acc_add(cg, acc, cg_convert(cg, cg_load(cg, x, off), t));
+	cg_for_end_step(cg, &j, cg_i64(cg, cg->block));
+	LLVMValueRef v = cg_gpu_reduce(cg, sh, acc_get(cg, acc), false);
+	if (n->op == OP_mean)
+		v = LLVMBuildFDiv(cg->b, v, cg_real(cg, t, (double)count), "");
+	first_item_only(cg);
+	cg_store(cg, n->id, out, v);
+	return shape_numel(&n->shape);
+}
+
 int64_t cg_lower_reduce(Cg *cg, const Node *n)
 {
 	int x = n->in[0];
@@ -116,12 +196,11 @@ int64_t cg_lower_reduce(Cg *cg, const Node *n)
 	int nred;
 	split_axes(xs, (unsigned)n->attr[0], &kept, kstride, red, &nred);
 	int64_t m = shape_numel(&n->shape), count = m ? shape_numel(xs) / m : 0;
+	if (cg_is_gpu(cg) && m > 0 && count > GPU_SERIAL_MAX)
+		return lower_reduce_gpu(cg, n, &kept, kstride, red, nred, count);
 
 	Blocks b = blocks_begin(cg, m, count);
-	LLVMValueRef idx[IR_MAX_DIMS], base = cg_i64(cg, 0);
-	cg_delinear(cg, &kept, b.item.i, idx);
-	for (int d = 0; d < kept.rank; d++)
-		base = LLVMBuildNSWAdd(cg->b, base, LLVMBuildNSWMul(cg->b, idx[d], cg_i64(cg, kstride[d]), ""), "");
+	LLVMValueRef base = kept_base(cg, &kept, kstride, b.item.i);
 	LLVMTypeRef t = cg_compute_type(cg, n->dtype);
 	LLVMValueRef acc = acc_new(cg, t, 0);
 	reduce_loops(cg, x, red, nred, base, acc);
@@ -134,12 +213,38 @@ int64_t cg_lower_reduce(Cg *cg, const Node *n)
 
 /* ---- rows: softmax along an axis, losses along the class axis ---- */
 
-/* A row of len elements at base + j * stride in the buffers of the nodes it reads. */
+/* A row of len elements at base + j * stride in the buffers of the nodes it reads. One
+ * work-item walks all of it, or (sh set) a work-group does: each work-item takes j = lo, lo + step,
+ * ... and row_total combines their partial results in sh. */
 typedef struct {
 	LLVMValueRef base;
 	int64_t len, stride;
-	LLVMTypeRef t; /* compute type */
+	LLVMTypeRef t;   /* compute type */
+	LLVMValueRef lo; /* NULL: 0 */
+	int64_t step;    /* 0: 1 */
+	LLVMValueRef sh; /* NULL: one work-item has the whole row */
 } Row;
+
+/* The row split over a GPU work-group of cg->block work-items, with its LDS array. */
+static void row_split(Cg *cg, Row *r)
+{
+	r->lo = workitem64(cg);
+	r->step = cg->block;
+	r->sh = cg_shared_array(cg, r->t, cg->block, "row");
+}
+
+static CgLoop row_begin(Cg *cg, const Row *r)
+{
+	return cg_for_begin(cg, r->lo ? r->lo : cg_i64(cg, 0), cg_i64(cg, r->len), "j");
+}
+
+static void row_end(Cg *cg, const Row *r, CgLoop *l) { cg_for_end_step(cg, l, cg_i64(cg, r->step ? r->step : 1)); }
+
+/* The row's total of this work-item's partial v. */
+static LLVMValueRef row_total(Cg *cg, const Row *r, LLVMValueRef v, bool max)
+{
+	return r->sh ? cg_gpu_reduce(cg, r->sh, v, max) : v;
+}
 
 static LLVMValueRef row_at(Cg *cg, const Row *r, LLVMValueRef j)
 {
@@ -154,31 +259,31 @@ static LLVMValueRef row_load(Cg *cg, const Row *r, int id, LLVMValueRef j)
 static LLVMValueRef row_max(Cg *cg, const Row *r, int x)
 {
 	LLVMValueRef acc = acc_new(cg, r->t, -INFINITY);
-	CgLoop l = cg_for_begin(cg, cg_i64(cg, 0), cg_i64(cg, r->len), "j");
+	CgLoop l = row_begin(cg, r);
 	acc_max(cg, acc, row_load(cg, r, x, l.i));
-	cg_for_end(cg, &l);
-	return acc_get(cg, acc);
+	row_end(cg, r, &l);
+	return row_total(cg, r, acc_get(cg, acc), true);
 }
 
 /* sum over the row of exp(x - shift) */
 static LLVMValueRef row_sum_exp(Cg *cg, const Row *r, int x, LLVMValueRef shift)
 {
 	LLVMValueRef acc = acc_new(cg, r->t, 0);
-	CgLoop l = cg_for_begin(cg, cg_i64(cg, 0), cg_i64(cg, r->len), "j");
+	CgLoop l = row_begin(cg, r);
 	acc_add(cg, acc, cg_exp(cg, LLVMBuildFSub(cg->b, row_load(cg, r, x, l.i), shift, "")));
-	cg_for_end(cg, &l);
-	return acc_get(cg, acc);
+	row_end(cg, r, &l);
+	return row_total(cg, r, acc_get(cg, acc), false);
 }
 
 /* sum over the row of a (times b when b >= 0) */
 static LLVMValueRef row_sum(Cg *cg, const Row *r, int a, int b)
 {
 	LLVMValueRef acc = acc_new(cg, r->t, 0);
-	CgLoop l = cg_for_begin(cg, cg_i64(cg, 0), cg_i64(cg, r->len), "j");
+	CgLoop l = row_begin(cg, r);
 	LLVMValueRef v = row_load(cg, r, a, l.i);
 	acc_add(cg, acc, b >= 0 ? LLVMBuildFMul(cg->b, v, row_load(cg, r, b, l.i), "") : v);
-	cg_for_end(cg, &l);
-	return acc_get(cg, acc);
+	row_end(cg, r, &l);
+	return row_total(cg, r, acc_get(cg, acc), false);
 }
 
 /* Per-row values the element formula of a softmax-family op needs. */
@@ -217,6 +322,34 @@ static RowStats softmax_stats(Cg *cg, const Node *n, const Row *r)
 	return s;
 }
 
+/* Row `row` of the [outer, len, inner] view of n's operands. */
+static Row softmax_row(Cg *cg, const Node *n, LLVMValueRef row, int64_t inner, int64_t len)
+{
+	LLVMValueRef o = LLVMBuildUDiv(cg->b, row, cg_i64(cg, inner), "");
+	LLVMValueRef k = LLVMBuildURem(cg->b, row, cg_i64(cg, inner), "");
+	LLVMValueRef base = LLVMBuildNSWAdd(cg->b, LLVMBuildNSWMul(cg->b, o, cg_i64(cg, len * inner), ""), k, "");
+	return (Row){.base = base, .len = len, .stride = inner, .t = cg_compute_type(cg, n->dtype)};
+}
+
+/* The row's statistics, then its elements. */
+static void softmax_rowwise(Cg *cg, const Node *n, const Row *r)
+{
+	RowStats s = softmax_stats(cg, n, r);
+	CgLoop l = row_begin(cg, r);
+	cg_store(cg, n->id, row_at(cg, r, l.i), softmax_element(cg, n, r, &s, l.i));
+	row_end(cg, r, &l);
+}
+
+/* GPUs, long rows: a work-group per row. */
+static int64_t lower_softmax_gpu(Cg *cg, const Node *n, int64_t rows, int64_t inner, int64_t len)
+{
+	cg_gpu_native(cg, tree_block(len));
+	Row r = softmax_row(cg, n, workgroup64(cg), inner, len);
+	row_split(cg, &r);
+	softmax_rowwise(cg, n, &r);
+	return rows;
+}
+
 int64_t cg_lower_softmax(Cg *cg, const Node *n)
 {
 	int axis = cg_axis(n->attr[0], n->shape.rank);
@@ -226,15 +359,11 @@ int64_t cg_lower_softmax(Cg *cg, const Node *n)
 			*(d < axis ? &outer : &inner) *= n->shape.dim[d];
 	if (outer * inner * len == 0)
 		return 1;
+	if (cg_is_gpu(cg) && len > GPU_SERIAL_MAX)
+		return lower_softmax_gpu(cg, n, outer * inner, inner, len);
 	Blocks b = blocks_begin(cg, outer * inner, len);
-	LLVMValueRef o = LLVMBuildUDiv(cg->b, b.item.i, cg_i64(cg, inner), "");
-	LLVMValueRef k = LLVMBuildURem(cg->b, b.item.i, cg_i64(cg, inner), "");
-	Row r = {LLVMBuildNSWAdd(cg->b, LLVMBuildNSWMul(cg->b, o, cg_i64(cg, len * inner), ""), k, ""), len, inner,
-		 cg_compute_type(cg, n->dtype)};
-	RowStats s = softmax_stats(cg, n, &r);
-	CgLoop l = cg_for_begin(cg, cg_i64(cg, 0), cg_i64(cg, len), "j");
-	cg_store(cg, n->id, row_at(cg, &r, l.i), softmax_element(cg, n, &r, &s, l.i));
-	cg_for_end(cg, &l);
+	Row r = softmax_row(cg, n, b.item.i, inner, len);
+	softmax_rowwise(cg, n, &r);
 	return blocks_end(cg, &b);
 }
 
@@ -254,10 +383,15 @@ static int64_t lower_loss_value(Cg *cg, const Node *n, int64_t rows, int64_t col
 {
 	int x = n->in[0];
 	LLVMTypeRef t = cg->t_f32;
+	/* one work-group, rows in a fixed order (on GPUs strided over its work-items, then a tree) */
+	Row batch = {.base = cg_i64(cg, 0), .len = rows, .stride = 1, .t = t};
+	if (cg_is_gpu(cg)) {
+		cg_gpu_native(cg, tree_block(rows));
+		row_split(cg, &batch);
+	}
 	LLVMValueRef acc = acc_new(cg, t, 0);
-	/* one work-group, rows in order: a fixed-order sum */
-	CgLoop i = cg_for_begin(cg, cg_i64(cg, 0), cg_i64(cg, rows), "i");
-	Row r = {LLVMBuildNSWMul(cg->b, i.i, cg_i64(cg, cols), ""), cols, 1, t};
+	CgLoop i = row_begin(cg, &batch);
+	Row r = {.base = LLVMBuildNSWMul(cg->b, i.i, cg_i64(cg, cols), ""), .len = cols, .stride = 1, .t = t};
 	LLVMValueRef valid, l = label_of(cg, n->in[1], i.i, cols, &valid);
 	LLVMValueRef v = LLVMBuildFNeg(cg->b, row_load(cg, &r, x, l), "");
 	if (n->op == OP_cross_entropy) {
@@ -267,8 +401,11 @@ static int64_t lower_loss_value(Cg *cg, const Node *n, int64_t rows, int64_t col
 	}
 	LLVMValueRef sum = LLVMBuildFAdd(cg->b, acc_get(cg, acc), v, "");
 	LLVMBuildStore(cg->b, LLVMBuildSelect(cg->b, valid, sum, acc_get(cg, acc), ""), acc);
-	cg_for_end(cg, &i);
-	cg_store(cg, n->id, cg_i64(cg, 0), LLVMBuildFMul(cg->b, acc_get(cg, acc), cg_real(cg, t, scale), ""));
+	row_end(cg, &batch, &i);
+	LLVMValueRef total = row_total(cg, &batch, acc_get(cg, acc), false);
+	if (batch.sh)
+		first_item_only(cg);
+	cg_store(cg, n->id, cg_i64(cg, 0), LLVMBuildFMul(cg->b, total, cg_real(cg, t, scale), ""));
 	return 1;
 }
 
@@ -279,7 +416,7 @@ static int64_t lower_loss_grad(Cg *cg, const Node *n, int64_t rows, int64_t cols
 	int x = n->in[1];
 	LLVMTypeRef t = cg_compute_type(cg, n->dtype);
 	Blocks blk = blocks_begin(cg, rows, cols);
-	Row r = {LLVMBuildNSWMul(b, blk.item.i, cg_i64(cg, cols), ""), cols, 1, t};
+	Row r = {.base = LLVMBuildNSWMul(b, blk.item.i, cg_i64(cg, cols), ""), .len = cols, .stride = 1, .t = t};
 	LLVMValueRef valid, l = label_of(cg, n->in[2], blk.item.i, cols, &valid);
 	LLVMValueRef dl = cg_convert(cg, cg_load_uniform(cg, n->in[0], 0), t);
 	LLVMValueRef k = LLVMBuildFMul(b, dl, cg_real(cg, t, scale), "");

@@ -1,6 +1,7 @@
-/* make_bundle.c: a planned graph and its compiled code object become a bundle, the format the
+/* make_bundle.c: a planned graph and its compiled code objects become a bundle, the format the
  * runtime reads. Every node with storage is listed as a buffer (by node id) so tools such as
  * `netc check` can read any value after a step. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,16 +64,36 @@ static BundleKernel *kernel_list(const Graph *g, const CgOutput *code, unsigned 
 		snprintf(list[n].name, sizeof list[n].name, "%s", k->name);
 		list[n].node = k->node;
 		list[n].grid = k->grid;
-		list[n].block = 1;
+		list[n].block = k->block > 0 ? k->block : 1;
 		n++;
 	}
 	*count = n;
 	return list;
 }
 
-void cg_make_bundle(const Graph *g, const CgOutput *code, const char *target, Bundle *b)
+static int32_t code_kind(CgTargetKind k)
 {
-	memset(b, 0, sizeof *b);
+	return k == CG_AMDGPU ? CODE_HSACO : k == CG_NVPTX ? CODE_PTX : CODE_HOST;
+}
+
+static void fill_code(const Graph *g, const CgTarget *t, const CgOutput *out, BundleCode *c)
+{
+	snprintf(c->target, sizeof c->target, "%s", t->name);
+	snprintf(c->arch, sizeof c->arch, "%s", t->arch[0] ? t->arch : t->name);
+	c->kind = code_kind(t->kind);
+	c->wave = t->kind == CG_HOST ? 0 : t->wave;
+	c->train_kernels = kernel_list(g, out, PROG_TRAIN, &c->ntrain);
+	c->eval_kernels = kernel_list(g, out, PROG_EVAL, &c->neval);
+	/* the CUDA driver reads PTX as a C string: keep a terminating NUL */
+	bool nul = c->kind == CODE_PTX && (out->size == 0 || out->code[out->size - 1] != 0);
+	c->size = out->size + nul;
+	c->data = xcalloc(c->size, 1);
+	if (out->size)
+		memcpy(c->data, out->code, out->size);
+}
+
+static void fill_plan(const Graph *g, Bundle *b)
+{
 	snprintf(b->model, sizeof b->model, "%s", g->name);
 	b->batch = g->batch;
 	b->arena_bytes = g->arena_bytes;
@@ -97,18 +118,14 @@ void cg_make_bundle(const Graph *g, const CgOutput *code, const char *target, Bu
 	b->lr = g->lr >= 0 ? index[g->lr] : -1;
 	b->rng = g->rng >= 0 ? index[g->rng] : -1;
 	free(index);
+}
 
-	b->ncode = 1;
-	b->code = xcalloc(1, sizeof *b->code);
-	BundleCode *c = &b->code[0];
-	snprintf(c->target, sizeof c->target, "%s", target);
-	snprintf(c->arch, sizeof c->arch, "%s", target);
-	c->kind = CODE_HOST;
-	c->train_kernels = kernel_list(g, code, PROG_TRAIN, &c->ntrain);
-	c->eval_kernels = kernel_list(g, code, PROG_EVAL, &c->neval);
-	c->size = code->size;
-	c->data = malloc(code->size ? code->size : 1);
-	if (!c->data)
-		abort();
-	memcpy(c->data, code->code, code->size);
+void cg_make_bundle(const Graph *g, const CgTarget *targets, const CgOutput *code, int n, Bundle *b)
+{
+	memset(b, 0, sizeof *b);
+	fill_plan(g, b);
+	b->ncode = n;
+	b->code = xcalloc(n, sizeof *b->code);
+	for (int i = 0; i < n; i++)
+		fill_code(g, &targets[i], &code[i], &b->code[i]);
 }

@@ -4,7 +4,8 @@
  * exact), e^r by a degree-7 polynomial, then scaled by 2^n in two halves so that results near
  * overflow and in the denormal range come out right.
  * log: x = 2^e m with m in [sqrt(1/2), sqrt(2)), ln(m) = f - f^2/2 + f^3 P(f) with f = m - 1,
- * plus e ln2 (again ln2 in two parts). Denormal inputs are scaled by 2^23 first. */
+ * plus e ln2 (again ln2 in two parts). Denormal inputs are scaled by 2^23 first.
+ * f64 on GPUs (no libm there) the same way, with longer series. */
 #include "codegen/math.h"
 
 #include <math.h>
@@ -14,15 +15,16 @@ static LLVMValueRef fconst(Cg *cg, double v) { return cg_real(cg, cg->t_f32, v);
 static LLVMValueRef fma3(Cg *cg, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c)
 {
 	LLVMValueRef args[3] = {a, b, c};
-	return cg_intrinsic(cg, "fma", cg->t_f32, args, 3);
+	return cg_intrinsic(cg, "fma", LLVMTypeOf(a), args, 3);
 }
 
-/* Horner evaluation of c[0] x^(n-1) + ... + c[n-1] */
+/* Horner evaluation of c[0] x^(n-1) + ... + c[n-1], in x's type */
 static LLVMValueRef horner(Cg *cg, LLVMValueRef x, const double *c, int n)
 {
-	LLVMValueRef p = fconst(cg, c[0]);
+	LLVMTypeRef t = LLVMTypeOf(x);
+	LLVMValueRef p = cg_real(cg, t, c[0]);
 	for (int i = 1; i < n; i++)
-		p = fma3(cg, p, x, fconst(cg, c[i]));
+		p = fma3(cg, p, x, cg_real(cg, t, c[i]));
 	return p;
 }
 
@@ -97,12 +99,80 @@ static LLVMValueRef log_f32(Cg *cg, LLVMValueRef x)
 	return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGE, x, fconst(cg, 0.0), ""), r, fconst(cg, NAN), "");
 }
 
+/* ---- f64, for GPUs (the host calls libm) ---- */
+
+static LLVMValueRef dconst(Cg *cg, double v) { return cg_real(cg, cg->t_f64, v); }
+
+/* 2^k for integer k in [-1022, 1023] (i64) */
+static LLVMValueRef pow2i_f64(Cg *cg, LLVMValueRef k)
+{
+	LLVMValueRef bits = LLVMBuildShl(cg->b, LLVMBuildAdd(cg->b, k, cg_i64(cg, 1023), ""), cg_i64(cg, 52), "");
+	return LLVMBuildBitCast(cg->b, bits, cg->t_f64, "");
+}
+
+#define LN2_HI 6.93147180369123816490e-01 /* ln 2 in two parts: n * LN2_HI is exact */
+#define LN2_LO 1.90821492927058770002e-10
+
+/* e^x = 2^n e^r, |r| <= ln2/2, e^r by its Taylor series to r^13 (the rest < 1e-17) */
+static LLVMValueRef exp_f64(Cg *cg, LLVMValueRef x)
+{
+	LLVMValueRef xc = binary(cg, "minnum", binary(cg, "maxnum", x, dconst(cg, -746.0)), dconst(cg, 710.0));
+	LLVMValueRef nf = unary(cg, "rint", LLVMBuildFMul(cg->b, xc, dconst(cg, M_LOG2E), ""));
+	LLVMValueRef r = fma3(cg, LLVMBuildFNeg(cg->b, nf, ""), dconst(cg, LN2_HI), xc);
+	r = fma3(cg, LLVMBuildFNeg(cg->b, nf, ""), dconst(cg, LN2_LO), r);
+	double c[14];
+	double f = 1;
+	for (int k = 0; k < 14; k++) {
+		c[13 - k] = 1 / f;
+		f *= k + 1;
+	}
+	LLVMValueRef e = horner(cg, r, c, 14);
+	LLVMValueRef n = LLVMBuildFPToSI(cg->b, nf, cg->t_i64, "");
+	LLVMValueRef n1 = LLVMBuildAShr(cg->b, n, cg_i64(cg, 1), "");
+	LLVMValueRef n2 = LLVMBuildSub(cg->b, n, n1, "");
+	e = LLVMBuildFMul(cg->b, LLVMBuildFMul(cg->b, e, pow2i_f64(cg, n1), ""), pow2i_f64(cg, n2), "");
+	return LLVMBuildSelect(cg->b, LLVMBuildFCmp(cg->b, LLVMRealUNO, x, x, ""), x, e, "");
+}
+
+/* x = 2^e m, m in [sqrt(1/2), sqrt(2)); ln m = 2 atanh(s) with s = (m - 1) / (m + 1), |s| < 0.172,
+ * by its series to s^23 */
+static LLVMValueRef log_f64(Cg *cg, LLVMValueRef x)
+{
+	LLVMBuilderRef b = cg->b;
+	LLVMValueRef tiny = LLVMBuildFCmp(b, LLVMRealOLT, x, dconst(cg, 0x1p-1022), "");
+	LLVMValueRef xs = LLVMBuildSelect(b, tiny, LLVMBuildFMul(b, x, dconst(cg, 0x1p52), ""), x, "");
+	LLVMValueRef bias = LLVMBuildSelect(b, tiny, cg_i64(cg, 1022 + 52), cg_i64(cg, 1022), "");
+	LLVMValueRef bits = LLVMBuildBitCast(b, xs, cg->t_i64, "");
+	LLVMValueRef e = LLVMBuildSub(b, LLVMBuildLShr(b, bits, cg_i64(cg, 52), ""), bias, "");
+	LLVMValueRef mbits = LLVMBuildOr(b, LLVMBuildAnd(b, bits, cg_i64(cg, 0x000fffffffffffffll), ""),
+					 cg_i64(cg, 0x3fe0000000000000ll), "");
+	LLVMValueRef m = LLVMBuildBitCast(b, mbits, cg->t_f64, "");
+	LLVMValueRef small = LLVMBuildFCmp(b, LLVMRealOLT, m, dconst(cg, M_SQRT1_2), "");
+	e = LLVMBuildSub(b, e, LLVMBuildZExt(b, small, cg->t_i64, ""), "");
+	m = LLVMBuildSelect(b, small, LLVMBuildFAdd(b, m, m, ""), m, "");
+	LLVMValueRef f = LLVMBuildFSub(b, m, dconst(cg, 1.0), "");
+	LLVMValueRef s = LLVMBuildFDiv(b, f, LLVMBuildFAdd(b, m, dconst(cg, 1.0), ""), "");
+	double c[12];
+	for (int k = 0; k < 12; k++)
+		c[11 - k] = 2.0 / (2 * k + 1);
+	LLVMValueRef p = LLVMBuildFMul(b, horner(cg, LLVMBuildFMul(b, s, s, ""), c, 12), s, "");
+	LLVMValueRef ef = LLVMBuildSIToFP(b, e, cg->t_f64, "");
+	LLVMValueRef r = fma3(cg, ef, dconst(cg, LN2_HI), fma3(cg, ef, dconst(cg, LN2_LO), p));
+	r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOEQ, x, dconst(cg, INFINITY), ""), x, r, "");
+	r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOEQ, x, dconst(cg, 0.0), ""), dconst(cg, -INFINITY), r, "");
+	return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGE, x, dconst(cg, 0.0), ""), r, dconst(cg, NAN), "");
+}
+
 LLVMValueRef cg_exp(Cg *cg, LLVMValueRef x)
 {
-	return LLVMTypeOf(x) == cg->t_f32 ? exp_f32(cg, x) : unary(cg, "exp", x);
+	if (LLVMTypeOf(x) == cg->t_f32)
+		return exp_f32(cg, x);
+	return LLVMTypeOf(x) == cg->t_f64 && cg_is_gpu(cg) ? exp_f64(cg, x) : unary(cg, "exp", x);
 }
 
 LLVMValueRef cg_log(Cg *cg, LLVMValueRef x)
 {
-	return LLVMTypeOf(x) == cg->t_f32 ? log_f32(cg, x) : unary(cg, "log", x);
+	if (LLVMTypeOf(x) == cg->t_f32)
+		return log_f32(cg, x);
+	return LLVMTypeOf(x) == cg->t_f64 && cg_is_gpu(cg) ? log_f64(cg, x) : unary(cg, "log", x);
 }

@@ -6,7 +6,7 @@
 #include "codegen/cg.h"
 
 /* e^x and ln x of a float or double value: f32 by range reduction and a polynomial (relative
- * error < 2e-7), other types through the llvm.exp/llvm.log intrinsics. */
+ * error < 2e-7), f64 on GPUs likewise (< 1e-15), f64 on the host through llvm.exp/llvm.log. */
 LLVMValueRef cg_exp(Cg *cg, LLVMValueRef x);
 LLVMValueRef cg_log(Cg *cg, LLVMValueRef x);
 

@@ -9,6 +9,7 @@
  *   code objects         u64 bytes, u32 count, then each: target[32], arch[32], i32 kind,
  *                        i32 wave, u64 size, size bytes, training kernels, evaluation kernels
  *   kernel lists         u64 bytes, u32 count, count records of KERNEL_RECORD bytes
+ *                        (name[64], i32 node, i64 grid, i32 block)
  *
  * Strings are fixed-size fields (as in the structs) that must hold a NUL. */
 #include <errno.h>
@@ -479,6 +480,18 @@ static void r_kernels(Rd *r, const char *what, BundleKernel **list, int32_t *cou
 	r->ok = s.ok;
 }
 
+/* The kind, the architecture and the wave size agree: the runtime picks a backend by kind and
+ * a device by architecture. */
+static bool code_kind_fits(const BundleCode *c)
+{
+	switch (c->kind) {
+	case CODE_HOST: return strcmp(c->arch, "host") == 0 && c->wave == 0;
+	case CODE_HSACO: return strncmp(c->arch, "gfx", 3) == 0 && (c->wave == 32 || c->wave == 64);
+	case CODE_PTX: return strncmp(c->arch, "sm_", 3) == 0 && c->wave == 32;
+	default: return false;
+	}
+}
+
 static void r_code(Rd *r, Bundle *b)
 {
 	Rd s;
@@ -495,9 +508,9 @@ static void r_code(Rd *r, Bundle *b)
 		r_str(&s, c->arch, sizeof c->arch, "code object architecture");
 		c->kind = r_i32(&s, "code object kind");
 		c->wave = r_i32(&s, "code object wave size");
-		if (s.ok && (c->kind < CODE_HOST || c->kind > CODE_PTX || c->wave < 0 || c->wave > 64))
-			r_fail(&s, "malformed bundle: code object '%s' has kind %d, wave size %d", c->target,
-			       c->kind, c->wave);
+		if (s.ok && !code_kind_fits(c))
+			r_fail(&s, "malformed bundle: code object '%s' (architecture '%s') has kind %d, wave "
+			       "size %d", c->target, c->arch, c->kind, c->wave);
 		c->size = r_u64(&s, "code object");
 		if (!s.ok)
 			break;
@@ -546,6 +559,9 @@ static void r_magic(Rd *r)
 		       "recompile the model with this one", v, BUNDLE_VERSION);
 	else if (v < 1)
 		r_fail(r, "bundle version %u is not one netc ever wrote", v);
+	else if (v < BUNDLE_VERSION)
+		r_fail(r, "bundle version %u is older than this netc reads (%d): recompile the model with "
+		       "this netc", v, BUNDLE_VERSION);
 }
 
 bool bundle_read(Bundle *b, const char *path, char *err, size_t errlen)

@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#ifdef NETC_HAVE_ZLIB
 #include <zlib.h>
+#endif
 
 #include "runtime/data_idx.h"
 #include "runtime/readfile.h"
@@ -148,6 +150,13 @@ bool rt_mnist_parse(const IdxBlob f[MNIST_NFILES], Dataset *train, Dataset *test
 
 /* ---- files ---- */
 
+#ifndef NETC_HAVE_ZLIB
+static bool gunzip(IdxBlob *f, char *err, size_t errlen)
+{
+	return fail(err, errlen, f->name, "is gzipped, and this netc was built without zlib: "
+		    "gunzip it, or rebuild netc with zlib");
+}
+#else
 static bool gunzip(IdxBlob *f, char *err, size_t errlen)
 {
 	z_stream z = {0};
@@ -187,6 +196,7 @@ static bool gunzip(IdxBlob *f, char *err, size_t errlen)
 	f->size = n;
 	return true;
 }
+#endif
 
 static bool exists(const char *path)
 {

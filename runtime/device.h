@@ -1,6 +1,11 @@
-/* device.h: what the runtime needs of a device, as a small vtable. The CPU is the one backend
- * now (runtime/device_cpu.c); HIP and CUDA backends fill in the same table, loading their driver
- * libraries with dlopen so that one binary runs on any machine. */
+/* device.h: what the runtime needs of a device, as a small vtable. Backends: the CPU
+ * (device_cpu.c), the CUDA driver (device_cuda.c) and HIP (device_hip.c). The GPU backends load
+ * their driver libraries with dlopen, so one binary runs on any machine and the build needs
+ * neither CUDA nor ROCm.
+ *
+ * Launches on a GPU are queued: they, and copy_in, return before the work is done; copy_out and
+ * synchronize wait for it. GPU errors surface late, so a backend keeps the first one and error()
+ * reports it (the session checks it after each program and each read). */
 #ifndef NETC_DEVICE_H
 #define NETC_DEVICE_H
 
@@ -8,19 +13,38 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runtime/bundle.h"
+
 typedef struct RtDevice RtDevice; /* a backend's own state */
 
+/* What `netc devices` lists and what a bundle's code objects are matched on. */
 typedef struct {
-	const char *name;   /* "cpu" */
-	const char *target; /* which of a bundle's code objects it runs: "host" */
+	char name[128];     /* "NVIDIA H100 80GB HBM3", "AMD Radeon RX 6800", the CPU's model */
+	char arch[32];      /* matched against BundleCode.arch: "sm_90", "gfx90a", "host" */
+	char full_arch[64]; /* as the driver says it, features included: "gfx90a:sramecc+:xnack-" */
+	uint64_t memory;    /* bytes */
+	int wave;           /* warp or wavefront size; 0 on the CPU */
+	int units;          /* SMs, CUs or cores */
+} RtDeviceInfo;
+
+typedef struct {
+	const char *name;   /* "cpu", "cuda", "hip" */
+	int code_kind;      /* the CodeKind of bundle.h this backend loads */
+	const char *units;  /* what RtDeviceInfo.units counts: "SMs", "CUs", "cores" */
+	/* Devices of this kind: 0 or more, or -1 when the backend cannot look (driver library
+	 * missing, driver failing). why gets one line whenever there is none. */
+	int (*count)(char *why, size_t len);
+	bool (*query)(int index, RtDeviceInfo *info, char *err, size_t errlen);
 	/* threads: CPU worker threads, 0 = all cores; GPUs ignore it */
-	RtDevice *(*open)(int threads, char *err, size_t errlen);
-	/* One line for the run's log: "cpu (8 threads)". */
+	RtDevice *(*open)(int index, int threads, char *err, size_t errlen);
+	/* One line for the run's log: "cpu (8 threads)", "cuda:0 NVIDIA H100 (sm_90, 79.1 GiB)". */
 	void (*describe)(RtDevice *d, char *buf, size_t len);
 	/* Zeroed device memory, 64-byte aligned at least; NULL with a message on failure. */
 	void *(*alloc)(RtDevice *d, size_t bytes, char *err, size_t errlen);
 	void (*free)(RtDevice *d, void *mem);
+	/* src may be reused as soon as copy_in returns. */
 	void (*copy_in)(RtDevice *d, void *mem, size_t offset, const void *src, size_t bytes);
+	/* Waits for the work queued before it. */
 	void (*copy_out)(RtDevice *d, void *dst, const void *mem, size_t offset, size_t bytes);
 	/* Where the host can read and write mem directly, its address; else NULL. */
 	void *(*host_view)(RtDevice *d, void *mem);
@@ -28,12 +52,43 @@ typedef struct {
 	void (*unload_code)(RtDevice *d, void *module);
 	/* NULL with a message naming the kernel when the code object lacks it. */
 	void *(*get_kernel)(RtDevice *d, void *module, const char *name, char *err, size_t errlen);
-	/* Queues kernel over work-groups [0, grid); it takes the arena as its only buffer. */
-	void (*launch)(RtDevice *d, void *kernel, void *arena, int64_t grid);
+	/* Queues kernel over work-groups [0, grid) of block work-items; the arena is its only
+	 * argument. */
+	void (*launch)(RtDevice *d, void *kernel, void *arena, int64_t grid, int block);
+	/* Optional graphs (NULL on devices without them): the launches queued between
+	 * capture_begin and capture_end are recorded, not run, and become one graph that replay
+	 * queues as a whole. Failures are reported through err and leave no sticky error: the
+	 * session then launches kernel by kernel. */
+	bool (*capture_begin)(RtDevice *d, char *err, size_t errlen);
+	void *(*capture_end)(RtDevice *d, char *err, size_t errlen);
+	void (*replay)(RtDevice *d, void *graph);
+	void (*graph_free)(RtDevice *d, void *graph);
 	void (*synchronize)(RtDevice *d);
+	/* The first error since open, NULL while there is none. */
+	const char *(*error)(RtDevice *d);
 	void (*close)(RtDevice *d);
 } RtDeviceOps;
 
-extern const RtDeviceOps rt_device_cpu;
+extern const RtDeviceOps rt_device_cpu, rt_device_cuda, rt_device_hip;
+
+/* "cuda:0 NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB, 132 SMs)": the one way devices are named in
+ * logs and in `netc devices` (runtime/devices.c). */
+/* The device a run takes and the code object it runs (runtime/devices.c). */
+typedef struct {
+	const RtDeviceOps *ops;
+	int index;
+	RtDeviceInfo info;
+	const BundleCode *code;
+	char note[768]; /* why `auto` chose it, "" when nothing was passed over */
+} RtChoice;
+
+/* spec: "auto" (or NULL), "cpu", "cuda", "cuda:N", "hip", "hip:N". */
+bool rt_choose_device(const Bundle *b, const char *spec, RtChoice *c, char *err, size_t errlen);
+/* The code object of kind for the device: its architecture with agreeing target features, or on
+ * NVIDIA the newest PTX for an older GPU, which the driver compiles for this one. */
+const BundleCode *rt_code_for(const Bundle *b, int kind, const RtDeviceInfo *info);
+/* "512.0 KiB", "1.2 GiB" */
+void rt_format_bytes(uint64_t bytes, char *buf, size_t len);
+void rt_device_line(const RtDeviceOps *ops, int index, const RtDeviceInfo *info, char *buf, size_t len);
 
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "runtime/bundle.h"
 #include "runtime/device.h"
 #include "runtime/threadpool.h"
 
@@ -14,7 +15,39 @@ struct RtDevice {
 	ThreadPool *pool;
 };
 
-static RtDevice *cpu_open(int threads, char *err, size_t errlen)
+static int cpu_count(char *why, size_t len) { return 1; }
+
+/* The "model name" line of /proc/cpuinfo, else the machine's name from uname. */
+static void cpu_model(char *buf, size_t len)
+{
+	snprintf(buf, len, "CPU");
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	char line[512];
+	while (f && fgets(line, sizeof line, f)) {
+		char *colon = strchr(line, ':');
+		if (strncmp(line, "model name", 10) == 0 && colon) {
+			colon += 1 + strspn(colon + 1, " \t");
+			snprintf(buf, len, "%.*s", (int)strcspn(colon, "\n"), colon);
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+}
+
+static bool cpu_query(int index, RtDeviceInfo *info, char *err, size_t errlen)
+{
+	memset(info, 0, sizeof *info);
+	cpu_model(info->name, sizeof info->name);
+	snprintf(info->arch, sizeof info->arch, "host");
+	snprintf(info->full_arch, sizeof info->full_arch, "host");
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+	info->memory = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+	info->units = rt_pool_default_threads();
+	return true;
+}
+
+static RtDevice *cpu_open(int index, int threads, char *err, size_t errlen)
 {
 	RtDevice *d = calloc(1, sizeof *d);
 	if (d)
@@ -38,7 +71,9 @@ static void *cpu_alloc(RtDevice *d, size_t bytes, char *err, size_t errlen)
 	size_t size = (bytes + 63) / 64 * 64;
 	void *p = aligned_alloc(64, size ? size : 64);
 	if (!p) {
-		snprintf(err, errlen, "cpu: cannot allocate %zu bytes", bytes);
+		char want[32];
+		rt_format_bytes(bytes, want, sizeof want);
+		snprintf(err, errlen, "cpu: cannot allocate the arena of %s", want);
 		return NULL;
 	}
 	memset(p, 0, size ? size : 64);
@@ -117,7 +152,7 @@ static void *cpu_get_kernel(RtDevice *d, void *module, const char *name, char *e
 	return k;
 }
 
-static void cpu_launch(RtDevice *d, void *kernel, void *arena, int64_t grid)
+static void cpu_launch(RtDevice *d, void *kernel, void *arena, int64_t grid, int block)
 {
 	RtKernelFn fn;
 	/* dlsym returns functions as data pointers; POSIX guarantees the round trip */
@@ -125,8 +160,9 @@ static void cpu_launch(RtDevice *d, void *kernel, void *arena, int64_t grid)
 	rt_pool_run(d->pool, fn, arena, grid);
 }
 
-/* Launches return when their work is done. */
+/* Launches return when their work is done, and nothing fails after them. */
 static void cpu_synchronize(RtDevice *d) {}
+static const char *cpu_error(RtDevice *d) { return NULL; }
 
 static void cpu_close(RtDevice *d)
 {
@@ -138,7 +174,10 @@ static void cpu_close(RtDevice *d)
 
 const RtDeviceOps rt_device_cpu = {
 	.name = "cpu",
-	.target = "host",
+	.code_kind = CODE_HOST,
+	.units = "cores",
+	.count = cpu_count,
+	.query = cpu_query,
 	.open = cpu_open,
 	.describe = cpu_describe,
 	.alloc = cpu_alloc,
@@ -151,5 +190,6 @@ const RtDeviceOps rt_device_cpu = {
 	.get_kernel = cpu_get_kernel,
 	.launch = cpu_launch,
 	.synchronize = cpu_synchronize,
+	.error = cpu_error,
 	.close = cpu_close,
 };

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "runtime/bundle.h"
 
@@ -15,23 +16,44 @@ enum { RT_INIT_ZERO = 0, RT_INIT_UNIFORM = 1 };
 /* ---- sessions: a bundle loaded on a device with its arena (runtime/session.c) ---- */
 typedef struct Session Session;
 
-/* device: "auto" or "cpu" for now. threads: 0 = all cores. */
+/* device: "auto" (or NULL: the first GPU the bundle has code for, else the CPU), "cpu", "cuda",
+ * "cuda:N", "hip", "hip:N". threads: CPU threads, 0 = all cores. A device that is not there, a
+ * missing driver, a GPU the bundle has no code for, a failed load or allocation: NULL with one
+ * line in err. */
 Session *rt_open(const Bundle *b, const char *device, int threads, char *err, size_t errlen);
 void rt_close(Session *s);
 /* Parameters as PyTorch initializes them by default (uniform within each buffer's bound) from
  * seed; optimizer state zero. */
 void rt_init_params(Session *s, uint64_t seed);
-/* Runs one program (PROG_TRAIN or PROG_EVAL from ir.h) over what the buffers hold. */
-void rt_run(Session *s, int program);
-/* Host view of a buffer (on the CPU, the arena itself). */
+/* Queues one program (PROG_TRAIN or PROG_EVAL from ir.h) over what the buffers hold. On the CPU
+ * it returns when the work is done; on a GPU before, and rt_read or rt_sync wait for it. False
+ * once the device has failed (rt_error says how). */
+bool rt_run(Session *s, int program);
+/* Waits for the queued work; false once the device has failed. */
+bool rt_sync(Session *s);
+/* The device's first failure ("cuda:0: a kernel failed: ..."), NULL while there is none. GPU
+ * errors surface late: check it after reading results. */
+const char *rt_error(const Session *s);
+/* Host view of a buffer: on the CPU the arena itself; NULL on a GPU (use rt_read/rt_write). */
 void *rt_buffer(Session *s, int buf);
 const Bundle *rt_bundle(const Session *s);
-const char *rt_device_name(const Session *s);
-/* For the run's log: "cpu (8 threads)". */
+const char *rt_device_name(const Session *s); /* "cpu", "cuda", "hip" */
+/* For the run's log: "cpu (8 threads)", "cuda:0 NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB, ...)". */
 const char *rt_device_info(const Session *s);
-/* Copies bytes (at most the buffer's size) into or out of a buffer, on any device. */
+/* Why this device, "" when there is nothing to say: "auto: no GPU the bundle has code for:
+ * cuda: libcuda.so.1 not found; hip: no AMD GPU found". */
+const char *rt_device_note(const Session *s);
+/* Whether the training program runs as a captured graph (known after its first run). */
+bool rt_graphs(const Session *s);
+/* Copies bytes (at most the buffer's size) into or out of a buffer, on any device. rt_read waits
+ * for the work queued before it. */
 void rt_write(Session *s, int buf, const void *src, size_t bytes);
 void rt_read(Session *s, int buf, void *dst, size_t bytes);
+
+/* ---- devices (runtime/devices.c) ---- */
+/* `netc devices`: every GPU found (name, architecture, memory, units, wave size), a line for
+ * each backend that has none saying why, and the CPU. Returns the number of devices listed. */
+int rt_devices_print(FILE *out);
 
 /* ---- data sets (runtime/data_*.c) ---- */
 typedef struct {
@@ -77,6 +99,9 @@ typedef struct {
 	double ms_per_step;      /* median over repeats */
 	double examples_per_s;
 	double ms_min, ms_max;
+	char device[256];        /* rt_device_info of the device it ran on */
+	char device_note[1024];   /* rt_device_note */
+	bool graphs;             /* the step ran as a captured graph */
 } BenchResult;
 
 int rt_bench(const Bundle *b, const BenchOptions *o, BenchResult *r);

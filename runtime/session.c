@@ -1,10 +1,24 @@
-/* session.c: a bundle loaded on a device: its code object, its kernels resolved, one arena. */
+/* session.c: a bundle loaded on a device: its code object, its kernels resolved, one arena.
+ *
+ * On a device with graphs, the first run of a program captures its launches as one graph and
+ * every later run replays it. That is valid because nothing a step reads moves: the kernels take
+ * only the arena's address, and the learning rate, the dropout key and the inputs are written
+ * into fixed places in the arena before each run. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "runtime/device.h"
 #include "runtime/rt.h"
+
+/* One program's kernels as the device resolved them, and its graph once captured. */
+typedef struct {
+	const BundleKernel *k;
+	int n;
+	void **fn;
+	void *graph;
+	bool no_graph;   /* capture failed or is off: launch kernel by kernel */
+} Program;
 
 struct Session {
 	const Bundle *b;
@@ -14,98 +28,85 @@ struct Session {
 	void *arena;      /* device memory */
 	uint8_t *host;    /* the host's view of the arena, NULL where the device has none */
 	void *module;
-	void **train, **eval; /* kernel handles in launch order */
-	char info[128];
+	Program train, eval;
+	char info[256];
+	char note[1024];
 };
 
-/* Devices in the order "auto" tries them. */
-static const RtDeviceOps *const devices[] = {&rt_device_cpu};
-#define NDEVICES (sizeof devices / sizeof devices[0])
-
-static void list_choices(char *buf, size_t len)
+static bool resolve(Session *s, Program *p, const BundleKernel *k, int n, char *err, size_t errlen)
 {
-	size_t n = (size_t)snprintf(buf, len, "auto");
-	for (size_t i = 0; i < NDEVICES && n < len; i++)
-		n += (size_t)snprintf(buf + n, len - n, ", %s", devices[i]->name);
-}
-
-static const RtDeviceOps *pick_device(const Bundle *b, const char *name, char *err, size_t errlen)
-{
-	bool any = !name || !*name || strcmp(name, "auto") == 0;
-	for (size_t i = 0; i < NDEVICES; i++)
-		if ((any && bundle_code_for(b, devices[i]->target)) || (name && strcmp(name, devices[i]->name) == 0))
-			return devices[i];
-	if (any)
-		return devices[NDEVICES - 1]; /* the CPU: open says what code is missing */
-	char choices[128];
-	list_choices(choices, sizeof choices);
-	snprintf(err, errlen, "unknown device '%s' (choices: %s)", name, choices);
-	return NULL;
-}
-
-static void missing_code(const Bundle *b, const RtDeviceOps *ops, char *err, size_t errlen)
-{
-	char have[256] = "";
-	size_t n = 0;
-	for (int i = 0; i < b->ncode && n < sizeof have; i++)
-		n += (size_t)snprintf(have + n, sizeof have - n, "%s%s", i ? ", " : "", b->code[i].target);
-	snprintf(err, errlen, "the bundle has no code for the %s (it has: %s); compile it with "
-		 "`netc compile --target %s`", ops->name, b->ncode ? have : "none", ops->target);
-}
-
-static void **resolve(Session *s, const BundleKernel *k, int n, char *err, size_t errlen)
-{
-	void **list = calloc(n ? (size_t)n : 1, sizeof *list);
-	if (!list) {
+	p->k = k;
+	p->n = n;
+	p->fn = calloc(n ? (size_t)n : 1, sizeof *p->fn);
+	if (!p->fn) {
 		snprintf(err, errlen, "out of memory");
-		return NULL;
+		return false;
 	}
 	for (int i = 0; i < n; i++)
-		if (!(list[i] = s->ops->get_kernel(s->dev, s->module, k[i].name, err, errlen))) {
-			free(list);
-			return NULL;
-		}
-	return list;
+		if (!(p->fn[i] = s->ops->get_kernel(s->dev, s->module, k[i].name, err, errlen)))
+			return false;
+	return true;
+}
+
+/* NETC_GRAPHS=0 launches kernel by kernel even where the device has graphs (to compare). */
+static bool graphs_wanted(const RtDeviceOps *ops)
+{
+	const char *env = getenv("NETC_GRAPHS");
+	return ops->capture_begin && !(env && strcmp(env, "0") == 0);
+}
+
+static void describe(Session *s, const RtChoice *c)
+{
+	s->ops->describe(s->dev, s->info, sizeof s->info);
+	size_t n = 0;
+	if (strcmp(s->code->arch, c->info.arch) != 0)
+		n = (size_t)snprintf(s->note, sizeof s->note, "runs the bundle's %s code, which the driver "
+				     "compiles for %s", s->code->target, c->info.arch);
+	if (c->note[0] && n < sizeof s->note)
+		snprintf(s->note + n, sizeof s->note - n, "%sauto: %s", n ? "; " : "", c->note);
 }
 
 Session *rt_open(const Bundle *b, const char *device, int threads, char *err, size_t errlen)
 {
-	const RtDeviceOps *ops = pick_device(b, device, err, errlen);
-	if (!ops)
+	RtChoice c;
+	if (!rt_choose_device(b, device, &c, err, errlen))
 		return NULL;
-	const BundleCode *code = bundle_code_for(b, ops->target);
-	if (!code) {
-		missing_code(b, ops, err, errlen);
-		return NULL;
-	}
 	Session *s = calloc(1, sizeof *s);
 	if (!s) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
 	s->b = b;
-	s->ops = ops;
-	s->code = code;
-	bool ok = (s->dev = ops->open(threads, err, errlen)) &&
-		  (s->arena = ops->alloc(s->dev, (size_t)b->arena_bytes, err, errlen)) &&
-		  (s->module = ops->load_code(s->dev, code->data, code->size, err, errlen)) &&
-		  (s->train = resolve(s, code->train_kernels, code->ntrain, err, errlen)) &&
-		  (s->eval = resolve(s, code->eval_kernels, code->neval, err, errlen));
+	s->ops = c.ops;
+	s->code = c.code;
+	bool ok = (s->dev = c.ops->open(c.index, threads, err, errlen)) &&
+		  (s->arena = c.ops->alloc(s->dev, (size_t)b->arena_bytes, err, errlen)) &&
+		  (s->module = c.ops->load_code(s->dev, c.code->data, c.code->size, err, errlen)) &&
+		  resolve(s, &s->train, c.code->train_kernels, c.code->ntrain, err, errlen) &&
+		  resolve(s, &s->eval, c.code->eval_kernels, c.code->neval, err, errlen);
 	if (!ok) {
 		rt_close(s);
 		return NULL;
 	}
-	s->host = ops->host_view(s->dev, s->arena);
-	ops->describe(s->dev, s->info, sizeof s->info);
+	s->train.no_graph = s->eval.no_graph = !graphs_wanted(c.ops);
+	s->host = c.ops->host_view(s->dev, s->arena);
+	describe(s, &c);
 	return s;
+}
+
+static void program_free(Session *s, Program *p)
+{
+	if (p->graph)
+		s->ops->graph_free(s->dev, p->graph);
+	free(p->fn);
 }
 
 void rt_close(Session *s)
 {
 	if (!s)
 		return;
-	free(s->train);
-	free(s->eval);
+	program_free(s, &s->train);
+	program_free(s, &s->eval);
 	if (s->module)
 		s->ops->unload_code(s->dev, s->module);
 	if (s->arena)
@@ -115,19 +116,52 @@ void rt_close(Session *s)
 	free(s);
 }
 
-void rt_run(Session *s, int program)
+static void launch_all(Session *s, const Program *p)
 {
-	const BundleCode *c = s->code;
-	const BundleKernel *k = program == RT_PROG_TRAIN ? c->train_kernels : c->eval_kernels;
-	void **fn = program == RT_PROG_TRAIN ? s->train : s->eval;
-	int n = program == RT_PROG_TRAIN ? c->ntrain : c->neval;
+	for (int i = 0; i < p->n; i++)
+		s->ops->launch(s->dev, p->fn[i], s->arena, p->k[i].grid, p->k[i].block);
+}
+
+/* Records the program as a graph; where that fails, it stays kernel by kernel, and says so
+ * once on stderr: slower, not wrong. */
+static void capture(Session *s, Program *p)
+{
+	char err[512] = "";
+	if (s->ops->capture_begin(s->dev, err, sizeof err)) {
+		launch_all(s, p);
+		p->graph = s->ops->capture_end(s->dev, err, sizeof err);
+	}
+	if (!p->graph) {
+		p->no_graph = true;
+		fprintf(stderr, "netc: warning: no graph capture, launching kernel by kernel: %s\n", err);
+	}
+}
+
+bool rt_run(Session *s, int program)
+{
 	if (program != RT_PROG_TRAIN && program != RT_PROG_EVAL) {
 		fprintf(stderr, "%s:%d: rt_run: no program %d\n", __FILE__, __LINE__, program);
 		abort();
 	}
-	for (int i = 0; i < n; i++)
-		s->ops->launch(s->dev, fn[i], s->arena, k[i].grid);
+	Program *p = program == RT_PROG_TRAIN ? &s->train : &s->eval;
+	if (!p->graph && !p->no_graph)
+		capture(s, p);
+	if (p->graph)
+		s->ops->replay(s->dev, p->graph);
+	else
+		launch_all(s, p);
+	return !s->ops->error(s->dev);
+}
+
+bool rt_sync(Session *s)
+{
 	s->ops->synchronize(s->dev);
+	return !s->ops->error(s->dev);
+}
+
+const char *rt_error(const Session *s)
+{
+	return s->ops->error(s->dev);
 }
 
 void *rt_buffer(Session *s, int buf)
@@ -160,3 +194,5 @@ void rt_read(Session *s, int buf, void *dst, size_t bytes)
 const Bundle *rt_bundle(const Session *s) { return s->b; }
 const char *rt_device_name(const Session *s) { return s->ops->name; }
 const char *rt_device_info(const Session *s) { return s->info; }
+const char *rt_device_note(const Session *s) { return s->note; }
+bool rt_graphs(const Session *s) { return s->train.graph != NULL; }

@@ -208,6 +208,7 @@ static float train_step(Loop *L, const Dataset *d, const int32_t *idx, int64_t e
 	rt_write(L->s, L->b->rng, key, sizeof key);
 	rt_run(L->s, RT_PROG_TRAIN);
 	L->step++;
+	/* the progress line needs the loss and the scores: this read waits for the step */
 	float loss;
 	rt_read(L->s, L->b->loss, &loss, sizeof loss);
 	rt_read(L->s, L->b->output, L->scores, (size_t)(L->batch * L->classes) * sizeof *L->scores);
@@ -218,12 +219,12 @@ static float train_step(Loop *L, const Dataset *d, const int32_t *idx, int64_t e
 /* ---- evaluation ---- */
 
 /* The evaluation program over all of d; the last partial batch is padded by repeating examples
- * from the start, and only its real rows count. */
-static void evaluate(Loop *L, const Dataset *d, bool quiet, double *accuracy)
+ * from the start, and only its real rows count. False when the device fails. */
+static bool evaluate(Loop *L, const Dataset *d, bool quiet, double *accuracy)
 {
 	int32_t *idx = malloc((size_t)L->batch * sizeof *idx);
 	if (!idx)
-		return;
+		return true; /* no evaluation, no harm to the training */
 	double loss_sum = 0;
 	int64_t hits = 0;
 	for (int64_t start = 0; start < d->n; start += L->batch) {
@@ -235,6 +236,8 @@ static void evaluate(Loop *L, const Dataset *d, bool quiet, double *accuracy)
 		float loss;
 		rt_read(L->s, L->b->eval_loss, &loss, sizeof loss);
 		rt_read(L->s, L->b->eval_output, L->scores, (size_t)(L->batch * L->classes) * sizeof *L->scores);
+		if (rt_error(L->s))
+			break;
 		hits += count_hits(L, rows);
 		if (rows == L->batch) {
 			loss_sum += (double)loss * (double)rows;
@@ -245,11 +248,14 @@ static void evaluate(Loop *L, const Dataset *d, bool quiet, double *accuracy)
 		}
 	}
 	free(idx);
+	if (rt_error(L->s))
+		return false;
 	*accuracy = 100.0 * (double)hits / (double)d->n;
 	if (!quiet)
 		printf("eval: loss %.4f  accuracy %.2f%% (%lld examples)\n", loss_sum / (double)d->n,
 		       *accuracy, (long long)d->n);
 	fflush(stdout);
+	return true;
 }
 
 /* ---- the training loop ---- */
@@ -306,6 +312,11 @@ static bool run_epochs(Loop *L, Plan *p, const Dataset *train, const Dataset *te
 			int64_t hits;
 			float loss = train_step(L, train, perm + k * L->batch, e, &hits);
 			p->train_s += now() - t;
+			if (rt_error(L->s)) {
+				snprintf(err, errlen, "%s (at step %lld)", rt_error(L->s), (long long)L->step);
+				ok = false;
+				break;
+			}
 			if (!isfinite(loss)) {
 				snprintf(err, errlen, "the training loss is %f at step %lld (epoch %lld): "
 					 "try a lower learning rate", loss, (long long)L->step, (long long)e + 1);
@@ -327,12 +338,14 @@ static bool run_epochs(Loop *L, Plan *p, const Dataset *train, const Dataset *te
 		evaluated = ok && test && L->step % p->per_epoch == 0;
 		if (evaluated) {
 			double t = now();
-			evaluate(L, test, quiet, &p->accuracy);
+			ok = evaluate(L, test, quiet, &p->accuracy);
 			iv.t_mark += now() - t; /* the interval's rate counts training only */
 		}
 	}
 	if (ok && test && !evaluated)
-		evaluate(L, test, quiet, &p->accuracy);
+		ok = evaluate(L, test, quiet, &p->accuracy);
+	if (!ok && rt_error(L->s) && !strstr(err, rt_error(L->s)))
+		snprintf(err, errlen, "%s (in the evaluation)", rt_error(L->s));
 	free(perm);
 	return ok;
 }
@@ -377,7 +390,7 @@ static bool train_session(const Bundle *b, const TrainOptions *o, const Dataset 
 	if (!s)
 		return false;
 	if (!o->quiet)
-		printf("device: %s\n", rt_device_info(s));
+		printf("device: %s%s%s\n", rt_device_info(s), *rt_device_note(s) ? "; " : "", rt_device_note(s));
 	rt_init_params(s, o->seed);
 	Loop L;
 	bool ok = loop_init(&L, s, o->seed);
@@ -450,12 +463,15 @@ static bool bench_session(Session *s, const BenchOptions *o, BenchResult *r)
 		random_batch(&L);
 		for (int64_t i = 0; i < o->warmup; i++)
 			rt_run(s, RT_PROG_TRAIN);
+		rt_sync(s);
 		for (int k = 0; k < repeats; k++) {
 			double t = now();
 			for (int64_t i = 0; i < steps; i++)
 				rt_run(s, RT_PROG_TRAIN);
+			rt_sync(s); /* a GPU queues the steps: time them done */
 			ms[k] = (now() - t) * 1e3 / (double)steps;
 		}
+		r->graphs = rt_graphs(s);
 		qsort(ms, (size_t)repeats, sizeof *ms, cmp_double);
 		r->ms_per_step = repeats % 2 ? ms[repeats / 2] : (ms[repeats / 2 - 1] + ms[repeats / 2]) / 2;
 		r->ms_min = ms[0];
@@ -479,8 +495,12 @@ int rt_bench(const Bundle *b, const BenchOptions *o, BenchResult *r)
 	}
 	bool ok = check_bundle(b, &shape, err, sizeof err);
 	Session *s = ok ? rt_open(b, o->device ? o->device : "auto", o->threads, err, sizeof err) : NULL;
-	if (s && !(ok = bench_session(s, o, r)))
-		snprintf(err, sizeof err, "out of memory");
+	if (s) {
+		snprintf(r->device, sizeof r->device, "%s", rt_device_info(s));
+		snprintf(r->device_note, sizeof r->device_note, "%s", rt_device_note(s));
+		ok = bench_session(s, o, r) && !rt_error(s);
+		snprintf(err, sizeof err, "%s", rt_error(s) ? rt_error(s) : "out of memory");
+	}
 	rt_close(s);
 	if (!s || !ok) {
 		fprintf(stderr, "error: %s\n", err);

@@ -27,6 +27,12 @@ static const Option options[] = {
 	{"--warmup", OPT_WARMUP, true},
 	{"--log-every", OPT_LOG_EVERY, true},
 	{"--quiet", OPT_QUIET, false},
+	{"--target", OPT_TARGET, true},
+	{"--wave32", OPT_WAVE, false},
+	{"--wave64", OPT_WAVE, false},
+	{"--code-object-version", OPT_COV, true},
+	{"--emit", OPT_EMIT, true},
+	{"--dump-dir", OPT_EMIT, true},
 };
 
 static bool parse_count(const char *command, const char *opt, const char *s, int64_t min, int64_t *out)
@@ -42,10 +48,40 @@ static bool parse_count(const char *command, const char *opt, const char *s, int
 	return true;
 }
 
+static bool set_wave(const char *command, const char *opt, Args *a)
+{
+	int wave = strcmp(opt, "--wave32") == 0 ? 32 : 64;
+	if (a->wave && a->wave != wave) {
+		fprintf(stderr, "netc %s: --wave32 and --wave64 exclude each other\n", command);
+		return false;
+	}
+	a->wave = wave;
+	return true;
+}
+
+static bool set_cov(const char *command, const char *v, Args *a)
+{
+	if (strcmp(v, "4") != 0 && strcmp(v, "5") != 0 && strcmp(v, "6") != 0) {
+		fprintf(stderr, "netc %s: --code-object-version is 4, 5 or 6, not '%s'\n", command, v);
+		return false;
+	}
+	a->code_object_version = v[0] - '0';
+	return true;
+}
+
 static bool set_option(const Option *o, const char *command, const char *v, Args *a)
 {
 	int64_t n;
 	switch (o->flag) {
+	case OPT_TARGET: a->target = v; return true;
+	case OPT_WAVE: return set_wave(command, o->name, a);
+	case OPT_COV: return set_cov(command, v, a);
+	case OPT_EMIT:
+		if (strcmp(o->name, "--emit") == 0)
+			a->emit = v;
+		else
+			a->dump_dir = v;
+		return true;
 	case OPT_TRAINING: a->training = true; return true;
 	case OPT_QUIET: a->quiet = true; return true;
 	case OPT_OUTPUT: a->output = v; return true;
@@ -80,6 +116,10 @@ bool args_parse(int argc, char **argv, int first, unsigned allowed, const char *
 			return true;
 		}
 		if (arg[0] != '-' || arg[1] == 0) {
+			if (allowed & OPT_NO_MODEL) {
+				fprintf(stderr, "netc %s: takes no model (got '%s')\n", command, arg);
+				return false;
+			}
 			if (a->model) {
 				fprintf(stderr, "netc %s: one model at a time (got '%s' and '%s')\n", command, a->model, arg);
 				return false;
@@ -114,7 +154,7 @@ bool args_parse(int argc, char **argv, int first, unsigned allowed, const char *
 		if (!set_option(o, command, value, a))
 			return false;
 	}
-	if (!a->model) {
+	if (!a->model && !(allowed & OPT_NO_MODEL)) {
 		fprintf(stderr, "netc %s: no model given (see netc %s --help)\n", command, command);
 		return false;
 	}

@@ -19,6 +19,11 @@ enum {
 	OPT_WARMUP = 1 << 10,
 	OPT_LOG_EVERY = 1 << 11,
 	OPT_QUIET = 1 << 12,
+	OPT_TARGET = 1 << 13,   /* --target LIST */
+	OPT_WAVE = 1 << 14,     /* --wave32, --wave64 */
+	OPT_COV = 1 << 15,      /* --code-object-version N */
+	OPT_EMIT = 1 << 16,     /* --emit LIST, --dump-dir DIR */
+	OPT_NO_MODEL = 1 << 17, /* the command takes no model */
 };
 
 typedef struct {
@@ -26,6 +31,11 @@ typedef struct {
 	const char *output;
 	const char *data;
 	const char *device;
+	const char *target;    /* --target: comma-separated targets; NULL: host */
+	const char *emit;      /* --emit: comma-separated kinds of file */
+	const char *dump_dir;  /* --dump-dir */
+	int wave;              /* --wave32/--wave64: 32 or 64; 0: each chip's default */
+	int code_object_version; /* --code-object-version: 4, 5 or 6; 0: the default (5) */
 	bool training, quiet, help, seed_given;
 	int64_t steps, epochs, batch, repeats, warmup, log_every;
 	int64_t threads;

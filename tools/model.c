@@ -1,7 +1,11 @@
 /* model.c: loading models for the commands: .net files are parsed, differentiated, planned and
- * compiled for the host; bundle files are read as they are. */
+ * compiled for their targets (the host unless told otherwise), with the code objects, IR and
+ * assembly written out on request; bundle files are read as they are. */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "tools/model.h"
 
@@ -53,55 +57,273 @@ static void free_graph(Graph *g)
 #endif
 }
 
-static bool compile_graph(Graph *g, Bundle *b)
-{
 #ifdef NETC_RUNTIME_ONLY
-	(void)g, (void)b;
+static bool compile_graph(Graph *g, const ModelTargets *t, Bundle *b)
+{
+	(void)g, (void)t, (void)b;
 	return false;
+}
 #else
-	CgTarget target;
-	CgOutput out;
-	char err[1024];
-	if (!cg_target_host(&target)) {
-		fprintf(stderr, "netc: error: the host CPU is not a target LLVM knows\n");
+/* ---- targets: the --target list ---- */
+
+static bool lookup_target(const char *spec, const ModelTargets *t, CgTarget *out, char *err, size_t errlen)
+{
+	CgTargetOptions plain = {0}, asked = {t->wave, t->code_object_version};
+	if (!cg_target_lookup(spec, &plain, out, err, errlen))
 		return false;
-	}
-	if (!cg_compile(g, &target, false, &out, err, sizeof err)) {
-		fprintf(stderr, "netc: error: %s\n", err);
-		return false;
-	}
-	cg_make_bundle(g, &out, target.name, b);
-	cg_output_free(&out);
+	/* wave size and code-object version are AMD's: other targets keep their defaults */
+	if (out->kind == CG_AMDGPU && (asked.wave || asked.code_object_version))
+		return cg_target_lookup(spec, &asked, out, err, errlen);
 	return true;
-#endif
 }
 
-bool model_load_bundle(const char *path, int64_t batch, Bundle *b, Graph **graph_out)
+/* Splits the list into targets (*out, malloc'd): unknown names, empty entries and repeats are
+ * errors. */
+static bool parse_targets(const ModelTargets *t, CgTarget **out, int *n)
 {
-	if (graph_out)
-		*graph_out = NULL;
-	if (model_is_bundle(path)) {
-		char err[1024];
-		if (!bundle_read(b, path, err, sizeof err)) {
+	const char *list = t->targets && t->targets[0] ? t->targets : "host";
+	size_t len = strlen(list);
+	*out = calloc(len + 1, sizeof **out);
+	if (!*out)
+		abort();
+	*n = 0;
+	bool amd = false;
+	for (const char *p = list;; p++) {
+		size_t k = strcspn(p, ",");
+		char spec[64], err[512];
+		if (k == 0 || k >= sizeof spec) {
+			fprintf(stderr, "netc: error: --target '%s': %s\n", list, k ? "a target name is too long" : "empty entry");
+			return false;
+		}
+		memcpy(spec, p, k);
+		spec[k] = 0;
+		CgTarget *c = &(*out)[*n];
+		if (!lookup_target(spec, t, c, err, sizeof err)) {
 			fprintf(stderr, "netc: error: %s\n", err);
 			return false;
 		}
-		if (batch > 0 && batch != b->batch) {
-			fprintf(stderr, "netc: error: %s was compiled for batch %lld, not %lld; compile it again "
-					"with `netc compile MODEL.net --batch %lld -o FILE`\n",
-				path, (long long)b->batch, (long long)batch, (long long)batch);
-			bundle_free(b);
+		for (int i = 0; i < *n; i++)
+			if (strcmp((*out)[i].name, c->name) == 0) {
+				fprintf(stderr, "netc: error: --target '%s' names %s twice\n", list, c->name);
+				return false;
+			}
+		amd |= c->kind == CG_AMDGPU;
+		(*n)++;
+		p += k;
+		if (!*p)
+			break;
+	}
+	if ((t->wave || t->code_object_version) && !amd) {
+		fprintf(stderr, "netc: error: %s applies to AMD targets, and '%s' has none\n",
+			t->wave ? (t->wave == 32 ? "--wave32" : "--wave64") : "--code-object-version", list);
+		return false;
+	}
+	return true;
+}
+
+/* ---- emit: which files to write ---- */
+
+enum { EMIT_HSACO = 1, EMIT_PTX = 2, EMIT_LL = 4, EMIT_ASM = 8, EMIT_SO = 16 };
+
+static const struct {
+	const char *name;
+	unsigned bit;
+	const char *what;
+} emit_kinds[] = {
+	{"hsaco", EMIT_HSACO, "AMD code objects (an AMD target such as gfx1030)"},
+	{"ptx", EMIT_PTX, "PTX (an NVIDIA target such as sm_90)"},
+	{"ll", EMIT_LL, "LLVM IR"},
+	{"asm", EMIT_ASM, "assembly"},
+	{"so", EMIT_SO, "host shared objects (the target host)"},
+};
+
+/* The kinds of file that targets of this kind produce. */
+static unsigned emit_made_by(CgTargetKind k)
+{
+	unsigned code = k == CG_AMDGPU ? EMIT_HSACO : k == CG_NVPTX ? EMIT_PTX : EMIT_SO;
+	return code | EMIT_LL | EMIT_ASM;
+}
+
+static bool parse_emit(const char *list, const CgTarget *tg, int n, unsigned *out)
+{
+	unsigned made = 0;
+	for (int i = 0; i < n; i++)
+		made |= emit_made_by(tg[i].kind);
+	*out = made;
+	if (!list)
+		return true;
+	*out = 0;
+	for (const char *p = list;; p++) {
+		size_t k = strcspn(p, ",");
+		size_t e = 0, count = sizeof emit_kinds / sizeof *emit_kinds;
+		while (e < count && (strlen(emit_kinds[e].name) != k || strncmp(emit_kinds[e].name, p, k) != 0))
+			e++;
+		if (e == count) {
+			fprintf(stderr, "netc: error: --emit: unknown kind '%.*s' (kinds: hsaco, ptx, ll, asm, so)\n", (int)k, p);
 			return false;
 		}
-		return true;
+		if (!(made & emit_kinds[e].bit)) {
+			fprintf(stderr, "netc: error: --emit %s: no target in the list produces %s\n", emit_kinds[e].name,
+				emit_kinds[e].what);
+			return false;
+		}
+		*out |= emit_kinds[e].bit;
+		p += k;
+		if (!*p)
+			break;
 	}
+	return true;
+}
+
+/* ---- dump: <dir>/<model>.<target>.<ext> ---- */
+
+static bool write_file(const char *path, const void *data, size_t size, bool quiet)
+{
+	FILE *f = fopen(path, "wb");
+	bool ok = f && fwrite(data, 1, size, f) == size;
+	if (f && fclose(f) != 0)
+		ok = false;
+	if (!ok) {
+		fprintf(stderr, "netc: error: cannot write %s: %s\n", path, strerror(errno));
+		return false;
+	}
+	if (!quiet)
+		printf("wrote %s\n", path);
+	return true;
+}
+
+static bool dump_one(const char *dir, const char *model, const CgTarget *t, const char *ext,
+		     const void *data, size_t size, bool quiet)
+{
+	char safe[sizeof t->name], path[4096];
+	/* "gfx90a:xnack-" -> "gfx90a_xnack-": ':' has no place in a file name on every system */
+	for (size_t i = 0; i < sizeof safe; i++) {
+		char c = t->name[i];
+		safe[i] = c == ':' || c == '/' ? '_' : c;
+		if (!c)
+			break;
+	}
+	if ((size_t)snprintf(path, sizeof path, "%s/%s.%s.%s", dir, model, safe, ext) >= sizeof path) {
+		fprintf(stderr, "netc: error: --dump-dir '%s': path too long\n", dir);
+		return false;
+	}
+	return write_file(path, data, size, quiet);
+}
+
+static bool dump_target(const ModelTargets *mt, const char *model, const CgTarget *t, const CgOutput *o, unsigned emit)
+{
+	const char *dir = mt->dump_dir;
+	/* PTX is NVIDIA's assembly: asking for either writes the one .ptx file */
+	if (t->kind == CG_NVPTX && (emit & EMIT_ASM))
+		emit = (emit | EMIT_PTX) & ~(unsigned)EMIT_ASM;
+	unsigned own = emit & emit_made_by(t->kind) & (EMIT_HSACO | EMIT_PTX | EMIT_SO);
+	const char *code_ext = t->kind == CG_AMDGPU ? "hsaco" : t->kind == CG_NVPTX ? "ptx" : "so";
+	size_t code_size = o->size;
+	/* PTX is text: the file ends where the text does */
+	if (t->kind == CG_NVPTX)
+		code_size = strnlen((const char *)o->code, o->size);
+	if (own && !dump_one(dir, model, t, code_ext, o->code, code_size, mt->quiet))
+		return false;
+	if ((emit & EMIT_LL) && o->ir && !dump_one(dir, model, t, "ll", o->ir, strlen(o->ir), mt->quiet))
+		return false;
+	if ((emit & EMIT_ASM) && o->assembly && !dump_one(dir, model, t, "s", o->assembly, strlen(o->assembly), mt->quiet))
+		return false;
+	return true;
+}
+
+static bool make_dump_dir(const char *dir)
+{
+	if (mkdir(dir, 0777) == 0 || errno == EEXIST)
+		return true;
+	fprintf(stderr, "netc: error: --dump-dir %s: %s\n", dir, strerror(errno));
+	return false;
+}
+
+/* ---- compile ---- */
+
+static bool compile_all(Graph *g, const ModelTargets *mt, const CgTarget *tg, int n, unsigned emit, CgOutput *outs)
+{
+	bool want_text = mt->dump_dir && (emit & (EMIT_LL | EMIT_ASM));
+	for (int i = 0; i < n; i++) {
+		char err[1024];
+		if (!cg_compile(g, &tg[i], want_text, &outs[i], err, sizeof err)) {
+			fprintf(stderr, "netc: error: %s: %s\n", tg[i].name, err);
+			return false;
+		}
+		if (mt->dump_dir && !dump_target(mt, g->name, &tg[i], &outs[i], emit))
+			return false;
+	}
+	return true;
+}
+
+static bool compile_graph(Graph *g, const ModelTargets *mt, Bundle *b)
+{
+	static const ModelTargets host = {0};
+	if (!mt)
+		mt = &host;
+	CgTarget *tg = NULL;
+	int n = 0;
+	unsigned emit = 0;
+	bool ok = parse_targets(mt, &tg, &n) && parse_emit(mt->emit, tg, n, &emit);
+	if (ok && mt->emit && !mt->dump_dir) {
+		fprintf(stderr, "netc: error: --emit needs --dump-dir DIR to write the files to\n");
+		ok = false;
+	}
+	ok = ok && (!mt->dump_dir || make_dump_dir(mt->dump_dir));
+	CgOutput *outs = calloc(n ? (size_t)n : 1, sizeof *outs);
+	if (!outs)
+		abort();
+	ok = ok && compile_all(g, mt, tg, n, emit, outs);
+	if (ok)
+		cg_make_bundle(g, tg, outs, n, b);
+	for (int i = 0; i < n; i++)
+		cg_output_free(&outs[i]);
+	free(outs);
+	free(tg);
+	return ok;
+}
+#endif
+
+static bool read_bundle(const char *path, int64_t batch, const ModelTargets *t, Bundle *b)
+{
+	char err[1024];
+	if (t && ((t->targets && t->targets[0]) || t->wave || t->code_object_version || t->emit || t->dump_dir)) {
+		fprintf(stderr, "netc: error: %s is a compiled bundle: its targets were fixed by `netc compile`; "
+				"pass the .net file to compile for other targets\n", path);
+		return false;
+	}
+	if (!bundle_read(b, path, err, sizeof err)) {
+		fprintf(stderr, "netc: error: %s\n", err);
+		return false;
+	}
+	if (batch > 0 && batch != b->batch) {
+		fprintf(stderr, "netc: error: %s was compiled for batch %lld, not %lld; compile it again "
+				"with `netc compile MODEL.net --batch %lld -o FILE`\n",
+			path, (long long)b->batch, (long long)batch, (long long)batch);
+		bundle_free(b);
+		return false;
+	}
+	return true;
+}
+
+bool model_compile(const char *path, int64_t batch, const ModelTargets *t, Bundle *b, Graph **graph_out)
+{
+	if (graph_out)
+		*graph_out = NULL;
+	if (model_is_bundle(path))
+		return read_bundle(path, batch, t, b);
 	Graph *g = model_load_graph(path, batch, true);
 	if (!g)
 		return false;
-	bool ok = compile_graph(g, b);
+	bool ok = compile_graph(g, t, b);
 	if (ok && graph_out)
 		*graph_out = g;
 	else
 		free_graph(g);
 	return ok;
+}
+
+bool model_load_bundle(const char *path, int64_t batch, Bundle *b, Graph **graph_out)
+{
+	return model_compile(path, batch, NULL, b, graph_out);
 }

@@ -9,6 +9,16 @@
 
 typedef struct Graph Graph;
 
+/* What to compile a .net file for, and which files to write besides the bundle. */
+typedef struct {
+	const char *targets;      /* comma-separated targets and aliases; NULL or "": the host */
+	int wave;                 /* 32 or 64 for every AMD target that runs both; 0: each chip's default */
+	int code_object_version;  /* AMD: 4, 5 or 6; 0: 5 */
+	const char *emit;         /* comma-separated of hsaco,ptx,ll,asm,so; NULL: all the targets make */
+	const char *dump_dir;     /* where emitted files go; NULL: none are written */
+	bool quiet;               /* no line per written file */
+} ModelTargets;
+
 /* Whether path starts with the bundle magic (a compiled artifact rather than a .net file). */
 bool model_is_bundle(const char *path);
 
@@ -16,9 +26,12 @@ bool model_is_bundle(const char *path);
  * training false stops at the forward graph. Prints errors and returns NULL on failure. */
 Graph *model_load_graph(const char *path, int64_t batch, bool training);
 
-/* A bundle from either a .net file (compiled now for the host) or a bundle file. batch > 0 must
- * match a bundle file's. Prints errors and returns false on failure. graph_out, if not NULL, gets
- * the graph of a .net file (NULL for a bundle file); the caller frees it. */
+/* A bundle from either a .net file (compiled now for t's targets; t NULL: the host) or a bundle
+ * file (t must name no targets). batch > 0 must match a bundle file's. Prints errors and returns
+ * false on failure. graph_out, if not NULL, gets the graph of a .net file (NULL for a bundle
+ * file); the caller frees it. */
+bool model_compile(const char *path, int64_t batch, const ModelTargets *t, Bundle *b, Graph **graph_out);
+/* model_compile for the host. */
 bool model_load_bundle(const char *path, int64_t batch, Bundle *b, Graph **graph_out);
 
 #endif

@@ -10,6 +10,8 @@
 #include "tools/model.h"
 
 #ifndef NETC_RUNTIME_ONLY
+#include "codegen/amdgpu_info.h"
+#include "codegen/cg.h"
 #include "ir/ir.h"
 #endif
 
@@ -32,7 +34,7 @@ static int cmd_print(const Args *a)
 	return 0;
 }
 
-static int cmd_info(const Args *a)
+static int info_model(const Args *a)
 {
 	Graph *g = model_load_graph(a->model, a->batch, true);
 	if (!g)
@@ -59,6 +61,122 @@ static int cmd_info(const Args *a)
 	return 0;
 }
 
+/* ---- netc info FILE: a bundle's plan and targets ---- */
+
+static const char *code_kind_name(int kind)
+{
+	return kind == CODE_HSACO ? "AMD code object" : kind == CODE_PTX ? "PTX" : "host shared object";
+}
+
+/* The work-group size the bundle launches kernel name with (0: not launched). */
+static int launch_block(const BundleCode *c, const char *name)
+{
+	for (int i = 0; i < c->ntrain; i++)
+		if (strcmp(c->train_kernels[i].name, name) == 0)
+			return c->train_kernels[i].block;
+	for (int i = 0; i < c->neval; i++)
+		if (strcmp(c->eval_kernels[i].name, name) == 0)
+			return c->eval_kernels[i].block;
+	return 0;
+}
+
+static void print_amd_kernel(const CgAmdChip *chip, const CgAmdKernel *k, int block)
+{
+	printf("    %-28s %5d %5d %5d %5d %7u %7u %4d/%-4d", k->name, block, k->vgpr, k->agpr, k->sgpr, k->lds,
+	       k->scratch, k->vgpr_spill, k->sgpr_spill);
+	if (chip) {
+		CgAmdOccupancy o = cg_amd_occupancy(chip, k, block);
+		printf(" %5d/%-2d %s", o.waves, chip->max_waves, o.limit);
+	}
+	printf("\n");
+}
+
+/* Every kernel's registers, LDS, scratch and spills, read from the code object's metadata, and
+ * the occupancy that follows. */
+static bool print_amd_code(const BundleCode *c)
+{
+	CgAmdCode code;
+	char err[512];
+	if (!cg_amd_read(c->data, c->size, &code, err, sizeof err)) {
+		fprintf(stderr, "netc: error: code object for %s: %s\n", c->target, err);
+		return false;
+	}
+	CgAmdChip chip;
+	bool known = cg_amd_chip(c->arch, c->wave, &chip);
+	printf("  metadata: %s, code object v%d (amdhsa.version %d.%d)\n", code.target,
+	       code.version[0] == 1 ? code.version[1] + 3 : code.version[0], code.version[0], code.version[1]);
+	if (known)
+		printf("  limits: %d VGPRs per SIMD lane (granule %d), %u LDS bytes per %s, %d waves per SIMD at most\n",
+		       chip.vgpr_total, chip.vgpr_granule, chip.lds_bytes, chip.major >= 10 ? "WGP" : "CU", chip.max_waves);
+	printf("    %-28s %5s %5s %5s %5s %7s %7s %9s %s\n", "kernel", "block", "vgpr", "agpr", "sgpr", "lds",
+	       "scratch", "spill v/s", known ? "waves/SIMD limit" : "");
+	for (int i = 0; i < code.nkernels; i++)
+		print_amd_kernel(known ? &chip : NULL, &code.kernels[i], launch_block(c, code.kernels[i].name));
+	cg_amd_free(&code);
+	return true;
+}
+
+static int64_t param_count(const Bundle *b)
+{
+	int64_t n = 0;
+	for (int i = 0; i < b->nbuf; i++) {
+		if (b->buf[i].role != BUF_PARAM)
+			continue;
+		int64_t numel = 1;
+		for (int d = 0; d < b->buf[i].rank; d++)
+			numel *= b->buf[i].dim[d];
+		n += numel;
+	}
+	return n;
+}
+
+static int info_bundle(const Args *a)
+{
+	Bundle b;
+	if (!model_load_bundle(a->model, a->batch, &b, NULL))
+		return 1;
+	printf("model: %s\n", b.model);
+	printf("batch: %lld\n", (long long)b.batch);
+	printf("parameters: %lld\n", (long long)param_count(&b));
+	printf("training step FLOPs: %.4g\n", b.flops_per_step);
+	printf("arena bytes: %lld\n", (long long)b.arena_bytes);
+	printf("targets: %d\n", b.ncode);
+	int rc = 0;
+	for (int i = 0; i < b.ncode; i++) {
+		const BundleCode *c = &b.code[i];
+		printf("target %s: %s, arch %s", c->target, code_kind_name(c->kind), c->arch);
+		if (c->wave)
+			printf(", wave%d", c->wave);
+		printf(", %llu bytes, %d training kernels, %d evaluation kernels\n", (unsigned long long)c->size,
+		       c->ntrain, c->neval);
+		if (c->kind == CODE_HSACO && !print_amd_code(c))
+			rc = 1;
+	}
+	bundle_free(&b);
+	return rc;
+}
+
+static int cmd_info(const Args *a)
+{
+	return model_is_bundle(a->model) ? info_bundle(a) : info_model(a);
+}
+
+static int cmd_targets(const Args *a)
+{
+	(void)a;
+	cg_targets_print(stdout);
+	return 0;
+}
+
+static ModelTargets targets_of(const Args *a)
+{
+	ModelTargets t = {
+		.targets = a->target, .wave = a->wave, .code_object_version = a->code_object_version,
+		.emit = a->emit, .dump_dir = a->dump_dir, .quiet = a->quiet,
+	};
+	return t;
+}
+
 static int cmd_compile(const Args *a)
 {
 	if (!a->output) {
@@ -66,7 +184,8 @@ static int cmd_compile(const Args *a)
 		return 2;
 	}
 	Bundle b;
-	if (!model_load_bundle(a->model, a->batch, &b, NULL))
+	ModelTargets t = targets_of(a);
+	if (!model_compile(a->model, a->batch, &t, &b, NULL))
 		return 1;
 	char err[1024];
 	int rc = 0;
@@ -74,18 +193,39 @@ static int cmd_compile(const Args *a)
 		fprintf(stderr, "netc: error: %s\n", err);
 		rc = 1;
 	} else if (!a->quiet) {
-		printf("wrote %s: %s, batch %lld, %d kernels per training step, arena %.1f MiB\n", a->output,
+		printf("wrote %s: %s, batch %lld, %d kernels per training step, arena %.1f MiB, targets", a->output,
 		       b.model, (long long)b.batch, b.code[0].ntrain, b.arena_bytes / 1048576.0);
+		for (int i = 0; i < b.ncode; i++)
+			printf("%s %s", i ? "," : "", b.code[i].target);
+		printf("\n");
 	}
 	bundle_free(&b);
 	return rc;
 }
 #endif
 
+static int cmd_devices(const Args *a)
+{
+	(void)a;
+	rt_devices_print(stdout);
+	return 0;
+}
+
+/* train and bench: a bundle file, or a .net file compiled now for --target (the host by default) */
+static bool load_for_run(const Args *a, Bundle *b)
+{
+#ifdef NETC_RUNTIME_ONLY
+	return model_load_bundle(a->model, a->batch, b, NULL);
+#else
+	ModelTargets t = targets_of(a);
+	return model_compile(a->model, a->batch, &t, b, NULL);
+#endif
+}
+
 static int cmd_train(const Args *a)
 {
 	Bundle b;
-	if (!model_load_bundle(a->model, a->batch, &b, NULL))
+	if (!load_for_run(a, &b))
 		return 1;
 	TrainOptions o = {
 		.data_dir = a->data, .device = a->device, .threads = (int)a->threads, .steps = a->steps,
@@ -99,7 +239,7 @@ static int cmd_train(const Args *a)
 static int cmd_bench(const Args *a)
 {
 	Bundle b;
-	if (!model_load_bundle(a->model, a->batch, &b, NULL))
+	if (!load_for_run(a, &b))
 		return 1;
 	BenchOptions o = {
 		.device = a->device, .threads = (int)a->threads, .warmup = a->warmup ? a->warmup : 5,
@@ -119,17 +259,43 @@ static int cmd_bench(const Args *a)
 	return rc;
 }
 
+/* train and bench compile a .net file on the fly: for the host, or for --target */
+#ifdef NETC_RUNTIME_ONLY
+#define RUN_TARGET_OPTS 0
+#define RUN_TARGET_USAGE ""
+#define RUN_TARGET_HELP ""
+#else
+#define RUN_TARGET_OPTS (OPT_TARGET | OPT_WAVE | OPT_COV)
+#define RUN_TARGET_USAGE " [--target LIST]"
+#define RUN_TARGET_HELP "\nA .net file is compiled first, for the host or for --target LIST (as netc compile)."
+#endif
+
 static const Command commands[] = {
 #ifndef NETC_RUNTIME_ONLY
 	{"print", cmd_print, OPT_TRAINING | OPT_BATCH, "netc print MODEL.net [--training] [--batch N]",
 	 "Prints the forward graph, or with --training the training step (forward, backward, optimizer\n"
 	 "update), one node per line."},
-	{"info", cmd_info, OPT_BATCH, "netc info MODEL.net [--batch N]",
-	 "Summarizes the model: parameters, forward FLOPs per example, training step FLOPs and kernels,\n"
-	 "arena bytes."},
-	{"compile", cmd_compile, OPT_OUTPUT | OPT_BATCH | OPT_QUIET, "netc compile MODEL.net -o FILE [--batch N]",
-	 "Compiles the training and evaluation programs for the host CPU and writes the bundle FILE\n"
-	 "(the plan, the code object and the training settings), which `netc train` and `netc bench` run."},
+	{"info", cmd_info, OPT_BATCH, "netc info MODEL.net|FILE [--batch N]",
+	 "Summarizes a model: parameters, forward FLOPs per example, training step FLOPs and kernels,\n"
+	 "arena bytes. On a compiled bundle FILE: the model, batch and arena, the targets inside, and for\n"
+	 "each AMD target every kernel's VGPRs, AGPRs, SGPRs, LDS bytes, scratch bytes per work-item and\n"
+	 "spills, read from the code object's metadata, with the occupancy they allow (waves per SIMD)\n"
+	 "and the resource that limits it."},
+	{"compile", cmd_compile, OPT_OUTPUT | OPT_BATCH | OPT_QUIET | OPT_TARGET | OPT_WAVE | OPT_COV | OPT_EMIT,
+	 "netc compile MODEL.net -o FILE [--batch N] [--target LIST] [--wave32|--wave64]\n"
+	 "                    [--code-object-version 4|5|6] [--emit KINDS --dump-dir DIR]",
+	 "Compiles the training and evaluation programs and writes the bundle FILE: the plan once, one\n"
+	 "code object per target, and the training settings; `netc train` and `netc bench` run it.\n"
+	 "--target LIST is comma-separated and may mix AMD architectures and product names (gfx906,\n"
+	 "gfx90a:xnack-, rx580, mi300x...), NVIDIA architectures (sm_90) and host, the default; `netc\n"
+	 "targets` lists them. --wave32/--wave64 pick the wave size of AMD chips that run both (gfx10 and\n"
+	 "newer; default 32 there, 64 before). --code-object-version sets the AMD code object version\n"
+	 "(default 5). --emit KINDS (comma-separated of hsaco, ptx, ll, asm, so) with --dump-dir DIR also\n"
+	 "writes each code object, its LLVM IR and its assembly as DIR/MODEL.TARGET.EXT (':' in a target\n"
+	 "becomes '_'); --dump-dir alone writes every kind the targets produce."},
+	{"targets", cmd_targets, OPT_NO_MODEL, "netc targets",
+	 "Lists every target and product alias netc compiles for, with its wave size and what is known\n"
+	 "about it."},
 	{"check", cmd_check, OPT_BATCH | OPT_SEED | OPT_THREADS,
 	 "netc check MODEL.net [--batch N] [--seed S] [--threads N]",
 	 "Runs one training step compiled and in the float64 reference interpreter from the same inputs\n"
@@ -137,17 +303,25 @@ static const Command commands[] = {
 	 "tolerance. The batch defaults to 8 (the interpreter is slow); the inputs are fresh random\n"
 	 "values unless --seed is given."},
 #endif
+	{"devices", cmd_devices, OPT_NO_MODEL, "netc devices",
+	 "Lists the devices this machine offers: every GPU the HIP and CUDA drivers find (name, gfx or\n"
+	 "sm architecture, memory, wave size), why a backend finds none, and the CPU."},
 	{"train", cmd_train,
-	 OPT_DATA | OPT_STEPS | OPT_EPOCHS | OPT_BATCH | OPT_SEED | OPT_THREADS | OPT_DEVICE | OPT_LOG_EVERY | OPT_QUIET,
+	 OPT_DATA | OPT_STEPS | OPT_EPOCHS | OPT_BATCH | OPT_SEED | OPT_THREADS | OPT_DEVICE | OPT_LOG_EVERY | OPT_QUIET
+		 | RUN_TARGET_OPTS,
 	 "netc train MODEL.net|FILE [--data DIR] [--steps N | --epochs N] [--batch N] [--seed S]\n"
-	 "                  [--threads N] [--log-every N] [--device auto|cpu]",
+	 "                  [--threads N] [--log-every N] [--device auto|cpu|hip|cuda[:N]]"
+	 RUN_TARGET_USAGE,
 	 "Trains the model. Without --data it uses the built-in MNIST-like generator; with --data DIR it\n"
 	 "reads the MNIST IDX files (plain or .gz) in DIR. Prints a progress line every --log-every steps,\n"
-	 "the held-out accuracy after each epoch, and a summary."},
-	{"bench", cmd_bench, OPT_BATCH | OPT_STEPS | OPT_REPEATS | OPT_WARMUP | OPT_SEED | OPT_THREADS | OPT_DEVICE,
-	 "netc bench MODEL.net|FILE [--batch N] [--steps N] [--repeats R] [--warmup W] [--threads N]",
+	 "the held-out accuracy after each epoch, and a summary. --device auto (the default) takes the\n"
+	 "first GPU the bundle has code for, else the CPU." RUN_TARGET_HELP},
+	{"bench", cmd_bench,
+	 OPT_BATCH | OPT_STEPS | OPT_REPEATS | OPT_WARMUP | OPT_SEED | OPT_THREADS | OPT_DEVICE | RUN_TARGET_OPTS,
+	 "netc bench MODEL.net|FILE [--batch N] [--steps N] [--repeats R] [--warmup W] [--threads N]\n"
+	 "                  [--device auto|cpu|hip|cuda[:N]]" RUN_TARGET_USAGE,
 	 "Times training steps after W warm-up steps (default 5): R repeats (default 5) of N steps\n"
-	 "(default 20); prints the median ms/step and examples/s."},
+	 "(default 20); prints the median ms/step and examples/s." RUN_TARGET_HELP},
 };
 
 static void usage(FILE *out)

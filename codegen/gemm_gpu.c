@@ -1,0 +1,445 @@
+/* gemm_gpu.c: the GPU GEMM template (see gemm_gpu.h) and the work-group helpers of GPU-native
+ * lowerings. Emission follows the kernel:
+ *
+ *   work-group wg -> (b, m-tile, n-tile)
+ *   zero the accumulators; each work-item loads its share of k-block 0 into registers
+ *   for each k-block:
+ *     phase: each work-item stores its share of the A and B tiles into LDS    | barrier
+ *     phase: each work-item loads its share of the next k-block, and
+ *            accumulates its TM x TN tile over its k-slice from LDS            | barrier
+ *   KS == 1: phase: each work-item stores its valid outputs
+ *   KS > 1:  phase: partial tiles to LDS | barrier | phase: sums in slice order, stores
+ *
+ * Tile indices are i32 where every extent fits (they are zero-extended for the operand emitters,
+ * so LLVM narrows the emitters' divisions by constants to 32 bits, which GPUs do natively). */
+#include "codegen/gemm_gpu.h"
+#include "codegen/cg_util.h"
+
+enum {
+	GPU_TILE = 64,          /* largest tile side */
+	GPU_MIN_TILE = 16,      /* smallest tile side */
+	GPU_REG_TILE = 4,       /* TM = TN */
+	GPU_WANT_GROUPS = 256,  /* shrink tiles until the grid has this many work-groups */
+	GPU_STAGE_BYTES = 16384 /* LDS for the A and B tiles; the k-block grows to fill it */
+};
+
+/* ---- the work-group ---- */
+
+static bool emulation;
+
+void cg_gpu_emulation(bool on) { emulation = on; }
+
+bool cg_gpu_paths(const Cg *cg) { return cg_is_gpu(cg) || emulation; }
+
+LLVMValueRef cg_gpu_group_begin(Cg *cg, GpuGroup *g, int block)
+{
+	*g = (GpuGroup){.block = block, .emulated = !cg_is_gpu(cg)};
+	if (g->emulated) {
+		g->wg = cg_for_begin(cg, cg->wg_begin, cg->wg_end, "wg");
+		g->wg_id = g->wg.i;
+		return g->wg_id;
+	}
+	cg_gpu_native(cg, block);
+	g->wg_id = LLVMBuildZExt(cg->b, cg_workgroup_id(cg), cg->t_i64, "wg");
+	return g->wg_id;
+}
+
+void cg_gpu_group_end(Cg *cg, GpuGroup *g)
+{
+	if (g->emulated)
+		cg_for_end(cg, &g->wg);
+}
+
+LLVMValueRef cg_gpu_phase_begin(Cg *cg, GpuGroup *g)
+{
+	if (g->emulated) {
+		g->item = cg_for_begin(cg, cg_i64(cg, 0), cg_i64(cg, g->block), "item");
+		return g->item.i;
+	}
+	return LLVMBuildZExt(cg->b, cg_workitem_id(cg), cg->t_i64, "tid");
+}
+
+void cg_gpu_phase_end(Cg *cg, GpuGroup *g, bool barrier)
+{
+	if (g->emulated)
+		cg_for_end(cg, &g->item);
+	else if (barrier)
+		cg_barrier(cg);
+}
+
+LLVMValueRef cg_gpu_shared(Cg *cg, const GpuGroup *g, LLVMTypeRef elem, int64_t count, const char *name)
+{
+	if (!g->emulated)
+		return cg_shared_array(cg, elem, count, name);
+	LLVMValueRef a = cg_local(cg, LLVMArrayType2(elem, (uint64_t)count), name);
+	LLVMSetAlignment(a, 16);
+	return a;
+}
+
+GpuPrivate cg_gpu_private(Cg *cg, const GpuGroup *g, LLVMTypeRef elem, int64_t count, const char *name)
+{
+	int64_t rows = g->emulated ? g->block : 1;
+	GpuPrivate p = {.elem = elem, .count = count};
+	p.base = cg_local(cg, LLVMArrayType2(elem, (uint64_t)(rows * count)), name);
+	return p;
+}
+
+LLVMValueRef cg_gpu_private_at(Cg *cg, const GpuGroup *g, const GpuPrivate *p, LLVMValueRef tid, int64_t i)
+{
+	/* on a GPU the indices are constants, so the array becomes registers */
+	LLVMValueRef idx = cg_i64(cg, i);
+	if (g->emulated)
+		idx = LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, tid, cg_i64(cg, p->count), ""), idx, "");
+	return LLVMBuildGEP2(cg->b, p->elem, p->base, &idx, 1, "");
+}
+
+LLVMValueRef cg_gpu_elements_begin(Cg *cg, GpuGroup *g, int64_t total, int64_t *grid)
+{
+	*grid = (total + CG_GPU_BLOCK - 1) / CG_GPU_BLOCK;
+	LLVMValueRef wg = cg_gpu_group_begin(cg, g, CG_GPU_BLOCK);
+	if (!g->emulated) {
+		LLVMValueRef e = cg_global_id(cg);
+		cg_gpu_if(cg, LLVMBuildICmp(cg->b, LLVMIntULT, e, cg_i64(cg, total), ""));
+		return e;
+	}
+	LLVMValueRef tid = cg_gpu_phase_begin(cg, g);
+	LLVMValueRef e = LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, wg, cg_i64(cg, CG_GPU_BLOCK), ""), tid, "elem");
+	LLVMValueRef in_range = LLVMBuildICmp(cg->b, LLVMIntULT, e, cg_i64(cg, total), "");
+	LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "elem");
+	g->past = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "past");
+	LLVMBuildCondBr(cg->b, in_range, then, g->past);
+	LLVMPositionBuilderAtEnd(cg->b, then);
+	return e;
+}
+
+void cg_gpu_elements_end(Cg *cg, GpuGroup *g)
+{
+	/* on a GPU the guard returned early: nothing to close */
+	if (!g->emulated)
+		return;
+	LLVMBuildBr(cg->b, g->past);
+	LLVMPositionBuilderAtEnd(cg->b, g->past);
+	cg_gpu_phase_end(cg, g, false);
+	cg_gpu_group_end(cg, g);
+}
+
+/* ---- tiles ---- */
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static int64_t groups(const GemmSpec *s, int bm, int bn) { return s->batch * cdiv(s->m, bm) * cdiv(s->n, bn); }
+
+GpuTiles cg_gemm_gpu_tiles(const GemmSpec *s)
+{
+	GpuTiles t = {.bm = GPU_TILE, .bn = GPU_TILE, .tm = GPU_REG_TILE, .tn = GPU_REG_TILE, .block = CG_GPU_BLOCK};
+	/* no tile side beyond what the extent needs */
+	while (t.bm > GPU_MIN_TILE && t.bm / 2 >= s->m)
+		t.bm /= 2;
+	while (t.bn > GPU_MIN_TILE && t.bn / 2 >= s->n)
+		t.bn /= 2;
+	/* few work-groups (small M x N, large K: dense layers, weight gradients): smaller tiles, and
+	 * the work-items they free split each k-block instead */
+	while (groups(s, t.bm, t.bn) < GPU_WANT_GROUPS && (t.bm > GPU_MIN_TILE || t.bn > GPU_MIN_TILE)) {
+		if (t.bm >= t.bn && t.bm > GPU_MIN_TILE)
+			t.bm /= 2;
+		else
+			t.bn /= 2;
+	}
+	t.ks = t.block / ((t.bm / t.tm) * (t.bn / t.tn));
+	/* the k-block fills the LDS budget (fewer barriers, more loads in flight) but stays within
+	 * K rounded up to a power of two and gives every slice at least 4 steps */
+	t.bk = 4 * t.ks;
+	int64_t esize = s->type && LLVMGetTypeKind(s->type) == LLVMDoubleTypeKind ? 8 : 4;
+	while ((t.bm + t.bn) * t.bk * 2 * esize <= GPU_STAGE_BYTES && t.bk < s->k)
+		t.bk *= 2;
+	t.nmb = cdiv(s->m, t.bm);
+	t.nnb = cdiv(s->n, t.bn);
+	return t;
+}
+
+/* ---- emission state ---- */
+
+typedef struct {
+	const GemmSpec *s;
+	GpuTiles t;
+	GpuGroup grp;
+	LLVMTypeRef et, it;          /* compute type; index type (i32 where it fits) */
+	LLVMValueRef as, bs, red;    /* LDS: A tile [bk][lda], B tile [bk][ldb]; then slice partials */
+	int64_t lda, ldb;
+	GpuPrivate acc;              /* TM x TN accumulators per work-item */
+	GpuPrivate staged;           /* its share of the next k-block's A and B tiles */
+	LLVMValueRef b, m0, n0;      /* this work-group's batch and tile origin (index type) */
+} GpuGemm;
+
+static LLVMValueRef ci(GpuGemm *g, int64_t v) { return LLVMConstInt(g->it, (unsigned long long)v, 1); }
+static LLVMValueRef add(Cg *cg, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildNUWAdd(cg->b, a, b, ""); }
+static LLVMValueRef mulc(Cg *cg, GpuGemm *g, LLVMValueRef a, int64_t c) { return LLVMBuildNUWMul(cg->b, a, ci(g, c), ""); }
+static LLVMValueRef divc(Cg *cg, GpuGemm *g, LLVMValueRef a, int64_t c) { return LLVMBuildUDiv(cg->b, a, ci(g, c), ""); }
+static LLVMValueRef remc(Cg *cg, GpuGemm *g, LLVMValueRef a, int64_t c) { return LLVMBuildURem(cg->b, a, ci(g, c), ""); }
+static LLVMValueRef ltc(Cg *cg, GpuGemm *g, LLVMValueRef a, int64_t c) { return LLVMBuildICmp(cg->b, LLVMIntULT, a, ci(g, c), ""); }
+static LLVMValueRef to_it(Cg *cg, GpuGemm *g, LLVMValueRef v) { return LLVMBuildTrunc(cg->b, v, g->it, ""); }
+static LLVMValueRef to_i64(Cg *cg, GpuGemm *g, LLVMValueRef v)
+{
+	return g->it == cg->t_i64 ? v : LLVMBuildZExt(cg->b, v, cg->t_i64, "");
+}
+
+static LLVMValueRef lds_at(Cg *cg, GpuGemm *g, LLVMValueRef base, LLVMValueRef idx)
+{
+	return LLVMBuildGEP2(cg->b, g->et, base, &idx, 1, "");
+}
+
+/* Opens `if (cond)`; returns the block after it, for end_if. */
+static LLVMBasicBlockRef begin_if(Cg *cg, LLVMValueRef cond)
+{
+	LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "then");
+	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "endif");
+	LLVMBuildCondBr(cg->b, cond, then, done);
+	LLVMPositionBuilderAtEnd(cg->b, then);
+	return done;
+}
+
+static void end_if(Cg *cg, LLVMBasicBlockRef done)
+{
+	LLVMBuildBr(cg->b, done);
+	LLVMPositionBuilderAtEnd(cg->b, done);
+}
+
+/* ---- staging the tiles ---- */
+
+/* The operand's element (row, col) in range, or zero when !ok (the emitter then reads (0, 0)). */
+static LLVMValueRef operand(Cg *cg, GpuGemm *g, const GemmOperand *op, LLVMValueRef row, LLVMValueRef col,
+			    LLVMValueRef ok)
+{
+	LLVMValueRef zero = ci(g, 0);
+	row = LLVMBuildSelect(cg->b, ok, row, zero, "");
+	col = LLVMBuildSelect(cg->b, ok, col, zero, "");
+	LLVMValueRef v = op->elem(cg, op, to_i64(cg, g, g->b), to_i64(cg, g, row), to_i64(cg, g, col));
+	return LLVMBuildSelect(cg->b, ok, v, LLVMConstNull(g->et), "");
+}
+
+static int64_t share(GpuGemm *g, bool is_a) { return cdiv((is_a ? g->t.bm : g->t.bn) * g->t.bk, g->t.block); }
+
+/* Work-item tid's share of one tile, rows x bk (rows along M for A, N for B): loaded from the
+ * operand at k-block k0 into its staging registers, or (k0 NULL) from them into lds[k][ld].
+ * Element e = tid + i*block runs along k when the operand does, else along the rows, so that
+ * neighbouring work-items read neighbouring addresses. */
+static void stage(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef tid64, LLVMValueRef k0)
+{
+	const GemmOperand *op = is_a ? &g->s->a : &g->s->b;
+	int64_t rows = is_a ? g->t.bm : g->t.bn, bk = g->t.bk, total = rows * bk;
+	int64_t extent = is_a ? g->s->m : g->s->n, ld = is_a ? g->lda : g->ldb, reg0 = is_a ? 0 : share(g, true);
+	LLVMValueRef origin = is_a ? g->m0 : g->n0, lds = is_a ? g->as : g->bs, tid = to_it(cg, g, tid64);
+	for (int64_t i = 0; i < share(g, is_a); i++) {
+		LLVMBasicBlockRef done = NULL;
+		LLVMValueRef e = add(cg, tid, ci(g, i * g->t.block));
+		if ((i + 1) * g->t.block > total)
+			done = begin_if(cg, ltc(cg, g, e, total));
+		LLVMValueRef r = op->along_k ? divc(cg, g, e, bk) : remc(cg, g, e, rows);
+		LLVMValueRef k = op->along_k ? remc(cg, g, e, bk) : divc(cg, g, e, rows);
+		LLVMValueRef reg = cg_gpu_private_at(cg, &g->grp, &g->staged, tid64, reg0 + i);
+		if (k0) {
+			LLVMValueRef row = add(cg, origin, r), kk = add(cg, k0, k);
+			LLVMValueRef ok = LLVMBuildAnd(cg->b, ltc(cg, g, row, extent), ltc(cg, g, kk, g->s->k), "");
+			LLVMBuildStore(cg->b, is_a ? operand(cg, g, op, row, kk, ok) : operand(cg, g, op, kk, row, ok), reg);
+		} else {
+			LLVMValueRef v = LLVMBuildLoad2(cg->b, g->et, reg, "");
+			LLVMBuildStore(cg->b, v, lds_at(cg, g, lds, add(cg, mulc(cg, g, k, ld), r)));
+		}
+		if (done)
+			end_if(cg, done);
+	}
+}
+
+/* ---- the register tile ---- */
+
+typedef struct {
+	LLVMValueRef slice, ty, tx; /* index type */
+} Place;
+
+static Place place_of(Cg *cg, GpuGemm *g, LLVMValueRef tid)
+{
+	int64_t tx = g->t.bn / g->t.tn, per_slice = tx * (g->t.bm / g->t.tm);
+	LLVMValueRef r = remc(cg, g, tid, per_slice);
+	Place p = {.slice = divc(cg, g, tid, per_slice), .ty = divc(cg, g, r, tx), .tx = remc(cg, g, r, tx)};
+	return p;
+}
+
+static LLVMValueRef acc_at(Cg *cg, GpuGemm *g, LLVMValueRef tid64, int i, int j)
+{
+	return cg_gpu_private_at(cg, &g->grp, &g->acc, tid64, (int64_t)i * g->t.tn + j);
+}
+
+/* `lanes` consecutive LDS elements from idx (a multiple of lanes) as scalars. */
+static void lds_row(Cg *cg, GpuGemm *g, LLVMValueRef base, LLVMValueRef idx, int lanes, LLVMValueRef *out)
+{
+	LLVMTypeRef vt = LLVMVectorType(g->et, (unsigned)lanes);
+	LLVMValueRef v = LLVMBuildLoad2(cg->b, vt, lds_at(cg, g, base, idx), "");
+	/* the arrays are 16-byte aligned and idx a multiple of lanes */
+	unsigned bytes = (unsigned)lanes * (LLVMGetTypeKind(g->et) == LLVMDoubleTypeKind ? 8 : 4);
+	LLVMSetAlignment(v, bytes < 16 ? bytes : 16);
+	for (int l = 0; l < lanes; l++)
+		out[l] = LLVMBuildExtractElement(cg->b, v, cg_i32(cg, l), "");
+}
+
+/* acc[i][j] += sum over this slice's k of As[k][ty*TM + i] * Bs[k][tx*TN + j]. */
+static void accumulate(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
+{
+	int tm = g->t.tm, tn = g->t.tn;
+	int64_t steps = g->t.bk / g->t.ks;
+	Place p = place_of(cg, g, to_it(cg, g, tid64));
+	LLVMValueRef arow = mulc(cg, g, p.ty, tm), bcol = mulc(cg, g, p.tx, tn);
+	LLVMValueRef acc[16];
+	for (int i = 0; i < tm; i++)
+		for (int j = 0; j < tn; j++)
+			acc[i * tn + j] = LLVMBuildLoad2(cg->b, g->et, acc_at(cg, g, tid64, i, j), "");
+	/* unrolled: the accumulators stay values, no memory between the steps */
+	for (int64_t s = 0; s < steps; s++) {
+		LLVMValueRef k = add(cg, mulc(cg, g, p.slice, steps), ci(g, s));
+		LLVMValueRef a[GPU_REG_TILE], b[GPU_REG_TILE];
+		lds_row(cg, g, g->as, add(cg, mulc(cg, g, k, g->lda), arow), tm, a);
+		lds_row(cg, g, g->bs, add(cg, mulc(cg, g, k, g->ldb), bcol), tn, b);
+		for (int i = 0; i < tm; i++)
+			for (int j = 0; j < tn; j++) {
+				LLVMValueRef args[3] = {a[i], b[j], acc[i * tn + j]};
+				acc[i * tn + j] = cg_intrinsic(cg, "fmuladd", g->et, args, 3);
+			}
+	}
+	for (int i = 0; i < tm; i++)
+		for (int j = 0; j < tn; j++)
+			LLVMBuildStore(cg->b, acc[i * tn + j], acc_at(cg, g, tid64, i, j));
+}
+
+/* ---- epilogue ---- */
+
+/* C[b][m0 + r][n0 + c] = v where it lies inside M x N. */
+static void store_c(Cg *cg, GpuGemm *g, LLVMValueRef r, LLVMValueRef c, LLVMValueRef v)
+{
+	LLVMValueRef m = add(cg, g->m0, r), n = add(cg, g->n0, c);
+	LLVMValueRef ok = LLVMBuildAnd(cg->b, ltc(cg, g, m, g->s->m), ltc(cg, g, n, g->s->n), "");
+	LLVMBasicBlockRef done = begin_if(cg, ok);
+	g->s->epilogue(cg, g->s, to_i64(cg, g, g->b), to_i64(cg, g, m), to_i64(cg, g, n), v);
+	end_if(cg, done);
+}
+
+/* One slice: each work-item stores its register tile. */
+static void store_tiles(Cg *cg, GpuGemm *g)
+{
+	LLVMValueRef tid64 = cg_gpu_phase_begin(cg, &g->grp);
+	Place p = place_of(cg, g, to_it(cg, g, tid64));
+	for (int i = 0; i < g->t.tm; i++)
+		for (int j = 0; j < g->t.tn; j++) {
+			LLVMValueRef v = LLVMBuildLoad2(cg->b, g->et, acc_at(cg, g, tid64, i, j), "");
+			store_c(cg, g, add(cg, mulc(cg, g, p.ty, g->t.tm), ci(g, i)),
+				add(cg, mulc(cg, g, p.tx, g->t.tn), ci(g, j)), v);
+		}
+	cg_gpu_phase_end(cg, &g->grp, false);
+}
+
+/* Several slices: partial tiles to LDS, then each work-item sums some outputs in slice order. */
+static void reduce_tiles(Cg *cg, GpuGemm *g)
+{
+	int64_t tile = (int64_t)g->t.bm * g->t.bn;
+	LLVMValueRef tid64 = cg_gpu_phase_begin(cg, &g->grp);
+	Place p = place_of(cg, g, to_it(cg, g, tid64));
+	LLVMValueRef base = mulc(cg, g, p.slice, tile);
+	for (int i = 0; i < g->t.tm; i++)
+		for (int j = 0; j < g->t.tn; j++) {
+			LLVMValueRef r = add(cg, mulc(cg, g, p.ty, g->t.tm), ci(g, i));
+			LLVMValueRef c = add(cg, mulc(cg, g, p.tx, g->t.tn), ci(g, j));
+			LLVMValueRef at = add(cg, base, add(cg, mulc(cg, g, r, g->t.bn), c));
+			LLVMBuildStore(cg->b, LLVMBuildLoad2(cg->b, g->et, acc_at(cg, g, tid64, i, j), ""), lds_at(cg, g, g->red, at));
+		}
+	cg_gpu_phase_end(cg, &g->grp, true);
+
+	tid64 = cg_gpu_phase_begin(cg, &g->grp);
+	LLVMValueRef tid = to_it(cg, g, tid64);
+	for (int64_t q = 0; q < cdiv(tile, g->t.block); q++) {
+		/* consecutive work-items take consecutive columns: coalesced stores */
+		LLVMValueRef e = add(cg, tid, ci(g, q * g->t.block));
+		LLVMBasicBlockRef done = (q + 1) * g->t.block > tile ? begin_if(cg, ltc(cg, g, e, tile)) : NULL;
+		LLVMValueRef v = LLVMBuildLoad2(cg->b, g->et, lds_at(cg, g, g->red, e), "");
+		for (int s = 1; s < g->t.ks; s++)
+			v = LLVMBuildFAdd(cg->b, v, LLVMBuildLoad2(cg->b, g->et, lds_at(cg, g, g->red, add(cg, e, ci(g, s * tile))), ""), "");
+		store_c(cg, g, divc(cg, g, e, g->t.bn), remc(cg, g, e, g->t.bn), v);
+		if (done)
+			end_if(cg, done);
+	}
+	cg_gpu_phase_end(cg, &g->grp, false);
+}
+
+/* ---- the kernel ---- */
+
+static void decode(Cg *cg, GpuGemm *g, LLVMValueRef wg64)
+{
+	LLVMValueRef wg = to_it(cg, g, wg64);
+	int64_t per_b = g->t.nmb * g->t.nnb;
+	g->b = divc(cg, g, wg, per_b);
+	LLVMValueRef r = remc(cg, g, wg, per_b);
+	g->m0 = mulc(cg, g, divc(cg, g, r, g->t.nnb), g->t.bm);
+	g->n0 = mulc(cg, g, remc(cg, g, r, g->t.nnb), g->t.bn);
+}
+
+static void zero_acc(Cg *cg, GpuGemm *g)
+{
+	LLVMValueRef tid64 = cg_gpu_phase_begin(cg, &g->grp);
+	for (int i = 0; i < g->t.tm; i++)
+		for (int j = 0; j < g->t.tn; j++)
+			LLVMBuildStore(cg->b, LLVMConstNull(g->et), acc_at(cg, g, tid64, i, j));
+	cg_gpu_phase_end(cg, &g->grp, false);
+}
+
+static void load_block(Cg *cg, GpuGemm *g, LLVMValueRef tid64, LLVMValueRef k0)
+{
+	stage(cg, g, true, tid64, k0);
+	stage(cg, g, false, tid64, k0);
+}
+
+/* Software-pipelined: the loads of k-block kb+1 are in flight while kb is accumulated (past K
+ * they are zeros, as the emitters are asked for in-range elements only). */
+static void kblocks(Cg *cg, GpuGemm *g)
+{
+	int64_t nkb = cdiv(g->s->k, g->t.bk);
+	LLVMValueRef tid64 = cg_gpu_phase_begin(cg, &g->grp);
+	load_block(cg, g, tid64, ci(g, 0));
+	cg_gpu_phase_end(cg, &g->grp, false);
+	CgLoop kb = cg_for_begin(cg, cg_i64(cg, 0), cg_i64(cg, nkb), "kb");
+	tid64 = cg_gpu_phase_begin(cg, &g->grp);
+	load_block(cg, g, tid64, NULL);
+	cg_gpu_phase_end(cg, &g->grp, true);
+	tid64 = cg_gpu_phase_begin(cg, &g->grp);
+	load_block(cg, g, tid64, mulc(cg, g, add(cg, to_it(cg, g, kb.i), ci(g, 1)), g->t.bk));
+	accumulate(cg, g, tid64);
+	cg_gpu_phase_end(cg, &g->grp, true);
+	cg_for_end(cg, &kb);
+}
+
+int64_t cg_gemm_gpu(Cg *cg, const GemmSpec *s)
+{
+	GpuGemm g = {.s = s, .t = cg_gemm_gpu_tiles(s), .et = s->type};
+	int64_t grid = s->batch * g.t.nmb * g.t.nnb;
+	/* every index of the kernel, padded tiles included, fits i32 or all is i64 */
+	bool narrow = s->m + g.t.bm < INT32_MAX && s->n + g.t.bn < INT32_MAX && s->k + 2 * g.t.bk < INT32_MAX &&
+		      grid < INT32_MAX;
+	g.it = narrow ? cg->t_i32 : cg->t_i64;
+	/* rows padded by 4 keep the vector reads aligned and spread the column-wise stores over banks */
+	g.lda = g.t.bm + 4;
+	g.ldb = g.t.bn + 4;
+
+	LLVMValueRef wg = cg_gpu_group_begin(cg, &g.grp, g.t.block);
+	/* the slices' partial tiles reuse the staging LDS once the last k-block is done */
+	int64_t stage = g.t.bk * (g.lda + g.ldb), red = g.t.ks > 1 ? (int64_t)g.t.ks * g.t.bm * g.t.bn : 0;
+	g.as = g.red = cg_gpu_shared(cg, &g.grp, g.et, stage > red ? stage : red, "gemm_lds");
+	LLVMValueRef boff = cg_i64(cg, g.t.bk * g.lda);
+	g.bs = LLVMBuildGEP2(cg->b, g.et, g.as, &boff, 1, "gemm_b");
+	g.acc = cg_gpu_private(cg, &g.grp, g.et, (int64_t)g.t.tm * g.t.tn, "acc");
+	g.staged = cg_gpu_private(cg, &g.grp, g.et, share(&g, true) + share(&g, false), "staged");
+	decode(cg, &g, wg);
+	zero_acc(cg, &g);
+	kblocks(cg, &g);
+	if (g.t.ks > 1)
+		reduce_tiles(cg, &g);
+	else
+		store_tiles(cg, &g);
+	cg_gpu_group_end(cg, &g.grp);
+	return grid;
+}

@@ -1,0 +1,77 @@
+/* gemm_gpu.h: the GPU GEMM template behind the anchor lowerings, and the work-group helpers
+ * that GPU-native lowerings share (codegen/gemm_gpu.c).
+ *
+ * The template computes the same C[b][m][n] = sum_k A(b, m, k) * B(b, k, n) as codegen/gemm.h,
+ * through the same operand emitters and epilogue. A work-group of 256 work-items computes one
+ * BM x BN tile of C for one b. Its work-items form KS slices of (BM/TM) x (BN/TN), each work-item a
+ * TM x TN register tile. Per k-block of BK the work-items stage the A tile (BM x BK) and the B tile
+ * (BK x BN) in LDS (shared memory), zero outside M, N and K; slice s accumulates its BK/KS share of
+ * the block. With KS > 1 the slices add their partial tiles in LDS in slice order. There is no split
+ * of K across work-groups and no atomics: every run gives the same bits.
+ *
+ * Emulation: the same kernels emitted for the host (work-items become loops, a barrier the end of
+ * one loop, LDS and per-work-item registers become locals), so the template's numerics can be
+ * tested on a machine without a GPU. */
+#ifndef NETC_GEMM_GPU_H
+#define NETC_GEMM_GPU_H
+
+#include "codegen/gemm.h"
+
+typedef struct {
+	int bm, bn, bk;   /* work-group tile and k-block */
+	int tm, tn;       /* register tile of one work-item */
+	int ks;           /* slices splitting each k-block inside the work-group */
+	int block;        /* work-items: (bm/tm) * (bn/tn) * ks */
+	int64_t nmb, nnb; /* tiles along M and N */
+} GpuTiles;
+
+/* Tile sizes for a problem: large tiles where there are enough of them, smaller ones (with more
+ * k-slices) where M, N and the batch give few work-groups. */
+GpuTiles cg_gemm_gpu_tiles(const GemmSpec *s);
+/* Emits the GEMM as a GPU-native kernel (or its host emulation); returns the grid. */
+int64_t cg_gemm_gpu(Cg *cg, const GemmSpec *s);
+
+/* ---- the work-group of a GPU-native lowering ---- */
+
+/* Whether lowerings take their GPU paths: a GPU target, or the host under emulation. */
+bool cg_gpu_paths(const Cg *cg);
+/* Turns emulation on or off for this process (tests use it; the host path is the default). */
+void cg_gpu_emulation(bool on);
+
+typedef struct {
+	int block;
+	bool emulated;
+	CgLoop wg, item;       /* emulation: the loops over work-groups and work-items */
+	LLVMValueRef wg_id;    /* i64 */
+	LLVMBasicBlockRef past; /* after the guard of cg_gpu_elements_begin */
+} GpuGroup;
+
+/* Opens the kernel's work-group of `block` work-items; returns its id (i64). On a GPU it sets
+ * cg->gpu_native and cg->block; emulated, it opens a loop over [cg->wg_begin, cg->wg_end). */
+LLVMValueRef cg_gpu_group_begin(Cg *cg, GpuGroup *g, int block);
+void cg_gpu_group_end(Cg *cg, GpuGroup *g);
+/* A phase: what every work-item does between two barriers. Returns the work-item id (i64).
+ * phase_end adds the barrier when `barrier` (emulated: the loop's end is the barrier). */
+LLVMValueRef cg_gpu_phase_begin(Cg *cg, GpuGroup *g);
+void cg_gpu_phase_end(Cg *cg, GpuGroup *g, bool barrier);
+/* An array shared by the work-group (LDS, shared memory; a local when emulated). */
+LLVMValueRef cg_gpu_shared(Cg *cg, const GpuGroup *g, LLVMTypeRef elem, int64_t count, const char *name);
+
+/* One element per work-item over [0, total): opens the work-group, its one phase and a guard
+ * against the last work-group's extra work-items; returns the element index (i64) and sets
+ * *grid. Close with cg_gpu_elements_end. */
+LLVMValueRef cg_gpu_elements_begin(Cg *cg, GpuGroup *g, int64_t total, int64_t *grid);
+void cg_gpu_elements_end(Cg *cg, GpuGroup *g);
+
+/* Values each work-item keeps across phases (its accumulators): registers on a GPU, one row per
+ * work-item of a local array when emulated. */
+typedef struct {
+	LLVMValueRef base;
+	LLVMTypeRef elem;
+	int64_t count;
+} GpuPrivate;
+GpuPrivate cg_gpu_private(Cg *cg, const GpuGroup *g, LLVMTypeRef elem, int64_t count, const char *name);
+/* Pointer to element i of work-item tid's values (inside a phase). */
+LLVMValueRef cg_gpu_private_at(Cg *cg, const GpuGroup *g, const GpuPrivate *p, LLVMValueRef tid, int64_t i);
+
+#endif

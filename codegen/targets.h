@@ -1,0 +1,33 @@
+/* targets.h: what netc knows of each target beyond CgTarget: products, wave sizes, and the
+ * register and LDS budgets that `netc info` turns into occupancy (codegen/targets.c). */
+#ifndef NETC_TARGETS_H
+#define NETC_TARGETS_H
+
+#include "codegen/cg.h"
+
+typedef struct {
+	const char *name;       /* architecture: "gfx906", "sm_90", "host" */
+	const char *aliases;    /* comma-separated product names: "radeon-vii,mi50" */
+	CgTargetKind kind;
+	const char *family;     /* "GCN 5 (Vega 20)" */
+	const char *notes;      /* products and what is known of the target */
+	int wave;               /* default wavefront/warp size (0 on the host) */
+	bool wave32, wave64;    /* which sizes the chip runs */
+	const char *features;   /* target features it accepts after a colon: "sramecc,xnack" */
+	int lds_bytes;          /* LDS / static shared memory one work-group may use */
+	int max_vgprs;          /* VGPRs one wave may address (NVIDIA: registers per thread) */
+	/* AMD occupancy: VGPRs per SIMD lane, and their allocation granule, by wave size */
+	int vgprs_simd32, vgprs_simd64;
+	int vgpr_granule32, vgpr_granule64;
+	/* AMD gfx8/gfx9 only (0 elsewhere: SGPRs do not limit waves on gfx10+) */
+	int sgprs_simd, max_sgprs, sgpr_granule;
+	int max_waves_simd;     /* wave slots per SIMD (NVIDIA: warps per SM) */
+	int ptx_version;        /* NVIDIA: PTX ISA version the code declares (78 = 7.8) */
+} CgTargetInfo;
+
+/* The row of an architecture ("gfx90a", not "gfx90a:xnack-"; no aliases), or NULL. */
+const CgTargetInfo *cg_target_info(const char *arch);
+/* Every row, in the order `netc targets` lists them; *count gets how many. */
+const CgTargetInfo *cg_target_table(int *count);
+
+#endif
