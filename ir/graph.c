@@ -152,6 +152,7 @@ static Node *new_node(Graph *g, OpId op)
 	n->grad_of = -1;
 	n->offset = -1;
 	n->ws_offset = -1;
+	n->group = ir_is_leaf(op) ? -1 : n->id;
 	return n;
 }
 

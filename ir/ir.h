@@ -60,6 +60,8 @@ typedef struct Node {
 	int grad_of;                 /* gradient nodes: the node whose gradient this is; else -1 */
 	int64_t offset;              /* byte offset in the arena (plan-memory); -1 for none */
 	int64_t ws_offset;           /* scratch for split-K partial sums (plan-memory); -1 for none */
+	int group;                   /* fused group (fuse): the id of its last member; a node alone
+	                              * is its own group; -1 for leaves */
 } Node;
 
 typedef struct Graph {
@@ -129,6 +131,14 @@ void ir_mark_program(Graph *g, const int *roots, int nroots, unsigned prog);
 bool ir_is_leaf(OpId op);
 /* Sum x over the axes along which it was broadcast to reach its shape from shape to. */
 int ir_sum_to(Graph *g, int x, const Shape *to);
+
+/* ---- fused groups (ir/groups.c) ---- */
+/* Whether node id's value leaves its fused group: a member of another group or a program root
+ * (loss, scores, evaluation outputs) reads it. Group outputs have storage; other members live
+ * only inside their group's kernel. A node alone in its group is its own output. */
+bool ir_group_output(const Graph *g, int id);
+/* Puts every non-leaf node in a group of its own (what fuse undoes and -O0 keeps). */
+void ir_ungroup(Graph *g);
 
 /* ---- GEMM shape and split-K (ir/gemm_shape.c) ---- */
 /* The GEMM a node computes as C[b][m][n] = sum_k A(b,m,k) B(b,k,n): conv2d, its two gradients

@@ -13,6 +13,8 @@ typedef struct {
 bool pass_autodiff(Graph *g, const PassOptions *o, Diag *d);
 /* make-eval: the evaluation program, the forward nodes again with dropout taken out (passes/make_eval.c) */
 bool pass_make_eval(Graph *g, const PassOptions *o, Diag *d);
+/* fuse: groups of nodes that one kernel computes (Node.group), TVM's FuseOps rules (passes/fuse.c) */
+bool pass_fuse(Graph *g, const PassOptions *o, Diag *d);
 /* plan-memory: a byte offset in one arena for every value that needs storage (passes/plan_memory.c) */
 bool pass_plan_memory(Graph *g, const PassOptions *o, Diag *d);
 

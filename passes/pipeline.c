@@ -5,7 +5,8 @@ bool passes_run_default(Graph *g, Diag *d)
 {
 	PassOptions o = {0};
 	char err[512];
-	if (!pass_make_eval(g, &o, d) || !pass_autodiff(g, &o, d) || !pass_plan_memory(g, &o, d))
+	if (!pass_make_eval(g, &o, d) || !pass_autodiff(g, &o, d) || !pass_fuse(g, &o, d) ||
+	    !pass_plan_memory(g, &o, d))
 		return false;
 	if (!ir_verify(g, err, sizeof err)) {
 		diag_error(d, (SrcLoc){0, 0}, "internal error: %s", err);
