@@ -39,31 +39,42 @@ def main():
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--device", default="cpu", help="cpu or cuda")
+    p.add_argument("--compile", action="store_true", help="torch.compile the model")
     a = p.parse_args()
     if a.threads:
         torch.set_num_threads(a.threads)
     torch.manual_seed(1)
-    model = Net()
+    dev = torch.device(a.device)
+    model = Net().to(dev)
     opt = torch.optim.Adadelta(model.parameters(), lr=1.0)
-    x = torch.randn(a.batch, 1, 28, 28)
-    y = torch.randint(0, 10, (a.batch,))
+    x = torch.randn(a.batch, 1, 28, 28, device=dev)
+    y = torch.randint(0, 10, (a.batch,), device=dev)
+    forward = torch.compile(model) if a.compile else model
 
     def step():
         opt.zero_grad()
-        loss = F.nll_loss(model(x), y)
+        loss = F.nll_loss(forward(x), y)
         loss.backward()
         opt.step()
 
+    def sync():
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+
     for _ in range(a.warmup):
         step()
+    sync()
     times = []
     for _ in range(a.repeats):
         t = time.perf_counter()
         for _ in range(a.steps):
             step()
+        sync()
         times.append((time.perf_counter() - t) * 1000 / a.steps)
     ms = statistics.median(times)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, batch {a.batch}")
+    where = torch.cuda.get_device_name() if dev.type == "cuda" else f"{torch.get_num_threads()} threads"
+    print(f"torch {torch.__version__}, {where}, batch {a.batch}{', torch.compile' if a.compile else ''}")
     print(f"ms/step: {ms:.3f} (median of {a.repeats} repeats of {a.steps} steps; min {min(times):.3f}, max {max(times):.3f})")
     print(f"examples/s: {a.batch * 1000 / ms:.0f}")
 
