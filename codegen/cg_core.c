@@ -90,6 +90,9 @@ LLVMValueRef cg_ptr(Cg *cg, int id, LLVMValueRef index)
 
 LLVMValueRef cg_load(Cg *cg, int id, LLVMValueRef index)
 {
+	/* a producer inside the kernel's group has no storage: its element is computed here */
+	if (cg_in_group(cg, id))
+		return cg_emit_member(cg, id, index);
 	const Node *n = &cg->g->node[id];
 	LLVMTypeRef ct = cg_compute_type(cg, n->dtype);
 	if (n->op == OP_const)
@@ -238,11 +241,116 @@ int cg_axis(double attr, int rank)
 	return a < 0 ? a + rank : a;
 }
 
+/* ---- the fused group being emitted ---- */
+
+typedef struct {
+	int id;
+	LLVMValueRef lin, value;
+	LLVMBasicBlockRef block;
+} MemoEntry;
+
+/* One kernel is emitted at a time per thread; the group's members and the element values already
+ * emitted (valid where they were built: same block, same index value). */
+typedef struct {
+	const Cg *cg;
+	int leader, first;
+	int *outputs, noutputs;
+	MemoEntry *memo;
+	int nmemo, memo_cap;
+} GroupState;
+
+static _Thread_local GroupState cur = {.leader = -1};
+
+static bool is_member(const Graph *g, int id, int leader)
+{
+	return g->node[id].group == leader && g->node[id].programs != 0;
+}
+
+static void group_begin(Cg *cg, int leader)
+{
+	const Graph *g = cg->g;
+	cur.cg = cg;
+	cur.leader = leader;
+	cur.first = cg_group_first(g, leader);
+	cur.nmemo = 0;
+	cur.noutputs = 0;
+	cur.outputs = malloc((size_t)(leader + 1) * sizeof *cur.outputs);
+	if (!cur.outputs)
+		CG_FAIL("out of memory");
+	for (int j = 0; j <= leader; j++)
+		if (is_member(g, j, leader) && (j == leader || ir_group_output(g, j)))
+			cur.outputs[cur.noutputs++] = j;
+}
+
+static void group_end(void)
+{
+	free(cur.outputs);
+	free(cur.memo);
+	memset(&cur, 0, sizeof cur);
+	cur.leader = -1;
+}
+
+bool cg_in_group(const Cg *cg, int id)
+{
+	return cur.cg == cg && cur.leader >= 0 && id != cur.leader && cg->g->node[id].group == cur.leader;
+}
+
+bool cg_group_alone(const Cg *cg)
+{
+	return cur.cg != cg || cur.leader < 0 || cur.first == cur.leader;
+}
+
+int cg_group_outputs(const Cg *cg, const int **ids)
+{
+	*ids = cur.cg == cg ? cur.outputs : NULL;
+	return cur.cg == cg ? cur.noutputs : 0;
+}
+
+int cg_group_first(const Graph *g, int leader)
+{
+	for (int j = 0; j < leader; j++)
+		if (is_member(g, j, leader))
+			return j;
+	return leader;
+}
+
+LLVMValueRef cg_memo_get(Cg *cg, int id, LLVMValueRef lin)
+{
+	LLVMBasicBlockRef here = LLVMGetInsertBlock(cg->b);
+	for (int i = 0; cur.cg == cg && i < cur.nmemo; i++)
+		if (cur.memo[i].id == id && cur.memo[i].lin == lin && cur.memo[i].block == here)
+			return cur.memo[i].value;
+	return NULL;
+}
+
+void cg_memo_put(Cg *cg, int id, LLVMValueRef lin, LLVMValueRef value)
+{
+	if (cur.cg != cg)
+		return;
+	/* it grows: an anchor's value must find a place (a kernel emits a few hundred at most) */
+	if (cur.nmemo == cur.memo_cap) {
+		cur.memo_cap = cur.memo_cap ? 2 * cur.memo_cap : 64;
+		cur.memo = realloc(cur.memo, (size_t)cur.memo_cap * sizeof *cur.memo);
+		if (!cur.memo)
+			CG_FAIL("out of memory");
+	}
+	cur.memo[cur.nmemo++] = (MemoEntry){id, lin, value, LLVMGetInsertBlock(cg->b)};
+}
+
+/* The node whose lowering emits the group's kernel: its anchor (always its first member) when it
+ * has one, else the leader (a reduction, or the last of an elementwise group). */
+static const Node *group_template(const Graph *g, int leader)
+{
+	const Node *first = &g->node[cg_group_first(g, leader)];
+	return ir_ops[first->op].pattern == PAT_ANCHOR ? first : &g->node[leader];
+}
+
 /* ---- driver ---- */
 
 bool cg_has_kernel(const Node *n)
 {
-	return (unsigned)n->op < OP_COUNT && cg_lowerings[n->op] && n->programs != 0;
+	return (unsigned)n->op < OP_COUNT && cg_lowerings[n->op] && n->programs != 0 &&
+	       (n->group < 0 || n->group == n->id);
 }
 
 static void add_fn_attr(Cg *cg, const char *key, const char *value)
@@ -378,7 +486,12 @@ static void emit_kernel(Cg *cg, const Node *n, CgKernel *k)
 	LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "body");
 	LLVMPositionBuilderAtEnd(cg->b, body);
 	k->node = n->id;
-	int64_t ret = cg_lowerings[n->op](cg, n);
+	const Node *tmpl = group_template(cg->g, n->id);
+	if (!cg_lowerings[tmpl->op])
+		CG_FAIL("group %s has no lowering for %s", k->name, ir_ops[tmpl->op].name);
+	group_begin(cg, n->id);
+	int64_t ret = cg_lowerings[tmpl->op](cg, tmpl);
+	group_end();
 	if (ret < 1)
 		CG_FAIL("lowering of %s gave grid %lld", k->name, (long long)ret);
 	LLVMBuildRetVoid(cg->b);

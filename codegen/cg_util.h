@@ -46,9 +46,34 @@ void cg_gpu_if(Cg *cg, LLVMValueRef cond);
  * work-item gets the result. */
 LLVMValueRef cg_gpu_reduce(Cg *cg, LLVMValueRef sh, LLVMValueRef v, bool max);
 
+/* ---- fused groups: the kernel being emitted computes one group (codegen/cg_core.c) ----
+ *
+ * A group's kernel is its leader's (Node.group); the lowering that emits it is its anchor's when
+ * it has one (its first member), else its leader's. Members inside the group have no storage:
+ * cg_load of one computes its element in place (the lowerings of reductions read their input
+ * through it, which fuses elementwise producers into them). */
+/* Whether node id is a member of the kernel's group other than its leader. */
+bool cg_in_group(const Cg *cg, int id);
+/* Whether the kernel's group is one node (it compiles exactly as an unfused node). */
+bool cg_group_alone(const Cg *cg);
+/* The group outputs (ir_group_output) of the kernel's group, in node order; returns their count. */
+int cg_group_outputs(const Cg *cg, const int **ids);
+/* The first member of leader's group (the anchor of an anchor group). */
+int cg_group_first(const Graph *g, int leader);
+/* Element values already emitted: node id's element at linear index lin, valid in the block the
+ * builder is in (NULL when none). Keeps a value used twice from being computed twice. */
+LLVMValueRef cg_memo_get(Cg *cg, int id, LLVMValueRef lin);
+void cg_memo_put(Cg *cg, int id, LLVMValueRef lin, LLVMValueRef value);
+
 /* ---- codegen/lower_elemwise.c ---- */
 /* The value of node n's element at index idx[0..n->shape.rank), in n's compute type. Inputs are
- * loaded (with broadcasting); a fusion pass would ask the producers' emitters instead. */
+ * loaded (with broadcasting), or emitted in place when they are members of the kernel's group. */
 LLVMValueRef cg_emit_element(Cg *cg, const Node *n, LLVMValueRef *idx);
+/* Group member id's element at linear index lin of its shape, in its compute type (memoized). */
+LLVMValueRef cg_emit_member(Cg *cg, int id, LLVMValueRef lin);
+/* Stores anchor's finished element v at linear index lin. Alone in its group: the plain store.
+ * Fused: the epilogue, every group output evaluated at lin with v as the anchor's value and
+ * stored (the anchor itself only when it is a group output). */
+void cg_group_epilogue(Cg *cg, int anchor, LLVMValueRef lin, LLVMValueRef v);
 
 #endif

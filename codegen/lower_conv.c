@@ -1,7 +1,9 @@
 /* lower_conv.c: conv2d, its two gradients and matmul as instances of the GEMM templates
  * (codegen/gemm.h on the host, codegen/gemm_gpu.h on GPUs). The convolutions are implicit GEMMs:
  * their operand emitters gather the im2col matrix while the template packs or stages it, so no
- * im2col buffer exists. */
+ * im2col buffer exists. The store of each finished element is the group's epilogue
+ * (cg_group_epilogue), so elementwise consumers fused after the anchor cost no extra pass. */
+#include "codegen/cg_util.h"
 #include "codegen/gemm_gpu.h"
 
 /* ---- operands ---- */
@@ -170,7 +172,7 @@ static void out_store(Cg *cg, const GemmSpec *s, LLVMValueRef b, LLVMValueRef m,
 	const OutMap *o = s->ctx;
 	LLVMValueRef idx = add(cg, add(cg, mul(cg, b, c64(cg, o->sb)), mul(cg, m, c64(cg, o->sm))),
 			       mul(cg, n, c64(cg, o->sn)));
-	cg_store(cg, o->out, idx, v);
+	cg_group_epilogue(cg, o->out, idx, v);
 }
 
 /* ---- lowerings ---- */

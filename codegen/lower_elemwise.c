@@ -3,7 +3,12 @@
  * cg_emit_element gives one element of a node at an output index; the kernel loops over the
  * output as [rows, last dim] (or as one flat row when no operand needs the index), work-groups
  * taking blocks of rows or chunks of a long row, the innermost loop contiguous so LLVM
- * vectorizes it. On GPUs each work-item computes one element. */
+ * vectorizes it. On GPUs each work-item computes one element.
+ *
+ * A fused elementwise group is one such kernel over its leader's shape: an operand that is a
+ * member of the group is emitted in place (once per element), others are loaded, and every
+ * group output is stored. The same emitters give the epilogue of anchor groups
+ * (cg_group_epilogue) and the producers that reductions read (cg_emit_member). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -16,13 +21,44 @@
 #define PHILOX_W1 0xBB67AE85u
 #define PHILOX_K1 0x5EED5EEDu
 
-/* An output index: idx (one value per axis; NULL in flat kernels) and/or lin (row-major). */
+/* An output index in shape: idx (one value per axis) and/or lin (row-major); whichever is
+ * missing is computed when first asked for. */
 typedef struct {
+	const Shape *shape;
 	LLVMValueRef *idx;
 	LLVMValueRef lin;
+	LLVMValueRef own[IR_MAX_DIMS];
 } ElemIndex;
 
 static bool same_shape(const Node *a, const Node *b) { return shape_eq(&a->shape, &b->shape); }
+
+static LLVMValueRef index_lin(Cg *cg, ElemIndex *at)
+{
+	if (!at->lin)
+		at->lin = cg_linear(cg, at->shape, at->idx);
+	return at->lin;
+}
+
+static LLVMValueRef *index_idx(Cg *cg, ElemIndex *at)
+{
+	if (!at->idx) {
+		cg_delinear(cg, at->shape, at->lin, at->own);
+		at->idx = at->own;
+	}
+	return at->idx;
+}
+
+/* The index along axis d alone (a bias's channel), without delinearizing every axis. */
+static LLVMValueRef index_axis(Cg *cg, ElemIndex *at, int d)
+{
+	if (at->idx)
+		return at->idx[d];
+	int64_t inner = 1;
+	for (int k = d + 1; k < at->shape->rank; k++)
+		inner *= at->shape->dim[k];
+	LLVMValueRef q = inner == 1 ? at->lin : LLVMBuildUDiv(cg->b, at->lin, cg_i64(cg, inner), "");
+	return d == 0 ? q : LLVMBuildURem(cg->b, q, cg_i64(cg, at->shape->dim[d]), "");
+}
 
 /* Linear index of operand k of n read at output index at. */
 static LLVMValueRef operand_index(Cg *cg, const Node *n, int k, ElemIndex *at)
@@ -30,22 +66,54 @@ static LLVMValueRef operand_index(Cg *cg, const Node *n, int k, ElemIndex *at)
 	const Node *in = &cg->g->node[n->in[k]];
 	if (shape_numel(&in->shape) == 1)
 		return cg_i64(cg, 0);
-	if (same_shape(in, n) || n->op == OP_reshape || n->op == OP_assign) {
-		if (!at->lin)
-			at->lin = cg_linear(cg, &n->shape, at->idx);
-		return at->lin;
-	}
+	if (same_shape(in, n) || n->op == OP_reshape || n->op == OP_assign)
+		return index_lin(cg, at);
 	if (n->op == OP_bias_add)
-		return at->idx[cg_axis(n->attr[0], n->shape.rank)];
-	return cg_broadcast_index(cg, &in->shape, &n->shape, at->idx);
+		return index_axis(cg, at, cg_axis(n->attr[0], n->shape.rank));
+	return cg_broadcast_index(cg, &in->shape, &n->shape, index_idx(cg, at));
 }
 
-/* Operand k at the output index, in n's compute type. */
+static LLVMValueRef emit_at(Cg *cg, const Node *n, ElemIndex *at);
+
+/* Member m of the kernel's group at index at of m's shape: emitted once per element. */
+static LLVMValueRef member(Cg *cg, const Node *m, ElemIndex *at)
+{
+	LLVMValueRef lin = index_lin(cg, at);
+	LLVMValueRef v = cg_memo_get(cg, m->id, lin);
+	if (v)
+		return v;
+	if (ir_ops[m->op].pattern > PAT_INJECTIVE) {
+		fprintf(stderr, "internal error: %s (node %d) is read inside its group before it is computed\n",
+			ir_ops[m->op].name, m->id);
+		abort();
+	}
+	v = emit_at(cg, m, at);
+	cg_memo_put(cg, m->id, lin, v);
+	return v;
+}
+
+LLVMValueRef cg_emit_member(Cg *cg, int id, LLVMValueRef lin)
+{
+	const Node *m = &cg->g->node[id];
+	ElemIndex at = {.shape = &m->shape, .lin = lin};
+	return member(cg, m, &at);
+}
+
+/* Operand k at the output index, in n's compute type: a member of the kernel's group is emitted
+ * (at the same index when it has n's shape), anything else loaded. */
 static LLVMValueRef operand(Cg *cg, const Node *n, int k, ElemIndex *at)
 {
 	int id = n->in[k];
-	LLVMValueRef v = shape_numel(&cg->g->node[id].shape) == 1 ? cg_load_uniform(cg, id, 0)
-								    : cg_load(cg, id, operand_index(cg, n, k, at));
+	const Node *in = &cg->g->node[id];
+	LLVMValueRef v;
+	if (cg_in_group(cg, id) && same_shape(in, n)) {
+		v = member(cg, in, at);
+	} else if (cg_in_group(cg, id)) {
+		ElemIndex sub = {.shape = &in->shape, .lin = operand_index(cg, n, k, at)};
+		v = member(cg, in, &sub);
+	} else {
+		v = shape_numel(&in->shape) == 1 ? cg_load_uniform(cg, id, 0) : cg_load(cg, id, operand_index(cg, n, k, at));
+	}
 	return cg_convert(cg, v, cg_compute_type(cg, n->dtype));
 }
 
@@ -84,11 +152,10 @@ static LLVMValueRef emit_dropout(Cg *cg, const Node *n, ElemIndex *at)
 	LLVMValueRef x = operand(cg, n, 0, at);
 	if (p <= 0)
 		return x;
-	if (!at->lin)
-		at->lin = cg_linear(cg, &n->shape, at->idx);
+	LLVMValueRef lin = index_lin(cg, at);
 	LLVMValueRef seed = cg_load_uniform(cg, n->in[1], 0);
 	LLVMValueRef step = cg_load_uniform(cg, n->in[1], 1);
-	LLVMValueRef index = LLVMBuildTrunc(cg->b, at->lin, cg->t_i32, "");
+	LLVMValueRef index = LLVMBuildTrunc(cg->b, lin, cg->t_i32, "");
 	LLVMValueRef draw = philox(cg, seed, step, (uint32_t)(int64_t)n->attr[1], index);
 	/* u = k 2^-24 >= p  <=>  k >= ceil(p 2^24), exact in integers */
 	double t = fmin(ceil(p * 16777216.0), 16777216.0);
@@ -143,8 +210,36 @@ static LLVMValueRef emit_at(Cg *cg, const Node *n, ElemIndex *at)
 
 LLVMValueRef cg_emit_element(Cg *cg, const Node *n, LLVMValueRef *idx)
 {
-	ElemIndex at = {idx, NULL};
+	ElemIndex at = {.shape = &n->shape, .idx = idx};
 	return emit_at(cg, n, &at);
+}
+
+/* Every output of the kernel's group at index at (the leader's shape, which every output has):
+ * all values first, then the stores, so an assign never changes what another member reads. */
+static void store_outputs(Cg *cg, ElemIndex *at)
+{
+	const int *ids;
+	int n = cg_group_outputs(cg, &ids);
+	LLVMValueRef *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+	if (!v)
+		abort();
+	for (int i = 0; i < n; i++)
+		v[i] = member(cg, &cg->g->node[ids[i]], at);
+	LLVMValueRef lin = index_lin(cg, at);
+	for (int i = 0; i < n; i++)
+		cg_store(cg, ids[i], lin, v[i]);
+	free(v);
+}
+
+void cg_group_epilogue(Cg *cg, int anchor, LLVMValueRef lin, LLVMValueRef v)
+{
+	if (cg_group_alone(cg)) {
+		cg_store(cg, anchor, lin, v);
+		return;
+	}
+	cg_memo_put(cg, anchor, lin, v);
+	ElemIndex at = {.shape = &cg->g->node[anchor].shape, .lin = lin};
+	store_outputs(cg, &at);
 }
 
 /* Whether every operand can be read at the output's linear index alone. */
@@ -160,6 +255,16 @@ static bool is_flat(const Cg *cg, const Node *n)
 		if (!same_shape(in, n) && shape_numel(&in->shape) != 1)
 			return false;
 	}
+	return true;
+}
+
+/* Whether every member of leader's group is flat: the kernel then needs no per-axis index. */
+static bool group_flat(const Cg *cg, const Node *leader)
+{
+	const Graph *g = cg->g;
+	for (int j = cg_group_first(g, leader->id); j <= leader->id; j++)
+		if (g->node[j].group == leader->id && g->node[j].programs && !is_flat(cg, &g->node[j]))
+			return false;
 	return true;
 }
 
@@ -189,8 +294,8 @@ static int64_t lower_elemwise_gpu(Cg *cg, const Node *n, int64_t numel, bool fla
 	LLVMValueRef idx[IR_MAX_DIMS];
 	if (!flat)
 		cg_delinear(cg, &n->shape, i, idx);
-	ElemIndex at = {flat ? NULL : idx, i};
-	cg_store(cg, n->id, i, emit_at(cg, n, &at));
+	ElemIndex at = {.shape = &n->shape, .idx = flat ? NULL : idx, .lin = i};
+	store_outputs(cg, &at);
 	return (numel + CG_GPU_BLOCK - 1) / CG_GPU_BLOCK;
 }
 
@@ -199,7 +304,7 @@ int64_t cg_lower_elemwise(Cg *cg, const Node *n)
 	int64_t numel = shape_numel(&n->shape);
 	if (numel == 0)
 		return 1;
-	bool flat = is_flat(cg, n) || n->shape.rank == 0;
+	bool flat = group_flat(cg, n) || n->shape.rank == 0;
 	if (cg_is_gpu(cg))
 		return lower_elemwise_gpu(cg, n, numel, flat);
 	int64_t cols = flat ? numel : n->shape.dim[n->shape.rank - 1];
@@ -223,8 +328,8 @@ int64_t cg_lower_elemwise(Cg *cg, const Node *n)
 	CgLoop col = cg_for_begin(cg, col_lo, col_hi, "col");
 	if (!flat)
 		idx[n->shape.rank - 1] = col.i;
-	ElemIndex at = {flat ? NULL : idx, LLVMBuildNSWAdd(b, base, col.i, "")};
-	cg_store(cg, n->id, at.lin, emit_at(cg, n, &at));
+	ElemIndex at = {.shape = &n->shape, .idx = flat ? NULL : idx, .lin = LLVMBuildNSWAdd(b, base, col.i, "")};
+	store_outputs(cg, &at);
 	cg_for_end(cg, &col);
 	cg_for_end(cg, &row);
 	cg_for_end(cg, &wg);

@@ -2,7 +2,8 @@
  * mode, zero padding that never wins a max, count_include_pad for the average). On the host a
  * work-group takes a block of (n, c) planes; on GPUs each work-item takes one output element
  * (forward) or one input element (gradients). The gradients are gathers: each input element sums
- * what the windows containing it send it, in window order, so no two threads write one element. */
+ * what the windows containing it send it, in window order, so no two threads write one element.
+ * Every store is the group's epilogue (cg_group_epilogue): fused elementwise consumers follow it. */
 #include "codegen/cg_util.h"
 #include "codegen/gemm_gpu.h"
 
@@ -111,7 +112,7 @@ static void pool_elem(Cg *cg, const Node *n, const Pool *p, LLVMValueRef plane, 
 	Scan s = scan_window(cg, p, base, oh, ow, want_max);
 	LLVMValueRef v = want_max ? s.best : LLVMBuildFDiv(cg->b, s.sum, s.count, "");
 	LLVMValueRef o = add(cg, mulc(cg, plane, p->oh * p->ow), add(cg, mulc(cg, oh, p->ow), ow));
-	cg_store(cg, n->id, o, v);
+	cg_group_epilogue(cg, n->id, o, v);
 }
 
 /* GPU forward: one output element per work-item. */
@@ -173,7 +174,7 @@ static int64_t lower_max_grad_tiled(Cg *cg, const Node *n, const Pool *p)
 	LLVMValueRef base = mulc(cg, plane, p->h * p->w), ybase = mulc(cg, plane, p->oh * p->ow);
 	if (uncovered) {
 		CgLoop z = cg_for_begin(cg, c64(cg, 0), c64(cg, p->h * p->w), "z");
-		cg_store(cg, n->id, add(cg, base, z.i), cg_real(cg, ct, 0));
+		cg_group_epilogue(cg, n->id, add(cg, base, z.i), cg_real(cg, ct, 0));
 		cg_for_end(cg, &z);
 	}
 	CgLoop oh = cg_for_begin(cg, c64(cg, 0), c64(cg, p->oh), "oh");
@@ -184,7 +185,7 @@ static int64_t lower_max_grad_tiled(Cg *cg, const Node *n, const Pool *p)
 	CgLoop j = cg_for_begin(cg, c64(cg, 0), c64(cg, p->kw), "wj");
 	LLVMValueRef at = add(cg, mulc(cg, add(cg, mulc(cg, oh.i, p->sh), i.i), p->w), add(cg, mulc(cg, ow.i, p->sw), j.i));
 	LLVMValueRef mine = LLVMBuildICmp(cg->b, LLVMIntEQ, at, s.pos, "");
-	cg_store(cg, n->id, add(cg, base, at), LLVMBuildSelect(cg->b, mine, g, cg_real(cg, ct, 0), ""));
+	cg_group_epilogue(cg, n->id, add(cg, base, at), LLVMBuildSelect(cg->b, mine, g, cg_real(cg, ct, 0), ""));
 	close2(cg, &j, &i);
 	close2(cg, &ow, &oh);
 	close2(cg, &pl, &wg);
@@ -215,7 +216,7 @@ static void grad_elem(Cg *cg, const Node *n, const Pool *p, const Gather *ga, LL
 	}
 	LLVMBuildStore(cg->b, a, acc);
 	close2(cg, &ow, &oh);
-	cg_store(cg, n->id, add(cg, ga->base, ga->self), LLVMBuildLoad2(cg->b, ct, acc, ""));
+	cg_group_epilogue(cg, n->id, add(cg, ga->base, ga->self), LLVMBuildLoad2(cg->b, ct, acc, ""));
 }
 
 /* GPU gradient: one input element per work-item, every case a gather. */

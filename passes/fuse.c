@@ -1,11 +1,426 @@
-/* fuse.c: operator fusion. For now every node stays in a group of its own; the fusion rules
- * come with the fusion work of the graph-optimization issue. */
+/* fuse.c: operator fusion, TVM's FuseOps (src/relay/transforms/fuse_ops.cc) adapted to training
+ * graphs. Per program, over the post-dominator tree (passes/postdom.c):
+ *
+ *   phase 0  an anchor (conv, matmul, pooling and their gradients) takes its post-dominator when
+ *            every path to it is elementwise or broadcast, and so on down the chain;
+ *   phase 1  elementwise and broadcast ops fuse into a post-dominator that is elementwise,
+ *            injective or a reduction; injective ops into an injective post-dominator;
+ *   phase 2  the injective ops that phase 1 left;
+ *   phase 3  multi-output fusion, which a post-dominator cannot see: elementwise groups joined by
+ *            an edge merge (each parameter's optimizer update ends with several assigns, so no
+ *            node of it post-dominates the rest), then elementwise groups join the anchor group
+ *            they read (conv + bias_add + relu where bias_add also feeds relu_grad).
+ *
+ * Every merge is tried on the graph and kept only if the result is a group of one of the kinds
+ * that codegen compiles (check_group, the contract in ir/ir.h's terms), so no phase can leave an
+ * invalid group behind. An anchor group never takes a node of an optimizer update: each
+ * parameter's update stays one elementwise kernel. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "passes/passes.h"
+#include "passes/postdom.h"
+
+#define FUSE_MAX_GROUP 32
+
+static Pattern op_pattern(const Graph *g, int id) { return ir_ops[g->node[id].op].pattern; }
+
+/* ---- what a valid group is ---- */
+
+static bool fail(char *err, size_t len, const Graph *g, int leader, const char *what, int id)
+{
+	snprintf(err, len, "group k%d_%s: %%%s %s", leader, ir_ops[g->node[leader].op].name, g->node[id].name, what);
+	return false;
+}
+
+/* The members of leader's group in ascending order; -1 when there are more than max. */
+static int group_members(const Graph *g, int leader, int *m, int max)
+{
+	int n = 0;
+	for (int id = 0; id < g->nnodes; id++)
+		if (g->node[id].group == leader) {
+			if (n == max)
+				return -1;
+			m[n++] = id;
+		}
+	return n;
+}
+
+static int member_index(const int *m, int n, int id)
+{
+	for (int i = 0; i < n; i++)
+		if (m[i] == id)
+			return i;
+	return -1;
+}
+
+/* Rule 4: the kernel runs at its leader's place, so whatever reads a member from outside must
+ * come later. (Inputs from outside come earlier by topological order.) */
+static bool check_order(const Graph *g, const Users *u, const int *m, int n, char *err, size_t len)
+{
+	int leader = m[n - 1];
+	for (int i = 0; i < n; i++)
+		for (int k = u->start[m[i]]; k < u->start[m[i] + 1]; k++) {
+			int y = u->user[k];
+			if (g->node[y].group != leader && y < leader)
+				return fail(err, len, g, leader, "is read by a node that runs before the group's kernel", m[i]);
+		}
+	return true;
+}
+
+static bool check_elemwise(const Graph *g, const int *m, int n, char *err, size_t len)
+{
+	int leader = m[n - 1];
+	for (int i = 0; i < n; i++) {
+		const Node *x = &g->node[m[i]];
+		if (ir_group_output(g, m[i]) && !shape_eq(&x->shape, &g->node[leader].shape))
+			return fail(err, len, g, leader, "is a group output without the leader's shape", m[i]);
+		if (x->op == OP_reshape && shape_numel(&x->shape) != shape_numel(&g->node[x->in[0]].shape))
+			return fail(err, len, g, leader, "is a reshape that changes the element count", m[i]);
+	}
+	return true;
+}
+
+static bool check_reduce(const Graph *g, const Users *u, const int *m, int n, char *err, size_t len)
+{
+	int leader = m[n - 1];
+	bool feeds[FUSE_MAX_GROUP] = {0};
+	if (op_pattern(g, leader) != PAT_REDUCE)
+		return fail(err, len, g, leader, "leads a group with a reduction inside", leader);
+	feeds[n - 1] = true;
+	for (int i = n - 2; i >= 0; i--) {
+		if (op_pattern(g, m[i]) > PAT_BROADCAST)
+			return fail(err, len, g, leader, "is neither elementwise nor broadcast in a reduction group", m[i]);
+		if (ir_group_output(g, m[i]))
+			return fail(err, len, g, leader, "is a group output in a reduction group", m[i]);
+		for (int k = u->start[m[i]]; k < u->start[m[i] + 1]; k++) {
+			int j = member_index(m, n, u->user[k]);
+			feeds[i] |= j >= 0 && feeds[j];
+		}
+		if (!feeds[i])
+			return fail(err, len, g, leader, "does not feed the reduction", m[i]);
+	}
+	return true;
+}
+
+static bool check_anchor(const Graph *g, const int *m, int n, char *err, size_t len)
+{
+	int leader = m[n - 1], anchor = m[0];
+	bool dep[FUSE_MAX_GROUP] = {true};
+	if (op_pattern(g, anchor) != PAT_ANCHOR)
+		return fail(err, len, g, leader, "is an anchor but not the group's first member", anchor);
+	if (ir_group_output(g, anchor))
+		return fail(err, len, g, leader, "is an anchor and a group output", anchor);
+	for (int i = 1; i < n; i++) {
+		const Node *x = &g->node[m[i]];
+		if (op_pattern(g, m[i]) > PAT_BROADCAST)
+			return fail(err, len, g, leader, "is neither elementwise nor broadcast in an anchor group", m[i]);
+		if (!shape_eq(&x->shape, &g->node[anchor].shape))
+			return fail(err, len, g, leader, "does not have the anchor's shape", m[i]);
+		for (int k = 0; k < x->nin; k++) {
+			int j = member_index(m, n, x->in[k]);
+			dep[i] |= j >= 0 && dep[j];
+		}
+		if (!dep[i])
+			return fail(err, len, g, leader, "does not depend on the anchor", m[i]);
+	}
+	return true;
+}
+
+/* Whether the group led by leader is one codegen compiles: alone, or elementwise, reduction or
+ * anchor group by the contract. */
+static bool check_group(const Graph *g, const Users *u, int leader, char *err, size_t len)
+{
+	int m[FUSE_MAX_GROUP];
+	int n = group_members(g, leader, m, FUSE_MAX_GROUP);
+	if (n < 0)
+		return fail(err, len, g, leader, "leads a group of too many members", leader);
+	if (n == 0 || m[n - 1] != leader)
+		return fail(err, len, g, leader, "leads a group but is not its last member", leader);
+	int anchors = 0, reductions = 0;
+	for (int i = 0; i < n; i++) {
+		const Node *x = &g->node[m[i]];
+		if (ir_is_leaf(x->op))
+			return fail(err, len, g, leader, "is a leaf in a group", m[i]);
+		if (x->programs != g->node[leader].programs)
+			return fail(err, len, g, leader, "runs in other programs than its group", m[i]);
+		if (n > 1 && op_pattern(g, m[i]) == PAT_OPAQUE)
+			return fail(err, len, g, leader, "is opaque in a group", m[i]);
+		anchors += op_pattern(g, m[i]) == PAT_ANCHOR;
+		reductions += op_pattern(g, m[i]) == PAT_REDUCE;
+	}
+	if (!check_order(g, u, m, n, err, len))
+		return false;
+	if (n == 1)
+		return true;
+	if (anchors + reductions > 1)
+		return fail(err, len, g, leader, "leads a group with more than one anchor or reduction", leader);
+	if (anchors)
+		return check_anchor(g, m, n, err, len);
+	if (reductions)
+		return check_reduce(g, u, m, n, err, len);
+	return check_elemwise(g, m, n, err, len);
+}
+
+bool fuse_verify(const Graph *g, char *err, size_t errlen)
+{
+	Users u;
+	users_build(&u, g);
+	bool ok = true;
+	for (int id = 0; id < g->nnodes && ok; id++) {
+		const Node *x = &g->node[id];
+		if (ir_is_leaf(x->op)) {
+			if (x->group != -1)
+				ok = fail(err, errlen, g, id, "is a leaf with a group", id);
+		} else if (x->group < id || x->group >= g->nnodes || g->node[x->group].group != x->group) {
+			snprintf(err, errlen, "%%%s: group %d is not a group's leader", x->name, x->group);
+			ok = false;
+		} else if (x->group == id)
+			ok = check_group(g, &u, id, err, errlen);
+	}
+	users_free(&u);
+	return ok;
+}
+
+/* ---- the pass ---- */
+
+typedef struct {
+	Graph *g;
+	Users users;
+	PostDom pd;
+	unsigned prog;
+	bool *update;  /* nodes of an optimizer update: they reach an assign through elementwise ops */
+	Pattern *gpat; /* by leader: the largest pattern among the group's members */
+	bool *mark;    /* scratch: leaders of the groups a merge takes, nodes a path search has seen */
+	int *stack;
+} Fuser;
+
+static void *xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size);
+	if (!p)
+		abort();
+	return p;
+}
+
+static bool in_program(const Fuser *f, int id)
+{
+	return !ir_is_leaf(f->g->node[id].op) && (f->g->node[id].programs & f->prog);
+}
+
+static void find_updates(Fuser *f)
+{
+	const Graph *g = f->g;
+	for (int id = g->nnodes - 1; id >= 0; id--) {
+		if (ir_is_leaf(g->node[id].op) || op_pattern(g, id) > PAT_INJECTIVE)
+			continue;
+		f->update[id] = g->node[id].op == OP_assign;
+		for (int k = f->users.start[id]; k < f->users.start[id + 1]; k++)
+			f->update[id] |= f->update[f->users.user[k]];
+	}
+}
+
+/* Merges the groups led by lead[0..nlead) into one if that makes a valid group. */
+static bool try_merge(Fuser *f, const int *lead, int nlead)
+{
+	Graph *g = f->g;
+	int m[FUSE_MAX_GROUP], old[FUSE_MAX_GROUP], n = 0;
+	bool anchor = false, update = false;
+	Pattern pat = PAT_ELEMWISE;
+	for (int id = 0; id < g->nnodes; id++) {
+		if (member_index(lead, nlead, g->node[id].group) < 0)
+			continue;
+		if (n == FUSE_MAX_GROUP)
+			return false;
+		m[n++] = id;
+		anchor |= op_pattern(g, id) == PAT_ANCHOR;
+		update |= f->update[id];
+		pat = op_pattern(g, id) > pat ? op_pattern(g, id) : pat;
+	}
+	if (n == 0 || (anchor && update))
+		return false;
+	int leader = m[n - 1];
+	for (int i = 0; i < n; i++) {
+		old[i] = g->node[m[i]].group;
+		g->node[m[i]].group = leader;
+	}
+	char err[256];
+	if (check_group(g, &f->users, leader, err, sizeof err)) {
+		f->gpat[leader] = pat;
+		return true;
+	}
+	for (int i = 0; i < n; i++)
+		g->node[m[i]].group = old[i];
+	return false;
+}
+
+/* TVM's CheckPath condition: whether a node on a path from src to its post-dominator (sink:
+ * the post-dominator itself) may fuse, by the pattern of its group. */
+typedef bool (*PathCond)(Pattern group, bool sink);
+
+static bool cond_anchor(Pattern p, bool sink) { (void)sink; return p <= PAT_BROADCAST; }
+static bool cond_injective(Pattern p, bool sink) { (void)sink; return p <= PAT_INJECTIVE; }
+static bool cond_elemwise(Pattern p, bool sink) { return sink ? p != PAT_OPAQUE : p <= PAT_INJECTIVE; }
+
+/* Collects the leaders of src's group and of every group on the paths from src to sink, or
+ * returns -1 when a node on them fails ok or there are too many. */
+static int path_groups(Fuser *f, int src, int sink, PathCond ok, int *lead)
+{
+	const Graph *g = f->g;
+	int nlead = 0, top = 0, result = 0;
+	lead[nlead++] = g->node[src].group;
+	f->stack[top++] = src;
+	f->mark[src] = true;
+	while (top > 0 && result == 0) {
+		int x = f->stack[--top];
+		for (int k = f->users.start[x]; k < f->users.start[x + 1] && result == 0; k++) {
+			int y = f->users.user[k];
+			if (!in_program(f, y) || f->mark[y])
+				continue;
+			f->mark[y] = true;
+			int gy = g->node[y].group;
+			if (!ok(f->gpat[gy], y == sink))
+				result = -1;
+			else if (member_index(lead, nlead, gy) < 0 && nlead == FUSE_MAX_GROUP)
+				result = -1;
+			else if (member_index(lead, nlead, gy) < 0)
+				lead[nlead++] = gy;
+			if (y != sink)
+				f->stack[top++] = y;
+		}
+	}
+	memset(f->mark, 0, g->nnodes * sizeof *f->mark);
+	return result < 0 ? -1 : nlead;
+}
+
+static void merge_path(Fuser *f, int src, int sink, PathCond ok)
+{
+	int lead[FUSE_MAX_GROUP];
+	int nlead = path_groups(f, src, sink, ok, lead);
+	if (nlead > 0)
+		try_merge(f, lead, nlead);
+}
+
+/* One of TVM's RunFuse phases over the nodes in topological order. */
+static void fuse_dominated(Fuser *f, int phase)
+{
+	const Graph *g = f->g;
+	for (int id = 0; id < g->nnodes; id++) {
+		int sink = f->pd.parent[id];
+		if (!in_program(f, id) || sink < 0 || g->node[sink].group == g->node[id].group)
+			continue;
+		Pattern group = f->gpat[g->node[id].group], path = f->pd.pattern[id];
+		if (group == PAT_ANCHOR && phase == 0 && path <= PAT_BROADCAST)
+			merge_path(f, id, sink, cond_anchor);
+		else if (group <= PAT_BROADCAST && phase < 2 && (path <= PAT_INJECTIVE || path == PAT_REDUCE))
+			merge_path(f, id, sink, cond_elemwise);
+		else if (group == PAT_INJECTIVE && phase >= 1)
+			merge_path(f, id, sink, cond_injective);
+	}
+}
+
+/* Phase 3: for every edge from a group `from` to a group `to` that `want` accepts, a merge of
+ * the two and of the groups that must come along: those that read a member yet would run before
+ * the merged kernel (each parameter's update needs three groups at once: the values shared by
+ * its assigns, and each assign's chain). `take` says which groups may come along; the validity
+ * check decides the rest. */
+typedef bool (*EdgeWant)(const Fuser *f, int from_leader, int to_leader);
+typedef bool (*GroupTake)(const Fuser *f, int leader);
+
+static bool take_elemwise(const Fuser *f, int leader) { return f->gpat[leader] <= PAT_INJECTIVE; }
+static bool take_epilogue(const Fuser *f, int leader) { return f->gpat[leader] <= PAT_BROADCAST; }
+
+static bool want_elemwise(const Fuser *f, int a, int b) { return take_elemwise(f, a) && take_elemwise(f, b); }
+
+static bool want_epilogue(const Fuser *f, int a, int b)
+{
+	return f->gpat[a] == PAT_ANCHOR && take_epilogue(f, b);
+}
+
+/* The leader of the first group outside lead[] that reads a member of lead[]'s groups before
+ * the largest leader among them, -1 when none does. */
+static int early_reader(const Fuser *f, const int *lead, int nlead)
+{
+	const Graph *g = f->g;
+	int last = lead[0];
+	for (int i = 1; i < nlead; i++)
+		last = lead[i] > last ? lead[i] : last;
+	for (int id = 0; id <= last; id++) {
+		if (member_index(lead, nlead, g->node[id].group) < 0)
+			continue;
+		for (int k = f->users.start[id]; k < f->users.start[id + 1]; k++) {
+			int y = f->users.user[k];
+			if (y < last && member_index(lead, nlead, g->node[y].group) < 0)
+				return g->node[y].group;
+		}
+	}
+	return -1;
+}
+
+static void merge_closed(Fuser *f, int *lead, int nlead, GroupTake take)
+{
+	for (int y; (y = early_reader(f, lead, nlead)) >= 0;) {
+		if (nlead == FUSE_MAX_GROUP || !in_program(f, y) || !take(f, y))
+			return;
+		lead[nlead++] = y;
+	}
+	try_merge(f, lead, nlead);
+}
+
+static void fuse_edges(Fuser *f, EdgeWant want, GroupTake take)
+{
+	const Graph *g = f->g;
+	for (int id = 0; id < g->nnodes; id++) {
+		if (!in_program(f, id))
+			continue;
+		for (int k = 0; k < g->node[id].nin; k++) {
+			int x = g->node[id].in[k];
+			int lead[FUSE_MAX_GROUP] = {g->node[x].group, g->node[id].group};
+			if (in_program(f, x) && lead[0] != lead[1] && want(f, lead[0], lead[1]))
+				merge_closed(f, lead, 2, take);
+		}
+	}
+}
+
+static void fuse_program(Fuser *f, unsigned prog)
+{
+	f->prog = prog;
+	postdom_build(&f->pd, f->g, &f->users, prog);
+	for (int phase = 0; phase < 3; phase++)
+		fuse_dominated(f, phase);
+	postdom_free(&f->pd);
+	fuse_edges(f, want_elemwise, take_elemwise);
+	fuse_edges(f, want_epilogue, take_epilogue);
+}
 
 bool pass_fuse(Graph *g, const PassOptions *o, Diag *d)
 {
 	(void)o;
-	(void)d;
 	ir_ungroup(g);
+	Fuser f = {.g = g};
+	users_build(&f.users, g);
+	f.update = xcalloc(g->nnodes, sizeof *f.update);
+	f.gpat = xcalloc(g->nnodes, sizeof *f.gpat);
+	f.mark = xcalloc(g->nnodes, sizeof *f.mark);
+	f.stack = xcalloc(g->nnodes, sizeof *f.stack);
+	for (int id = 0; id < g->nnodes; id++)
+		f.gpat[id] = op_pattern(g, id);
+	find_updates(&f);
+	fuse_program(&f, PROG_TRAIN);
+	fuse_program(&f, PROG_EVAL);
+	users_free(&f.users);
+	free(f.update);
+	free(f.gpat);
+	free(f.mark);
+	free(f.stack);
+#ifndef NDEBUG
+	char err[512];
+	if (!fuse_verify(g, err, sizeof err)) {
+		diag_error(d, (SrcLoc){0, 0}, "internal error: fuse: %s", err);
+		return false;
+	}
+#else
+	(void)d;
+#endif
 	return true;
 }

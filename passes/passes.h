@@ -1,13 +1,53 @@
-/* passes.h: graph passes. Each pass is one file, bool pass_NAME(Graph *, const PassOptions *, Diag *). */
+/* passes.h: graph passes and the pass manager. Each pass is one file,
+ * bool pass_NAME(Graph *, const PassOptions *, Diag *), and one row of the table in
+ * passes/manager.c; docs/passes.md says how to add one. */
 #ifndef NETC_PASSES_H
 #define NETC_PASSES_H
 
 #include "ir/ir.h"
 
-typedef struct {
-	int unused;
+/* The pipeline a plain run uses. */
+#define PASSES_DEFAULT "make-eval,autodiff,fuse,plan-memory"
+
+/* What the command line asks of the passes. All zero: the default pipeline, optimized. */
+typedef struct PassOptions {
+	const char *passes;      /* --passes: the pipeline, comma-separated; NULL: PASSES_DEFAULT */
+	const char *disable;     /* --disable-pass: comma-separated passes to take out */
+	const char *print_after; /* --print-after: comma-separated passes, or "all" */
+	bool time_passes;        /* --time-passes: each pass's time */
+	bool O0;                 /* -O0: no optimization passes, and plan-memory without reuse */
+	bool no_reuse;           /* plan-memory gives every value a block of its own, as `netc check`
+	                          * needs to read every value after a step */
+	FILE *log;               /* where --print-after and --time-passes write; NULL: stderr */
 } PassOptions;
 
+typedef bool (*PassFn)(Graph *g, const PassOptions *o, Diag *d);
+
+/* One row of the pass table. */
+typedef struct {
+	const char *name;       /* as pipelines spell it: "plan-memory" */
+	PassFn run;
+	const char *what;       /* one line for `netc passes` */
+	bool required;          /* a pipeline without it is an error */
+	bool optimization;      /* -O0 leaves it out */
+	const char *after;      /* comma-separated passes that must run earlier when both run */
+} PassInfo;
+
+/* ---- the pass manager (passes/manager.c) ---- */
+/* The table row of name, or NULL. */
+const PassInfo *passes_lookup(const char *name);
+/* `netc passes`: every pass, whether it is required, and the default pipeline. */
+void passes_list(FILE *out);
+/* The pipeline the options make (at most max passes, in order), after --passes, --disable-pass and
+ * -O0; checks --print-after too. False with one line in err for an unknown pass (the message lists
+ * them), a required pass missing or disabled, a pass twice, or passes out of order. */
+bool passes_resolve(const PassOptions *o, const PassInfo **list, int max, int *n, char *err, size_t errlen);
+/* Runs the pipeline of o over a forward graph and verifies the graph after each pass. */
+bool passes_run(Graph *g, const PassOptions *o, Diag *d);
+/* passes_run with the default options. */
+bool passes_run_default(Graph *g, Diag *d);
+
+/* ---- the passes ---- */
 /* autodiff: from the loss, gradient nodes by each op's rule, then the optimizer update of every
  * param as graph nodes (passes/autodiff.c, passes/optimizer.c). Makes the lr runtime node. */
 bool pass_autodiff(Graph *g, const PassOptions *o, Diag *d);
@@ -15,7 +55,10 @@ bool pass_autodiff(Graph *g, const PassOptions *o, Diag *d);
 bool pass_make_eval(Graph *g, const PassOptions *o, Diag *d);
 /* fuse: groups of nodes that one kernel computes (Node.group), TVM's FuseOps rules (passes/fuse.c) */
 bool pass_fuse(Graph *g, const PassOptions *o, Diag *d);
-/* plan-memory: a byte offset in one arena for every value that needs storage (passes/plan_memory.c) */
+/* Whether every group is one the code generator handles (the contract in passes/fuse.c). */
+bool fuse_verify(const Graph *g, char *err, size_t errlen);
+/* plan-memory: a byte offset in one arena for every value that needs storage, blocks shared
+ * between values whose lifetimes do not meet (passes/plan_memory.c) */
 bool pass_plan_memory(Graph *g, const PassOptions *o, Diag *d);
 
 /* Reverse-mode gradients of loss: adds the gradient nodes and returns an array (caller frees)
@@ -25,7 +68,56 @@ int *autodiff_gradients(Graph *g, int loss);
 /* The optimizer's update nodes for one param p with gradient grad (passes/optimizer.c). */
 void optimizer_emit_update(Graph *g, int p, int grad);
 
-/* The whole pipeline from a forward graph to a planned training graph. */
-bool passes_run_default(Graph *g, Diag *d);
+/* ---- lifetimes of stored values (passes/liveness.c) ---- */
+/* How a value is stored. */
+typedef enum {
+	LIVE_NONE,     /* no storage: a constant, a dead node, a member inside its fused group */
+	LIVE_ALIAS,    /* an assign: its target's storage */
+	LIVE_RESIDENT, /* a block of its own for the whole run: leaves, gradients, program roots */
+	LIVE_TEMP      /* a block from def to last, then free for others */
+} LiveKind;
+
+/* Times are kernel positions: a node's kernel runs at its group's id, in the training program
+ * first (times 0..nnodes-1) and the evaluation program after (nnodes..2*nnodes-1), so values of
+ * the two programs, which never run at once, may share blocks. */
+typedef struct {
+	int n;            /* nodes */
+	LiveKind *kind;
+	int *def, *last;  /* LIVE_TEMP: the time its kernel writes it and the last time one reads it */
+	LiveKind *ws_kind; /* split-K workspace: LIVE_NONE, LIVE_TEMP (during its node's kernel only)
+	                    * or LIVE_RESIDENT (a node of both programs) */
+	int *ws_time;      /* LIVE_TEMP workspaces: its node's kernel time */
+} Liveness;
+
+void liveness_compute(const Graph *g, Liveness *l);
+void liveness_free(Liveness *l);
+/* The kernel time of a non-leaf node in program prog (PROG_TRAIN or PROG_EVAL). */
+int liveness_time(const Graph *g, const Node *n, unsigned prog);
+/* Bytes of node id's value (numel times dtype size), and of its split-K workspace (0 for none). */
+int64_t liveness_bytes(const Graph *g, int id);
+int64_t liveness_ws_bytes(const Graph *g, int id);
+/* Whether group's kernel may write its output into input x's block: every member is elementwise
+ * (reads each input at the output's element index), the group has one stored output, x comes from
+ * outside the group with the output's shape and dtype. Lifetimes are the caller's business. */
+bool liveness_inplace_ok(const Graph *g, int group, int x);
+
+/* ---- the memory plan, reported (passes/plan_memory.c) ---- */
+#define PLAN_ALIGN 64
+int64_t plan_align(int64_t bytes);
+/* The arena a plan without reuse needs: every stored value and workspace in a block of its own. */
+int64_t plan_memory_sum(const Graph *g);
+/* `netc info --plan`: one line per block (offset, bytes, lifetime, value, how it was placed). */
+void plan_memory_print(FILE *out, const Graph *g);
+
+/* ---- memory traffic (passes/traffic.c) ---- */
+typedef struct {
+	int kernels;      /* kernel launches of the program: one per fused group */
+	int64_t read;     /* bytes the kernels read: each kernel's external inputs, once per kernel */
+	int64_t written;  /* bytes the kernels write: each kernel's stored outputs */
+} PassTraffic;
+
+/* The kernels of program prog (PROG_TRAIN or PROG_EVAL) and the bytes they move, as the compiler
+ * counts them (workspaces and constants not included). */
+PassTraffic passes_traffic(const Graph *g, unsigned prog);
 
 #endif

@@ -1,59 +1,301 @@
-/* plan_memory.c: a byte offset in one arena for every value a program reads or writes.
+/* plan_memory.c: a byte offset in one arena for every value a program reads or writes, as NNVM's
+ * PlanMemory does it.
  *
- * For now every value keeps its own block (no reuse), so `netc check` can read every node after
- * a step; assign nodes share their target's storage and constants have none (kernels inline
- * them). Blocks are 64-byte aligned so kernels can use aligned vector loads. A GEMM-shaped node
- * whose K a GPU kernel splits (ir_split_k) also gets a workspace for the partial sums. */
+ * Resident values (passes/liveness.c) come first, each in a block of its own. Temporaries are
+ * then placed in kernel order: a value whose group may compute in place (an elementwise kernel
+ * whose input dies there, same size) takes that input's block; any other value takes the
+ * smallest free block that fits (best fit), or the arena grows. Blocks of values read for the
+ * last time go back to the free list after the kernel's outputs are placed, so no output ever
+ * shares with a value its kernel still reads, except in place. A split-K workspace lives only
+ * during its node's kernel. Training and evaluation never run at once, so their temporaries
+ * share. Without reuse (-O0, or `netc check`, which reads every value after a step) every value
+ * keeps its own block. Blocks are 64-byte aligned so kernels can use aligned vector loads; assign
+ * nodes share their target's block and constants have none (kernels inline them). */
 #include <stdlib.h>
 
 #include "passes/passes.h"
 
-#define ARENA_ALIGN 64
+int64_t plan_align(int64_t bytes) { return (bytes + PLAN_ALIGN - 1) / PLAN_ALIGN * PLAN_ALIGN; }
 
-static int64_t align(int64_t bytes) { return (bytes + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN; }
+/* ---- free blocks, sorted by offset, neighbours merged ---- */
 
-static bool needs_storage(const Graph *g, const Node *n, const char *used)
+typedef struct {
+	int64_t off, size;
+} Block;
+
+typedef struct {
+	Block *free;
+	int n, cap;
+	int64_t top; /* end of the arena so far */
+} Heap;
+
+static void heap_remove(Heap *h, int i)
 {
-	if (n->op == OP_const || n->op == OP_assign)
-		return false;
-	return ir_is_leaf(n->op) ? used[n->id] : n->programs != 0;
+	for (int k = i + 1; k < h->n; k++)
+		h->free[k - 1] = h->free[k];
+	h->n--;
+}
+
+static int64_t heap_alloc(Heap *h, int64_t size)
+{
+	int best = -1;
+	for (int i = 0; i < h->n; i++)
+		if (h->free[i].size >= size && (best < 0 || h->free[i].size < h->free[best].size))
+			best = i;
+	if (best >= 0) {
+		int64_t off = h->free[best].off;
+		h->free[best].off += size;
+		h->free[best].size -= size;
+		if (h->free[best].size == 0)
+			heap_remove(h, best);
+		return off;
+	}
+	/* nothing fits: a free block at the end grows into the new space */
+	int64_t off = h->top;
+	if (h->n && h->free[h->n - 1].off + h->free[h->n - 1].size == h->top) {
+		off = h->free[h->n - 1].off;
+		heap_remove(h, h->n - 1);
+	}
+	h->top = off + size;
+	return off;
+}
+
+static void heap_free(Heap *h, int64_t off, int64_t size)
+{
+	if (h->n == h->cap) {
+		h->cap = h->cap ? 2 * h->cap : 64;
+		h->free = realloc(h->free, h->cap * sizeof *h->free);
+		if (!h->free)
+			abort();
+	}
+	int i = 0;
+	while (i < h->n && h->free[i].off < off)
+		i++;
+	for (int k = h->n; k > i; k--)
+		h->free[k] = h->free[k - 1];
+	h->free[i] = (Block){off, size};
+	h->n++;
+	if (i + 1 < h->n && off + size == h->free[i + 1].off) {
+		h->free[i].size += h->free[i + 1].size;
+		heap_remove(h, i + 1);
+	}
+	if (i > 0 && h->free[i - 1].off + h->free[i - 1].size == off) {
+		h->free[i - 1].size += h->free[i].size;
+		heap_remove(h, i);
+	}
+}
+
+/* ---- placing ---- */
+
+typedef struct {
+	Graph *g;
+	const Liveness *l;
+	Heap heap;
+	char *given; /* temporaries whose block an in-place output took over */
+} Planner;
+
+/* Residents (and, without reuse, every value) in node order, each in a block of its own. */
+static int64_t place_own_blocks(Graph *g, const Liveness *l, bool reuse)
+{
+	int64_t top = 0;
+	for (int i = 0; i < g->nnodes; i++) {
+		Node *n = &g->node[i];
+		if (l->ws_kind[i] == LIVE_RESIDENT || (!reuse && l->ws_kind[i] == LIVE_TEMP)) {
+			n->ws_offset = top;
+			top += plan_align(liveness_ws_bytes(g, i));
+		}
+		if (l->kind[i] == LIVE_RESIDENT || (!reuse && l->kind[i] == LIVE_TEMP)) {
+			n->offset = top;
+			top += plan_align(liveness_bytes(g, i));
+		}
+	}
+	return top;
+}
+
+/* An input of v's group that dies at v's kernel and whose block v may take, or -1. */
+static int inplace_input(Planner *p, int v)
+{
+	const Graph *g = p->g;
+	int group = g->node[v].group, t = p->l->def[v];
+	if (group != v)
+		return -1;
+	for (int j = 0; j <= v; j++) {
+		const Node *m = &g->node[j];
+		if (m->group != group || !m->programs)
+			continue;
+		for (int k = 0; k < m->nin; k++) {
+			int x = m->in[k];
+			if (p->l->kind[x] == LIVE_TEMP && p->l->last[x] == t && !p->given[x] &&
+			    liveness_inplace_ok(g, group, x))
+				return x;
+		}
+	}
+	return -1;
+}
+
+static void place_temp(Planner *p, int v)
+{
+	int x = inplace_input(p, v);
+	if (x >= 0) {
+		p->given[x] = 1;
+		p->g->node[v].offset = p->g->node[x].offset;
+		return;
+	}
+	p->g->node[v].offset = heap_alloc(&p->heap, plan_align(liveness_bytes(p->g, v)));
+}
+
+typedef struct {
+	int time, id;
+} Event;
+
+static int event_cmp(const void *a, const void *b)
+{
+	const Event *x = a, *y = b;
+	return x->time != y->time ? (x->time > y->time) - (x->time < y->time) : x->id - y->id;
+}
+
+/* The temporaries (or workspaces) of l sorted by the time in times[]. */
+static Event *events(const Liveness *l, const LiveKind *kind, const int *times, int *count)
+{
+	Event *e = malloc((l->n ? l->n : 1) * sizeof *e);
+	if (!e)
+		abort();
+	*count = 0;
+	for (int i = 0; i < l->n; i++)
+		if (kind[i] == LIVE_TEMP)
+			e[(*count)++] = (Event){times[i], i};
+	qsort(e, *count, sizeof *e, event_cmp);
+	return e;
+}
+
+static int next_time(const Event *e, int i, int n, int t) { return i < n && e[i].time < t ? e[i].time : t; }
+
+/* Kernel by kernel: place the outputs and workspaces of time t, then free what t read last. */
+static void place_temps(Planner *p)
+{
+	const Liveness *l = p->l;
+	int nd, nl, nw;
+	Event *def = events(l, l->kind, l->def, &nd), *last = events(l, l->kind, l->last, &nl);
+	Event *ws = events(l, l->ws_kind, l->ws_time, &nw);
+	int id = 0, il = 0, iw = 0;
+	while (id < nd || il < nl || iw < nw) {
+		int t = next_time(def, id, nd, next_time(last, il, nl, next_time(ws, iw, nw, 1 << 30)));
+		for (; id < nd && def[id].time == t; id++)
+			place_temp(p, def[id].id);
+		int first_ws = iw;
+		for (; iw < nw && ws[iw].time == t; iw++)
+			p->g->node[ws[iw].id].ws_offset = heap_alloc(&p->heap, plan_align(liveness_ws_bytes(p->g, ws[iw].id)));
+		for (; il < nl && last[il].time == t; il++)
+			if (!p->given[last[il].id])
+				heap_free(&p->heap, p->g->node[last[il].id].offset, plan_align(liveness_bytes(p->g, last[il].id)));
+		for (int k = first_ws; k < iw; k++)
+			heap_free(&p->heap, p->g->node[ws[k].id].ws_offset, plan_align(liveness_ws_bytes(p->g, ws[k].id)));
+	}
+	free(def);
+	free(last);
+	free(ws);
 }
 
 bool pass_plan_memory(Graph *g, const PassOptions *o, Diag *d)
 {
-	(void)o;
 	(void)d;
-	char *used = calloc(g->nnodes ? g->nnodes : 1, 1);
-	if (!used)
-		abort();
+	bool reuse = !(o && (o->no_reuse || o->O0));
+	Liveness l;
+	liveness_compute(g, &l);
 	for (int i = 0; i < g->nnodes; i++)
-		for (int k = 0; g->node[i].programs && k < g->node[i].nin; k++)
-			used[g->node[i].in[k]] = 1;
-	int special[] = {g->image, g->label, g->lr, g->rng};
-	for (size_t k = 0; k < sizeof special / sizeof *special; k++)
-		if (special[k] >= 0)
-			used[special[k]] = 1;
-
-	int64_t top = 0;
-	for (int i = 0; i < g->nnodes; i++) {
-		Node *n = &g->node[i];
-		n->offset = -1;
-		n->ws_offset = -1;
-		int split = n->programs ? ir_split_k(g, n) : 1;
-		if (split > 1) {
-			n->ws_offset = top;
-			top += align((int64_t)split * shape_numel(&n->shape) * 4);
-		}
-		if (n->op == OP_assign) {
-			n->offset = g->node[n->in[0]].offset;
-			continue;
-		}
-		if (!needs_storage(g, n, used))
-			continue;
-		n->offset = top;
-		top += align(shape_numel(&n->shape) * (int64_t)dtype_size(n->dtype));
-	}
-	g->arena_bytes = top;
-	free(used);
+		g->node[i].offset = g->node[i].ws_offset = -1;
+	Planner p = {g, &l, {NULL, 0, 0, place_own_blocks(g, &l, reuse)}, calloc(g->nnodes ? g->nnodes : 1, 1)};
+	if (!p.given)
+		abort();
+	if (reuse)
+		place_temps(&p);
+	for (int i = 0; i < g->nnodes; i++)
+		if (l.kind[i] == LIVE_ALIAS)
+			g->node[i].offset = g->node[g->node[i].in[0]].offset;
+	g->arena_bytes = p.heap.top;
+	free(p.heap.free);
+	free(p.given);
+	liveness_free(&l);
 	return true;
+}
+
+/* ---- reporting ---- */
+
+int64_t plan_memory_sum(const Graph *g)
+{
+	Liveness l;
+	liveness_compute(g, &l);
+	int64_t sum = 0;
+	for (int i = 0; i < g->nnodes; i++) {
+		if (l.kind[i] == LIVE_RESIDENT || l.kind[i] == LIVE_TEMP)
+			sum += plan_align(liveness_bytes(g, i));
+		if (l.ws_kind[i] != LIVE_NONE)
+			sum += plan_align(liveness_ws_bytes(g, i));
+	}
+	liveness_free(&l);
+	return sum;
+}
+
+/* "train 3..7": kernel positions within the program */
+static const char *span(const Graph *g, int def, int last, char *buf, size_t len)
+{
+	bool eval = def >= g->nnodes;
+	int base = eval ? g->nnodes : 0;
+	snprintf(buf, len, "%s %d..%d", eval ? "eval" : "train", def - base, last - base);
+	return buf;
+}
+
+static bool overlap(int64_t a, int64_t alen, int64_t b, int64_t blen) { return a < b + blen && b < a + alen; }
+
+/* How temporary v got its block: in place of an input, or after the latest value that held it. */
+static void print_origin(FILE *out, const Graph *g, const Liveness *l, int v)
+{
+	const Node *n = &g->node[v];
+	int64_t size = plan_align(liveness_bytes(g, v));
+	int prev = -1;
+	for (int y = 0; y < g->nnodes; y++) {
+		const Node *m = &g->node[y];
+		if (l->kind[y] != LIVE_TEMP || y == v || l->last[y] > l->def[v] ||
+		    !overlap(m->offset, plan_align(liveness_bytes(g, y)), n->offset, size))
+			continue;
+		if (l->last[y] == l->def[v] && m->offset == n->offset && liveness_inplace_ok(g, n->group, y)) {
+			fprintf(out, "  in place of %%%s", m->name);
+			return;
+		}
+		if (l->last[y] < l->def[v] && (prev < 0 || l->last[y] > l->last[prev]))
+			prev = y;
+	}
+	if (prev >= 0)
+		fprintf(out, "  reuses %%%s", g->node[prev].name);
+}
+
+static void print_workspace(FILE *out, const Graph *g, const Liveness *l, int i)
+{
+	char buf[64];
+	fprintf(out, "  %12lld %12lld  %-16s workspace of %%%s\n", (long long)g->node[i].ws_offset,
+		(long long)liveness_ws_bytes(g, i),
+		l->ws_kind[i] == LIVE_TEMP ? span(g, l->ws_time[i], l->ws_time[i], buf, sizeof buf) : "resident",
+		g->node[i].name);
+}
+
+void plan_memory_print(FILE *out, const Graph *g)
+{
+	Liveness l;
+	liveness_compute(g, &l);
+	char buf[64];
+	fprintf(out, "memory plan of %s (offset, bytes, lifetime in kernel positions, value):\n", g->name);
+	for (int i = 0; i < g->nnodes; i++) {
+		const Node *n = &g->node[i];
+		if (l.ws_kind[i] != LIVE_NONE)
+			print_workspace(out, g, &l, i);
+		if (l.kind[i] != LIVE_RESIDENT && l.kind[i] != LIVE_TEMP)
+			continue;
+		bool temp = l.kind[i] == LIVE_TEMP;
+		fprintf(out, "  %12lld %12lld  %-16s %%%s = %s", (long long)n->offset, (long long)liveness_bytes(g, i),
+			temp ? span(g, l.def[i], l.last[i], buf, sizeof buf) : "resident", n->name, ir_ops[n->op].name);
+		if (temp)
+			print_origin(out, g, &l, i);
+		fputc('\n', out);
+	}
+	liveness_free(&l);
 }

@@ -162,7 +162,7 @@ static bool choose_named(const Bundle *b, const char *spec, RtChoice *c, char *e
 	if (c->ops == &rt_device_cpu)
 		snprintf(device, sizeof device, "cpu (host)");
 	else
-		snprintf(device, sizeof device, "%s:%d (%s, %s)", c->ops->name, c->index, c->info.name,
+		snprintf(device, sizeof device, "%s:%d (%.80s, %.60s)", c->ops->name, c->index, c->info.name,
 			 c->info.full_arch);
 	missing_code(b, device, c->info.arch, err, errlen);
 	return false;

@@ -33,6 +33,14 @@ static const Option options[] = {
 	{"--code-object-version", OPT_COV, true},
 	{"--emit", OPT_EMIT, true},
 	{"--dump-dir", OPT_EMIT, true},
+	{"--passes", OPT_PASSES, true},
+	{"--disable-pass", OPT_PASSES, true},
+	{"--print-after", OPT_PASSES, true},
+	{"--time-passes", OPT_PASSES, false},
+	{"-O0", OPT_PASSES, false},
+	{"-O1", OPT_PASSES, false},
+	{"--plan", OPT_PLAN, false},
+	{"--compare", OPT_COMPARE, true},
 };
 
 static bool parse_count(const char *command, const char *opt, const char *s, int64_t min, int64_t *out)
@@ -69,6 +77,21 @@ static bool set_cov(const char *command, const char *v, Args *a)
 	return true;
 }
 
+static bool set_pass_option(const char *name, const char *v, Args *a)
+{
+	if (strcmp(name, "--passes") == 0)
+		a->passes = v;
+	else if (strcmp(name, "--disable-pass") == 0)
+		a->disable_pass = v;
+	else if (strcmp(name, "--print-after") == 0)
+		a->print_after = v;
+	else if (strcmp(name, "--time-passes") == 0)
+		a->time_passes = true;
+	else
+		a->O0 = strcmp(name, "-O0") == 0;
+	return true;
+}
+
 static bool set_option(const Option *o, const char *command, const char *v, Args *a)
 {
 	int64_t n;
@@ -82,6 +105,9 @@ static bool set_option(const Option *o, const char *command, const char *v, Args
 		else
 			a->dump_dir = v;
 		return true;
+	case OPT_PASSES: return set_pass_option(o->name, v, a);
+	case OPT_PLAN: a->plan = true; return true;
+	case OPT_COMPARE: a->compare = v; return true;
 	case OPT_TRAINING: a->training = true; return true;
 	case OPT_QUIET: a->quiet = true; return true;
 	case OPT_OUTPUT: a->output = v; return true;

@@ -24,6 +24,9 @@ enum {
 	OPT_COV = 1 << 15,      /* --code-object-version N */
 	OPT_EMIT = 1 << 16,     /* --emit LIST, --dump-dir DIR */
 	OPT_NO_MODEL = 1 << 17, /* the command takes no model */
+	OPT_PASSES = 1 << 18,   /* --passes, --disable-pass, --print-after, --time-passes, -O0, -O1 */
+	OPT_PLAN = 1 << 19,     /* --plan */
+	OPT_COMPARE = 1 << 20,  /* --compare LIST */
 };
 
 typedef struct {
@@ -36,6 +39,13 @@ typedef struct {
 	const char *dump_dir;  /* --dump-dir */
 	int wave;              /* --wave32/--wave64: 32 or 64; 0: each chip's default */
 	int code_object_version; /* --code-object-version: 4, 5 or 6; 0: the default (5) */
+	const char *passes;      /* --passes: the pass pipeline, comma-separated */
+	const char *disable_pass; /* --disable-pass: passes to take out, comma-separated */
+	const char *print_after; /* --print-after: passes (or "all") after which the IR is printed */
+	bool time_passes;        /* --time-passes */
+	bool O0;                 /* -O0: no optimization passes, no memory reuse */
+	bool plan;               /* --plan: print the memory plan */
+	const char *compare;     /* --compare: pipelines to run side by side ("unfused,fused") */
 	bool training, quiet, help, seed_given;
 	int64_t steps, epochs, batch, repeats, warmup, log_every;
 	int64_t threads;

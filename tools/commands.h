@@ -5,5 +5,6 @@
 #include "tools/args.h"
 
 int cmd_check(const Args *a); /* tools/check.c */
+int cmd_dot(const Args *a);   /* tools/dot.c: the graph with fused groups as Graphviz clusters */
 
 #endif

@@ -35,6 +35,10 @@ Graph *model_load_graph(const char *path, int64_t batch, bool training)
 	return NULL;
 }
 #else
+static const PassOptions *pass_options;
+
+void model_set_pass_options(const PassOptions *o) { pass_options = o; }
+
 Graph *model_load_graph(const char *path, int64_t batch, bool training)
 {
 	Graph *g = fe_load_file(path, batch, stderr);
@@ -42,7 +46,7 @@ Graph *model_load_graph(const char *path, int64_t batch, bool training)
 		return g;
 	Diag d;
 	diag_init(&d, path, NULL);
-	if (!passes_run_default(g, &d)) {
+	if (!passes_run(g, pass_options, &d)) {
 		ir_graph_free(g);
 		return NULL;
 	}

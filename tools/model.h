@@ -8,6 +8,7 @@
 #include "runtime/bundle.h"
 
 typedef struct Graph Graph;
+struct PassOptions;
 
 /* What to compile a .net file for, and which files to write besides the bundle. */
 typedef struct {
@@ -21,6 +22,10 @@ typedef struct {
 
 /* Whether path starts with the bundle magic (a compiled artifact rather than a .net file). */
 bool model_is_bundle(const char *path);
+
+/* The pass options (passes/passes.h) the loads below use from now on; NULL: the default
+ * pipeline. The command line sets them once from its options; o must outlive the loads. */
+void model_set_pass_options(const struct PassOptions *o);
 
 /* A .net file through the frontend and the pass pipeline (training graph, planned memory).
  * training false stops at the forward graph. Prints errors and returns NULL on failure. */

@@ -13,6 +13,7 @@
 #include "codegen/amdgpu_info.h"
 #include "codegen/cg.h"
 #include "ir/ir.h"
+#include "passes/passes.h"
 #endif
 
 typedef struct {
@@ -34,29 +35,36 @@ static int cmd_print(const Args *a)
 	return 0;
 }
 
-static int info_model(const Args *a)
+static double forward_flops(const Graph *g)
 {
-	Graph *g = model_load_graph(a->model, a->batch, true);
-	if (!g)
-		return 1;
-	int kernels = 0, nodes = 0;
-	for (int i = 0; i < g->nnodes; i++) {
-		nodes += (g->node[i].programs & PROG_TRAIN) != 0;
-		kernels += (g->node[i].programs & PROG_TRAIN) && !ir_is_leaf(g->node[i].op);
-	}
 	double fwd = 0;
 	for (int i = 0; i < g->nnodes; i++) {
 		const Node *n = &g->node[i];
 		if (n->id <= g->loss && (n->programs & PROG_TRAIN) && n->grad_of < 0 && ir_ops[n->op].flops)
 			fwd += ir_ops[n->op].flops(g, n);
 	}
+	return fwd;
+}
+
+static int info_model(const Args *a)
+{
+	Graph *g = model_load_graph(a->model, a->batch, true);
+	if (!g)
+		return 1;
+	PassTraffic t = passes_traffic(g, PROG_TRAIN);
+	int64_t sum = plan_memory_sum(g);
 	printf("model: %s\n", g->name);
 	printf("batch: %lld\n", (long long)g->batch);
 	printf("parameters: %lld\n", (long long)ir_param_count(g));
-	printf("forward FLOPs per example: %.4g\n", fwd / (double)g->batch);
+	printf("forward FLOPs per example: %.4g\n", forward_flops(g) / (double)g->batch);
 	printf("training step FLOPs: %.4g\n", ir_flops(g, PROG_TRAIN));
-	printf("training step kernels: %d\n", kernels);
+	printf("training step kernels: %d\n", t.kernels);
+	printf("training step traffic: %lld bytes read, %lld bytes written\n", (long long)t.read, (long long)t.written);
 	printf("arena bytes: %lld\n", (long long)g->arena_bytes);
+	printf("memory plan: arena %lld bytes, sum of buffers %lld bytes, ratio %.3f\n", (long long)g->arena_bytes,
+	       (long long)sum, sum ? (double)g->arena_bytes / (double)sum : 1.0);
+	if (a->plan)
+		plan_memory_print(stdout, g);
 	ir_graph_free(g);
 	return 0;
 }
@@ -161,6 +169,13 @@ static int cmd_info(const Args *a)
 	return model_is_bundle(a->model) ? info_bundle(a) : info_model(a);
 }
 
+static int cmd_passes(const Args *a)
+{
+	(void)a;
+	passes_list(stdout);
+	return 0;
+}
+
 static int cmd_targets(const Args *a)
 {
 	(void)a;
@@ -236,15 +251,167 @@ static int cmd_train(const Args *a)
 	return rc;
 }
 
-static int cmd_bench(const Args *a)
+static BenchOptions bench_options(const Args *a)
 {
-	Bundle b;
-	if (!load_for_run(a, &b))
-		return 1;
 	BenchOptions o = {
 		.device = a->device, .threads = (int)a->threads, .warmup = a->warmup ? a->warmup : 5,
 		.steps = a->steps ? a->steps : 20, .repeats = a->repeats ? (int)a->repeats : 5, .seed = a->seed,
 	};
+	return o;
+}
+
+#ifndef NETC_RUNTIME_ONLY
+/* ---- netc bench --compare: pipelines side by side ---- */
+
+#define COMPARE_MAX 4
+
+typedef struct {
+	char name[16];
+	int kernels;
+	PassTraffic traffic;
+	int64_t arena;
+	BenchResult r;
+} CompareColumn;
+
+/* The pass options of one column: the command's, with the column's pipeline. */
+static bool compare_options(const char *name, const PassOptions *base, PassOptions *o)
+{
+	*o = *base;
+	if (strcmp(name, "unfused") == 0)
+		o->disable = "fuse";
+	else if (strcmp(name, "O0") == 0)
+		o->O0 = true;
+	else if (strcmp(name, "fused") != 0) {
+		fprintf(stderr, "netc bench: --compare: unknown pipeline '%s' (unfused, fused, O0)\n", name);
+		return false;
+	}
+	return true;
+}
+
+static bool compare_column(const Args *a, const PassOptions *o, CompareColumn *c)
+{
+	Bundle b;
+	Graph *g;
+	ModelTargets t = targets_of(a);
+	BenchOptions bo = bench_options(a);
+	model_set_pass_options(o);
+	if (!model_compile(a->model, a->batch, &t, &b, &g))
+		return false;
+	c->kernels = b.code[0].ntrain;
+	c->traffic = passes_traffic(g, PROG_TRAIN);
+	c->arena = b.arena_bytes;
+	int rc = rt_bench(&b, &bo, &c->r);
+	bundle_free(&b);
+	ir_graph_free(g);
+	return rc == 0;
+}
+
+/* Row `row` of the table below for one column. */
+static double compare_value(const CompareColumn *c, int row)
+{
+	switch (row) {
+	case 0: return c->kernels;
+	case 1: return (double)c->traffic.read;
+	case 2: return (double)c->traffic.written;
+	case 3: return (double)c->arena;
+	case 4: return c->r.ms_per_step;
+	default: return c->r.examples_per_s;
+	}
+}
+
+/* A row: each column's value and the last column's over the first's. */
+static void compare_row(const char *label, const double *v, int n, int decimals)
+{
+	printf("%-24s", label);
+	for (int i = 0; i < n; i++)
+		printf(" %14.*f", decimals, v[i]);
+	if (v[0] != 0)
+		printf(" %14.3f", v[n - 1] / v[0]);
+	printf("\n");
+}
+
+static void compare_print(const Args *a, const CompareColumn *c, int n)
+{
+	BenchOptions bo = bench_options(a);
+	printf("compare %s on %s: median of %d repeats of %lld steps\n", a->model, c[0].r.device, bo.repeats,
+	       (long long)bo.steps);
+	printf("%-24s", "");
+	for (int i = 0; i < n; i++)
+		printf(" %14s", c[i].name);
+	char ratio[40];
+	snprintf(ratio, sizeof ratio, "%s/%s", c[n - 1].name, c[0].name);
+	printf(" %14s\n", ratio);
+	static const char *const rows[] = {"kernels per step", "bytes read per step", "bytes written per step",
+					   "arena bytes", "ms/step", "examples/s"};
+	for (int row = 0; row < (int)(sizeof rows / sizeof *rows); row++) {
+		double v[COMPARE_MAX];
+		for (int i = 0; i < n; i++)
+			v[i] = compare_value(&c[i], row);
+		compare_row(rows[row], v, n, row == 4 ? 3 : 0);
+	}
+}
+
+static bool compare_args(const Args *a)
+{
+	if (model_is_bundle(a->model)) {
+		fprintf(stderr, "netc bench: --compare compiles the model for each pipeline: pass the .net file, not a bundle\n");
+		return false;
+	}
+	if (a->passes || a->disable_pass || a->O0) {
+		fprintf(stderr, "netc bench: --compare sets the pipelines itself: drop --passes, --disable-pass and -O0\n");
+		return false;
+	}
+	return true;
+}
+
+static int bench_compare(const Args *a, const PassOptions *base)
+{
+	CompareColumn c[COMPARE_MAX];
+	int n = 0;
+	if (!compare_args(a))
+		return 2;
+	for (const char *p = a->compare;; p++) {
+		size_t k = strcspn(p, ",");
+		if (n == COMPARE_MAX || k == 0 || k >= sizeof c[0].name) {
+			fprintf(stderr, "netc bench: --compare takes 2 to %d of unfused, fused, O0 (got '%s')\n", COMPARE_MAX,
+				a->compare);
+			return 2;
+		}
+		memcpy(c[n].name, p, k);
+		c[n++].name[k] = 0;
+		p += k;
+		if (!*p)
+			break;
+	}
+	PassOptions o[COMPARE_MAX];
+	for (int i = 0; i < n; i++)
+		if (!compare_options(c[i].name, base, &o[i]))
+			return 2;
+	if (n < 2) {
+		fprintf(stderr, "netc bench: --compare needs two pipelines or more, as in --compare unfused,fused\n");
+		return 2;
+	}
+	for (int i = 0; i < n; i++)
+		if (!compare_column(a, &o[i], &c[i]))
+			return 1;
+	model_set_pass_options(base);
+	compare_print(a, c, n);
+	return 0;
+}
+
+static PassOptions pass_options; /* of this run, from the command line (main) */
+#endif
+
+static int cmd_bench(const Args *a)
+{
+#ifndef NETC_RUNTIME_ONLY
+	if (a->compare)
+		return bench_compare(a, &pass_options);
+#endif
+	Bundle b;
+	if (!load_for_run(a, &b))
+		return 1;
+	BenchOptions o = bench_options(a);
 	BenchResult r;
 	int rc = rt_bench(&b, &o, &r);
 	if (rc == 0) {
@@ -259,31 +426,59 @@ static int cmd_bench(const Args *a)
 	return rc;
 }
 
+#ifdef NETC_RUNTIME_ONLY
+#define BENCH_COMPARE_OPTS 0
+#define BENCH_COMPARE_USAGE ""
+#define BENCH_COMPARE_HELP ""
+#else
+#define BENCH_COMPARE_OPTS OPT_COMPARE
+#define BENCH_COMPARE_USAGE " [--compare unfused,fused]"
+#define BENCH_COMPARE_HELP                                                                             \
+	"\n--compare unfused,fused compiles the .net file once per pipeline (unfused: without the fuse\n" \
+	"pass; fused: the default; O0: -O0), times each, and prints them side by side: kernels per\n"   \
+	"training step, the bytes they read and write (counted by the compiler), arena bytes, ms/step\n" \
+	"and examples/s, with the ratio of the last column to the first."
+#endif
+
 /* train and bench compile a .net file on the fly: for the host, or for --target */
 #ifdef NETC_RUNTIME_ONLY
 #define RUN_TARGET_OPTS 0
 #define RUN_TARGET_USAGE ""
 #define RUN_TARGET_HELP ""
 #else
-#define RUN_TARGET_OPTS (OPT_TARGET | OPT_WAVE | OPT_COV)
-#define RUN_TARGET_USAGE " [--target LIST]"
-#define RUN_TARGET_HELP "\nA .net file is compiled first, for the host or for --target LIST (as netc compile)."
+#define RUN_TARGET_OPTS (OPT_TARGET | OPT_WAVE | OPT_COV | OPT_PASSES)
+#define RUN_TARGET_USAGE " [--target LIST]\n                  " PASS_USAGE
+#define RUN_TARGET_HELP "\nA .net file is compiled first, for the host or for --target LIST (as netc compile)." PASS_HELP
 #endif
+
+/* the pass manager's options, on every command that runs the passes */
+#define PASS_USAGE "[--passes=LIST] [--disable-pass=NAME] [--print-after=NAME|all] [--time-passes] [-O0]"
+#define PASS_HELP                                                                                      \
+	"\n--passes=LIST sets the pass pipeline (default " PASSES_DEFAULT "; `netc passes`\n"           \
+	"lists them), --disable-pass=NAME takes passes out, -O0 runs no optimization (no fusion, no\n"  \
+	"memory reuse); --print-after=NAME|all prints the training program after those passes and\n"   \
+	"--time-passes each pass's time, both on stderr."
 
 static const Command commands[] = {
 #ifndef NETC_RUNTIME_ONLY
-	{"print", cmd_print, OPT_TRAINING | OPT_BATCH, "netc print MODEL.net [--training] [--batch N]",
+	{"print", cmd_print, OPT_TRAINING | OPT_BATCH | OPT_PASSES,
+	 "netc print MODEL.net [--training] [--batch N] " PASS_USAGE,
 	 "Prints the forward graph, or with --training the training step (forward, backward, optimizer\n"
-	 "update), one node per line."},
-	{"info", cmd_info, OPT_BATCH, "netc info MODEL.net|FILE [--batch N]",
-	 "Summarizes a model: parameters, forward FLOPs per example, training step FLOPs and kernels,\n"
-	 "arena bytes. On a compiled bundle FILE: the model, batch and arena, the targets inside, and for\n"
-	 "each AMD target every kernel's VGPRs, AGPRs, SGPRs, LDS bytes, scratch bytes per work-item and\n"
-	 "spills, read from the code object's metadata, with the occupancy they allow (waves per SIMD)\n"
-	 "and the resource that limits it."},
-	{"compile", cmd_compile, OPT_OUTPUT | OPT_BATCH | OPT_QUIET | OPT_TARGET | OPT_WAVE | OPT_COV | OPT_EMIT,
+	 "update), one node per line." PASS_HELP},
+	{"info", cmd_info, OPT_BATCH | OPT_PASSES | OPT_PLAN, "netc info MODEL.net|FILE [--batch N] [--plan] " PASS_USAGE,
+	 "Summarizes a model: parameters, forward FLOPs per example, training step FLOPs, kernels and\n"
+	 "the bytes they read and write, arena bytes, and the memory plan: the arena against the sum of\n"
+	 "all buffers without reuse. --plan also prints every block: offset, bytes, lifetime (kernel\n"
+	 "positions in the training or evaluation program, or resident), the value, and whether it was\n"
+	 "computed in place of an input or reuses a block an earlier value freed. On a compiled bundle\n"
+	 "FILE: the model, batch and arena, the targets inside, and for each AMD target every kernel's\n"
+	 "VGPRs, AGPRs, SGPRs, LDS bytes, scratch bytes per work-item and spills, read from the code\n"
+	 "object's metadata, with the occupancy they allow (waves per SIMD) and the resource that limits\n"
+	 "it." PASS_HELP},
+	{"compile", cmd_compile, OPT_OUTPUT | OPT_BATCH | OPT_QUIET | OPT_TARGET | OPT_WAVE | OPT_COV | OPT_EMIT | OPT_PASSES,
 	 "netc compile MODEL.net -o FILE [--batch N] [--target LIST] [--wave32|--wave64]\n"
-	 "                    [--code-object-version 4|5|6] [--emit KINDS --dump-dir DIR]",
+	 "                    [--code-object-version 4|5|6] [--emit KINDS --dump-dir DIR]\n"
+	 "                    " PASS_USAGE,
 	 "Compiles the training and evaluation programs and writes the bundle FILE: the plan once, one\n"
 	 "code object per target, and the training settings; `netc train` and `netc bench` run it.\n"
 	 "--target LIST is comma-separated and may mix AMD architectures and product names (gfx906,\n"
@@ -292,16 +487,24 @@ static const Command commands[] = {
 	 "newer; default 32 there, 64 before). --code-object-version sets the AMD code object version\n"
 	 "(default 5). --emit KINDS (comma-separated of hsaco, ptx, ll, asm, so) with --dump-dir DIR also\n"
 	 "writes each code object, its LLVM IR and its assembly as DIR/MODEL.TARGET.EXT (':' in a target\n"
-	 "becomes '_'); --dump-dir alone writes every kind the targets produce."},
+	 "becomes '_'); --dump-dir alone writes every kind the targets produce." PASS_HELP},
+	{"dot", cmd_dot, OPT_TRAINING | OPT_OUTPUT | OPT_BATCH | OPT_PASSES,
+	 "netc dot MODEL.net [--training] -o FILE.dot [--batch N] " PASS_USAGE,
+	 "Writes the graph (with --training the training step) for Graphviz: fused groups as clusters,\n"
+	 "each node labelled with its op and shape. `dot -Tsvg FILE.dot -o FILE.svg` draws it." PASS_HELP},
+	{"passes", cmd_passes, OPT_NO_MODEL, "netc passes",
+	 "Lists every pass the pipeline may name, what it does, whether it is required, and the default\n"
+	 "pipeline. docs/passes.md says how to add one."},
 	{"targets", cmd_targets, OPT_NO_MODEL, "netc targets",
 	 "Lists every target and product alias netc compiles for, with its wave size and what is known\n"
 	 "about it."},
-	{"check", cmd_check, OPT_BATCH | OPT_SEED | OPT_THREADS,
-	 "netc check MODEL.net [--batch N] [--seed S] [--threads N]",
+	{"check", cmd_check, OPT_BATCH | OPT_SEED | OPT_THREADS | OPT_PASSES,
+	 "netc check MODEL.net [--batch N] [--seed S] [--threads N] " PASS_USAGE,
 	 "Runs one training step compiled and in the float64 reference interpreter from the same inputs\n"
 	 "and parameters, prints each node's largest relative error and fails if one exceeds its dtype's\n"
 	 "tolerance. The batch defaults to 8 (the interpreter is slow); the inputs are fresh random\n"
-	 "values unless --seed is given."},
+	 "values unless --seed is given. The memory plan gives every value a block of its own, so each\n"
+	 "can be read after the step." PASS_HELP},
 #endif
 	{"devices", cmd_devices, OPT_NO_MODEL, "netc devices",
 	 "Lists the devices this machine offers: every GPU the HIP and CUDA drivers find (name, gfx or\n"
@@ -317,11 +520,12 @@ static const Command commands[] = {
 	 "the held-out accuracy after each epoch, and a summary. --device auto (the default) takes the\n"
 	 "first GPU the bundle has code for, else the CPU." RUN_TARGET_HELP},
 	{"bench", cmd_bench,
-	 OPT_BATCH | OPT_STEPS | OPT_REPEATS | OPT_WARMUP | OPT_SEED | OPT_THREADS | OPT_DEVICE | RUN_TARGET_OPTS,
+	 OPT_BATCH | OPT_STEPS | OPT_REPEATS | OPT_WARMUP | OPT_SEED | OPT_THREADS | OPT_DEVICE | RUN_TARGET_OPTS
+		 | BENCH_COMPARE_OPTS,
 	 "netc bench MODEL.net|FILE [--batch N] [--steps N] [--repeats R] [--warmup W] [--threads N]\n"
-	 "                  [--device auto|cpu|hip|cuda[:N]]" RUN_TARGET_USAGE,
+	 "                  [--device auto|cpu|hip|cuda[:N]]" BENCH_COMPARE_USAGE RUN_TARGET_USAGE,
 	 "Times training steps after W warm-up steps (default 5): R repeats (default 5) of N steps\n"
-	 "(default 20); prints the median ms/step and examples/s." RUN_TARGET_HELP},
+	 "(default 20); prints the median ms/step and examples/s." BENCH_COMPARE_HELP RUN_TARGET_HELP},
 };
 
 static void usage(FILE *out)
@@ -330,6 +534,27 @@ static void usage(FILE *out)
 	for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
 		fprintf(out, "  %s\n", commands[i].usage);
 }
+
+#ifndef NETC_RUNTIME_ONLY
+/* The pass options of this run for every .net file it loads, checked before anything is loaded.
+ * check reads every value after a step, so its plan gives each value a block of its own. */
+static bool set_pass_options(const Command *c, const Args *a)
+{
+	pass_options = (PassOptions){
+		.passes = a->passes, .disable = a->disable_pass, .print_after = a->print_after,
+		.time_passes = a->time_passes, .O0 = a->O0, .no_reuse = c->run == cmd_check,
+	};
+	const PassInfo *list[64];
+	int n;
+	char err[512];
+	if ((c->options & OPT_PASSES) && !passes_resolve(&pass_options, list, 64, &n, err, sizeof err)) {
+		fprintf(stderr, "netc %s: error: %s\n", c->name, err);
+		return false;
+	}
+	model_set_pass_options(&pass_options);
+	return true;
+}
+#endif
 
 int main(int argc, char **argv)
 {
@@ -354,6 +579,10 @@ int main(int argc, char **argv)
 		}
 		if (!a.seed_given && strcmp(c->name, "check") == 0)
 			a.seed = (uint64_t)time(NULL);
+#ifndef NETC_RUNTIME_ONLY
+		if (!set_pass_options(c, &a))
+			return 2;
+#endif
 		return c->run(&a);
 	}
 	fprintf(stderr, "netc: unknown command '%s'\n", argv[1]);

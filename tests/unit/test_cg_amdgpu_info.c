@@ -2,44 +2,17 @@
  * LLVM 19's AMDGPU backend prints for the same registers, LDS and work-group size), properties of
  * the VGPR rule over random register counts, damaged files, and the metadata of real code objects
  * compiled here. */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
 #include "codegen/amdgpu_info.h"
 #include "codegen/cg.h"
 #include "frontend/frontend.h"
 #include "passes/passes.h"
-
-static int failures;
-static uint64_t rng_state;
-
-#define CHECK(cond, ...)                                                                \
-	do {                                                                            \
-		if (!(cond)) {                                                          \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__);                     \
-			printf(__VA_ARGS__);                                            \
-			printf("\n");                                                   \
-			failures++;                                                     \
-		}                                                                       \
-	} while (0)
-
-static uint64_t next(void)
-{
-	uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-	return z ^ (z >> 31);
-}
+#include "tests/unit/test_util.h"
 
 static int occupancy(const char *arch, int wave, int vgpr, int agpr, int sgpr, uint32_t lds, int wg)
 {
 	CgAmdChip chip;
 	if (!cg_amd_chip(arch, wave, &chip)) {
-		printf("FAIL: %s wave%d unknown\n", arch, wave);
-		failures++;
+		FAIL("%s wave%d unknown", arch, wave);
 		return -1;
 	}
 	CgAmdKernel k = {.vgpr = vgpr, .agpr = agpr, .sgpr = sgpr, .lds = lds, .wave = wave, .max_wg = wg};
@@ -116,9 +89,9 @@ static void test_vgpr_property(void)
 {
 	static const char *arches[] = {"gfx803", "gfx900", "gfx906", "gfx90a", "gfx942", "gfx1030", "gfx1100", "gfx1201"};
 	for (int i = 0; i < 400; i++) {
-		const char *arch = arches[next() % 8];
-		int wave = arch[3] == '1' && (next() & 1) ? 32 : 64;
-		int vgpr = 1 + (int)(next() % 256);
+		const char *arch = arches[tu_next() % 8];
+		int wave = arch[3] == '1' && (tu_next() & 1) ? 32 : 64;
+		int vgpr = 1 + (int)(tu_next() % 256);
 		CgAmdChip chip;
 		cg_amd_chip(arch, wave, &chip);
 		CgAmdKernel k = {.vgpr = vgpr, .wave = wave, .max_wg = wave};
@@ -142,9 +115,8 @@ static void test_vgpr_property(void)
 
 static Graph *tiny_graph(void)
 {
-	const char *src = getenv("NETC_SOURCE_DIR");
 	char path[1024];
-	snprintf(path, sizeof path, "%s/tests/lit/inputs/tiny.net", src ? src : ".");
+	tu_source_path("tests/lit/inputs/tiny.net", path, sizeof path);
 	Graph *g = fe_load_file(path, 0, stderr);
 	if (!g)
 		return NULL;
@@ -175,10 +147,10 @@ static void test_damaged(const CgOutput *out)
 		memcpy(copy, out->code, out->size);
 		size_t size = out->size;
 		if (i % 2)
-			size = next() % out->size;
+			size = tu_next() % out->size;
 		else
 			for (int j = 0; j < 8; j++)
-				copy[next() % size] = (uint8_t)next();
+				copy[tu_next() % size] = (uint8_t)tu_next();
 		if (cg_amd_read(copy, size, &code, err, sizeof err))
 			cg_amd_free(&code);
 		else
@@ -238,11 +210,7 @@ static void test_real(Graph *g, const char *spec, int wave)
 
 int main(void)
 {
-	setvbuf(stdout, NULL, _IOLBF, 0); /* what passed stays on record if compiling crashes */
-	const char *env = getenv("NETC_TEST_SEED");
-	unsigned long long seed = env ? strtoull(env, NULL, 10) : (unsigned long long)time(NULL) ^ ((unsigned long long)getpid() << 16);
-	rng_state = seed;
-	printf("test_cg_amdgpu_info: seed %llu (NETC_TEST_SEED=%llu replays it)\n", seed, seed);
+	tu_start("test_cg_amdgpu_info");
 	test_known_cases();
 	test_chip_errors();
 	test_vgpr_property();
@@ -254,6 +222,5 @@ int main(void)
 		test_real(g, "gfx1030", 64);
 		ir_graph_free(g);
 	}
-	printf("%s: %d failures\n", failures ? "FAIL" : "ok", failures);
-	return failures != 0;
+	return tu_finish("test_cg_amdgpu_info");
 }

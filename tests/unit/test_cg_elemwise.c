@@ -5,12 +5,11 @@
 
 #include "ir/philox.h"
 #include "tests/unit/cg_harness.h"
-
-static int failures;
+#include "tests/unit/test_util.h"
 
 static void run(CgHarness *h)
 {
-	failures += ch_run(h);
+	tu_failures += ch_run(h);
 	ch_free(h);
 }
 
@@ -107,17 +106,14 @@ static void dropout(const char *dims, double p)
 	int x = ch_param(h, DT_F32, dims), rng = ch_rng(h);
 	double attr[2] = {p, (double)(ch_next() % 1000)};
 	int y = ch_op(h, OP_dropout, attr, x, rng);
-	failures += ch_run(h);
+	tu_failures += ch_run(h);
 	const double *got = h->got[y], *r = h->want[rng];
 	int64_t m = shape_numel(&h->g->node[y].shape), bad = 0;
 	for (int64_t i = 0; got && i < m; i++) {
 		int keep = philox_keep(p, (uint32_t)(int64_t)r[0], (uint32_t)(int64_t)r[1], (uint32_t)attr[1], (uint32_t)i);
 		bad += keep != (got[i] != 0);
 	}
-	if (!got || bad) {
-		printf("FAIL %s: seed %llu: %lld mask elements differ from philox_keep\n", name, ch_seed, (long long)bad);
-		failures++;
-	}
+	CHECK(got && !bad, "%s: seed %llu: %lld mask elements differ from philox_keep", name, ch_seed, (long long)bad);
 	ch_free(h);
 }
 
@@ -130,7 +126,7 @@ static double accuracy(OpId op, const double *v, int64_t n)
 	int x = ch_param(h, DT_F32, dims);
 	ch_set(h, x, v);
 	int y = ch_op(h, op, NULL, x);
-	failures += ch_run(h);
+	tu_failures += ch_run(h);
 	double worst = 0;
 	for (int64_t i = 0; h->got[y] && i < n; i++)
 		worst = fmax(worst, fabs(h->got[y][i] - h->want[y][i]) / fabs(h->want[y][i]));
@@ -154,10 +150,7 @@ static void math_accuracy(void)
 		v[i] = ch_uniform(0.5, 2); /* near 1, where log is small */
 	double l1 = accuracy(OP_log, v, N);
 	printf("exp: max relative error %.3g, log: %.3g (near 1: %.3g)\n", e, l, l1);
-	if (!(e < 2e-7 && l < 2e-7 && l1 < 2e-7)) {
-		printf("FAIL math accuracy: seed %llu: limit 2e-7\n", ch_seed);
-		failures++;
-	}
+	CHECK(e < 2e-7 && l < 2e-7 && l1 < 2e-7, "math accuracy: seed %llu: limit 2e-7", ch_seed);
 	free(v);
 }
 
@@ -193,10 +186,7 @@ static void vectorized(void)
 		const char *f = ir ? strstr(ir, kernels[k]) : NULL;
 		const char *end = f ? strstr(f, "\n}\n") : NULL;
 		const char *v = f ? strstr(f, " x float>") : NULL;
-		if (!v || v > end) {
-			printf("FAIL vectorized: %s has no vector float code\n", kernels[k]);
-			failures++;
-		}
+		CHECK(v && end && v <= end, "vectorized: %s has no vector float code", kernels[k]);
 	}
 	free(ir);
 	ch_free(h);
@@ -232,6 +222,5 @@ int main(void)
 	math_accuracy();
 	special_values();
 	vectorized();
-	printf("%s\n", failures ? "FAILED" : "ok");
-	return failures != 0;
+	return tu_finish("test_cg_elemwise");
 }

@@ -18,21 +18,10 @@
 
 #include "codegen/targets.h"
 #include "tests/unit/cg_harness.h"
+#include "tests/unit/test_util.h"
 
 #define EM_AMDGPU_ 224
 #define OSABI_AMDGPU_HSA 64
-
-static int failures;
-
-#define CHECK(cond, ...)                                   \
-	do {                                               \
-		if (!(cond)) {                             \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-			printf(__VA_ARGS__);               \
-			printf("\n");                      \
-			failures++;                        \
-		}                                          \
-	} while (0)
 
 /* ---- targets ---- */
 
@@ -328,41 +317,6 @@ static void check_wave(const CgTarget *t, const CgOutput *out)
 	CHECK(count == out->nkernels, "%s: %d kernels list a wave size, want %d", t->name, count, out->nkernels);
 }
 
-static bool tool(const char *name, char *path, size_t len)
-{
-	const char *dirs[] = {"/usr/lib/llvm-19/bin", "/usr/local/cuda/bin", "/usr/bin"};
-	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
-		snprintf(path, len, "%s/%s", dirs[i], name);
-		if (access(path, X_OK) == 0)
-			return true;
-	}
-	return false;
-}
-
-/* Runs `cmd file` over data written to a temporary file; its output (up to len) in buf. */
-static int run_on_file(const char *cmd, const void *data, size_t size, char *buf, size_t len)
-{
-	char path[] = "/tmp/netc-gpu-test-XXXXXX";
-	int fd = mkstemp(path);
-	if (fd < 0)
-		return -1;
-	bool ok = write(fd, data, size) == (ssize_t)size;
-	close(fd);
-	char line[4096];
-	snprintf(line, sizeof line, "%s %s 2>&1", cmd, path);
-	FILE *p = ok ? popen(line, "r") : NULL;
-	int rc = -1;
-	if (p) {
-		size_t n = fread(buf, 1, len - 1, p);
-		buf[n] = 0;
-		while (fread(line, 1, sizeof line, p) > 0)
-			;
-		rc = pclose(p);
-	}
-	unlink(path);
-	return rc;
-}
-
 static void check_hsaco(const CgTarget *t, const CgOutput *out)
 {
 	const uint8_t *elf = out->code;
@@ -379,9 +333,9 @@ static void check_hsaco(const CgTarget *t, const CgOutput *out)
 	check_elf_tables(t, out, elf, out->size);
 	check_wave(t, out);
 	char objdump[512], cmd[600], text[8192];
-	if (tool("llvm-objdump", objdump, sizeof objdump)) {
+	if (tu_find_tool("llvm-objdump", objdump, sizeof objdump)) {
 		snprintf(cmd, sizeof cmd, "%s -d --mcpu=%s", objdump, t->arch);
-		int rc = run_on_file(cmd, out->code, out->size, text, sizeof text);
+		int rc = tu_run_on_file(cmd, out->code, out->size, text, sizeof text);
 		CHECK(rc == 0 && strstr(text, "s_endpgm"), "%s: llvm-objdump -d fails: %.300s", t->name, text);
 	}
 }
@@ -400,12 +354,12 @@ static void check_ptx(const CgTarget *t, const CgOutput *out)
 	}
 	CHECK(strstr(ptx, ".maxntid"), "%s: PTX gives no .maxntid", t->name);
 	char ptxas[512], cmd[600], text[8192];
-	if (!tool("ptxas", ptxas, sizeof ptxas)) {
+	if (!tu_find_tool("ptxas", ptxas, sizeof ptxas)) {
 		printf("note: no ptxas; the PTX for %s is not assembled\n", t->name);
 		return;
 	}
 	snprintf(cmd, sizeof cmd, "%s -arch=%s -o /dev/null", ptxas, t->arch);
-	int rc = run_on_file(cmd, out->code, out->size - 1, text, sizeof text);
+	int rc = tu_run_on_file(cmd, out->code, out->size - 1, text, sizeof text);
 	if (rc != 0 && strstr(text, "is not defined for option 'gpu-name'")) {
 		printf("note: this ptxas no longer knows %s; its PTX is not assembled\n", t->arch);
 		return;
@@ -476,7 +430,7 @@ static void test_codegen(void)
 static void test_host(void)
 {
 	CgHarness *h = test_graph(true);
-	failures += ch_run(h);
+	tu_failures += ch_run(h);
 	ch_free(h);
 }
 
@@ -487,9 +441,5 @@ int main(void)
 	test_lookup();
 	test_codegen();
 	test_host();
-	if (failures)
-		printf("test_cg_gpu: %d failures\n", failures);
-	else
-		printf("test_cg_gpu: ok\n");
-	return failures != 0;
+	return tu_finish("test_cg_gpu");
 }

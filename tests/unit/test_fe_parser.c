@@ -1,22 +1,6 @@
 /* test_fe_parser.c: the frontend from .net text to forward graphs, and its error messages. */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
 #include "frontend/frontend.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                        \
-	do {                                                                    \
-		if (!(cond)) {                                                  \
-			failures++;                                             \
-			printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);  \
-			printf(__VA_ARGS__);                                    \
-			printf("\n");                                           \
-		}                                                               \
-	} while (0)
+#include "tests/unit/test_util.h"
 
 /* Builds text named t.net, capturing the error stream into *errs (caller frees). */
 static Graph *load(const char *text, size_t len, int64_t batch, char **errs)
@@ -45,8 +29,7 @@ static int count_op(const Graph *g, OpId op)
 static void test_mnist_model(void)
 {
 	char path[4096];
-	const char *dir = getenv("NETC_SOURCE_DIR");
-	snprintf(path, sizeof path, "%s/models/mnist.net", dir ? dir : ".");
+	tu_source_path("models/mnist.net", path, sizeof path);
 	Graph *g = fe_load_file(path, 0, stdout);
 	CHECK(g, "models/mnist.net does not build");
 	if (!g)
@@ -81,8 +64,8 @@ static void test_mnist_model(void)
 /* A conv + pool + dense network of random sizes, in plain and in CRLF/comment/tab dress. */
 static void test_random_sizes(void)
 {
-	int cin = 1 + rand() % 4, cout = 1 + rand() % 16, k = 1 + rand() % 5, h = k + rand() % 12;
-	int hidden = 1 + rand() % 40, batch = 1 + rand() % 9;
+	int cin = 1 + (int)tu_below(4), cout = 1 + (int)tu_below(16), k = 1 + (int)tu_below(5);
+	int h = k + (int)tu_below(12), hidden = 1 + (int)tu_below(40), batch = 1 + (int)tu_below(9);
 	char text[1024], crlf[2048];
 	snprintf(text, sizeof text,
 		 "network r {\n"
@@ -233,10 +216,10 @@ static void test_fuzz(void)
 		char buf[256];
 		size_t len = strlen(good);
 		memcpy(buf, good, len);
-		for (int j = rand() % 4; j >= 0; j--)
-			buf[rand() % len] = (char)(rand() % 256);
-		if (rand() % 2)
-			len = (size_t)rand() % len;
+		for (int j = (int)tu_below(4); j >= 0; j--)
+			buf[tu_below(len)] = (char)tu_below(256);
+		if (tu_below(2))
+			len = (size_t)tu_below(len);
 		char *errs;
 		Graph *g = load(buf, len, 0, &errs);
 		CHECK(g || strstr(errs, "error:"), "no graph and no error for fuzz case %d", i);
@@ -261,11 +244,7 @@ static void test_files(void)
 
 int main(void)
 {
-	unsigned seed = (unsigned)time(NULL);
-	if (getenv("SEED"))
-		seed = (unsigned)atoi(getenv("SEED"));
-	printf("seed %u (SEED=%u replays it)\n", seed, seed);
-	srand(seed);
+	tu_start("test_fe_parser");
 	test_mnist_model();
 	test_random_sizes();
 	test_all_layers();
@@ -273,6 +252,5 @@ int main(void)
 	test_recovery();
 	test_fuzz();
 	test_files();
-	printf("%s\n", failures ? "FAILED" : "ok");
-	return failures != 0;
+	return tu_finish("test_fe_parser");
 }

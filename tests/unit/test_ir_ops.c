@@ -1,90 +1,20 @@
 /* test_ir_ops.c: every op's shape inference (results and error messages), its float64 reference
  * against formulas written here independently, dropout masks, FLOP counts and the interpreter.
  * Inputs are random; the seed is printed (NETC_TEST_SEED=n replays a run). */
-#include <math.h>
-#include <stdarg.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
-#include "ir/ir.h"
-
-/* Attributes, zero-filled to the most any op has (ir_add reads as many as the op lists). */
-#define A(...) ((double[IR_MAX_ATTRS]){__VA_ARGS__})
-
-static int failures;
-
-#define CHECK(c) check((c), __FILE__, __LINE__, #c)
-#define CHECK_NEAR(a, b, tol) check_near((a), (b), (tol), __FILE__, __LINE__, #a)
-
-static void check(bool ok, const char *file, int line, const char *what)
-{
-	if (!ok) {
-		fprintf(stderr, "%s:%d: check failed: %s\n", file, line, what);
-		failures++;
-	}
-}
-
-static void check_near(double a, double b, double tol, const char *file, int line, const char *what)
-{
-	if (!(fabs(a - b) <= tol * fmax(1, fabs(b)))) {
-		fprintf(stderr, "%s:%d: %s = %.12g, want %.12g\n", file, line, what, a, b);
-		failures++;
-	}
-}
-
-/* ---- random numbers (splitmix64) ---- */
-
-static uint64_t rng_state;
-
-static double urand(double lo, double hi)
-{
-	uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-	z ^= z >> 31;
-	return lo + (hi - lo) * (double)(z >> 11) / 9007199254740992.0;
-}
+#include "tests/unit/test_ir_util.h"
 
 /* ---- building graphs ---- */
-
-static Shape S(int rank, ...)
-{
-	Shape s = {rank, {0}};
-	va_list ap;
-	va_start(ap, rank);
-	for (int i = 0; i < rank; i++)
-		s.dim[i] = va_arg(ap, int);
-	va_end(ap);
-	return s;
-}
 
 static int leaf(Graph *g, Shape s, DType t)
 {
 	return ir_leaf(g, OP_param, NULL, s, t, NULL);
 }
 
-/* Adds a node that must be accepted. */
-static int op(Graph *g, OpId o, const int *in, const double *attr)
-{
-	char err[256] = "";
-	int id = ir_add(g, o, in, attr, NULL, err, sizeof err);
-	if (id < 0) {
-		fprintf(stderr, "unexpected error: %s\n", err);
-		failures++;
-		exit(1);
-	}
-	return id;
-}
-
 static void expect_shape(Graph *g, int id, const char *want)
 {
 	char buf[128];
 	shape_str(&g->node[id].shape, buf, sizeof buf);
-	if (strcmp(buf, want) != 0) {
-		fprintf(stderr, "%s: shape %s, want %s\n", ir_ops[g->node[id].op].name, buf, want);
-		failures++;
-	}
+	CHECK(!strcmp(buf, want), "%s: shape %s, want %s", ir_ops[g->node[id].op].name, buf, want);
 }
 
 /* Adds a node that must be refused with exactly the message want (leaving the graph as it was). */
@@ -93,10 +23,7 @@ static void expect_error(Graph *g, OpId o, const int *in, const double *attr, co
 	char err[256] = "";
 	int before = g->nnodes;
 	int id = ir_add(g, o, in, attr, NULL, err, sizeof err);
-	if (id >= 0 || strcmp(err, want) != 0) {
-		fprintf(stderr, "%s: got id %d and \"%s\", want \"%s\"\n", ir_ops[o].name, id, err, want);
-		failures++;
-	}
+	CHECK(id < 0 && !strcmp(err, want), "%s: got id %d and \"%s\", want \"%s\"", ir_ops[o].name, id, err, want);
 	CHECK(g->nnodes == before);
 }
 
@@ -108,7 +35,7 @@ static double **values_new(const Graph *g)
 		int64_t m = shape_numel(&g->node[i].shape);
 		v[i] = malloc(m * sizeof **v);
 		for (int64_t k = 0; k < m; k++)
-			v[i][k] = urand(-1, 1);
+			v[i][k] = tu_uniform(-1, 1);
 	}
 	return v;
 }
@@ -123,7 +50,7 @@ static void values_free(const Graph *g, double **v)
 static double *fill(double *x, int64_t m, double lo, double hi)
 {
 	for (int64_t i = 0; i < m; i++)
-		x[i] = urand(lo, hi);
+		x[i] = tu_uniform(lo, hi);
 	return x;
 }
 
@@ -136,17 +63,17 @@ static void test_shapes_elemwise(void)
 	int h = leaf(g, S(2, 64, 10), DT_F16), l = leaf(g, S(1, 64), DT_I32), col = leaf(g, S(2, 64, 1), DT_F32);
 	int rng = leaf(g, S(1, 2), DT_I32), k = ir_const(g, 2.0);
 	for (OpId o = OP_neg; o <= OP_copy; o++)
-		expect_shape(g, op(g, o, &a, NULL), "[64, 10]");
-	expect_shape(g, op(g, OP_add, (int[]){a, c}, NULL), "[64, 10]");
-	expect_shape(g, op(g, OP_sub, (int[]){c, col}, NULL), "[64, 10]");
-	expect_shape(g, op(g, OP_mul, (int[]){k, a}, NULL), "[64, 10]");
-	int hk = op(g, OP_div, (int[]){h, k}, NULL);
+		expect_shape(g, tu_add(g, o, &a, NULL), "[64, 10]");
+	expect_shape(g, tu_add(g, OP_add, (int[]){a, c}, NULL), "[64, 10]");
+	expect_shape(g, tu_add(g, OP_sub, (int[]){c, col}, NULL), "[64, 10]");
+	expect_shape(g, tu_add(g, OP_mul, (int[]){k, a}, NULL), "[64, 10]");
+	int hk = tu_add(g, OP_div, (int[]){h, k}, NULL);
 	CHECK(g->node[hk].dtype == DT_F16); /* a const takes the other side's dtype */
-	expect_shape(g, op(g, OP_relu_grad, (int[]){a, a}, NULL), "[64, 10]");
-	expect_shape(g, op(g, OP_dropout, (int[]){a, rng}, A(0.5, 3)), "[64, 10]");
-	expect_shape(g, op(g, OP_bias_add, (int[]){a, c}, A(-1)), "[64, 10]");
+	expect_shape(g, tu_add(g, OP_relu_grad, (int[]){a, a}, NULL), "[64, 10]");
+	expect_shape(g, tu_add(g, OP_dropout, (int[]){a, rng}, A(0.5, 3)), "[64, 10]");
+	expect_shape(g, tu_add(g, OP_bias_add, (int[]){a, c}, A(-1)), "[64, 10]");
 	CHECK(g->node[g->nnodes - 1].attr[0] == 1); /* the axis is normalized */
-	expect_shape(g, op(g, OP_assign, (int[]){a, a}, NULL), "[64, 10]");
+	expect_shape(g, tu_add(g, OP_assign, (int[]){a, a}, NULL), "[64, 10]");
 
 	expect_error(g, OP_add, (int[]){a, b}, NULL, "add: cannot broadcast [64, 10] and [64, 12]");
 	expect_error(g, OP_add, (int[]){a, h}, NULL, "add: dtypes differ: f32 and f16");
@@ -167,25 +94,25 @@ static void test_shapes_injective_reduce(void)
 	Graph *g = ir_graph_new("t");
 	int x = leaf(g, S(4, 2, 3, 4, 5), DT_F32), s = leaf(g, S(2, 8, 10), DT_F32), l = leaf(g, S(1, 8), DT_I32);
 	int lf = leaf(g, S(1, 8), DT_F32), l9 = leaf(g, S(1, 9), DT_I32), one = ir_const(g, 1);
-	int r = op(g, OP_reshape, &x, A(2, 6, -1));
+	int r = tu_add(g, OP_reshape, &x, A(2, 6, -1));
 	expect_shape(g, r, "[6, 20]");
 	CHECK(g->node[r].attr[2] == 20); /* the inferred size is written back */
-	expect_shape(g, op(g, OP_reshape, &one, A(0)), "[]");
-	expect_shape(g, op(g, OP_broadcast_to, &s, A(3, 4, 8, 10)), "[4, 8, 10]");
-	expect_shape(g, op(g, OP_broadcast_to, &one, A(2, 3, 2)), "[3, 2]");
-	expect_shape(g, op(g, OP_sum, &x, A(0x5, 0)), "[3, 5]");
-	expect_shape(g, op(g, OP_mean, &x, A(0xA, 1)), "[2, 1, 4, 1]");
-	expect_shape(g, op(g, OP_sum, &x, A(0xF, 0)), "[]");
-	expect_shape(g, op(g, OP_softmax, &s, A(1)), "[8, 10]");
-	int ls = op(g, OP_log_softmax, &x, A(-3));
+	expect_shape(g, tu_add(g, OP_reshape, &one, A(0)), "[]");
+	expect_shape(g, tu_add(g, OP_broadcast_to, &s, A(3, 4, 8, 10)), "[4, 8, 10]");
+	expect_shape(g, tu_add(g, OP_broadcast_to, &one, A(2, 3, 2)), "[3, 2]");
+	expect_shape(g, tu_add(g, OP_sum, &x, A(0x5, 0)), "[3, 5]");
+	expect_shape(g, tu_add(g, OP_mean, &x, A(0xA, 1)), "[2, 1, 4, 1]");
+	expect_shape(g, tu_add(g, OP_sum, &x, A(0xF, 0)), "[]");
+	expect_shape(g, tu_add(g, OP_softmax, &s, A(1)), "[8, 10]");
+	int ls = tu_add(g, OP_log_softmax, &x, A(-3));
 	CHECK(g->node[ls].attr[0] == 1);
-	int loss = op(g, OP_nll_loss, (int[]){s, l}, A(0));
+	int loss = tu_add(g, OP_nll_loss, (int[]){s, l}, A(0));
 	expect_shape(g, loss, "[]");
 	CHECK(g->node[loss].dtype == DT_F32);
-	expect_shape(g, op(g, OP_cross_entropy, (int[]){s, l}, A(1)), "[]");
-	expect_shape(g, op(g, OP_nll_loss_grad, (int[]){one, s, l}, A(0)), "[8, 10]");
-	expect_shape(g, op(g, OP_cross_entropy_grad, (int[]){one, s, l}, A(0)), "[8, 10]");
-	expect_shape(g, op(g, OP_softmax_grad, (int[]){s, s}, A(1)), "[8, 10]");
+	expect_shape(g, tu_add(g, OP_cross_entropy, (int[]){s, l}, A(1)), "[]");
+	expect_shape(g, tu_add(g, OP_nll_loss_grad, (int[]){one, s, l}, A(0)), "[8, 10]");
+	expect_shape(g, tu_add(g, OP_cross_entropy_grad, (int[]){one, s, l}, A(0)), "[8, 10]");
+	expect_shape(g, tu_add(g, OP_softmax_grad, (int[]){s, s}, A(1)), "[8, 10]");
 
 	expect_error(g, OP_reshape, &x, A(2, 7, -1), "reshape: cannot reshape [2, 3, 4, 5] (120 elements) to [7, -1]");
 	expect_error(g, OP_reshape, &x, A(2, 7, 10), "reshape: cannot reshape [2, 3, 4, 5] (120 elements) to [7, 10]");
@@ -213,21 +140,21 @@ static void test_shapes_nn(void)
 	int a = leaf(g, S(2, 64, 9216), DT_F32), b = leaf(g, S(2, 128, 9216), DT_F32), b2 = leaf(g, S(2, 128, 9215), DT_F32);
 	int p = leaf(g, S(4, 64, 32, 2, 2), DT_F32), v = leaf(g, S(1, 5), DT_F32);
 	/* (28 + 2*2 - 2*(3-1) - 1)/2 + 1 = 14 and (28 + 0 - 1*(3-1) - 1)/1 + 1 = 26 */
-	int y = op(g, OP_conv2d, (int[]){x, w}, A(2, 1, 2, 0, 2, 1));
+	int y = tu_add(g, OP_conv2d, (int[]){x, w}, A(2, 1, 2, 0, 2, 1));
 	expect_shape(g, y, "[64, 32, 14, 26]");
-	int gi = op(g, OP_conv2d_grad_input, (int[]){y, w}, A(2, 1, 2, 0, 2, 1, 28, 28));
+	int gi = tu_add(g, OP_conv2d_grad_input, (int[]){y, w}, A(2, 1, 2, 0, 2, 1, 28, 28));
 	expect_shape(g, gi, "[64, 3, 28, 28]");
-	int gw = op(g, OP_conv2d_grad_weight, (int[]){y, x}, A(2, 1, 2, 0, 2, 1, 3, 3));
+	int gw = tu_add(g, OP_conv2d_grad_weight, (int[]){y, x}, A(2, 1, 2, 0, 2, 1, 3, 3));
 	expect_shape(g, gw, "[32, 3, 3, 3]");
-	expect_shape(g, op(g, OP_matmul, (int[]){a, b}, A(0, 1)), "[64, 128]");
-	expect_shape(g, op(g, OP_matmul, (int[]){b, a}, A(0, 1)), "[128, 64]");
-	expect_shape(g, op(g, OP_matmul, (int[]){a, a}, A(1, 0)), "[9216, 9216]");
-	int mp = op(g, OP_max_pool2d, &x, A(3, 2, 2, 2, 1, 0));
+	expect_shape(g, tu_add(g, OP_matmul, (int[]){a, b}, A(0, 1)), "[64, 128]");
+	expect_shape(g, tu_add(g, OP_matmul, (int[]){b, a}, A(0, 1)), "[128, 64]");
+	expect_shape(g, tu_add(g, OP_matmul, (int[]){a, a}, A(1, 0)), "[9216, 9216]");
+	int mp = tu_add(g, OP_max_pool2d, &x, A(3, 2, 2, 2, 1, 0));
 	expect_shape(g, mp, "[64, 3, 14, 14]"); /* (28+2-3)/2+1 = 14, (28-2)/2+1 = 14 */
-	int ap = op(g, OP_avg_pool2d, &x, A(2, 2, 2, 2, 0, 0, 1));
+	int ap = tu_add(g, OP_avg_pool2d, &x, A(2, 2, 2, 2, 0, 0, 1));
 	expect_shape(g, ap, "[64, 3, 14, 14]");
-	expect_shape(g, op(g, OP_max_pool2d_grad, (int[]){mp, x}, A(3, 2, 2, 2, 1, 0)), "[64, 3, 28, 28]");
-	expect_shape(g, op(g, OP_avg_pool2d_grad, (int[]){ap, x}, A(2, 2, 2, 2, 0, 0, 1)), "[64, 3, 28, 28]");
+	expect_shape(g, tu_add(g, OP_max_pool2d_grad, (int[]){mp, x}, A(3, 2, 2, 2, 1, 0)), "[64, 3, 28, 28]");
+	expect_shape(g, tu_add(g, OP_avg_pool2d_grad, (int[]){ap, x}, A(2, 2, 2, 2, 0, 0, 1)), "[64, 3, 28, 28]");
 
 	expect_error(g, OP_conv2d, (int[]){x, w1}, A(1, 1, 0, 0, 1, 1),
 		     "conv2d: input [64, 3, 28, 28] has 3 channels but weight [32, 1, 3, 3] expects 1");
@@ -257,14 +184,14 @@ static void test_ref_elemwise(void)
 	Graph *g = ir_graph_new("t");
 	int a = leaf(g, S(3, 2, 3, 4), DT_F32), b = leaf(g, S(2, 3, 1), DT_F32), bias = leaf(g, S(1, 3), DT_F32);
 	int b2 = leaf(g, S(2, 3, 1), DT_F32);
-	int k = ir_const(g, urand(0.5, 2));
+	int k = ir_const(g, tu_uniform(0.5, 2));
 	int un[6], bin[4];
 	for (int i = 0; i < 6; i++)
-		un[i] = op(g, OP_neg + i, &a, NULL);
+		un[i] = tu_add(g, OP_neg + i, &a, NULL);
 	for (int i = 0; i < 4; i++)
-		bin[i] = op(g, OP_add + i, (int[]){a, b}, NULL);
-	int scaled = op(g, OP_mul, (int[]){k, a}, NULL), rg = op(g, OP_relu_grad, (int[]){b, a}, NULL);
-	int ba = op(g, OP_bias_add, (int[]){a, bias}, A(1)), as = op(g, OP_assign, (int[]){b, b2}, NULL);
+		bin[i] = tu_add(g, OP_add + i, (int[]){a, b}, NULL);
+	int scaled = tu_add(g, OP_mul, (int[]){k, a}, NULL), rg = tu_add(g, OP_relu_grad, (int[]){b, a}, NULL);
+	int ba = tu_add(g, OP_bias_add, (int[]){a, bias}, A(1)), as = tu_add(g, OP_assign, (int[]){b, b2}, NULL);
 	double **v = values_new(g);
 	fill(v[a], 24, 0.1, 2); /* log and sqrt need positive inputs */
 	fill(v[b], 3, 0.5, 2);  /* div needs a denominator away from zero */
@@ -302,10 +229,10 @@ static void test_ref_injective_reduce(void)
 {
 	Graph *g = ir_graph_new("t");
 	int x = leaf(g, S(3, 2, 3, 4), DT_F32), c = leaf(g, S(2, 3, 1), DT_F32);
-	int r = op(g, OP_reshape, &x, A(2, 4, -1));
-	int bt = op(g, OP_broadcast_to, &c, A(3, 2, 3, 4));
-	int s = op(g, OP_sum, &x, A(0x5, 0)), m = op(g, OP_mean, &x, A(0x2, 1));
-	int all = op(g, OP_sum, &x, A(0x7, 0));
+	int r = tu_add(g, OP_reshape, &x, A(2, 4, -1));
+	int bt = tu_add(g, OP_broadcast_to, &c, A(3, 2, 3, 4));
+	int s = tu_add(g, OP_sum, &x, A(0x5, 0)), m = tu_add(g, OP_mean, &x, A(0x2, 1));
+	int all = tu_add(g, OP_sum, &x, A(0x7, 0));
 	double **v = values_new(g);
 	ir_interp(g, 0, v);
 	double total = 0;
@@ -342,16 +269,16 @@ static void test_ref_softmax_losses(void)
 	Graph *g = ir_graph_new("t");
 	int x = leaf(g, S(2, N, C), DT_F32), x3 = leaf(g, S(3, 2, C, 3), DT_F32);
 	int lab = ir_leaf(g, OP_input, "labels", S(1, N), DT_I32, NULL);
-	int sm = op(g, OP_softmax, &x, A(1)), ls = op(g, OP_log_softmax, &x, A(1));
-	int sm3 = op(g, OP_softmax, &x3, A(1));
-	int nll = op(g, OP_nll_loss, (int[]){ls, lab}, A(0));
-	int nlls = op(g, OP_nll_loss, (int[]){ls, lab}, A(1));
-	int ce = op(g, OP_cross_entropy, (int[]){x, lab}, A(0));
+	int sm = tu_add(g, OP_softmax, &x, A(1)), ls = tu_add(g, OP_log_softmax, &x, A(1));
+	int sm3 = tu_add(g, OP_softmax, &x3, A(1));
+	int nll = tu_add(g, OP_nll_loss, (int[]){ls, lab}, A(0));
+	int nlls = tu_add(g, OP_nll_loss, (int[]){ls, lab}, A(1));
+	int ce = tu_add(g, OP_cross_entropy, (int[]){x, lab}, A(0));
 	double **v = values_new(g);
 	for (int i = 0; i < N * C; i++)
 		v[x][i] *= 10; /* a wide range tests the max shift */
 	for (int i = 0; i < N; i++)
-		v[lab][i] = (int)urand(0, C);
+		v[lab][i] = (int)tu_uniform(0, C);
 	ir_interp(g, 0, v);
 	double want = 0;
 	for (int i = 0; i < N; i++) {
@@ -389,10 +316,10 @@ static void test_ref_conv(void)
 	Graph *g = ir_graph_new("t");
 	int x = leaf(g, S(4, B, CI, H, W), DT_F32), w = leaf(g, S(4, CO, CI, KH, KW), DT_F32);
 	int dy = leaf(g, S(4, B, CO, OH, OW), DT_F32);
-	int y = op(g, OP_conv2d, (int[]){x, w}, at);
-	int dx = op(g, OP_conv2d_grad_input, (int[]){dy, w}, at);
+	int y = tu_add(g, OP_conv2d, (int[]){x, w}, at);
+	int dx = tu_add(g, OP_conv2d_grad_input, (int[]){dy, w}, at);
 	at[6] = KH, at[7] = KW;
-	int dwt = op(g, OP_conv2d_grad_weight, (int[]){dy, x}, at);
+	int dwt = tu_add(g, OP_conv2d_grad_weight, (int[]){dy, x}, at);
 	double **v = values_new(g);
 	ir_interp(g, 0, v);
 	for (int b = 0; b < B; b++)
@@ -431,7 +358,7 @@ static void test_ref_matmul(void)
 	int b = leaf(g, S(2, K, N), DT_F32), bt = leaf(g, S(2, N, K), DT_F32);
 	int c[4];
 	for (int t = 0; t < 4; t++)
-		c[t] = op(g, OP_matmul, (int[]){t & 1 ? at : a, t & 2 ? bt : b}, A(t & 1, (t & 2) != 0));
+		c[t] = tu_add(g, OP_matmul, (int[]){t & 1 ? at : a, t & 2 ? bt : b}, A(t & 1, (t & 2) != 0));
 	double **v = values_new(g);
 	ir_interp(g, 0, v);
 	for (int t = 0; t < 4; t++) {
@@ -454,11 +381,11 @@ static void test_ref_pool_by_hand(void)
 {
 	Graph *g = ir_graph_new("t");
 	int x = leaf(g, S(4, 1, 1, 4, 4), DT_F32), t = leaf(g, S(4, 1, 1, 2, 2), DT_F32);
-	int mp = op(g, OP_max_pool2d, &x, A(2, 2, 2, 2, 0, 0));
-	int ap = op(g, OP_avg_pool2d, &x, A(2, 2, 2, 2, 0, 0, 1));
-	int inc = op(g, OP_avg_pool2d, &x, A(3, 3, 2, 2, 1, 1, 1));
-	int exc = op(g, OP_avg_pool2d, &x, A(3, 3, 2, 2, 1, 1, 0));
-	int tie = op(g, OP_max_pool2d_grad, (int[]){t, x}, A(2, 2, 2, 2, 0, 0)); /* x below: all equal */
+	int mp = tu_add(g, OP_max_pool2d, &x, A(2, 2, 2, 2, 0, 0));
+	int ap = tu_add(g, OP_avg_pool2d, &x, A(2, 2, 2, 2, 0, 0, 1));
+	int inc = tu_add(g, OP_avg_pool2d, &x, A(3, 3, 2, 2, 1, 1, 1));
+	int exc = tu_add(g, OP_avg_pool2d, &x, A(3, 3, 2, 2, 1, 1, 0));
+	int tie = tu_add(g, OP_max_pool2d_grad, (int[]){t, x}, A(2, 2, 2, 2, 0, 0)); /* x below: all equal */
 	double **v = values_new(g);
 	for (int i = 0; i < 16; i++)
 		v[x][i] = i + 1;
@@ -492,8 +419,8 @@ static void test_ref_pool_random(void)
 	double at[7] = {KH, KW, SH, SW, PH, PW, 0};
 	Graph *g = ir_graph_new("t");
 	int x = leaf(g, S(4, B, C, H, W), DT_F32), dy = leaf(g, S(4, B, C, OH, OW), DT_F32);
-	int mp = op(g, OP_max_pool2d, &x, at), ap = op(g, OP_avg_pool2d, &x, at);
-	int mg = op(g, OP_max_pool2d_grad, (int[]){dy, x}, at), ag = op(g, OP_avg_pool2d_grad, (int[]){dy, x}, at);
+	int mp = tu_add(g, OP_max_pool2d, &x, at), ap = tu_add(g, OP_avg_pool2d, &x, at);
+	int mg = tu_add(g, OP_max_pool2d_grad, (int[]){dy, x}, at), ag = tu_add(g, OP_avg_pool2d_grad, (int[]){dy, x}, at);
 	double **v = values_new(g);
 	ir_interp(g, 0, v);
 	double *dx = calloc(B * C * H * W, sizeof *dx), ydy = 0, xdx = 0;
@@ -536,12 +463,12 @@ static void test_dropout(void)
 	const double p = 0.3;
 	Graph *g = ir_graph_new("t");
 	int x = leaf(g, S(1, N), DT_F32), rng = ir_leaf(g, OP_runtime, "rng", S(1, 2), DT_I32, NULL);
-	int d[4], d0 = op(g, OP_dropout, (int[]){x, rng}, A(0, 5));
+	int d[4], d0 = tu_add(g, OP_dropout, (int[]){x, rng}, A(0, 5));
 	for (int i = 0; i < 4; i++)
-		d[i] = op(g, OP_dropout, (int[]){x, rng}, A(p, i < 3 ? 7 : 8));
+		d[i] = tu_add(g, OP_dropout, (int[]){x, rng}, A(p, i < 3 ? 7 : 8));
 	double **v = values_new(g);
 	fill(v[x], N, 0.5, 1.5);
-	v[rng][0] = (int)urand(-1e9, 1e9), v[rng][1] = (int)urand(0, 1e6);
+	v[rng][0] = (int)tu_uniform(-1e9, 1e9), v[rng][1] = (int)tu_uniform(0, 1e6);
 	ir_interp(g, 0, v);
 	int kept = 0, diff = 0;
 	for (int i = 0; i < N; i++) {
@@ -588,9 +515,9 @@ static void test_flops_and_programs(void)
 {
 	Graph *g = ir_graph_new("t");
 	int x = leaf(g, S(2, 6, 10), DT_F32), l = ir_leaf(g, OP_input, "l", S(1, 6), DT_I32, NULL);
-	int e = op(g, OP_exp, &x, NULL), sm = op(g, OP_softmax, &e, A(1));
-	int s = op(g, OP_sum, &sm, A(1, 0)), ce = op(g, OP_cross_entropy, (int[]){e, l}, A(0));
-	int cp = op(g, OP_copy, &x, NULL);
+	int e = tu_add(g, OP_exp, &x, NULL), sm = tu_add(g, OP_softmax, &e, A(1));
+	int s = tu_add(g, OP_sum, &sm, A(1, 0)), ce = tu_add(g, OP_cross_entropy, (int[]){e, l}, A(0));
+	int cp = tu_add(g, OP_copy, &x, NULL);
 	CHECK(ir_ops[OP_exp].flops(g, &g->node[e]) == 60);
 	CHECK(ir_ops[OP_softmax].flops(g, &g->node[sm]) == 300);
 	CHECK(ir_ops[OP_sum].flops(g, &g->node[s]) == 60);
@@ -611,10 +538,7 @@ static void test_flops_and_programs(void)
 
 int main(void)
 {
-	const char *env = getenv("NETC_TEST_SEED");
-	uint64_t seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
-	printf("test_ir_ops: seed %llu (NETC_TEST_SEED=%llu replays)\n", (unsigned long long)seed, (unsigned long long)seed);
-	rng_state = seed;
+	tu_start("test_ir_ops");
 	test_registry();
 	test_shapes_elemwise();
 	test_shapes_injective_reduce();
@@ -628,10 +552,5 @@ int main(void)
 	test_ref_pool_random();
 	test_dropout();
 	test_flops_and_programs();
-	if (failures) {
-		printf("test_ir_ops: %d failures\n", failures);
-		return 1;
-	}
-	printf("test_ir_ops: ok\n");
-	return 0;
+	return tu_finish("test_ir_ops");
 }

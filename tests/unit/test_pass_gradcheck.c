@@ -2,33 +2,11 @@
  * For each case, y = op(params...), loss = sum(y * r) with r random, autodiff_gradients(loss),
  * the reference interpreter, and each param's gradient compared element by element.
  * Inputs are random; the seed is printed (NETC_TEST_SEED=n replays a run). */
-#include <math.h>
-#include <stdarg.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
-#include "ir/ir.h"
 #include "passes/passes.h"
+#include "tests/unit/test_ir_util.h"
 
-/* Attributes, zero-filled to the most any op has (ir_add reads as many as the op lists). */
-#define A(...) ((double[IR_MAX_ATTRS]){__VA_ARGS__})
-
-static int failures, ncases;
+static int ncases;
 static bool covered[OP_COUNT];
-
-/* ---- random numbers (splitmix64) ---- */
-
-static uint64_t rng_state;
-
-static double urand(double lo, double hi)
-{
-	uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-	z ^= z >> 31;
-	return lo + (hi - lo) * (double)(z >> 11) / 9007199254740992.0;
-}
 
 /* ---- leaves and how to fill them ---- */
 
@@ -45,17 +23,6 @@ typedef enum {
 #define MAX_LEAVES 16
 static Fill fill_kind[MAX_LEAVES];
 static int fill_classes[MAX_LEAVES];
-
-static Shape S(int rank, ...)
-{
-	Shape s = {rank, {0}};
-	va_list ap;
-	va_start(ap, rank);
-	for (int i = 0; i < rank; i++)
-		s.dim[i] = va_arg(ap, int);
-	va_end(ap);
-	return s;
-}
 
 static int leaf(Graph *g, OpId op, Shape s, DType t, Fill f)
 {
@@ -80,33 +47,22 @@ static int rng(Graph *g) { return leaf(g, OP_runtime, S(1, 2), DT_I32, SEED); }
 static void fill(double *x, int64_t m, Fill f, int classes)
 {
 	for (int64_t i = 0; i < m; i++) {
-		double s = urand(0, 1) < 0.5 ? -1 : 1;
+		double s = tu_uniform(0, 1) < 0.5 ? -1 : 1;
 		switch (f) {
-		case ANY: x[i] = urand(-1, 1); break;
-		case POS: x[i] = urand(0.5, 2); break;
-		case AWAY: x[i] = s * urand(0.5, 2); break;
-		case KINK: x[i] = s * urand(0.01, 1); break;
-		case DISTINCT: x[i] = (double)i * 0.02 + urand(0, 0.01); break;
-		case LABELS: x[i] = (int)urand(0, classes); break;
-		case SEED: x[i] = (int)urand(-2e9, 2e9); break;
+		case ANY: x[i] = tu_uniform(-1, 1); break;
+		case POS: x[i] = tu_uniform(0.5, 2); break;
+		case AWAY: x[i] = s * tu_uniform(0.5, 2); break;
+		case KINK: x[i] = s * tu_uniform(0.01, 1); break;
+		case DISTINCT: x[i] = (double)i * 0.02 + tu_uniform(0, 0.01); break;
+		case LABELS: x[i] = (int)tu_uniform(0, classes); break;
+		case SEED: x[i] = (int)tu_uniform(-2e9, 2e9); break;
 		}
 	}
 	for (int64_t i = m - 1; f == DISTINCT && i > 0; i--) { /* shuffle */
-		int64_t j = (int64_t)urand(0, (double)(i + 1));
+		int64_t j = (int64_t)tu_uniform(0, (double)(i + 1));
 		double t = x[i];
 		x[i] = x[j], x[j] = t;
 	}
-}
-
-static int node(Graph *g, OpId op, const int *in, const double *attr)
-{
-	char err[256];
-	int id = ir_add(g, op, in, attr, NULL, err, sizeof err);
-	if (id < 0) {
-		fprintf(stderr, "test error: %s\n", err);
-		exit(1);
-	}
-	return id;
 }
 
 /* ---- the check ---- */
@@ -140,9 +96,8 @@ static double check_param(const char *what, const Graph *g, int loss, double **v
 		double num = (up - down) / (2 * h), err = fabs(num - grad[k]) / fmax(1e-2, fmax(fabs(num), fabs(grad[k])));
 		worst = fmax(worst, err);
 		if (!(err < 1e-5)) {
-			fprintf(stderr, "%s: d loss / d %s[%lld] = %.10g, finite differences %.10g\n", what,
-				g->node[p].name, (long long)k, grad[k], num);
-			failures++;
+			FAIL("%s: d loss / d %s[%lld] = %.10g, finite differences %.10g", what, g->node[p].name,
+			     (long long)k, grad[k], num);
 			return worst; /* one message per param is enough */
 		}
 	}
@@ -158,9 +113,9 @@ static void gradcheck(const char *what, Graph *g, int y)
 	covered[g->node[y].op] = true;
 	ncases++;
 	int r = ir_leaf(g, OP_input, "r", g->node[y].shape, DT_F32, NULL);
-	int prod = node(g, OP_mul, (int[]){y, r}, NULL);
+	int prod = tu_add(g, OP_mul, (int[]){y, r}, NULL);
 	double axes[2] = {(1 << g->node[prod].shape.rank) - 1, 0};
-	int loss = node(g, OP_sum, &prod, axes);
+	int loss = tu_add(g, OP_sum, &prod, axes);
 	int *grads = autodiff_gradients(g, loss);
 
 	double **v = calloc(g->nnodes, sizeof *v);
@@ -178,8 +133,7 @@ static void gradcheck(const char *what, Graph *g, int y)
 		if (g->node[p].op != OP_param)
 			continue;
 		if (grads[p] < 0) {
-			fprintf(stderr, "%s: no gradient reaches %s\n", what, g->node[p].name);
-			failures++;
+			FAIL("%s: no gradient reaches %s", what, g->node[p].name);
 			continue;
 		}
 		/* the interpreter's gradient, kept apart: forward() rewrites the values up to the loss */
@@ -203,21 +157,21 @@ static void unary(const char *what, OpId op, Shape s, Fill f)
 {
 	Graph *g = ir_graph_new(what);
 	int x = param(g, s, f);
-	gradcheck(what, g, node(g, op, &x, NULL));
+	gradcheck(what, g, tu_add(g, op, &x, NULL));
 }
 
 static void binary(const char *what, OpId op, Shape sa, Shape sb, Fill fb)
 {
 	Graph *g = ir_graph_new(what);
 	int a = param(g, sa, ANY), b = param(g, sb, fb);
-	gradcheck(what, g, node(g, op, (int[]){a, b}, NULL));
+	gradcheck(what, g, tu_add(g, op, (int[]){a, b}, NULL));
 }
 
 static void one_attr(const char *what, OpId op, Shape s, const double *attr)
 {
 	Graph *g = ir_graph_new(what);
 	int x = param(g, s, ANY);
-	gradcheck(what, g, node(g, op, &x, attr));
+	gradcheck(what, g, tu_add(g, op, &x, attr));
 }
 
 static void test_elemwise(void)
@@ -237,16 +191,16 @@ static void test_elemwise(void)
 
 	Graph *g = ir_graph_new("dropout");
 	int x = param(g, S(2, 8, 9), ANY), rg = rng(g);
-	gradcheck("dropout p=0.4", g, node(g, OP_dropout, (int[]){x, rg}, A(0.4, 3)));
+	gradcheck("dropout p=0.4", g, tu_add(g, OP_dropout, (int[]){x, rg}, A(0.4, 3)));
 
 	g = ir_graph_new("bias_add");
 	x = param(g, S(4, 2, 3, 4, 5), ANY);
 	int b = param(g, S(1, 3), ANY);
-	gradcheck("bias_add axis 1 of [2,3,4,5]", g, node(g, OP_bias_add, (int[]){x, b}, A(1)));
+	gradcheck("bias_add axis 1 of [2,3,4,5]", g, tu_add(g, OP_bias_add, (int[]){x, b}, A(1)));
 	g = ir_graph_new("bias_add1");
 	x = param(g, S(1, 6), ANY);
 	b = param(g, S(1, 6), ANY);
-	gradcheck("bias_add on a 1-D input", g, node(g, OP_bias_add, (int[]){x, b}, A(0)));
+	gradcheck("bias_add on a 1-D input", g, tu_add(g, OP_bias_add, (int[]){x, b}, A(0)));
 }
 
 static void test_shape_reduce(void)
@@ -265,11 +219,11 @@ static void test_shape_reduce(void)
 		const char *nll[2] = {"nll_loss mean", "nll_loss sum"}, *ce[2] = {"cross_entropy mean", "cross_entropy sum"};
 		Graph *g = ir_graph_new("nll");
 		int s = param(g, S(2, 5, 7), ANY), l = labels(g, 5, 7);
-		gradcheck(nll[red], g, node(g, OP_nll_loss, (int[]){s, l}, A(red)));
+		gradcheck(nll[red], g, tu_add(g, OP_nll_loss, (int[]){s, l}, A(red)));
 		g = ir_graph_new("ce");
 		s = param(g, S(2, 6, 4), ANY);
 		l = labels(g, 6, 4);
-		gradcheck(ce[red], g, node(g, OP_cross_entropy, (int[]){s, l}, A(red)));
+		gradcheck(ce[red], g, tu_add(g, OP_cross_entropy, (int[]){s, l}, A(red)));
 	}
 }
 
@@ -277,14 +231,14 @@ static void conv(const char *what, Shape xs, Shape ws, const double *attr)
 {
 	Graph *g = ir_graph_new(what);
 	int x = param(g, xs, ANY), w = param(g, ws, ANY);
-	gradcheck(what, g, node(g, OP_conv2d, (int[]){x, w}, attr));
+	gradcheck(what, g, tu_add(g, OP_conv2d, (int[]){x, w}, attr));
 }
 
 static void pool(const char *what, OpId op, Shape xs, const double *attr)
 {
 	Graph *g = ir_graph_new(what);
 	int x = param(g, xs, op == OP_max_pool2d ? DISTINCT : ANY);
-	gradcheck(what, g, node(g, op, &x, attr));
+	gradcheck(what, g, tu_add(g, op, &x, attr));
 }
 
 static void test_nn(void)
@@ -297,7 +251,7 @@ static void test_nn(void)
 		int ta = t & 1, tb = t >> 1;
 		Graph *g = ir_graph_new(names[t]);
 		int a = param(g, ta ? S(2, 5, 3) : S(2, 3, 5), ANY), b = param(g, tb ? S(2, 4, 5) : S(2, 5, 4), ANY);
-		gradcheck(names[t], g, node(g, OP_matmul, (int[]){a, b}, A(ta, tb)));
+		gradcheck(names[t], g, tu_add(g, OP_matmul, (int[]){a, b}, A(ta, tb)));
 	}
 	pool("max_pool2d 2x2 stride 2", OP_max_pool2d, S(4, 2, 2, 4, 6), A(2, 2, 2, 2, 0, 0));
 	pool("max_pool2d 3x2 stride 2x1 pad 1x1", OP_max_pool2d, S(4, 2, 2, 7, 5), A(3, 2, 2, 1, 1, 1));
@@ -312,36 +266,25 @@ static void test_chain(void)
 	Graph *g = ir_graph_new("chain");
 	int x = param(g, S(4, 2, 2, 6, 6), ANY), w = param(g, S(4, 3, 2, 3, 3), ANY), b = param(g, S(1, 3), ANY);
 	int fw = param(g, S(2, 5, 12), ANY), l = labels(g, 2, 5);
-	int y = node(g, OP_conv2d, (int[]){x, w}, A(1, 1, 1, 1, 1, 1));
-	y = node(g, OP_bias_add, (int[]){y, b}, A(1));
-	y = node(g, OP_avg_pool2d, &y, A(3, 3, 3, 3, 0, 0, 1));
-	y = node(g, OP_reshape, &y, A(2, 2, -1));
-	y = node(g, OP_matmul, (int[]){y, fw}, A(0, 1));
-	y = node(g, OP_mul, (int[]){y, y}, NULL);
-	y = node(g, OP_log_softmax, &y, A(1));
-	gradcheck("chain conv-bias-pool-reshape-matmul-square-log_softmax-nll", g, node(g, OP_nll_loss, (int[]){y, l}, A(0)));
+	int y = tu_add(g, OP_conv2d, (int[]){x, w}, A(1, 1, 1, 1, 1, 1));
+	y = tu_add(g, OP_bias_add, (int[]){y, b}, A(1));
+	y = tu_add(g, OP_avg_pool2d, &y, A(3, 3, 3, 3, 0, 0, 1));
+	y = tu_add(g, OP_reshape, &y, A(2, 2, -1));
+	y = tu_add(g, OP_matmul, (int[]){y, fw}, A(0, 1));
+	y = tu_add(g, OP_mul, (int[]){y, y}, NULL);
+	y = tu_add(g, OP_log_softmax, &y, A(1));
+	gradcheck("chain conv-bias-pool-reshape-matmul-square-log_softmax-nll", g, tu_add(g, OP_nll_loss, (int[]){y, l}, A(0)));
 }
 
 int main(void)
 {
-	const char *env = getenv("NETC_TEST_SEED");
-	uint64_t seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
-	printf("test_pass_gradcheck: seed %llu (NETC_TEST_SEED=%llu replays)\n", (unsigned long long)seed,
-	       (unsigned long long)seed);
-	rng_state = seed;
+	tu_start("test_pass_gradcheck");
 	test_elemwise();
 	test_shape_reduce();
 	test_nn();
 	test_chain();
 	for (int op = 0; op < OP_COUNT; op++)
-		if (ir_ops[op].grad && !covered[op]) {
-			fprintf(stderr, "no gradient check for %s\n", ir_ops[op].name);
-			failures++;
-		}
-	if (failures) {
-		printf("test_pass_gradcheck: %d failures in %d cases\n", failures, ncases);
-		return 1;
-	}
-	printf("test_pass_gradcheck: %d cases ok\n", ncases);
-	return 0;
+		CHECK(!ir_ops[op].grad || covered[op], "no gradient check for %s", ir_ops[op].name);
+	printf("test_pass_gradcheck: %d cases\n", ncases);
+	return tu_finish("test_pass_gradcheck");
 }

@@ -1,93 +1,62 @@
 /* test_rt_bundle.c: bundle files round-trip; every truncation, a foreign file, a newer version
  * and damaged fields are errors naming the file, never crashes. */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
 #include "runtime/bundle.h"
-
-static int failures;
-#define CHECK(cond, ...)                                                                \
-	do {                                                                            \
-		if (!(cond)) {                                                          \
-			fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                                   \
-			fputc('\n', stderr);                                            \
-			failures++;                                                     \
-		}                                                                       \
-	} while (0)
-
-static uint64_t rng_state;
-static uint32_t rnd(void)
-{
-	rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-	return (uint32_t)(rng_state >> 33);
-}
-
-static void *xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n, size);
-	if (!p)
-		abort();
-	return p;
-}
+#include "tests/unit/test_util.h"
 
 /* A made-up bundle with random contents that still passes validation. */
 static void make_bundle(Bundle *b)
 {
 	memset(b, 0, sizeof *b);
-	snprintf(b->model, sizeof b->model, "model%u", rnd() % 1000);
-	b->batch = 1 + rnd() % 128;
+	snprintf(b->model, sizeof b->model, "model%u", (unsigned)tu_below(1000));
+	b->batch = 1 + tu_below(128);
 	b->train = train_config_default();
-	b->train.lr = (rnd() % 1000) / 1000.0 + 0.001;
-	b->train.epochs = 1 + rnd() % 20;
-	b->flops_per_step = rnd() * 1000.0;
-	b->nbuf = 3 + (int32_t)(rnd() % 5);
-	b->buf = xcalloc((size_t)b->nbuf, sizeof *b->buf);
+	b->train.lr = tu_below(1000) / 1000.0 + 0.001;
+	b->train.epochs = 1 + tu_below(20);
+	b->flops_per_step = (uint32_t)tu_next() * 1000.0;
+	b->nbuf = 3 + (int32_t)tu_below(5);
+	b->buf = tu_calloc((size_t)b->nbuf, sizeof *b->buf);
 	int64_t offset = 0;
 	for (int i = 0; i < b->nbuf; i++) {
 		BundleBuffer *x = &b->buf[i];
-		snprintf(x->name, sizeof x->name, "buf%d_%u", i, rnd());
-		x->node = (int32_t)(rnd() % 100);
-		x->role = (int32_t)(rnd() % (BUF_ALIAS + 1));
-		x->dtype = (int32_t)(rnd() % DT_COUNT);
-		x->rank = (int32_t)(1 + rnd() % 4);
+		snprintf(x->name, sizeof x->name, "buf%d_%u", i, (uint32_t)tu_next());
+		x->node = (int32_t)tu_below(100);
+		x->role = (int32_t)tu_below(BUF_ALIAS + 1);
+		x->dtype = (int32_t)tu_below(DT_COUNT);
+		x->rank = (int32_t)(1 + tu_below(4));
 		int64_t numel = 1;
 		for (int d = 0; d < x->rank; d++)
-			numel *= x->dim[d] = 1 + rnd() % 7;
+			numel *= x->dim[d] = 1 + tu_below(7);
 		x->bytes = numel * (int64_t)dtype_size((DType)x->dtype);
 		x->offset = offset;
 		offset += (x->bytes + 63) / 64 * 64;
-		x->init = (int32_t)(rnd() % 2);
-		x->bound = (rnd() % 1000) / 997.0;
-		x->programs = (int32_t)(1 + rnd() % 3);
+		x->init = (int32_t)tu_below(2);
+		x->bound = tu_below(1000) / 997.0;
+		x->programs = (int32_t)(1 + tu_below(3));
 	}
 	b->arena_bytes = offset;
 	b->image = 0, b->label = 1, b->loss = 2, b->output = 2;
 	b->eval_loss = -1, b->eval_output = -1, b->lr = -1, b->rng = b->nbuf - 1;
 	b->ncode = 2;
-	b->code = xcalloc(2, sizeof *b->code);
+	b->code = tu_calloc(2, sizeof *b->code);
 	for (int i = 0; i < 2; i++) {
 		BundleCode *c = &b->code[i];
-		snprintf(c->target, sizeof c->target, i ? "gfx%u:xnack-" : "host", 900 + rnd() % 300);
+		snprintf(c->target, sizeof c->target, i ? "gfx%u:xnack-" : "host", 900 + (unsigned)tu_below(300));
 		snprintf(c->arch, sizeof c->arch, "%.*s", (int)strcspn(c->target, ":"), c->target);
 		c->kind = i ? CODE_HSACO : CODE_HOST;
 		c->wave = i ? 64 : 0;
-		c->size = 50 + rnd() % 300;
-		c->data = xcalloc(c->size, 1);
+		c->size = 50 + tu_below(300);
+		c->data = tu_calloc(c->size, 1);
 		for (uint64_t j = 0; j < c->size; j++)
-			c->data[j] = (uint8_t)rnd();
-		c->ntrain = 1 + (int32_t)(rnd() % 6);
-		c->neval = (int32_t)(rnd() % 4);
-		c->train_kernels = xcalloc((size_t)c->ntrain, sizeof *c->train_kernels);
-		c->eval_kernels = xcalloc((size_t)c->neval + 1, sizeof *c->eval_kernels);
+			c->data[j] = (uint8_t)tu_next();
+		c->ntrain = 1 + (int32_t)tu_below(6);
+		c->neval = (int32_t)tu_below(4);
+		c->train_kernels = tu_calloc((size_t)c->ntrain, sizeof *c->train_kernels);
+		c->eval_kernels = tu_calloc((size_t)c->neval + 1, sizeof *c->eval_kernels);
 		for (int k = 0; k < c->ntrain + c->neval; k++) {
 			BundleKernel *kk = k < c->ntrain ? &c->train_kernels[k] : &c->eval_kernels[k - c->ntrain];
-			snprintf(kk->name, sizeof kk->name, "k%d_op%u", k, rnd() % 50);
-			kk->node = (int32_t)(rnd() % 100);
-			kk->grid = 1 + rnd() % 100000;
+			snprintf(kk->name, sizeof kk->name, "k%d_op%u", k, (unsigned)tu_below(50));
+			kk->node = (int32_t)tu_below(100);
+			kk->grid = 1 + tu_below(100000);
 			kk->block = i ? 256 : 1;
 		}
 	}
@@ -172,10 +141,8 @@ static void expect_error(const char *path, const uint8_t *data, size_t size, con
 
 int main(void)
 {
-	uint64_t seed = (uint64_t)time(NULL);
-	printf("seed %llu\n", (unsigned long long)seed);
-	rng_state = seed;
-	const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	tu_start("test_rt_bundle");
+	const char *tmp = tu_tmpdir();
 	char path[512], bad[512];
 	snprintf(path, sizeof path, "%s/test_rt_bundle_%d.bundle", tmp, (int)getpid());
 	snprintf(bad, sizeof bad, "%s/test_rt_bundle_%d.bad", tmp, (int)getpid());
@@ -230,8 +197,8 @@ int main(void)
 	for (int t = 0; t < 300; t++) {
 		uint8_t *m = malloc(size);
 		memcpy(m, data, size);
-		for (int k = 0; k < 1 + (int)(rnd() % 4); k++)
-			m[rnd() % size] = (uint8_t)rnd();
+		for (int k = 0; k < 1 + (int)tu_below(4); k++)
+			m[tu_below(size)] = (uint8_t)tu_next();
 		spit(bad, m, size);
 		if (bundle_read(&b, bad, err, sizeof err))
 			bundle_free(&b);
@@ -246,9 +213,5 @@ int main(void)
 	bundle_free(&a);
 	remove(path);
 	remove(bad);
-	if (failures)
-		fprintf(stderr, "%d failures (seed %llu)\n", failures, (unsigned long long)seed);
-	else
-		printf("ok\n");
-	return failures != 0;
+	return tu_finish("test_rt_bundle");
 }

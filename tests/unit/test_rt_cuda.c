@@ -3,32 +3,9 @@
  * replayed) and its results are checked on the host, across changes of the inputs and of the
  * learning rate that the graph reads from fixed places in the arena. Also a missing kernel and an
  * arena too large for the GPU are clear errors. Without an NVIDIA GPU it says so and passes. */
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
 #include "runtime/device.h"
 #include "runtime/rt.h"
-
-static int failures;
-#define CHECK(cond, ...)                                                                \
-	do {                                                                            \
-		if (!(cond)) {                                                          \
-			fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                                   \
-			fputc('\n', stderr);                                            \
-			failures++;                                                     \
-		}                                                                       \
-	} while (0)
-
-static uint64_t rng_state;
-static double uniform(void)
-{
-	rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-	return (double)(rng_state >> 11) * 0x1.0p-53;
-}
+#include "tests/unit/test_util.h"
 
 /* The arena: x f32[N] | y f32[N] | out f32[N] | lr f32. */
 enum { X, Y, OUT, LR, NBUF };
@@ -107,10 +84,10 @@ static void run_steps(Session *s, int n)
 		abort();
 	for (int step = 0; step < 3; step++) {
 		for (int i = 0; i < n; i++) {
-			x[i] = (float)(uniform() * 4 - 2);
-			y[i] = (float)(uniform() * 4 - 2);
+			x[i] = (float)tu_uniform(-2, 2);
+			y[i] = (float)tu_uniform(-2, 2);
 		}
-		float lr = (float)(0.25 + uniform());
+		float lr = (float)tu_uniform(0.25, 1.25);
 		rt_write(s, X, x, (size_t)n * 4);
 		rt_write(s, Y, y, (size_t)n * 4);
 		rt_write(s, LR, &lr, 4);
@@ -176,9 +153,7 @@ static void test_errors(const char *arch)
 
 int main(void)
 {
-	uint64_t seed = (uint64_t)time(NULL);
-	printf("seed %llu\n", (unsigned long long)seed);
-	rng_state = seed;
+	tu_start("test_rt_cuda");
 	char why[256];
 	if (rt_device_cuda.count(why, sizeof why) <= 0) {
 		printf("skipped: no NVIDIA GPU (%s)\n", why);
@@ -187,14 +162,12 @@ int main(void)
 	RtDeviceInfo info;
 	char err[512];
 	CHECK(rt_device_cuda.query(0, &info, err, sizeof err), "query: %s", err);
-	int n = 1000 + (int)(uniform() * 100000), block = 32 << (int)(uniform() * 5);
+	int n = 1000 + (int)tu_below(100000), block = 32 << tu_below(5);
 	test_session("cuda", info.arch, n, block);
 	test_session("auto", "sm_70", n, 256); /* older PTX, compiled for this GPU by the driver */
 	setenv("NETC_GRAPHS", "0", 1);
 	test_session("cuda:0", info.arch, n, block);
 	unsetenv("NETC_GRAPHS");
 	test_errors(info.arch);
-	if (failures)
-		fprintf(stderr, "%d failures\n", failures);
-	return failures != 0;
+	return tu_finish("test_rt_cuda");
 }

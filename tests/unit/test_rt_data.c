@@ -2,25 +2,8 @@
  * plain and gzipped load back identically; damaged files are errors naming the file; the
  * generated set is deterministic, has 10 balanced classes and classes a nearest-mean rule tells
  * apart. */
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
 #include "runtime/data_idx.h"
-
-static int failures;
-#define CHECK(cond, ...)                                                                \
-	do {                                                                            \
-		if (!(cond)) {                                                          \
-			fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                                   \
-			fputc('\n', stderr);                                            \
-			failures++;                                                     \
-		}                                                                       \
-	} while (0)
+#include "tests/unit/test_util.h"
 
 static char dir[512];
 
@@ -258,10 +241,8 @@ static void test_classes(const Dataset *tr, const Dataset *te)
 
 int main(void)
 {
-	uint64_t seed = (uint64_t)time(NULL);
-	printf("seed %llu\n", (unsigned long long)seed);
-	const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-	snprintf(dir, sizeof dir, "%s/test_rt_data_XXXXXX", tmp);
+	uint64_t seed = tu_start("test_rt_data");
+	snprintf(dir, sizeof dir, "%s/test_rt_data_XXXXXX", tu_tmpdir());
 	if (!mkdtemp(dir))
 		abort();
 
@@ -311,9 +292,5 @@ int main(void)
 		rt_dataset_free(&tr);
 		rt_dataset_free(&te);
 	}
-	if (failures)
-		fprintf(stderr, "%d failures (seed %llu)\n", failures, (unsigned long long)seed);
-	else
-		printf("ok\n");
-	return failures != 0;
+	return tu_finish("test_rt_data");
 }

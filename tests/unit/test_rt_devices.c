@@ -2,31 +2,9 @@
  * driver and a HIP runtime that finds no AMD GPU are each one clear line; `auto` falls back to
  * the CPU and says why, or names what to compile when the bundle has no CPU code; bad device
  * names are errors; code objects are matched on architecture and target features. */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
 #include "runtime/device.h"
 #include "runtime/rt.h"
-
-static int failures;
-#define CHECK(cond, ...)                                                                \
-	do {                                                                            \
-		if (!(cond)) {                                                          \
-			fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                                   \
-			fputc('\n', stderr);                                            \
-			failures++;                                                     \
-		}                                                                       \
-	} while (0)
-
-static uint64_t rng_state;
-static unsigned rnd(unsigned n)
-{
-	rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-	return (unsigned)(rng_state >> 33) % n;
-}
+#include "tests/unit/test_util.h"
 
 static bool one_line(const char *s)
 {
@@ -37,8 +15,8 @@ static bool one_line(const char *s)
 static void make_bundle(Bundle *b, const char *const *targets, int n)
 {
 	memset(b, 0, sizeof *b);
-	snprintf(b->model, sizeof b->model, "net%u", rnd(1000));
-	b->batch = 1 + rnd(256);
+	snprintf(b->model, sizeof b->model, "net%u", (unsigned)tu_below(1000));
+	b->batch = 1 + tu_below(256);
 	b->arena_bytes = 4096;
 	b->ncode = n;
 	b->code = calloc((size_t)n, sizeof *b->code);
@@ -60,13 +38,13 @@ static void random_gfx(char *buf, size_t len)
 {
 	static const char *const gfx[] = {"gfx803", "gfx900", "gfx906", "gfx90a", "gfx942", "gfx1030", "gfx1100",
 					  "gfx1201"};
-	snprintf(buf, len, "%s", gfx[rnd(8)]);
+	snprintf(buf, len, "%s", gfx[tu_below(8)]);
 }
 
 static void random_sm(char *buf, size_t len)
 {
 	static const char *const sm[] = {"sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90"};
-	snprintf(buf, len, "%s", sm[rnd(6)]);
+	snprintf(buf, len, "%s", sm[tu_below(6)]);
 }
 
 /* ---- the backends on this machine ---- */
@@ -85,7 +63,7 @@ static void test_cuda_missing(void)
 	const char *targets[] = {gpu};
 	Bundle b;
 	make_bundle(&b, targets, 1);
-	Session *s = rt_open(&b, rnd(2) ? "cuda" : "cuda:0", 0, err, sizeof err);
+	Session *s = rt_open(&b, tu_below(2) ? "cuda" : "cuda:0", 0, err, sizeof err);
 	CHECK(!s, "opened cuda without a driver");
 	CHECK(one_line(err) && strstr(err, "libcuda.so.1") && strncmp(err, "cuda", 4) == 0, "err: '%s'", err);
 	rt_close(s);
@@ -139,7 +117,7 @@ static void test_auto_gpu_only(void)
 		free_bundle(&b);
 		return;
 	}
-	Session *s = rt_open(&b, rnd(2) ? "auto" : NULL, 0, err, sizeof err);
+	Session *s = rt_open(&b, tu_below(2) ? "auto" : NULL, 0, err, sizeof err);
 	CHECK(!s, "opened a bundle with no CPU code on the CPU");
 	char want[256];
 	snprintf(want, sizeof want, "`netc compile %s.net --target %s,%s,host --batch %lld -o %s.bundle`",
@@ -244,7 +222,7 @@ static void test_code_for(void)
 	/* PTX: the exact architecture, else the newest older one */
 	d = device("sm_80", "sm_80");
 	CHECK(rt_code_for(&b, CODE_PTX, &d) == &b.code[3], "sm_80");
-	unsigned newer = 86 + rnd(15);
+	unsigned newer = 86 + (unsigned)tu_below(15);
 	char arch[16];
 	snprintf(arch, sizeof arch, "sm_%u", newer);
 	d = device(arch, arch);
@@ -275,9 +253,7 @@ static void test_devices_print(void)
 
 int main(void)
 {
-	uint64_t seed = (uint64_t)time(NULL);
-	printf("seed %llu\n", (unsigned long long)seed);
-	rng_state = seed;
+	tu_start("test_rt_devices");
 	test_cuda_missing();
 	test_hip_no_gpu();
 	test_auto_gpu_only();
@@ -285,7 +261,5 @@ int main(void)
 	test_bad_names();
 	test_code_for();
 	test_devices_print();
-	if (failures)
-		fprintf(stderr, "%d failures\n", failures);
-	return failures != 0;
+	return tu_finish("test_rt_devices");
 }

@@ -2,24 +2,9 @@
  * per thread, for many grid sizes and thread counts; launches back to back and after the workers
  * have gone to sleep. */
 #include <stdatomic.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "runtime/threadpool.h"
-
-static int failures;
-#define CHECK(cond, ...)                                                                \
-	do {                                                                            \
-		if (!(cond)) {                                                          \
-			fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                                   \
-			fputc('\n', stderr);                                            \
-			failures++;                                                     \
-		}                                                                       \
-	} while (0)
+#include "tests/unit/test_util.h"
 
 #define MAX_GRID 20000
 
@@ -57,9 +42,7 @@ static void launch_and_check(ThreadPool *p, Job *j, int64_t grid)
 
 int main(void)
 {
-	unsigned seed = (unsigned)time(NULL);
-	printf("seed %u\n", seed);
-	srand(seed);
+	tu_start("test_rt_threadpool");
 	static Job job;
 	const int threads[] = {1, 2, 3, 4, 7, 16};
 	const int64_t grids[] = {0, 1, 2, 3, 4, 5, 7, 15, 16, 17, 100, 1000, 4097, MAX_GRID};
@@ -71,10 +54,10 @@ int main(void)
 		for (size_t g = 0; g < sizeof grids / sizeof *grids; g++)
 			launch_and_check(p, &job, grids[g]);
 		for (int k = 0; k < 200; k++)
-			launch_and_check(p, &job, 1 + rand() % MAX_GRID);
+			launch_and_check(p, &job, 1 + (int)tu_below(MAX_GRID));
 		/* let the workers fall asleep on the futex, then wake them */
 		usleep(20000);
-		launch_and_check(p, &job, 1 + rand() % MAX_GRID);
+		launch_and_check(p, &job, 1 + (int)tu_below(MAX_GRID));
 		rt_pool_free(p);
 	}
 
@@ -99,9 +82,5 @@ int main(void)
 	setenv("NETC_THREADS", "zero", 1);
 	CHECK(rt_pool_default_threads() >= 1, "a bad NETC_THREADS falls back to the cores");
 
-	if (failures)
-		fprintf(stderr, "%d failures (seed %u)\n", failures, seed);
-	else
-		printf("ok\n");
-	return failures != 0;
+	return tu_finish("test_rt_threadpool");
 }

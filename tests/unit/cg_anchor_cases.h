@@ -1,0 +1,167 @@
+/* cg_anchor_cases.h: the anchor graphs and case lists that test_cg_anchor (host) and
+ * test_cg_gpu_anchor (GPU targets, emulated on the host) share (header only, on cg_harness.h).
+ *
+ *     static void run(CgHarness *h) { ...check it...; ch_free(h); }
+ *     anchor_run_convs(run, 64, 16);    // the MNIST convolutions at batches 64 and 16
+ *     run(anchor_matmul(64, 128, 9216, 1u << 2));
+ *
+ * Each builder returns a new harness with the ops added; the test's run checks and frees it.
+ * The MNIST shapes come at the batches each test's runtime affords; a test adds its own cases. */
+#ifndef NETC_CG_ANCHOR_CASES_H
+#define NETC_CG_ANCHOR_CASES_H
+
+#include "tests/unit/cg_harness.h"
+
+typedef struct {
+	int n, cin, h, w, cout, kh, kw, sh, sw, ph, pw, dh, dw;
+} Conv;
+
+typedef struct {
+	int n, c, h, w, kh, kw, sh, sw, ph, pw, include_pad;
+} Pool;
+
+/* strides, padding, dilation, non-square kernels, sizes that are no multiple of the tiles */
+static const struct {
+	Conv geo;
+	DType dt;
+} anchor_convs[] __attribute__((unused)) = {
+	/* n cin h w cout kh kw sh sw ph pw dh dw */
+	{{1, 1, 5, 5, 1, 1, 1, 1, 1, 0, 0, 1, 1}, DT_F32},
+	{{2, 1, 7, 9, 3, 3, 2, 1, 1, 0, 0, 1, 1}, DT_F32},
+	{{3, 3, 8, 8, 5, 3, 3, 2, 2, 1, 1, 1, 1}, DT_F32},
+	{{2, 3, 11, 10, 4, 2, 3, 2, 1, 2, 1, 2, 1}, DT_F32},
+	{{2, 2, 13, 17, 17, 3, 3, 1, 1, 2, 2, 2, 2}, DT_F32},
+	{{3, 3, 9, 14, 9, 5, 3, 1, 2, 2, 0, 1, 2}, DT_F32},
+	{{2, 3, 12, 9, 6, 3, 3, 1, 1, 1, 1, 1, 1}, DT_F64},
+	{{2, 3, 12, 9, 6, 3, 3, 1, 1, 1, 1, 1, 1}, DT_F16},
+};
+#define ANCHOR_NCONVS (sizeof anchor_convs / sizeof *anchor_convs)
+
+/* overlapping windows, padding with and without counting it, a window of the whole image */
+static const Pool anchor_pools[] __attribute__((unused)) = {
+	/* n c h w kh kw sh sw ph pw incl */
+	{2, 3, 8, 8, 2, 2, 2, 2, 0, 0, 0},
+	{2, 3, 9, 11, 3, 3, 2, 2, 0, 0, 0},
+	{1, 4, 10, 7, 3, 3, 2, 2, 1, 1, 0},
+	{1, 4, 10, 7, 3, 3, 2, 2, 1, 1, 1},
+	{2, 2, 13, 6, 4, 2, 3, 1, 2, 1, 1},
+	{1, 1, 5, 5, 5, 5, 1, 1, 0, 0, 0},
+};
+#define ANCHOR_NPOOLS (sizeof anchor_pools / sizeof *anchor_pools)
+
+CH_API int anchor_conv_out(int in, int k, int s, int p, int d) { return (in + 2 * p - d * (k - 1) - 1) / s + 1; }
+
+/* conv2d forward, grad_input and grad_weight over one geometry, in one graph. */
+CH_API CgHarness *anchor_conv(Conv c, DType dt)
+{
+	char name[128], dims[64];
+	snprintf(name, sizeof name, "conv x[%d,%d,%d,%d] w[%d,%d,%d,%d] s%dx%d p%dx%d d%dx%d %s", c.n, c.cin, c.h, c.w,
+		 c.cout, c.cin, c.kh, c.kw, c.sh, c.sw, c.ph, c.pw, c.dh, c.dw, dtype_name(dt));
+	CgHarness *h = ch_new(name);
+	snprintf(dims, sizeof dims, "%d,%d,%d,%d", c.n, c.cin, c.h, c.w);
+	int x = ch_param(h, dt, dims);
+	snprintf(dims, sizeof dims, "%d,%d,%d,%d", c.cout, c.cin, c.kh, c.kw);
+	int w = ch_param(h, dt, dims);
+	snprintf(dims, sizeof dims, "%d,%d,%d,%d", c.n, c.cout, anchor_conv_out(c.h, c.kh, c.sh, c.ph, c.dh),
+		 anchor_conv_out(c.w, c.kw, c.sw, c.pw, c.dw));
+	int dy = ch_param(h, dt, dims);
+	double a[8] = {c.sh, c.sw, c.ph, c.pw, c.dh, c.dw, c.h, c.w};
+	ch_op(h, OP_conv2d, a, x, w);
+	ch_op(h, OP_conv2d_grad_input, a, dy, w);
+	a[6] = c.kh, a[7] = c.kw;
+	ch_op(h, OP_conv2d_grad_weight, a, dy, x);
+	return h;
+}
+
+/* max and average pooling and both gradients over one geometry, in one graph. */
+CH_API CgHarness *anchor_pool(Pool p)
+{
+	char name[128], dims[64];
+	snprintf(name, sizeof name, "pool x[%d,%d,%d,%d] k%dx%d s%dx%d p%dx%d incl%d", p.n, p.c, p.h, p.w, p.kh, p.kw,
+		 p.sh, p.sw, p.ph, p.pw, p.include_pad);
+	CgHarness *h = ch_new(name);
+	snprintf(dims, sizeof dims, "%d,%d,%d,%d", p.n, p.c, p.h, p.w);
+	int x = ch_param(h, DT_F32, dims);
+	int oh = (p.h + 2 * p.ph - p.kh) / p.sh + 1, ow = (p.w + 2 * p.pw - p.kw) / p.sw + 1;
+	snprintf(dims, sizeof dims, "%d,%d,%d,%d", p.n, p.c, oh, ow);
+	int dy = ch_param(h, DT_F32, dims);
+	double a[7] = {p.kh, p.kw, p.sh, p.sw, p.ph, p.pw, p.include_pad};
+	ch_op(h, OP_max_pool2d, a, x);
+	ch_op(h, OP_avg_pool2d, a, x);
+	ch_op(h, OP_max_pool2d_grad, a, dy, x);
+	ch_op(h, OP_avg_pool2d_grad, a, dy, x);
+	return h;
+}
+
+/* Ties: the gradient goes to the first maximum of each window only. */
+CH_API CgHarness *anchor_pool_ties(void)
+{
+	CgHarness *h = ch_new("max_pool2d ties k3 s2");
+	int x = ch_param(h, DT_F32, "1,2,7,7"), dy = ch_param(h, DT_F32, "1,2,3,3");
+	double v[98];
+	for (int i = 0; i < 98; i++)
+		v[i] = (double)(ch_next() % 3);
+	ch_set(h, x, v);
+	double a[6] = {3, 3, 2, 2, 0, 0};
+	ch_op(h, OP_max_pool2d, a, x);
+	ch_op(h, OP_max_pool2d_grad, a, dy, x);
+	return h;
+}
+
+/* C = op(A) op(B) for the transposes of flags (bit t: ta = t & 1, tb = t >> 1), one graph. */
+CH_API CgHarness *anchor_matmul(int m, int n, int k, unsigned flags)
+{
+	char name[96], da[32], db[32];
+	snprintf(name, sizeof name, "matmul %dx%dx%d flags 0x%x", m, n, k, flags);
+	CgHarness *h = ch_new(name);
+	for (int t = 0; t < 4; t++) {
+		if (!(flags >> t & 1))
+			continue;
+		int ta = t & 1, tb = t >> 1;
+		snprintf(da, sizeof da, ta ? "%d,%d" : "%2$d,%1$d", k, m);
+		snprintf(db, sizeof db, tb ? "%d,%d" : "%2$d,%1$d", n, k);
+		int a = ch_param(h, DT_F32, da), b = ch_param(h, DT_F32, db);
+		double attr[2] = {ta, tb};
+		ch_op(h, OP_matmul, attr, a, b);
+	}
+	return h;
+}
+
+/* matmul shapes: one element, odd sizes, long k */
+static const int anchor_matmul_sizes[][3] __attribute__((unused)) = {
+	{1, 1, 1}, {7, 13, 5}, {65, 130, 33}, {3, 40, 700}, {100, 17, 9},
+};
+#define ANCHOR_NMATMULS (sizeof anchor_matmul_sizes / sizeof *anchor_matmul_sizes)
+
+/* What a test does with each case's graph (and then frees it). */
+typedef void (*AnchorRun)(CgHarness *h);
+
+/* The shared geometries, then the MNIST network's two convolutions at batches b1 and b2. */
+CH_API void anchor_run_convs(AnchorRun run, int b1, int b2)
+{
+	for (size_t i = 0; i < ANCHOR_NCONVS; i++)
+		run(anchor_conv(anchor_convs[i].geo, anchor_convs[i].dt));
+	run(anchor_conv((Conv){b1, 1, 28, 28, 32, 3, 3, 1, 1, 0, 0, 1, 1}, DT_F32));
+	run(anchor_conv((Conv){b2, 32, 26, 26, 64, 3, 3, 1, 1, 0, 0, 1, 1}, DT_F32));
+}
+
+/* Every transpose of every size: each in a graph of its own, or the four of a size in one. */
+CH_API void anchor_run_matmuls(AnchorRun run, bool each_alone)
+{
+	for (size_t i = 0; i < ANCHOR_NMATMULS; i++) {
+		const int *s = anchor_matmul_sizes[i];
+		for (int t = 0; t < (each_alone ? 4 : 1); t++)
+			run(anchor_matmul(s[0], s[1], s[2], each_alone ? 1u << t : 0xfu));
+	}
+}
+
+/* The shared geometries, the MNIST network's pooling at the given batch, and ties. */
+CH_API void anchor_run_pools(AnchorRun run, int batch)
+{
+	for (size_t i = 0; i < ANCHOR_NPOOLS; i++)
+		run(anchor_pool(anchor_pools[i]));
+	run(anchor_pool((Pool){batch, 64, 24, 24, 2, 2, 2, 2, 0, 0, 0}));
+	run(anchor_pool_ties());
+}
+
+#endif

@@ -1,0 +1,192 @@
+/* cg_fused_harness.h: runs the kernels of fused groups against the float64 reference
+ * interpreter (header only, on top of cg_harness.h).
+ *
+ *     CgHarness *h = ch_new("conv+bias+relu");
+ *     ... ch_param, ch_op as in cg_harness.h ...
+ *     cf_group(h, (int[]){c, b, r}, 3);      // one group, its leader the last id
+ *     tu_failures += cf_run(h, false);       // host; true: GPU templates emulated on the host
+ *     tu_failures += cf_gpu(h);              // compiles for gfx906, gfx1100 and sm_90
+ *
+ * The graph's memory is planned as for any graph, then the members that do not leave their group
+ * lose their storage (offset -1, as the fused plan gives them): a kernel that still reads or
+ * writes one aborts in codegen. After each kernel every group output of its group is compared
+ * with the reference: max |got - want| / max |want| <= tolerance. */
+#ifndef NETC_CG_FUSED_HARNESS_H
+#define NETC_CG_FUSED_HARNESS_H
+
+#include "codegen/gemm_gpu.h"
+#include "tests/unit/cg_harness.h"
+#include "tests/unit/test_util.h"
+
+/* Puts ids[0..n) (in node order) in one group led by the last. */
+CH_API void cf_group(CgHarness *h, const int *ids, int n)
+{
+	for (int i = 0; i < n; i++)
+		h->g->node[ids[i]].group = ids[n - 1];
+}
+
+/* Programs, plan-memory, and no storage for members inside their group. */
+CH_API bool cf_plan(CgHarness *h)
+{
+	Graph *g = h->g;
+	for (int i = 0; i < g->nnodes; i++)
+		if (!ir_is_leaf(g->node[i].op))
+			g->node[i].programs = PROG_TRAIN;
+	Diag d;
+	diag_init(&d, h->name, NULL);
+	PassOptions po = {0};
+	if (!pass_plan_memory(g, &po, &d)) {
+		printf("FAIL %s: plan-memory failed\n", h->name);
+		return false;
+	}
+	for (int i = 0; i < g->nnodes; i++)
+		if (!ir_is_leaf(g->node[i].op) && !ir_group_output(g, i))
+			g->node[i].offset = -1;
+	return true;
+}
+
+CH_API bool cf_compile(CgHarness *h, const char *target, CgOutput *out)
+{
+	CgTarget t;
+	char err[1024];
+	CgTargetOptions o = {0};
+	if (!cg_target_lookup(target, &o, &t, err, sizeof err) || !cg_compile(h->g, &t, false, out, err, sizeof err)) {
+		printf("FAIL %s [%s]: %s\n", h->name, target, err);
+		return false;
+	}
+	return true;
+}
+
+/* Compares the group outputs of kernel k's group after it ran. */
+CH_API int cf_check_kernel(CgHarness *h, const CgKernel *k, const uint8_t *arena)
+{
+	const Graph *g = h->g;
+	int failures = 0, outputs = 0;
+	for (int id = 0; id <= k->node; id++) {
+		const Node *n = &g->node[id];
+		if (n->group != k->node || !ir_group_output(g, id))
+			continue;
+		outputs++;
+		int64_t m = shape_numel(&n->shape);
+		size_t size = dtype_size(n->dtype);
+		free(h->got[id]);
+		h->got[id] = tu_calloc((size_t)m, sizeof(double));
+		for (int64_t i = 0; i < m; i++)
+			h->got[id][i] = ch_read(arena + n->offset + i * (int64_t)size, n->dtype);
+		failures += ch_compare(h, n);
+	}
+	if (!outputs) {
+		printf("FAIL %s: kernel %s stores no group output\n", h->name, k->name);
+		failures++;
+	}
+	return failures;
+}
+
+/* Compiles for the host (emulate: the GPU templates emulated), runs every kernel in order over
+ * its grid in two pieces and compares every group output. Returns the failures. */
+CH_API int cf_run(CgHarness *h, bool emulate)
+{
+	Graph *g = h->g;
+	CgOutput out;
+	if (!cf_plan(h))
+		return 1;
+	cg_gpu_emulation(emulate);
+	bool ok = cf_compile(h, "host", &out);
+	cg_gpu_emulation(false);
+	if (!ok)
+		return 1;
+	for (int i = 0; i < g->nnodes; i++) {
+		free(h->want[i]);
+		h->want[i] = tu_calloc((size_t)shape_numel(&g->node[i].shape), sizeof(double));
+	}
+	size_t bytes = ((size_t)g->arena_bytes + 63) / 64 * 64 + 64;
+	uint8_t *arena = aligned_alloc(64, bytes);
+	if (!arena)
+		abort();
+	memset(arena, 0xff, bytes);
+	ch_fill_leaves(h, arena);
+	ir_interp(g, PROG_TRAIN, h->want);
+	int failures = 1;
+	void *so = ch_load(h, &out);
+	if (so) {
+		failures = 0;
+		for (int k = 0; k < out.nkernels; k++) {
+			const CgKernel *ker = &out.kernels[k];
+			ChKernelFn fn;
+			*(void **)&fn = dlsym(so, ker->name);
+			if (!fn) {
+				printf("FAIL %s: kernel %s missing from the code object\n", h->name, ker->name);
+				failures++;
+				continue;
+			}
+			fn(arena, 0, ker->grid / 2);
+			fn(arena, ker->grid / 2, ker->grid);
+			failures += cf_check_kernel(h, ker, arena);
+		}
+		dlclose(so);
+	}
+	free(arena);
+	cg_output_free(&out);
+	return failures;
+}
+
+/* The kernels' count and names: one per group, named after its leader. */
+CH_API int cf_check_kernels(const CgHarness *h, const char *target, const CgOutput *out)
+{
+	const Graph *g = h->g;
+	int want = 0, failures = 0;
+	for (int i = 0; i < g->nnodes; i++)
+		want += cg_has_kernel(&g->node[i]);
+	if (out->nkernels != want) {
+		printf("FAIL %s [%s]: %d kernels, want one per group (%d)\n", h->name, target, out->nkernels, want);
+		failures++;
+	}
+	for (int k = 0; k < out->nkernels; k++) {
+		const Node *n = &g->node[out->kernels[k].node];
+		char name[64];
+		snprintf(name, sizeof name, "k%d_%s", n->id, ir_ops[n->op].name);
+		if (n->group != n->id || strcmp(name, out->kernels[k].name)) {
+			printf("FAIL %s [%s]: kernel %s for node %d\n", h->name, target, out->kernels[k].name, n->id);
+			failures++;
+		}
+	}
+	return failures;
+}
+
+/* ptxas assembles the PTX where it is installed. */
+CH_API int cf_ptxas(const CgHarness *h, const CgOutput *out)
+{
+	char ptxas[512], cmd[600], text[4096];
+	if (!tu_find_tool("ptxas", ptxas, sizeof ptxas))
+		return 0;
+	snprintf(cmd, sizeof cmd, "%s -arch=sm_90 -o /dev/null", ptxas);
+	size_t len = strnlen((const char *)out->code, out->size);
+	if (tu_run_on_file(cmd, out->code, len, text, sizeof text) == 0)
+		return 0;
+	printf("FAIL %s [sm_90]: ptxas rejects the PTX: %.600s\n", h->name, text);
+	return 1;
+}
+
+/* The graph (planned by cf_run or here) compiles for gfx906, gfx1100 and sm_90: the LLVM verifier
+ * passes, one kernel per group, and ptxas accepts the PTX. */
+CH_API int cf_gpu(CgHarness *h)
+{
+	static const char *const targets[] = {"gfx906", "gfx1100", "sm_90"};
+	if (!cf_plan(h))
+		return 1;
+	int failures = 0;
+	for (size_t i = 0; i < sizeof targets / sizeof *targets; i++) {
+		CgOutput out;
+		if (!cf_compile(h, targets[i], &out)) {
+			failures++;
+			continue;
+		}
+		failures += cf_check_kernels(h, targets[i], &out);
+		if (!strcmp(targets[i], "sm_90"))
+			failures += cf_ptxas(h, &out);
+		cg_output_free(&out);
+	}
+	return failures;
+}
+
+#endif

@@ -1,0 +1,37 @@
+/* dot.c: `netc dot MODEL.net [--training] -o FILE.dot`: the compiled graph for Graphviz, fused
+ * groups as clusters. Without --training it shows the evaluation program (the forward pass as it
+ * runs for inference), with it the whole training step. `-o -` writes to standard output. */
+#ifndef NETC_RUNTIME_ONLY
+#include <stdio.h>
+#include <string.h>
+
+#include "ir/dot.h"
+#include "tools/commands.h"
+#include "tools/model.h"
+
+int cmd_dot(const Args *a)
+{
+	if (!a->output) {
+		fprintf(stderr, "netc dot: -o FILE is required\n");
+		return 2;
+	}
+	Graph *g = model_load_graph(a->model, a->batch, true);
+	if (!g)
+		return 1;
+	bool to_stdout = strcmp(a->output, "-") == 0;
+	FILE *f = to_stdout ? stdout : fopen(a->output, "w");
+	int rc = 0;
+	if (!f) {
+		fprintf(stderr, "netc: error: cannot write %s\n", a->output);
+		rc = 1;
+	} else {
+		ir_dot(f, g, a->training ? PROG_TRAIN : PROG_EVAL);
+		if ((to_stdout ? fflush(f) : fclose(f)) != 0) {
+			fprintf(stderr, "netc: error: cannot write %s\n", a->output);
+			rc = 1;
+		}
+	}
+	ir_graph_free(g);
+	return rc;
+}
+#endif
