@@ -151,6 +151,65 @@ static bool read_map(const msgpack_object *root, CgAmdCode *code, char *err, siz
 	return true;
 }
 
+static uint64_t be(const uint8_t *p, int n)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < n; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* Walks msgpack data without allocating and checks every length and element count against the
+ * bytes that are there. msgpack-c allocates a container's elements before it reads them, so a
+ * damaged count would otherwise ask for gigabytes. */
+static bool msgpack_plausible(const uint8_t *p, size_t len)
+{
+	size_t pos = 0;
+	uint64_t pending = 1; /* objects still to read; each takes at least one byte */
+	while (pending > 0) {
+		if (pos >= len || pending > len - pos)
+			return false;
+		uint8_t t = p[pos++];
+		uint64_t skip = 0, items = 0;
+		int n;
+		if (t <= 0x7f || t >= 0xe0 || t == 0xc0 || t == 0xc2 || t == 0xc3)
+			skip = 0;
+		else if (t <= 0x8f)
+			items = 2 * (uint64_t)(t & 15);
+		else if (t <= 0x9f)
+			items = t & 15;
+		else if (t <= 0xbf)
+			skip = t & 31;
+		else if (t >= 0xc4 && t <= 0xc9) { /* bin 8/16/32, ext 8/16/32 */
+			n = 1 << ((t - 0xc4) % 3);
+			if (len - pos < (size_t)n)
+				return false;
+			skip = be(p + pos, n) + n + (t >= 0xc7);
+		} else if (t >= 0xca && t <= 0xd3) /* float32/64, uint 8..64, int 8..64 */
+			skip = t == 0xca ? 4 : t == 0xcb ? 8 : 1u << ((t - 0xcc) % 4);
+		else if (t >= 0xd4 && t <= 0xd8) /* fixext 1..16 */
+			skip = 1 + (1u << (t - 0xd4));
+		else if (t >= 0xd9 && t <= 0xdb) { /* str 8/16/32 */
+			n = 1 << (t - 0xd9);
+			if (len - pos < (size_t)n)
+				return false;
+			skip = be(p + pos, n) + n;
+		} else if (t >= 0xdc && t <= 0xdf) { /* array/map 16/32 */
+			n = (t & 1) ? 4 : 2;
+			if (len - pos < (size_t)n)
+				return false;
+			items = be(p + pos, n) * (t >= 0xde ? 2 : 1);
+			skip = n;
+		} else
+			return false; /* 0xc1 is never used */
+		if (skip > len - pos)
+			return false;
+		pos += skip;
+		pending = pending - 1 + items;
+	}
+	return true;
+}
+
 bool cg_amd_read(const uint8_t *elf, size_t size, CgAmdCode *code, char *err, size_t errlen)
 {
 	memset(code, 0, sizeof *code);
@@ -161,7 +220,8 @@ bool cg_amd_read(const uint8_t *elf, size_t size, CgAmdCode *code, char *err, si
 	msgpack_unpacked msg;
 	msgpack_unpacked_init(&msg);
 	size_t off = 0;
-	bool ok = msgpack_unpack_next(&msg, (const char *)desc, len, &off) == MSGPACK_UNPACK_SUCCESS;
+	bool ok = msgpack_plausible(desc, len) &&
+		  msgpack_unpack_next(&msg, (const char *)desc, len, &off) == MSGPACK_UNPACK_SUCCESS;
 	if (!ok)
 		snprintf(err, errlen, "AMDGPU metadata note is not valid msgpack");
 	else
