@@ -466,9 +466,41 @@ static void gpu_finish(Cg *cg, CgKernel *k, int64_t ret, LLVMBasicBlockRef body)
 	}
 }
 
-static void emit_kernel(Cg *cg, const Node *n, CgKernel *k)
+/* The kernels compiled so far (a group's lowering may add several, cg_kernel_next) and the one
+ * being emitted, whose body block the driver closes. */
+typedef struct {
+	const Cg *cg;
+	CgOutput *out;
+	int cap;
+	LLVMBasicBlockRef body;
+	char base[64]; /* the group's first kernel's name */
+} KernelState;
+
+static _Thread_local KernelState kst;
+
+/* Appends a CgKernel for node and returns its index. */
+static int kernel_add(int node, const char *name)
 {
-	snprintf(k->name, sizeof k->name, "k%d_%s", n->id, ir_ops[n->op].name);
+	CgOutput *out = kst.out;
+	if (out->nkernels == kst.cap) {
+		kst.cap = kst.cap ? 2 * kst.cap : 64;
+		out->kernels = realloc(out->kernels, (size_t)kst.cap * sizeof *out->kernels);
+		if (!out->kernels)
+			CG_FAIL("out of memory");
+	}
+	CgKernel *k = &out->kernels[out->nkernels];
+	memset(k, 0, sizeof *k);
+	snprintf(k->name, sizeof k->name, "%s", name);
+	k->node = node;
+	return out->nkernels++;
+}
+
+/* Adds kernel function `name` for node, positions the builder in its body and resets what the
+ * previous kernel's lowering set. */
+static void kernel_open(Cg *cg, int node, const char *name)
+{
+	int index = kernel_add(node, name);
+	const CgKernel *k = &kst.out->kernels[index];
 	bool gpu = cg_is_gpu(cg);
 	cg->gpu_native = false;
 	cg->block = 0;
@@ -483,27 +515,50 @@ static void emit_kernel(Cg *cg, const Node *n, CgKernel *k)
 	cg->entry = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "entry");
 	if (gpu)
 		gpu_ids(cg);
-	LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "body");
-	LLVMPositionBuilderAtEnd(cg->b, body);
-	k->node = n->id;
-	const Node *tmpl = group_template(cg->g, n->id);
-	if (!cg_lowerings[tmpl->op])
-		CG_FAIL("group %s has no lowering for %s", k->name, ir_ops[tmpl->op].name);
-	group_begin(cg, n->id);
-	int64_t ret = cg_lowerings[tmpl->op](cg, tmpl);
-	group_end();
+	kst.body = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "body");
+	LLVMPositionBuilderAtEnd(cg->b, kst.body);
+}
+
+/* Closes the kernel being emitted (the last one added), whose lowering returned grid ret. */
+static void kernel_close(Cg *cg, int64_t ret)
+{
+	CgKernel *k = &kst.out->kernels[kst.out->nkernels - 1];
 	if (ret < 1)
 		CG_FAIL("lowering of %s gave grid %lld", k->name, (long long)ret);
 	LLVMBuildRetVoid(cg->b);
-	if (gpu) {
-		gpu_finish(cg, k, ret, body);
+	if (cg_is_gpu(cg)) {
+		gpu_finish(cg, k, ret, kst.body);
 	} else {
 		k->grid = ret;
 		k->block = 1;
 		LLVMPositionBuilderAtEnd(cg->b, cg->entry);
-		LLVMBuildBr(cg->b, body);
+		LLVMBuildBr(cg->b, kst.body);
 	}
 	allow_contract(cg->fn);
+}
+
+void cg_kernel_next(Cg *cg, int64_t grid, const char *suffix)
+{
+	if (kst.cg != cg || !kst.out || cur.leader < 0)
+		CG_FAIL("cg_kernel_next outside a lowering");
+	kernel_close(cg, grid);
+	char name[64];
+	if (snprintf(name, sizeof name, "%s_%s", kst.base, suffix) >= (int)sizeof name)
+		CG_FAIL("kernel name %s_%s too long", kst.base, suffix);
+	kernel_open(cg, cur.leader, name);
+}
+
+static void emit_kernel(Cg *cg, const Node *n)
+{
+	snprintf(kst.base, sizeof kst.base, "k%d_%s", n->id, ir_ops[n->op].name);
+	kernel_open(cg, n->id, kst.base);
+	const Node *tmpl = group_template(cg->g, n->id);
+	if (!cg_lowerings[tmpl->op])
+		CG_FAIL("group %s has no lowering for %s", kst.base, ir_ops[tmpl->op].name);
+	group_begin(cg, n->id);
+	int64_t ret = cg_lowerings[tmpl->op](cg, tmpl);
+	group_end();
+	kernel_close(cg, ret);
 }
 
 static void cg_init(Cg *cg, const Graph *g, const CgTarget *t, LLVMTargetMachineRef tm)
@@ -621,21 +676,14 @@ static bool emit_code(Cg *cg, LLVMTargetMachineRef tm, CgOutput *out, char *err,
 	return ok;
 }
 
-static bool lower_all(Cg *cg, CgOutput *out, char *err, size_t errlen)
+static void lower_all(Cg *cg, CgOutput *out)
 {
 	const Graph *g = cg->g;
-	int count = 0;
-	for (int i = 0; i < g->nnodes; i++)
-		count += cg_has_kernel(&g->node[i]);
-	out->kernels = calloc(count ? (size_t)count : 1, sizeof *out->kernels);
-	if (!out->kernels) {
-		snprintf(err, errlen, "out of memory");
-		return false;
-	}
+	kst = (KernelState){.cg = cg, .out = out};
 	for (int i = 0; i < g->nnodes; i++)
 		if (cg_has_kernel(&g->node[i]))
-			emit_kernel(cg, &g->node[i], &out->kernels[out->nkernels++]);
-	return true;
+			emit_kernel(cg, &g->node[i]);
+	kst = (KernelState){0};
 }
 
 bool cg_compile(const Graph *g, const CgTarget *t, bool want_ir, CgOutput *out, char *err, size_t errlen)
@@ -646,7 +694,8 @@ bool cg_compile(const Graph *g, const CgTarget *t, bool want_ir, CgOutput *out, 
 		return false;
 	Cg cg;
 	cg_init(&cg, g, t, tm);
-	bool ok = lower_all(&cg, out, err, errlen) && optimize(&cg, tm, err, errlen);
+	lower_all(&cg, out);
+	bool ok = optimize(&cg, tm, err, errlen);
 	if (ok && want_ir) {
 		char *ir = LLVMPrintModuleToString(cg.mod);
 		out->ir = strdup(ir);

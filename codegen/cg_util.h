@@ -30,6 +30,13 @@ LLVMValueRef cg_convert(Cg *cg, LLVMValueRef v, LLVMTypeRef t);
 /* Normalizes a possibly negative axis attribute against rank. */
 int cg_axis(double attr, int rank);
 
+/* For a group that needs more than one launch (split-K: partial products, then their sum): closes
+ * the kernel being emitted, whose part of the lowering ran over `grid` work-groups, and opens the
+ * group's next kernel, k<leader>_<op>_<suffix>, launched after it. The builder is left in the new
+ * kernel's body with cg->fn, arena, entry, wg_begin and wg_end its own and gpu_native and block
+ * reset; the lowering returns the last kernel's grid as usual. */
+void cg_kernel_next(Cg *cg, int64_t grid, const char *suffix);
+
 /* cg_for_end for a loop that steps by step (i64 > 0) instead of 1. */
 void cg_for_end_step(Cg *cg, CgLoop *loop, LLVMValueRef step);
 

@@ -1,7 +1,7 @@
 /* gemm_gpu.c: the GPU GEMM template (see gemm_gpu.h) and the work-group helpers of GPU-native
  * lowerings. Emission follows the kernel:
  *
- *   work-group wg -> (b, m-tile, n-tile)
+ *   work-group wg -> (k-slice, b, m-tile, n-tile)
  *   zero the accumulators; each work-item loads its share of k-block 0 into registers
  *   for each k-block:
  *     phase: each work-item stores its share of the A and B tiles into LDS    | barrier
@@ -9,6 +9,10 @@
  *            accumulates its TM x TN tile over its k-slice from LDS            | barrier
  *   KS == 1: phase: each work-item stores its valid outputs
  *   KS > 1:  phase: partial tiles to LDS | barrier | phase: sums in slice order, stores
+ *
+ * Split-K (S k-slices across work-groups) stores the outputs as float32 partials in the
+ * workspace, slice-major, and a second kernel, one work-item per output element, sums the S
+ * partials in slice order and runs the epilogue.
  *
  * Tile indices are i32 where every extent fits (they are zero-extended for the operand emitters,
  * so LLVM narrows the emitters' divisions by constants to 32 bits, which GPUs do natively). */
@@ -25,9 +29,10 @@ enum {
 
 /* ---- the work-group ---- */
 
-static bool emulation;
+static bool emulation, emulation_split_k;
 
 void cg_gpu_emulation(bool on) { emulation = on; }
+void cg_gpu_emulation_split_k(bool on) { emulation_split_k = on; }
 
 bool cg_gpu_paths(const Cg *cg) { return cg_is_gpu(cg) || emulation; }
 
@@ -154,6 +159,21 @@ GpuTiles cg_gemm_gpu_tiles(const GemmSpec *s)
 		t.bk *= 2;
 	t.nmb = cdiv(s->m, t.bm);
 	t.nnb = cdiv(s->n, t.bn);
+	t.slices = 1;
+	t.kslice = s->k;
+	return t;
+}
+
+GpuTiles cg_gemm_gpu_split_tiles(const GemmSpec *s, int slices)
+{
+	/* the tiles of one slice's problem, with the slices counted as work-groups */
+	GemmSpec one = *s;
+	one.batch = s->batch * slices;
+	one.k = cdiv(s->k, slices);
+	GpuTiles t = cg_gemm_gpu_tiles(&one);
+	/* whole k-blocks per slice; rounding up may leave fewer slices */
+	t.kslice = cdiv(one.k, t.bk) * t.bk;
+	t.slices = (int)cdiv(s->k, t.kslice);
 	return t;
 }
 
@@ -169,6 +189,8 @@ typedef struct {
 	GpuPrivate acc;              /* TM x TN accumulators per work-item */
 	GpuPrivate staged;           /* its share of the next k-block's A and B tiles */
 	LLVMValueRef b, m0, n0;      /* this work-group's batch and tile origin (index type) */
+	LLVMValueRef eb;             /* the batch the epilogue sees: split-K's slice * batch + b */
+	LLVMValueRef kbase, kend;    /* the work-group's k range: kbase NULL is 0 */
 } GpuGemm;
 
 static LLVMValueRef ci(GpuGemm *g, int64_t v) { return LLVMConstInt(g->it, (unsigned long long)v, 1); }
@@ -239,7 +261,10 @@ static void stage(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef tid64, LLVMValueRe
 		LLVMValueRef reg = cg_gpu_private_at(cg, &g->grp, &g->staged, tid64, reg0 + i);
 		if (k0) {
 			LLVMValueRef row = add(cg, origin, r), kk = add(cg, k0, k);
-			LLVMValueRef ok = LLVMBuildAnd(cg->b, ltc(cg, g, row, extent), ltc(cg, g, kk, g->s->k), "");
+			if (g->kbase)
+				kk = add(cg, g->kbase, kk);
+			LLVMValueRef in_k = LLVMBuildICmp(cg->b, LLVMIntULT, kk, g->kend, "");
+			LLVMValueRef ok = LLVMBuildAnd(cg->b, ltc(cg, g, row, extent), in_k, "");
 			LLVMBuildStore(cg->b, is_a ? operand(cg, g, op, row, kk, ok) : operand(cg, g, op, kk, row, ok), reg);
 		} else {
 			LLVMValueRef v = LLVMBuildLoad2(cg->b, g->et, reg, "");
@@ -317,7 +342,7 @@ static void store_c(Cg *cg, GpuGemm *g, LLVMValueRef r, LLVMValueRef c, LLVMValu
 	LLVMValueRef m = add(cg, g->m0, r), n = add(cg, g->n0, c);
 	LLVMValueRef ok = LLVMBuildAnd(cg->b, ltc(cg, g, m, g->s->m), ltc(cg, g, n, g->s->n), "");
 	LLVMBasicBlockRef done = begin_if(cg, ok);
-	g->s->epilogue(cg, g->s, to_i64(cg, g, g->b), to_i64(cg, g, m), to_i64(cg, g, n), v);
+	g->s->epilogue(cg, g->s, to_i64(cg, g, g->eb), to_i64(cg, g, m), to_i64(cg, g, n), v);
 	end_if(cg, done);
 }
 
@@ -373,7 +398,15 @@ static void decode(Cg *cg, GpuGemm *g, LLVMValueRef wg64)
 {
 	LLVMValueRef wg = to_it(cg, g, wg64);
 	int64_t per_b = g->t.nmb * g->t.nnb;
-	g->b = divc(cg, g, wg, per_b);
+	/* split-K: the slices are batches of batches, so the partials come out slice-major */
+	g->eb = g->b = divc(cg, g, wg, per_b);
+	g->kend = ci(g, g->s->k);
+	if (g->t.slices > 1) {
+		g->b = remc(cg, g, g->eb, g->s->batch);
+		g->kbase = mulc(cg, g, divc(cg, g, g->eb, g->s->batch), g->t.kslice);
+		LLVMValueRef end = add(cg, g->kbase, ci(g, g->t.kslice));
+		g->kend = LLVMBuildSelect(cg->b, ltc(cg, g, end, g->s->k), end, g->kend, "kend");
+	}
 	LLVMValueRef r = remc(cg, g, wg, per_b);
 	g->m0 = mulc(cg, g, divc(cg, g, r, g->t.nnb), g->t.bm);
 	g->n0 = mulc(cg, g, remc(cg, g, r, g->t.nnb), g->t.bn);
@@ -398,7 +431,7 @@ static void load_block(Cg *cg, GpuGemm *g, LLVMValueRef tid64, LLVMValueRef k0)
  * they are zeros, as the emitters are asked for in-range elements only). */
 static void kblocks(Cg *cg, GpuGemm *g)
 {
-	int64_t nkb = cdiv(g->s->k, g->t.bk);
+	int64_t nkb = cdiv(g->t.kslice, g->t.bk);
 	LLVMValueRef tid64 = cg_gpu_phase_begin(cg, &g->grp);
 	load_block(cg, g, tid64, ci(g, 0));
 	cg_gpu_phase_end(cg, &g->grp, false);
@@ -413,13 +446,14 @@ static void kblocks(Cg *cg, GpuGemm *g)
 	cg_for_end(cg, &kb);
 }
 
-int64_t cg_gemm_gpu(Cg *cg, const GemmSpec *s)
+/* The kernel of tiles t (every k-slice's when t.slices > 1); returns its grid. */
+static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 {
-	GpuGemm g = {.s = s, .t = cg_gemm_gpu_tiles(s), .et = s->type};
-	int64_t grid = s->batch * g.t.nmb * g.t.nnb;
+	GpuGemm g = {.s = s, .t = t, .et = s->type};
+	int64_t grid = (int64_t)t.slices * s->batch * g.t.nmb * g.t.nnb;
 	/* every index of the kernel, padded tiles included, fits i32 or all is i64 */
 	bool narrow = s->m + g.t.bm < INT32_MAX && s->n + g.t.bn < INT32_MAX && s->k + 2 * g.t.bk < INT32_MAX &&
-		      grid < INT32_MAX;
+		      (int64_t)t.slices * t.kslice + 2 * g.t.bk < INT32_MAX && grid < INT32_MAX;
 	g.it = narrow ? cg->t_i32 : cg->t_i64;
 	/* rows padded by 4 keep the vector reads aligned and spread the column-wise stores over banks */
 	g.lda = g.t.bm + 4;
@@ -442,4 +476,73 @@ int64_t cg_gemm_gpu(Cg *cg, const GemmSpec *s)
 		store_tiles(cg, &g);
 	cg_gpu_group_end(cg, &g.grp);
 	return grid;
+}
+
+int64_t cg_gemm_gpu(Cg *cg, const GemmSpec *s) { return emit_tiles(cg, s, cg_gemm_gpu_tiles(s)); }
+
+/* ---- split-K ---- */
+
+/* Float32 element idx (i64) of the workspace at byte offset off. */
+static LLVMValueRef ws_ptr(Cg *cg, int64_t off, LLVMValueRef idx)
+{
+	LLVMValueRef o = cg_i64(cg, off);
+	LLVMValueRef base = LLVMBuildInBoundsGEP2(cg->b, cg->t_i8, cg->arena, &o, 1, "");
+	return LLVMBuildInBoundsGEP2(cg->b, cg->t_f32, base, &idx, 1, "ws");
+}
+
+/* The partials kernel's epilogue: b is slice * batch + b (decode), so the row-major index of
+ * (b, m, n) is its place in the slice-major workspace. Row-major, as the tiles store (consecutive
+ * work-items, consecutive n) and the sum kernel reads: the S-fold traffic coalesces, and only the
+ * final stores follow the output's layout. */
+static void split_store(Cg *cg, const GemmSpec *part, LLVMValueRef b, LLVMValueRef m, LLVMValueRef n, LLVMValueRef v)
+{
+	const GpuSplitK *sk = part->ctx;
+	LLVMValueRef row = LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, b, cg_i64(cg, part->m), ""), m, "");
+	LLVMValueRef idx = LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, row, cg_i64(cg, part->n), ""), n, "");
+	LLVMValueRef store = LLVMBuildStore(cg->b, cg_convert(cg, v, cg->t_f32), ws_ptr(cg, sk->ws_offset, idx));
+	LLVMSetAlignment(store, 4);
+}
+
+/* The second kernel: work-item e adds output element e's partials in slice order, and the spec's
+ * epilogue stores the sum. */
+static int64_t split_sum(Cg *cg, const GemmSpec *s, const GpuSplitK *sk, int slices)
+{
+	int64_t total = s->batch * s->m * s->n, grid;
+	GpuGroup grp;
+	LLVMValueRef e = cg_gpu_elements_begin(cg, &grp, total, &grid);
+	LLVMValueRef v = NULL;
+	for (int i = 0; i < slices; i++) {
+		LLVMValueRef idx = LLVMBuildAdd(cg->b, e, cg_i64(cg, (int64_t)i * total), "");
+		LLVMValueRef p = LLVMBuildLoad2(cg->b, cg->t_f32, ws_ptr(cg, sk->ws_offset, idx), "");
+		LLVMSetAlignment(p, 4);
+		v = v ? LLVMBuildFAdd(cg->b, v, p, "") : p;
+	}
+	LLVMValueRef row = LLVMBuildUDiv(cg->b, e, cg_i64(cg, s->n), "");
+	LLVMValueRef b = LLVMBuildUDiv(cg->b, row, cg_i64(cg, s->m), "");
+	LLVMValueRef m = LLVMBuildURem(cg->b, row, cg_i64(cg, s->m), "");
+	s->epilogue(cg, s, b, m, LLVMBuildURem(cg->b, e, cg_i64(cg, s->n), ""), cg_convert(cg, v, s->type));
+	cg_gpu_elements_end(cg, &grp);
+	return grid;
+}
+
+int cg_gemm_gpu_slices(const Cg *cg, const Node *anchor, const GemmSpec *s)
+{
+	bool paths = cg_is_gpu(cg) || (emulation && emulation_split_k);
+	/* the workspace holds float32 partials of every output element */
+	bool fits = anchor->ws_offset >= 0 && s->type == cg->t_f32 &&
+		    s->batch * s->m * s->n == shape_numel(&anchor->shape);
+	return paths && fits ? ir_split_k(cg->g, anchor) : 1;
+}
+
+int64_t cg_gemm_gpu_split_k(Cg *cg, const GemmSpec *s, const GpuSplitK *sk)
+{
+	GpuTiles t = sk->slices > 1 ? cg_gemm_gpu_split_tiles(s, sk->slices) : cg_gemm_gpu_tiles(s);
+	if (t.slices < 2 || t.slices > sk->slices)
+		return cg_gemm_gpu(cg, s);
+	GemmSpec part = *s;
+	part.epilogue = split_store;
+	part.ctx = sk;
+	int64_t grid = emit_tiles(cg, &part, t);
+	cg_kernel_next(cg, grid, "sum");
+	return split_sum(cg, s, sk, t.slices);
 }

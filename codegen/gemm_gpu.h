@@ -6,8 +6,14 @@
  * BM x BN tile of C for one b. Its work-items form KS slices of (BM/TM) x (BN/TN), each work-item a
  * TM x TN register tile. Per k-block of BK the work-items stage the A tile (BM x BK) and the B tile
  * (BK x BN) in LDS (shared memory), zero outside M, N and K; slice s accumulates its BK/KS share of
- * the block. With KS > 1 the slices add their partial tiles in LDS in slice order. There is no split
- * of K across work-groups and no atomics: every run gives the same bits.
+ * the block. With KS > 1 the slices add their partial tiles in LDS in slice order.
+ *
+ * Split-K: where M x N gives few tiles and K is long (ir_split_k, weight gradients), K is also
+ * split across work-groups. Kernel k<leader>_<op> runs S x tiles work-groups, each summing its
+ * slice of K with the same tile code and storing its partial tile as float32 in the anchor's
+ * workspace (Node.ws_offset, slice-major); kernel k<leader>_<op>_sum, launched after it, gives each
+ * output element a work-item that adds its S partials in slice order and runs the epilogue. No
+ * atomics anywhere: every run gives the same bits.
  *
  * Emulation: the same kernels emitted for the host (work-items become loops, a barrier the end of
  * one loop, LDS and per-work-item registers become locals), so the template's numerics can be
@@ -23,6 +29,8 @@ typedef struct {
 	int ks;           /* slices splitting each k-block inside the work-group */
 	int block;        /* work-items: (bm/tm) * (bn/tn) * ks */
 	int64_t nmb, nnb; /* tiles along M and N */
+	int slices;       /* split-K: slices of K across work-groups (1: none) */
+	int64_t kslice;   /* the k extent of each (whole k-blocks; all of K without split-K) */
 } GpuTiles;
 
 /* Tile sizes for a problem: large tiles where there are enough of them, smaller ones (with more
@@ -31,12 +39,33 @@ GpuTiles cg_gemm_gpu_tiles(const GemmSpec *s);
 /* Emits the GEMM as a GPU-native kernel (or its host emulation); returns the grid. */
 int64_t cg_gemm_gpu(Cg *cg, const GemmSpec *s);
 
+/* ---- split-K ---- */
+
+typedef struct {
+	int slices;        /* S from cg_gemm_gpu_slices */
+	int64_t ws_offset; /* the anchor's workspace: S x batch x M x N float32, row-major
+			      (Node.ws_offset) */
+} GpuSplitK;
+
+/* The tiles of the problem split into at most `slices` slices of K: those of one slice's problem
+ * with the slices counted as work-groups; kslice whole k-blocks, so t.slices may come out fewer. */
+GpuTiles cg_gemm_gpu_split_tiles(const GemmSpec *s, int slices);
+/* How many slices the GEMM of anchor node n takes: ir_split_k on a GPU target (or emulated with
+ * cg_gpu_emulation_split_k) when plan-memory gave it a workspace and it computes in float32; else 1. */
+int cg_gemm_gpu_slices(const Cg *cg, const Node *anchor, const GemmSpec *s);
+/* Emits the GEMM split over K: the partials kernel, cg_kernel_next, the sum kernel; returns the
+ * sum kernel's grid. Where the tiles leave fewer than 2 slices it is cg_gemm_gpu. */
+int64_t cg_gemm_gpu_split_k(Cg *cg, const GemmSpec *s, const GpuSplitK *sk);
+
 /* ---- the work-group of a GPU-native lowering ---- */
 
 /* Whether lowerings take their GPU paths: a GPU target, or the host under emulation. */
 bool cg_gpu_paths(const Cg *cg);
 /* Turns emulation on or off for this process (tests use it; the host path is the default). */
 void cg_gpu_emulation(bool on);
+/* Whether emulated GEMMs split K as GPU ones do (off by default: harnesses that compare a node
+ * after each kernel would read the partials kernel's node before its sum kernel ran). */
+void cg_gpu_emulation_split_k(bool on);
 
 typedef struct {
 	int block;

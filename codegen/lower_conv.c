@@ -177,10 +177,14 @@ static void out_store(Cg *cg, const GemmSpec *s, LLVMValueRef b, LLVMValueRef m,
 
 /* ---- lowerings ---- */
 
-/* The tiled GPU template on GPUs, the packed CPU one on the host. */
-static int64_t gemm(Cg *cg, const GemmSpec *s)
+/* The tiled GPU template on GPUs (split over K where the anchor n has few tiles and a long K),
+ * the packed CPU one on the host. */
+static int64_t gemm(Cg *cg, const GemmSpec *s, const Node *n)
 {
-	return cg_gpu_paths(cg) ? cg_gemm_gpu(cg, s) : cg_gemm(cg, s);
+	if (!cg_gpu_paths(cg))
+		return cg_gemm(cg, s);
+	GpuSplitK sk = {.slices = cg_gemm_gpu_slices(cg, n, s), .ws_offset = n->ws_offset};
+	return sk.slices > 1 ? cg_gemm_gpu_split_k(cg, s, &sk) : cg_gemm_gpu(cg, s);
 }
 
 static const Shape *shape_of(Cg *cg, const Node *n, int i) { return &cg->g->node[n->in[i]].shape; }
@@ -219,7 +223,7 @@ int64_t cg_lower_conv2d(Cg *cg, const Node *n)
 	GemmSpec s = spec(cg, n, xs->dim[0], ys->dim[1], p, kk, &o);
 	s.a = (GemmOperand){.elem = dense_elem, .vec = dense_vec, .along_k = true, .batch_free = true, .ctx = &w};
 	s.b = (GemmOperand){.elem = win_elem, .vec = win_vec_for(&x, p), .ctx = &x};
-	return gemm(cg, &s);
+	return gemm(cg, &s, n);
 }
 
 /* Weights read transposed for grad_input: A(ci, (co, tap)) = w[co][ci][tap]. */
@@ -247,7 +251,7 @@ int64_t cg_lower_conv2d_grad_input(Cg *cg, const Node *n)
 	GemmSpec s = spec(cg, n, xs->dim[0], xs->dim[1], hw, ws->dim[0] * taps, &o);
 	s.a = (GemmOperand){.elem = wt_elem, .along_k = true, .batch_free = true, .ctx = &w};
 	s.b = (GemmOperand){.elem = win_elem, .vec = win_vec_for(&dy, hw), .ctx = &dy};
-	return gemm(cg, &s);
+	return gemm(cg, &s, n);
 }
 
 /* dw^T (Cin*KH*KW x Cout) = window(x) (taps x N*Ho*Wo) * dy^T (N*Ho*Wo x Cout): computing the
@@ -265,7 +269,7 @@ int64_t cg_lower_conv2d_grad_weight(Cg *cg, const Node *n)
 	GemmSpec s = spec(cg, n, 1, taps, ws->dim[0], pos, &o);
 	s.a = (GemmOperand){.elem = win_elem, .vec = win_vec_for(&x, pos), .along_k = true, .ctx = &x};
 	s.b = (GemmOperand){.elem = win_elem, .vec = win_vec_for(&dy, pos), .along_k = true, .ctx = &dy};
-	return gemm(cg, &s);
+	return gemm(cg, &s, n);
 }
 
 /* c = op(a) op(b); op transposes when the flag is set */
@@ -281,5 +285,5 @@ int64_t cg_lower_matmul(Cg *cg, const Node *n)
 	/* dense_vec reads along the stored rows: k for A unless transposed, n for B unless transposed */
 	s.a = (GemmOperand){.elem = dense_elem, .vec = ta ? NULL : dense_vec, .along_k = !ta, .ctx = &a};
 	s.b = (GemmOperand){.elem = dense_elem, .vec = dense_vec, .along_k = tb, .ctx = &b};
-	return gemm(cg, &s);
+	return gemm(cg, &s, n);
 }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "codegen/cg_util.h"
+#include "codegen/lower_lrn.h"
 #include "codegen/math.h"
 
 #define PHILOX_M0 0xD2511F53u
@@ -60,12 +61,48 @@ static LLVMValueRef index_axis(Cg *cg, ElemIndex *at, int d)
 	return d == 0 ? q : LLVMBuildURem(cg->b, q, cg_i64(cg, at->shape->dim[d]), "");
 }
 
+static bool is_concat(const Node *n) { return n->op == OP_concat2 || n->op == OP_concat3 || n->op == OP_concat4; }
+
+/* Where input k of a concat begins along the axis (slice: the start). */
+static int64_t piece_start(const Cg *cg, const Node *n, int k)
+{
+	if (n->op == OP_slice)
+		return (int64_t)n->attr[1];
+	int64_t start = 0;
+	for (int j = 0; j < k; j++)
+		start += cg->g->node[n->in[j]].shape.dim[(int)n->attr[0]];
+	return start;
+}
+
+/* Linear index of input k of concat or slice: the output index moved along the axis (a concat's
+ * input read outside its piece is read at its nearest edge, and the select drops it). */
+static LLVMValueRef piece_index(Cg *cg, const Node *n, int k, ElemIndex *at)
+{
+	const Shape *in = &cg->g->node[n->in[k]].shape;
+	int axis = (int)n->attr[0];
+	LLVMValueRef *idx = index_idx(cg, at), sub[IR_MAX_DIMS];
+	for (int d = 0; d < in->rank; d++)
+		sub[d] = idx[d];
+	int64_t start = piece_start(cg, n, k);
+	if (n->op == OP_slice) {
+		sub[axis] = LLVMBuildAdd(cg->b, idx[axis], cg_i64(cg, start), "");
+	} else {
+		LLVMValueRef i = LLVMBuildSub(cg->b, idx[axis], cg_i64(cg, start), "");
+		LLVMValueRef lo = LLVMBuildICmp(cg->b, LLVMIntSLT, i, cg_i64(cg, 0), "");
+		i = LLVMBuildSelect(cg->b, lo, cg_i64(cg, 0), i, "");
+		sub[axis] = cg_min_i64(cg, i, cg_i64(cg, in->dim[axis] - 1));
+	}
+	return cg_linear(cg, in, sub);
+}
+
 /* Linear index of operand k of n read at output index at. */
 static LLVMValueRef operand_index(Cg *cg, const Node *n, int k, ElemIndex *at)
 {
 	const Node *in = &cg->g->node[n->in[k]];
 	if (shape_numel(&in->shape) == 1)
 		return cg_i64(cg, 0);
+	if (is_concat(n) || n->op == OP_slice)
+		return piece_index(cg, n, k, at);
 	if (same_shape(in, n) || n->op == OP_reshape || n->op == OP_assign)
 		return index_lin(cg, at);
 	if (n->op == OP_bias_add)
@@ -106,7 +143,7 @@ static LLVMValueRef operand(Cg *cg, const Node *n, int k, ElemIndex *at)
 	int id = n->in[k];
 	const Node *in = &cg->g->node[id];
 	LLVMValueRef v;
-	if (cg_in_group(cg, id) && same_shape(in, n)) {
+	if (cg_in_group(cg, id) && same_shape(in, n) && !is_concat(n) && n->op != OP_slice) {
 		v = member(cg, in, at);
 	} else if (cg_in_group(cg, id)) {
 		ElemIndex sub = {.shape = &in->shape, .lin = operand_index(cg, n, k, at)};
@@ -166,6 +203,17 @@ static LLVMValueRef emit_dropout(Cg *cg, const Node *n, ElemIndex *at)
 	return LLVMBuildSelect(cg->b, keep, y, cg_real(cg, ct, 0.0), "");
 }
 
+/* The input whose piece holds the output index: the last piece starting at or before it. */
+static LLVMValueRef emit_concat(Cg *cg, const Node *n, ElemIndex *at)
+{
+	LLVMValueRef pos = index_idx(cg, at)[(int)n->attr[0]], v = operand(cg, n, 0, at);
+	for (int k = 1; k < n->nin; k++) {
+		LLVMValueRef here = LLVMBuildICmp(cg->b, LLVMIntSGE, pos, cg_i64(cg, piece_start(cg, n, k)), "");
+		v = LLVMBuildSelect(cg->b, here, operand(cg, n, k, at), v, "");
+	}
+	return v;
+}
+
 static LLVMValueRef emit_binary(Cg *cg, const Node *n, ElemIndex *at)
 {
 	LLVMValueRef a = operand(cg, n, 0, at), b = operand(cg, n, 1, at);
@@ -200,6 +248,9 @@ static LLVMValueRef emit_at(Cg *cg, const Node *n, ElemIndex *at)
 	case OP_broadcast_to: return operand(cg, n, 0, at);
 	case OP_assign: return operand(cg, n, 1, at);
 	case OP_dropout: return emit_dropout(cg, n, at);
+	case OP_concat2: case OP_concat3: case OP_concat4: return emit_concat(cg, n, at);
+	case OP_slice: return operand(cg, n, 0, at);
+	case OP_lrn: case OP_lrn_grad: return cg_emit_lrn(cg, n, index_lin(cg, at), index_axis(cg, at, 1));
 	case OP_add: case OP_sub: case OP_mul: case OP_div: case OP_bias_add: case OP_relu_grad:
 		return emit_binary(cg, n, at);
 	default:
@@ -247,7 +298,7 @@ static bool is_flat(const Cg *cg, const Node *n)
 {
 	if (n->op == OP_reshape || n->op == OP_assign)
 		return true;
-	if (n->op == OP_bias_add || n->op == OP_broadcast_to)
+	if (n->op == OP_bias_add || n->op == OP_broadcast_to || is_concat(n) || n->op == OP_slice)
 		return false;
 	int nin = n->op == OP_dropout ? 1 : n->nin;
 	for (int k = 0; k < nin; k++) {

@@ -496,11 +496,22 @@ static const Signature optimizers[OPT_COUNT] = {
 				{"weight_decay", ARG_NNUM, 0, 0}}, false},
 	[OPT_ADADELTA] = {"adadelta", 4, {{"lr", ARG_NNUM, 1.0, 0}, {"rho", ARG_NNUM, 0.9, 0},
 					  {"eps", ARG_NNUM, 1e-6, 0}, {"weight_decay", ARG_NNUM, 0, 0}}, false},
+	[OPT_ADAM] = {"adam", 5, {{"lr", ARG_NNUM, 1e-3, 0}, {"beta1", ARG_PROB, 0.9, 0},
+				  {"beta2", ARG_PROB, 0.999, 0}, {"eps", ARG_NNUM, 1e-8, 0},
+				  {"weight_decay", ARG_NNUM, 0, 0}}, false},
+	[OPT_ADAMW] = {"adamw", 5, {{"lr", ARG_NNUM, 1e-3, 0}, {"beta1", ARG_PROB, 0.9, 0},
+				    {"beta2", ARG_PROB, 0.999, 0}, {"eps", ARG_NNUM, 1e-8, 0},
+				    {"weight_decay", ARG_NNUM, 1e-2, 0}}, false},
 };
 
 static const Signature schedules[SCHED_COUNT] = {
-	[SCHED_NONE] = {"none", 0, {{0}}, false},
-	[SCHED_STEP] = {"step", 2, {{"step_size", ARG_POS, 0, ARG_REQUIRED}, {"gamma", ARG_NNUM, 0.1, 0}}, false},
+	[SCHED_NONE] = {"none", 1, {{"warmup", ARG_NONNEG, 0, 0}}, false},
+	[SCHED_STEP] = {"step", 3, {{"step_size", ARG_POS, 0, ARG_REQUIRED}, {"gamma", ARG_NNUM, 0.1, 0},
+				    {"warmup", ARG_NONNEG, 0, 0}}, false},
+	/* multistep(30, 60, 90, gamma=0.1): the milestones (epochs) are positional */
+	[SCHED_MULTISTEP] = {"multistep", 2, {{"gamma", ARG_NNUM, 0.1, 0}, {"warmup", ARG_NONNEG, 0, 0}}, true},
+	[SCHED_COSINE] = {"cosine", 3, {{"t_max", ARG_NONNEG, 0, 0}, {"eta_min", ARG_NNUM, 0, 0},
+					{"warmup", ARG_NONNEG, 0, 0}}, false},
 };
 
 /* "name" or "name(args)" against a table of signatures: its index, -1 after an error. */
@@ -528,9 +539,27 @@ static void train_optimizer(Builder *b, const Expr *e, TrainConfig *c)
 	c->lr = a.v[0];
 	if (k == OPT_SGD) {
 		c->momentum = a.v[1], c->dampening = a.v[2], c->nesterov = a.v[3] != 0, c->weight_decay = a.v[4];
-	} else {
+	} else if (k == OPT_ADADELTA) {
 		c->rho = a.v[1], c->eps = a.v[2], c->weight_decay = a.v[3];
+	} else {
+		c->beta1 = a.v[1], c->beta2 = a.v[2], c->eps = a.v[3], c->weight_decay = a.v[4];
 	}
+}
+
+/* multistep's milestones: epochs, at least one, each after the one before. */
+static void train_milestones(Builder *b, const Expr *e, const BoundArgs *a, TrainConfig *c)
+{
+	if (a->nvar == 0)
+		diag_error(b->d, e->loc, "multistep needs its milestones (epochs), such as multistep(30, 60, gamma=0.1)");
+	for (int i = 0; i < a->nvar; i++) {
+		if (a->var[i] <= (i ? a->var[i - 1] : 0)) {
+			diag_error(b->d, e->loc, "multistep's milestones must be positive and increasing, got %lld after %lld",
+				   (long long)a->var[i], (long long)(i ? a->var[i - 1] : 0));
+			return;
+		}
+		c->milestones[i] = a->var[i];
+	}
+	c->nmilestones = a->nvar;
 }
 
 static void train_schedule(Builder *b, const Expr *e, TrainConfig *c)
@@ -540,14 +569,26 @@ static void train_schedule(Builder *b, const Expr *e, TrainConfig *c)
 	if (k < 0)
 		return;
 	c->schedule = (ScheduleKind)k;
-	if (k == SCHED_STEP)
+	const Signature *sig = &schedules[k];
+	c->warmup = (int64_t)a.v[sig->nargs - 1];
+	if (k == SCHED_STEP) {
 		c->step_size = (int64_t)a.v[0], c->gamma = a.v[1];
+	} else if (k == SCHED_MULTISTEP) {
+		train_milestones(b, e, &a, c);
+		c->gamma = a.v[0];
+	} else if (k == SCHED_COSINE) {
+		c->t_max = (int64_t)a.v[0], c->eta_min = a.v[1];
+	}
 }
 
 static void train_data(Builder *b, const Expr *e, TrainConfig *c)
 {
-	if (e->kind != E_NAME || strcmp(e->name, "mnist")) {
-		diag_error(b->d, e->loc, "unknown data set (known: mnist)");
+	static const char *const known[] = {"mnist", "cifar10", "synthetic"};
+	int k = 0;
+	while (e->kind == E_NAME && k < 3 && strcmp(e->name, known[k]))
+		k++;
+	if (e->kind != E_NAME || k == 3) {
+		diag_error(b->d, e->loc, "unknown data set (known: mnist, cifar10, synthetic)");
 		return;
 	}
 	snprintf(c->dataset, sizeof c->dataset, "%s", e->name);

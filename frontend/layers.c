@@ -224,6 +224,127 @@ static int build_reduce(const Layer *l, LayerCall *c)
 	return add(c, l->op, c->in, attr, c->name);
 }
 
+/* lrn(depth_radius, bias, alpha, beta): TensorFlow's local response normalization across the
+ * channels of NCHW input, its defaults as tf.nn.lrn. */
+static int build_lrn(const Layer *l, LayerCall *c)
+{
+	if (!need_rank(c, l->sig.name, 4, "NCHW"))
+		return -1;
+	return add(c, OP_lrn, c->in, c->args->v, c->name);
+}
+
+/* local_response_norm(size, alpha, beta, k): Caffe's LRN layer (and PyTorch's LocalResponseNorm),
+ * whose alpha is per window element: TensorFlow's radius (size-1)/2 and alpha/size. */
+static int build_lrn_caffe(const Layer *l, LayerCall *c)
+{
+	const double *a = c->args->v;
+	if (!need_rank(c, l->sig.name, 4, "NCHW"))
+		return -1;
+	if ((int64_t)a[0] % 2 == 0) {
+		diag_error(c->d, c->loc, "local_response_norm size must be odd (a window centred on the channel), got %g", a[0]);
+		return -1;
+	}
+	double attr[4] = {(a[0] - 1) / 2, a[3], a[1] / a[0], a[2]};
+	return add(c, OP_lrn, c->in, attr, c->name);
+}
+
+/* concat(a, b[, c[, d]], dim): the op of that many inputs (the layer takes its count from its name;
+ * concat is the four branches of an inception block). */
+static int build_concat(const Layer *l, LayerCall *c)
+{
+	int axis;
+	if (!axis_of(c, c->args->v[0], &axis))
+		return -1;
+	double attr = axis;
+	return add(c, l->op, c->in, &attr, c->name);
+}
+
+/* global_avg_pool2d: the mean of each channel's plane, as [N, C, 1, 1] (a window of the plane). */
+static int build_global_avg_pool(const Layer *l, LayerCall *c)
+{
+	if (!need_rank(c, l->sig.name, 4, "NCHW"))
+		return -1;
+	const Shape *s = &input(c, 0)->shape;
+	double attr[7] = {(double)s->dim[2], (double)s->dim[3], 1, 1, 0, 0, 1};
+	return add(c, OP_avg_pool2d, c->in, attr, c->name);
+}
+
+/* scale(factor): x * factor (a loss's 1/2). */
+static int build_scale(const Layer *l, LayerCall *c)
+{
+	int in[2] = {c->in[0], ir_const(c->g, c->args->v[0])};
+	return add(c, OP_mul, in, NULL, c->name);
+}
+
+/* ---- batch_norm2d: a composite of existing ops ---- */
+
+/* A node the layer makes that needs no name of its own; aborts are impossible by construction. */
+static int node(LayerCall *c, OpId op, int a, int b, const double *attr, const char *suffix)
+{
+	char name[FE_NAME_BUF];
+	if (suffix)
+		snprintf(name, sizeof name, "%s.%s", c->name, suffix);
+	int in[2] = {a, b};
+	return add(c, op, in, attr, suffix ? name : NULL);
+}
+
+static int reshaped(LayerCall *c, int x, int rank, const int64_t *dim)
+{
+	double attr[1 + IR_MAX_DIMS] = {rank};
+	for (int i = 0; i < rank; i++)
+		attr[1 + i] = (double)dim[i];
+	return node(c, OP_reshape, x, -1, attr, NULL);
+}
+
+/* A running statistic NAME.suffix (a state leaf, init as PyTorch: mean 0, var 1) and its update
+ * stat = (1 - momentum) stat + momentum * factor * batch. */
+static void running_stat(LayerCall *c, const char *suffix, int batch, double init, double momentum, double factor)
+{
+	char name[FE_NAME_BUF];
+	snprintf(name, sizeof name, "%s.%s", c->name, suffix);
+	int64_t ch = c->g->node[batch].shape.dim[1];
+	int s = ir_leaf(c->g, OP_state, name, shape_make(1, &ch), c->g->node[batch].dtype, &init);
+	c->g->node[s].loc = c->loc;
+	int flat = reshaped(c, batch, 1, &ch);
+	int keep = node(c, OP_mul, s, ir_const(c->g, 1 - momentum), NULL, NULL);
+	int put = node(c, OP_mul, flat, ir_const(c->g, momentum * factor), NULL, NULL);
+	int next = node(c, OP_add, keep, put, NULL, NULL);
+	char update[64];
+	snprintf(update, sizeof update, "%.40s.update", suffix);
+	node(c, OP_assign, s, next, NULL, update);
+}
+
+/* batch_norm2d(eps, momentum): training-mode batch norm over N, H, W of NCHW input, gamma and
+ * beta as NAME.weight and NAME.bias, running statistics NAME.running_mean and NAME.running_var
+ * updated by assign nodes (the unbiased variance, as PyTorch). The batch statistics are named
+ * NAME.batch_mean and NAME.batch_var so the evaluation program can swap in the running ones. */
+static int build_batch_norm(const Layer *l, LayerCall *c)
+{
+	if (!need_rank(c, l->sig.name, 4, "NCHW"))
+		return -1;
+	const double *a = c->args->v;
+	const Shape *s = &input(c, 0)->shape;
+	int64_t ch = s->dim[1], count = s->dim[0] * s->dim[2] * s->dim[3], col[3] = {ch, 1, 1};
+	double axes[2] = {1 | 4 | 8, 1};
+	int x = c->in[0];
+	int mean = node(c, OP_mean, x, -1, axes, "batch_mean");
+	int d = node(c, OP_sub, x, mean, NULL, NULL);
+	int var = node(c, OP_mean, node(c, OP_mul, d, d, NULL, NULL), -1, axes, "batch_var");
+	int std = node(c, OP_sqrt, node(c, OP_add, var, ir_const(c->g, a[0]), NULL, NULL), -1, NULL, NULL);
+	int w = param(c, "weight", 1, &ch, 0);
+	c->g->node[w].attr[0] = LAYER_INIT_ONE;
+	int y = node(c, OP_mul, node(c, OP_div, d, std, NULL, NULL), reshaped(c, w, 3, col), NULL, NULL);
+	int b = param(c, "bias", 1, &ch, 0);
+	c->g->node[b].attr[0] = INIT_ZERO;
+	running_stat(c, "running_mean", mean, INIT_ZERO, a[1], 1);
+	running_stat(c, "running_var", var, LAYER_INIT_ONE, a[1], count > 1 ? (double)count / (double)(count - 1) : 1);
+	double axis = 1;
+	int out = node(c, OP_bias_add, y, b, &axis, NULL);
+	if (out >= 0)
+		ir_set_name(c->g, out, c->name);
+	return out;
+}
+
 #define UNARY(id) {{#id, 0, {{0}}, false}, 1, OP_##id, build_op}
 #define BINARY(id) {{#id, 0, {{0}}, false}, 2, OP_##id, build_op}
 #define LOSS(id) {{#id, 0, {{0}}, false}, 2, OP_##id, build_op}
@@ -251,6 +372,16 @@ static const Layer layers[] = {
 	{{"sum", 2, {{"dim", ARG_INT, 0, ARG_OPTIONAL}, {"keepdim", ARG_BOOL, 0, 0}}, false}, 1, OP_sum, build_reduce},
 	{{"mean", 2, {{"dim", ARG_INT, 0, ARG_OPTIONAL}, {"keepdim", ARG_BOOL, 0, 0}}, false}, 1, OP_mean, build_reduce},
 	LOSS(nll_loss), LOSS(cross_entropy),
+	{{"lrn", 4, {{"depth_radius", ARG_NONNEG, 5, 0}, {"bias", ARG_NUM, 1, 0}, {"alpha", ARG_NNUM, 1, 0},
+		     {"beta", ARG_NUM, 0.5, 0}}, false}, 1, OP_lrn, build_lrn},
+	{{"local_response_norm", 4, {{"size", ARG_POS, 0, ARG_REQUIRED}, {"alpha", ARG_NNUM, 1e-4, 0},
+				     {"beta", ARG_NUM, 0.75, 0}, {"k", ARG_NUM, 1, 0}}, false}, 1, OP_lrn, build_lrn_caffe},
+	{{"concat", 1, {{"dim", ARG_INT, 1, 0}}, false}, 4, OP_concat4, build_concat},
+	{{"concat3", 1, {{"dim", ARG_INT, 1, 0}}, false}, 3, OP_concat3, build_concat},
+	{{"concat2", 1, {{"dim", ARG_INT, 1, 0}}, false}, 2, OP_concat2, build_concat},
+	{{"global_avg_pool2d", 0, {{0}}, false}, 1, OP_avg_pool2d, build_global_avg_pool},
+	{{"batch_norm2d", 2, {{"eps", ARG_NNUM, 1e-5, 0}, {"momentum", ARG_PROB, 0.1, 0}}, false}, 1, OP_mean, build_batch_norm},
+	{{"scale", 1, {{"factor", ARG_NUM, 0, ARG_REQUIRED}}, false}, 1, OP_mul, build_scale},
 };
 
 #define NLAYERS ((int)(sizeof layers / sizeof layers[0]))

@@ -57,6 +57,10 @@ bool shape_conv2d_grad_weight(Node *n, const Graph *g, char *err, size_t errlen)
 bool shape_matmul(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_pool2d(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_pool2d_grad(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_concat(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_slice(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_lrn(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_lrn_grad(Node *n, const Graph *g, char *err, size_t errlen);
 
 /* ---- float64 references ---- */
 #define OP_REF(name) void ref_##name(const Graph *g, const Node *n, const double *const *in, double *out)
@@ -95,6 +99,10 @@ OP_REF(max_pool2d);
 OP_REF(avg_pool2d);
 OP_REF(max_pool2d_grad);
 OP_REF(avg_pool2d_grad);
+OP_REF(concat);
+OP_REF(slice);
+OP_REF(lrn);
+OP_REF(lrn_grad);
 #undef OP_REF
 
 /* ---- gradient rules (n may move when rules emit nodes: they copy what they need first) ---- */
@@ -123,6 +131,8 @@ OP_GRAD(conv2d);
 OP_GRAD(matmul);
 OP_GRAD(max_pool2d);
 OP_GRAD(avg_pool2d);
+OP_GRAD(concat);
+OP_GRAD(lrn);
 #undef OP_GRAD
 
 /* ---- floating-point operation counts ---- */
@@ -135,5 +145,9 @@ double flops_conv2d(const Graph *g, const Node *n);
 double flops_conv2d_grad(const Graph *g, const Node *n);
 double flops_matmul(const Graph *g, const Node *n);
 double flops_pool2d(const Graph *g, const Node *n);
+double flops_lrn(const Graph *g, const Node *n);
+
+/* Whether op is one of concat2..concat4 (ir/ops_concat.c). */
+bool op_is_concat(OpId op);
 
 #endif

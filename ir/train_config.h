@@ -5,8 +5,11 @@
 
 #include <stdint.h>
 
-typedef enum { OPT_SGD, OPT_ADADELTA, OPT_COUNT } OptimizerKind;
-typedef enum { SCHED_NONE, SCHED_STEP, SCHED_COUNT } ScheduleKind;
+/* New kinds go last: bundles store these numbers. */
+typedef enum { OPT_SGD, OPT_ADADELTA, OPT_ADAM, OPT_ADAMW, OPT_COUNT } OptimizerKind;
+typedef enum { SCHED_NONE, SCHED_STEP, SCHED_MULTISTEP, SCHED_COSINE, SCHED_COUNT } ScheduleKind;
+
+#define TRAIN_MAX_MILESTONES 6
 
 typedef struct {
 	OptimizerKind optimizer;
@@ -14,13 +17,19 @@ typedef struct {
 	double momentum;     /* sgd */
 	double dampening;    /* sgd */
 	int nesterov;        /* sgd */
-	double weight_decay; /* sgd, adadelta */
+	double weight_decay; /* sgd, adadelta, adam (L2 in the gradient), adamw (decoupled) */
 	double rho;          /* adadelta */
-	double eps;          /* adadelta */
+	double eps;          /* adadelta, adam, adamw */
+	double beta1, beta2; /* adam, adamw */
 
 	ScheduleKind schedule;
 	int64_t step_size; /* step schedule: epochs between decays */
-	double gamma;      /* step schedule: factor per decay */
+	double gamma;      /* step, multistep: factor per decay */
+	int64_t milestones[TRAIN_MAX_MILESTONES]; /* multistep: epochs at which lr *= gamma */
+	int nmilestones;
+	int64_t t_max;     /* cosine: steps of one half period; 0: the run's length */
+	double eta_min;    /* cosine: the lowest learning rate */
+	int64_t warmup;    /* any schedule: steps of linear warm-up from lr/warmup to lr */
 
 	int64_t batch;
 	int64_t epochs;
@@ -36,6 +45,8 @@ static inline TrainConfig train_config_default(void)
 	c.lr = 0.01;
 	c.rho = 0.9;
 	c.eps = 1e-6;
+	c.beta1 = 0.9;
+	c.beta2 = 0.999;
 	c.schedule = SCHED_NONE;
 	c.step_size = 1;
 	c.gamma = 1.0;

@@ -4,9 +4,17 @@
  *             p -= lr*g
  *   adadelta: g += wd*p;  sq = rho*sq + (1-rho)*g*g;  delta = sqrt(acc + eps) / sqrt(sq + eps) * g;
  *             acc = rho*acc + (1-rho)*delta*delta;  p -= lr*delta
+ *   adam:     g += wd*p;  t = step + 1;  m = b1*m + (1-b1)*g;  v = b2*v + (1-b2)*g*g;
+ *             p -= lr/(1 - b1^t) * m / (sqrt(v)/sqrt(1 - b2^t) + eps)
+ *   adamw:    p *= 1 - lr*wd, then adam's update without weight decay in the gradient
  *
+ * Adam's step count is state too ("<param>.step", f32, as PyTorch keeps it per parameter), so
+ * the bias corrections need nothing from the runtime and a checkpoint carries them:
+ * b^t = exp(t*ln b).
  * State lives in `state` leaves named "<param>.<slot>"; new values are written back with assign
  * nodes, which run after every read of the old value because they come last in node order. */
+#include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "passes/passes.h"
@@ -19,13 +27,16 @@ static int bin(Graph *g, OpId op, int a, int b)
 
 static int scaled(Graph *g, double c, int x) { return bin(g, OP_mul, ir_const(g, c), x); }
 
-static int state(Graph *g, int p, const char *slot)
+/* Zero-initialized state "<param>.<slot>" of the given shape. */
+static int state_shaped(Graph *g, int p, const char *slot, Shape shape)
 {
 	char name[160];
 	snprintf(name, sizeof name, "%.120s.%s", g->node[p].name, slot);
 	double init = INIT_ZERO;
-	return ir_leaf(g, OP_state, name, g->node[p].shape, g->node[p].dtype, &init);
+	return ir_leaf(g, OP_state, name, shape, DT_F32, &init);
 }
+
+static int state(Graph *g, int p, const char *slot) { return state_shaped(g, p, slot, g->node[p].shape); }
 
 static void assign(Graph *g, int target, int value)
 {
@@ -33,10 +44,19 @@ static void assign(Graph *g, int target, int value)
 	ir_emit(g, OP_assign, in, NULL);
 }
 
+static int unary(Graph *g, OpId op, int x) { return ir_emit(g, op, (int[]){x}, NULL); }
+
+/* c*x + (1-c)*y: every moving average of the optimizers */
+static int blend(Graph *g, double c, int x, int y)
+{
+	return bin(g, OP_add, scaled(g, c, x), scaled(g, 1 - c, y));
+}
+
 static int with_weight_decay(Graph *g, int p, int grad)
 {
 	double wd = g->train.weight_decay;
-	return wd != 0 ? bin(g, OP_add, grad, scaled(g, wd, p)) : grad;
+	bool coupled = g->train.optimizer != OPT_ADAMW;
+	return wd != 0 && coupled ? bin(g, OP_add, grad, scaled(g, wd, p)) : grad;
 }
 
 static int sgd_step(Graph *g, int p, int grad)
@@ -66,6 +86,41 @@ static int adadelta_step(Graph *g, int p, int grad)
 	return delta;
 }
 
+/* 1 - b^t for the step count t (a scalar node) */
+static int bias_correction(Graph *g, double beta, int t)
+{
+	return bin(g, OP_sub, ir_const(g, 1.0), unary(g, OP_exp, scaled(g, log(beta), t)));
+}
+
+/* Adam's step direction; the caller multiplies it by lr. */
+static int adam_step(Graph *g, int p, int grad)
+{
+	const TrainConfig *c = &g->train;
+	int m = state(g, p, "exp_avg");
+	int v = state(g, p, "exp_avg_sq");
+	int step = state_shaped(g, p, "step", (Shape){0});
+	int t = bin(g, OP_add, step, ir_const(g, 1.0));
+	int m_next = blend(g, c->beta1, m, grad);
+	int v_next = blend(g, c->beta2, v, bin(g, OP_mul, grad, grad));
+	int bc2_sqrt = unary(g, OP_sqrt, bias_correction(g, c->beta2, t));
+	int denom = bin(g, OP_add, bin(g, OP_div, unary(g, OP_sqrt, v_next), bc2_sqrt), ir_const(g, c->eps));
+	int dir = bin(g, OP_div, bin(g, OP_div, m_next, bias_correction(g, c->beta1, t)), denom);
+	assign(g, m, m_next);
+	assign(g, v, v_next);
+	assign(g, step, t);
+	return dir;
+}
+
+/* AdamW decays the parameter itself, before the step: p * (1 - lr*wd). */
+static int decoupled_decay(Graph *g, int p)
+{
+	double wd = g->train.weight_decay;
+	if (g->train.optimizer != OPT_ADAMW || wd == 0)
+		return p;
+	int keep = bin(g, OP_sub, ir_const(g, 1.0), scaled(g, wd, g->lr));
+	return bin(g, OP_mul, p, keep);
+}
+
 void optimizer_emit_update(Graph *g, int p, int grad)
 {
 	grad = with_weight_decay(g, p, grad);
@@ -74,9 +129,13 @@ void optimizer_emit_update(Graph *g, int p, int grad)
 	case OPT_ADADELTA:
 		step = adadelta_step(g, p, grad);
 		break;
+	case OPT_ADAM:
+	case OPT_ADAMW:
+		step = adam_step(g, p, grad);
+		break;
 	default:
 		step = sgd_step(g, p, grad);
 		break;
 	}
-	assign(g, p, bin(g, OP_sub, p, bin(g, OP_mul, g->lr, step)));
+	assign(g, p, bin(g, OP_sub, decoupled_decay(g, p), bin(g, OP_mul, g->lr, step)));
 }

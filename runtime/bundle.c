@@ -115,6 +115,14 @@ static void w_train(Wr *w, const TrainConfig *c)
 	w_i64(w, c->steps);
 	w_bytes(w, c->dataset, sizeof c->dataset);
 	w_i64(w, c->log_every);
+	w_f64(w, c->beta1);
+	w_f64(w, c->beta2);
+	w_i32(w, c->nmilestones);
+	for (int i = 0; i < TRAIN_MAX_MILESTONES; i++)
+		w_i64(w, c->milestones[i]);
+	w_i64(w, c->t_max);
+	w_f64(w, c->eta_min);
+	w_i64(w, c->warmup);
 }
 
 static void w_header(Wr *w, const Bundle *b)
@@ -365,8 +373,21 @@ static void r_train(Rd *r, TrainConfig *c)
 	c->steps = r_i64(r, "header");
 	r_str(r, c->dataset, sizeof c->dataset, "training data set name");
 	c->log_every = r_i64(r, "header");
+	c->beta1 = r_f64(r, "header");
+	c->beta2 = r_f64(r, "header");
+	c->nmilestones = r_i32(r, "header");
+	for (int i = 0; i < TRAIN_MAX_MILESTONES; i++)
+		c->milestones[i] = r_i64(r, "header");
+	c->t_max = r_i64(r, "header");
+	c->eta_min = r_f64(r, "header");
+	c->warmup = r_i64(r, "header");
 	if (!r->ok)
 		return;
+	if (c->nmilestones < 0 || c->nmilestones > TRAIN_MAX_MILESTONES || c->t_max < 0 || c->warmup < 0) {
+		r_fail(r, "malformed bundle: %d milestones, t_max %lld, warm-up %lld", c->nmilestones,
+		       (long long)c->t_max, (long long)c->warmup);
+		return;
+	}
 	if ((unsigned)c->optimizer >= OPT_COUNT || (unsigned)c->schedule >= SCHED_COUNT)
 		r_fail(r, "malformed bundle: unknown optimizer %d or schedule %d", (int)c->optimizer,
 		       (int)c->schedule);

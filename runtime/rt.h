@@ -56,20 +56,45 @@ void rt_read(Session *s, int buf, void *dst, size_t bytes);
 int rt_devices_print(FILE *out);
 
 /* ---- data sets (runtime/data_*.c) ---- */
-typedef struct {
+typedef struct Dataset Dataset;
+struct Dataset {
 	int64_t n;        /* examples */
 	int c, h, w;      /* image shape */
 	float *images;    /* n*c*h*w, normalized as the model's original script does */
 	int32_t *labels;  /* n */
 	int classes;
 	char source[256]; /* where it came from, for the run's log */
-} Dataset;
+	/* Sets kept as bytes (CIFAR-10) or made on demand (synthetic): example() writes example i as
+	 * the model's input, augmented from key when train, and returns its label. NULL: images and
+	 * labels hold every example as it is. */
+	int32_t (*example)(const Dataset *d, int64_t i, bool train, uint64_t key, float *dst);
+	uint8_t *bytes;    /* CIFAR-10: n records of a label byte and 3x32x32 pixel bytes */
+	bool crop;         /* CIFAR-10: random crops, flips and per-image standardization */
+	uint64_t seed;     /* synthetic: the generator's */
+	bool no_holdout;   /* synthetic: there is no held-out set to evaluate on */
+};
 
 /* MNIST IDX files from dir (plain or .gz); dir NULL: the built-in generator writes an MNIST-like
  * set in the same IDX format in memory and the same loader reads it. Errors name the file and
  * what was expected. */
 bool rt_load_mnist(const char *dir, uint64_t seed, Dataset *train, Dataset *test, char *err, size_t errlen);
 void rt_dataset_free(Dataset *d);
+
+/* CIFAR-10 binary files from dir (data_batch_1.bin ... data_batch_5.bin, test_batch.bin); dir
+ * NULL: the built-in generator writes a CIFAR-like set in the same records in memory and the same
+ * reader parses it. The images stay bytes; rt_dataset_example makes each the model's h x w input:
+ * 32x32 whole (x/255, then mean and std 0.5), smaller sides random crops and flips in training,
+ * the central crop in evaluation, standardized per image. Errors name the file. */
+bool rt_load_cifar(const char *dir, uint64_t seed, int h, int w, Dataset *train, Dataset *test, char *err,
+		   size_t errlen);
+/* ImageNet-shaped synthetic batches of c x h x w images and labels in [0, classes), made per
+ * example from seed (no arrays); the set has no held-out part (test->n is 0). */
+bool rt_load_synthetic(uint64_t seed, int c, int h, int w, int classes, Dataset *train, Dataset *test);
+/* Example i of d as the model's input in dst (c*h*w floats), augmented from key when train;
+ * returns its label. */
+int32_t rt_dataset_example(const Dataset *d, int64_t i, bool train, uint64_t key, float *dst);
+/* rt_dataset_free, and the bytes of a set kept as bytes. */
+void rt_dataset_release(Dataset *d);
 
 /* ---- training, evaluation, benchmarking (runtime/train.c) ---- */
 typedef struct {
@@ -81,10 +106,29 @@ typedef struct {
 	uint64_t seed;
 	int64_t log_every;     /* > 0: overrides the bundle's */
 	bool quiet;
+	const char *save;      /* checkpoint written every save_every steps and at the end */
+	int64_t save_every;    /* 0: only at the end */
+	const char *resume;    /* checkpoint to continue from (step counter and schedule too) */
+	const char *log_csv;   /* --log: one CSV row per logging interval */
 } TrainOptions;
 
 /* Trains and prints progress lines and a summary; returns 0, or 1 after printing a user error. */
 int rt_train(const Bundle *b, const TrainOptions *o);
+/* The learning rate of a 0-based step in an epoch of a run of total steps (train.c). */
+double rt_lr_at(const TrainConfig *c, int64_t step, int64_t epoch, int64_t total);
+
+/* `netc eval`: the evaluation program over the held-out set with the weights of o->resume;
+ * prints loss and accuracy; 0, or 1 after a user error. */
+int rt_eval(const Bundle *b, const TrainOptions *o);
+
+/* ---- checkpoints in the safetensors format (runtime/checkpoint.c) ---- */
+/* Parameters and optimizer state by name, with the step in the metadata; written to path.tmp,
+ * then renamed. */
+bool rt_checkpoint_save(Session *s, const char *path, int64_t step, char *err, size_t errlen);
+/* Every parameter must be in the file with the model's shape; optimizer state may be missing
+ * (it stays zero; a warning says so), names the model lacks are listed in a warning. A truncated
+ * or foreign file is an error naming the file. *step: the metadata's step, 0 without one. */
+bool rt_checkpoint_load(Session *s, const char *path, int64_t *step, char *err, size_t errlen);
 
 typedef struct {
 	const char *device;

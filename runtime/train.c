@@ -1,15 +1,18 @@
 /* train.c: the training loop, held-out evaluation and the step benchmark.
  *
- * The runtime owns everything around the compiled step: it shuffles the data, copies each batch
- * into the image and label buffers, writes the step's learning rate and dropout key, runs the
- * training program's kernels and reads the loss and the scores back to report progress. */
+ * The runtime owns everything around the compiled step: it shuffles the data, makes each batch
+ * (augmented as the data set says) in the image and label buffers, writes the step's learning
+ * rate and dropout key, runs the training program's kernels and reads the loss and the scores
+ * back to report progress (runtime/progress.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "runtime/hash.h"
+#include "runtime/progress.h"
 #include "runtime/rt.h"
 
 /* What one training or evaluation batch needs on the host. */
@@ -17,13 +20,15 @@ typedef struct {
 	Session *s;
 	const Bundle *b;
 	int64_t batch;
-	int64_t classes;
+	int64_t classes; /* of the scores; 0: the model has none (no accuracy to report) */
 	int64_t pixels;  /* per example */
 	float *images;   /* one batch, staged */
 	int32_t *labels;
 	float *scores;   /* one batch of the output buffer */
 	uint64_t seed;
 	int64_t step;    /* training steps done */
+	int64_t total;   /* steps of the whole run, for the schedule */
+	float lr;        /* of the last step */
 } Loop;
 
 /* Progress over the current logging interval. */
@@ -103,13 +108,20 @@ static bool check_scores(const Bundle *b, int i, const char *what, int classes, 
 	return true;
 }
 
+/* Whether the loss reads class scores [batch, classes] (alexnet_bench's does not). */
+static bool has_scores(const Bundle *b, int i)
+{
+	return i >= 0 && b->buf[i].rank == 2 && b->buf[i].dim[0] == b->batch && b->buf[i].dtype == DT_F32;
+}
+
+/* Synthetic data fits any loss; a set with classes needs scores for them. */
 static bool check_bundle(const Bundle *b, const Dataset *d, char *err, size_t errlen)
 {
 	const int64_t image[4] = {b->batch, d->c, d->h, d->w}, label[1] = {b->batch};
 	if (!expect(b, b->image, "image input", DT_F32, 4, image, err, errlen) ||
 	    !expect(b, b->label, "label input", DT_I32, 1, label, err, errlen) ||
 	    !expect(b, b->loss, "loss", DT_F32, -1, NULL, err, errlen) ||
-	    !check_scores(b, b->output, "output", d->classes, err, errlen))
+	    (!d->no_holdout && !check_scores(b, b->output, "output", d->classes, err, errlen)))
 		return false;
 	if (b->lr >= 0 && !expect(b, b->lr, "learning rate", DT_F32, -1, NULL, err, errlen))
 		return false;
@@ -122,11 +134,56 @@ static bool has_eval(const Bundle *b)
 	return b->eval_loss >= 0 && b->eval_output >= 0;
 }
 
-static bool check_dataset(const Bundle *b, char *err, size_t errlen)
+/* The model's image shape [C, H, W], when its image input is [batch, C, H, W]. */
+static bool image_shape(const Bundle *b, int *c, int *h, int *w)
 {
-	if (strcmp(b->train.dataset, "mnist") == 0)
-		return true;
-	snprintf(err, errlen, "unknown data set '%s' (netc knows: mnist)", b->train.dataset);
+	if (b->image < 0 || b->buf[b->image].rank != 4)
+		return false;
+	const int64_t *dim = b->buf[b->image].dim;
+	*c = (int)dim[1], *h = (int)dim[2], *w = (int)dim[3];
+	return true;
+}
+
+static bool is_synthetic(const char *data_dir)
+{
+	return data_dir && strcmp(data_dir, "synthetic") == 0;
+}
+
+/* ImageNet-shaped batches of the model's own image shape, labels for its scores (or 1000). */
+static bool load_synthetic(const Bundle *b, uint64_t seed, Dataset *train, Dataset *test, char *err,
+			   size_t errlen)
+{
+	int c, h, w;
+	if (!image_shape(b, &c, &h, &w)) {
+		snprintf(err, errlen, "synthetic data needs an image input of shape [batch, C, H, W]");
+		return false;
+	}
+	int classes = has_scores(b, b->output) ? (int)b->buf[b->output].dim[1] : 1000;
+	return rt_load_synthetic(seed, c, h, w, classes, train, test);
+}
+
+/* The run's data: --data synthetic, else the bundle's data set (train.dataset) from --data DIR or
+ * the built-in generator, shaped after the model's image input. */
+static bool load_data(const Bundle *b, const char *data_dir, uint64_t seed, Dataset *train, Dataset *test,
+		      char *err, size_t errlen)
+{
+	const char *name = b->train.dataset;
+	if (is_synthetic(data_dir) || strcmp(name, "synthetic") == 0) {
+		if (data_dir && !is_synthetic(data_dir)) {
+			snprintf(err, errlen, "%s trains on synthetic data (data = synthetic): --data takes no folder "
+				 "here, only 'synthetic'", b->model);
+			return false;
+		}
+		return load_synthetic(b, seed, train, test, err, errlen);
+	}
+	if (strcmp(name, "mnist") == 0)
+		return rt_load_mnist(data_dir, seed, train, test, err, errlen);
+	int c = 3, h = 32, w = 32;
+	if (image_shape(b, &c, &h, &w) && c != 3)
+		h = w = 32; /* not a color image: the check against the model names CIFAR's own shape */
+	if (strcmp(name, "cifar10") == 0)
+		return rt_load_cifar(data_dir, seed, h, w, train, test, err, errlen);
+	snprintf(err, errlen, "unknown data set '%s' (netc knows: mnist, cifar10, synthetic)", name);
 	return false;
 }
 
@@ -137,11 +194,11 @@ static bool loop_init(Loop *L, Session *s, uint64_t seed)
 	const Bundle *b = rt_bundle(s);
 	const BundleBuffer *img = &b->buf[b->image];
 	*L = (Loop){.s = s, .b = b, .batch = b->batch, .seed = seed,
-		    .classes = b->buf[b->output].dim[1],
+		    .classes = has_scores(b, b->output) ? b->buf[b->output].dim[1] : 0,
 		    .pixels = img->dim[1] * img->dim[2] * img->dim[3]};
 	L->images = malloc((size_t)(L->batch * L->pixels) * sizeof *L->images);
 	L->labels = malloc((size_t)L->batch * sizeof *L->labels);
-	L->scores = malloc((size_t)(L->batch * L->classes) * sizeof *L->scores);
+	L->scores = malloc((size_t)(L->batch * (L->classes ? L->classes : 1)) * sizeof *L->scores);
 	return L->images && L->labels && L->scores;
 }
 
@@ -152,14 +209,13 @@ static void loop_free(Loop *L)
 	free(L->scores);
 }
 
-/* Copies examples idx[0..batch) of d into the input buffers. */
-static void load_batch(Loop *L, const Dataset *d, const int32_t *idx)
+/* Examples idx[0..batch) of d into the input buffers; a training batch is augmented from the
+ * seed and the step, so a resumed run sees the same crops and flips. */
+static void load_batch(Loop *L, const Dataset *d, const int32_t *idx, bool train)
 {
-	for (int64_t k = 0; k < L->batch; k++) {
-		memcpy(L->images + k * L->pixels, d->images + (int64_t)idx[k] * L->pixels,
-		       (size_t)L->pixels * sizeof *L->images);
-		L->labels[k] = d->labels[idx[k]];
-	}
+	uint64_t key = rt_mix64(L->seed ^ rt_mix64((uint64_t)L->step + 0xA06));
+	for (int64_t k = 0; k < L->batch; k++)
+		L->labels[k] = rt_dataset_example(d, idx[k], train, key, L->images + k * L->pixels);
 	rt_write(L->s, L->b->image, L->images, (size_t)(L->batch * L->pixels) * sizeof *L->images);
 	rt_write(L->s, L->b->label, L->labels, (size_t)L->batch * sizeof *L->labels);
 }
@@ -191,18 +247,43 @@ static double row_nll(const float *row, int64_t classes, int32_t label)
 	return max + log(sum) - row[label];
 }
 
-static double lr_at(const TrainConfig *c, int64_t epoch)
+/* The learning rate of step `step` (0-based) in epoch `epoch` of a run of `total` steps, as
+ * PyTorch's schedulers give it: step and multistep decay per epoch (StepLR, MultiStepLR), cosine
+ * anneals per step over t_max steps (CosineAnnealingLR; t_max 0: the whole run). A warm-up of W
+ * steps scales the first W steps' rate by (step+1)/W. */
+double rt_lr_at(const TrainConfig *c, int64_t step, int64_t epoch, int64_t total)
 {
-	if (c->schedule != SCHED_STEP || c->step_size <= 0)
-		return c->lr;
-	return c->lr * pow(c->gamma, (double)(epoch / c->step_size));
+	double lr = c->lr;
+	int decays = 0;
+	switch (c->schedule) {
+	case SCHED_STEP:
+		decays = c->step_size > 0 ? (int)(epoch / c->step_size) : 0;
+		break;
+	case SCHED_MULTISTEP:
+		while (decays < c->nmilestones && epoch >= c->milestones[decays])
+			decays++;
+		break;
+	case SCHED_COSINE: {
+		double t_max = (double)(c->t_max > 0 ? c->t_max : total > 0 ? total : 1);
+		double t = (double)step < t_max ? (double)step : t_max;
+		lr = c->eta_min + (c->lr - c->eta_min) * (1 + cos(M_PI * t / t_max)) / 2;
+		break;
+	}
+	default:
+		break;
+	}
+	lr *= pow(c->gamma, decays);
+	if (c->warmup > 0 && step < c->warmup)
+		lr *= (double)(step + 1) / (double)c->warmup;
+	return lr;
 }
 
 /* One training step on batch idx; the loss, or NaN. */
 static float train_step(Loop *L, const Dataset *d, const int32_t *idx, int64_t epoch, int64_t *hits)
 {
-	load_batch(L, d, idx);
-	float lr = (float)lr_at(&L->b->train, epoch);
+	load_batch(L, d, idx, true);
+	float lr = (float)rt_lr_at(&L->b->train, L->step, epoch, L->total);
+	L->lr = lr;
 	int32_t key[2] = {(int32_t)(uint32_t)L->seed, (int32_t)L->step};
 	rt_write(L->s, L->b->lr, &lr, sizeof lr);
 	rt_write(L->s, L->b->rng, key, sizeof key);
@@ -211,8 +292,11 @@ static float train_step(Loop *L, const Dataset *d, const int32_t *idx, int64_t e
 	/* the progress line needs the loss and the scores: this read waits for the step */
 	float loss;
 	rt_read(L->s, L->b->loss, &loss, sizeof loss);
-	rt_read(L->s, L->b->output, L->scores, (size_t)(L->batch * L->classes) * sizeof *L->scores);
-	*hits = count_hits(L, L->batch);
+	*hits = 0;
+	if (L->classes) {
+		rt_read(L->s, L->b->output, L->scores, (size_t)(L->batch * L->classes) * sizeof *L->scores);
+		*hits = count_hits(L, L->batch);
+	}
 	return loss;
 }
 
@@ -231,7 +315,7 @@ static bool evaluate(Loop *L, const Dataset *d, bool quiet, double *accuracy)
 		int64_t rows = d->n - start < L->batch ? d->n - start : L->batch;
 		for (int64_t k = 0; k < L->batch; k++)
 			idx[k] = (int32_t)((start + k) % d->n);
-		load_batch(L, d, idx);
+		load_batch(L, d, idx, false);
 		rt_run(L->s, RT_PROG_EVAL);
 		float loss;
 		rt_read(L->s, L->b->eval_loss, &loss, sizeof loss);
@@ -273,30 +357,49 @@ static void shuffle(int32_t *perm, int64_t n, uint64_t seed, int64_t epoch)
 
 typedef struct {
 	int64_t total, per_epoch, epochs, log_every;
+	int64_t first_step; /* where this run started (after --resume), for the ETA */
 	double t0;
 	double train_s;  /* time in training steps, evaluation excluded */
 	double last_loss;
 	double accuracy; /* held-out, NAN before the first evaluation */
+	Progress prog;
 } Plan;
 
-static void log_interval(const Plan *p, Interval *iv, int64_t step, int64_t epoch, int64_t batch)
+/* Where the run stands after step L->step, over the interval iv so far. */
+static ProgressRow progress_row(const Loop *L, const Plan *p, const Interval *iv, int64_t epoch)
 {
 	double t = now();
-	int width = snprintf(NULL, 0, "%lld", (long long)p->total);
-	printf("step %*lld/%lld  epoch %lld/%lld  loss %.4f  acc %6.2f%%  %.0f ex/s  elapsed %.1fs\n",
-	       width > 5 ? width : 5, (long long)step, (long long)p->total, (long long)epoch + 1,
-	       (long long)p->epochs, iv->loss_sum / (double)iv->steps,
-	       100.0 * (double)iv->hits / (double)iv->seen,
-	       (double)(iv->steps * batch) / (t - iv->t_mark), t - p->t0);
-	fflush(stdout);
-	*iv = (Interval){.t_mark = t};
+	int64_t done = L->step - p->first_step;
+	return (ProgressRow){
+		.step = L->step, .total = p->total, .epoch = epoch + 1, .epochs = p->epochs,
+		.loss = iv->loss_sum / (double)iv->steps,
+		.accuracy = L->classes ? 100.0 * (double)iv->hits / (double)iv->seen : NAN,
+		.examples_per_s = (double)(iv->steps * L->batch) / (t - iv->t_mark),
+		.elapsed_s = t - p->t0,
+		.eta_s = done > 0 ? p->train_s / (double)done * (double)(p->total - L->step) : NAN,
+		.lr = L->lr, .eval_accuracy = NAN,
+	};
 }
 
-/* Runs the epochs; false with err set when the loss stops being finite. */
-static bool run_epochs(Loop *L, Plan *p, const Dataset *train, const Dataset *test, bool quiet,
+/* The checkpoint after step L->step when the options ask for one (final: the run's end). */
+static bool maybe_save(const Loop *L, const TrainOptions *o, bool final, char *err, size_t errlen)
+{
+	if (!o->save || (!final && (o->save_every <= 0 || L->step % o->save_every)))
+		return true;
+	if (!rt_checkpoint_save(L->s, o->save, L->step, err, errlen))
+		return false;
+	if (!o->quiet && final)
+		printf("saved: %s (step %lld)\n", o->save, (long long)L->step);
+	return true;
+}
+
+/* Runs the epochs from step L->step on; false with err set when the loss stops being finite. */
+static bool run_epochs(Loop *L, Plan *p, const Dataset *train, const Dataset *test, const TrainOptions *o,
 		       char *err, size_t errlen)
 {
+	bool quiet = o->quiet;
 	int32_t *perm = malloc((size_t)train->n * sizeof *perm);
+	p->first_step = L->step;
 	if (!perm) {
 		snprintf(err, errlen, "out of memory");
 		return false;
@@ -304,10 +407,10 @@ static bool run_epochs(Loop *L, Plan *p, const Dataset *train, const Dataset *te
 	for (int64_t i = 0; i < train->n; i++)
 		perm[i] = (int32_t)i;
 	Interval iv = {.t_mark = now()};
-	bool ok = true, evaluated = false;
-	for (int64_t e = 0; e < p->epochs && ok && L->step < p->total; e++) {
+	bool ok = true, evaluated = false; /* at the run's last step */
+	for (int64_t e = L->step / p->per_epoch; e < p->epochs && ok && L->step < p->total; e++) {
 		shuffle(perm, train->n, L->seed, e);
-		for (int64_t k = 0; k < p->per_epoch && L->step < p->total; k++) {
+		for (int64_t k = L->step % p->per_epoch; k < p->per_epoch && L->step < p->total; k++) {
 			double t = now();
 			int64_t hits;
 			float loss = train_step(L, train, perm + k * L->batch, e, &hits);
@@ -323,27 +426,38 @@ static bool run_epochs(Loop *L, Plan *p, const Dataset *train, const Dataset *te
 				ok = false;
 				break;
 			}
+			if (!(ok = maybe_save(L, o, false, err, errlen)))
+				break;
 			iv.loss_sum += loss;
 			iv.hits += hits;
 			iv.seen += L->batch;
 			iv.steps++;
-			if (L->step % p->log_every == 0 || L->step == p->total) {
-				p->last_loss = iv.loss_sum / (double)iv.steps;
-				if (!quiet)
-					log_interval(p, &iv, L->step, e, L->batch);
-				else
-					iv = (Interval){.t_mark = now()};
+			bool last = L->step == p->total, eval_now = test && (L->step % p->per_epoch == 0 || last);
+			ProgressRow row = progress_row(L, p, &iv, e);
+			if (L->step % p->log_every && !last && !eval_now) {
+				progress_step(&p->prog, &row);
+				continue;
 			}
-		}
-		evaluated = ok && test && L->step % p->per_epoch == 0;
-		if (evaluated) {
-			double t = now();
-			ok = evaluate(L, test, quiet, &p->accuracy);
-			iv.t_mark += now() - t; /* the interval's rate counts training only */
+			/* the interval ends: its line, the evaluation, then its CSV row with both */
+			p->last_loss = row.loss;
+			progress_interval(&p->prog, &row);
+			if (eval_now) {
+				progress_break(&p->prog);
+				ok = evaluate(L, test, quiet, &p->accuracy);
+				row.eval_accuracy = p->accuracy;
+				evaluated = last;
+			}
+			progress_log(&p->prog, &row);
+			if (!ok)
+				break;
+			iv = (Interval){.t_mark = now()}; /* the interval's rate counts training only */
 		}
 	}
-	if (ok && test && !evaluated)
+	if (ok && test && !evaluated) {
+		progress_break(&p->prog);
 		ok = evaluate(L, test, quiet, &p->accuracy);
+	}
+	ok = ok && maybe_save(L, o, true, err, errlen);
 	if (!ok && rt_error(L->s) && !strstr(err, rt_error(L->s)))
 		snprintf(err, errlen, "%s (in the evaluation)", rt_error(L->s));
 	free(perm);
@@ -380,6 +494,26 @@ static void summary(const Plan *p, int64_t batch)
 	printf(", %.0f examples/s\n", p->train_s > 0 ? (double)(p->total * batch) / p->train_s : 0.0);
 }
 
+/* --resume: the weights, the state and the step counter, so that the schedule, the shuffling and
+ * the dropout masks continue where the run stopped. */
+static bool resume(Loop *L, const TrainOptions *o, const Plan *p, char *err, size_t errlen)
+{
+	if (!o->resume)
+		return true;
+	int64_t step = 0;
+	if (!rt_checkpoint_load(L->s, o->resume, &step, err, errlen))
+		return false;
+	if (step < 0 || step > p->total) {
+		snprintf(err, errlen, "%s: saved at step %lld; this run has %lld steps", o->resume,
+			 (long long)step, (long long)p->total);
+		return false;
+	}
+	L->step = step;
+	if (!o->quiet)
+		printf("resumed: %s at step %lld\n", o->resume, (long long)step);
+	return true;
+}
+
 static bool train_session(const Bundle *b, const TrainOptions *o, const Dataset *train,
 			  const Dataset *test, char *err, size_t errlen)
 {
@@ -396,10 +530,21 @@ static bool train_session(const Bundle *b, const TrainOptions *o, const Dataset 
 	bool ok = loop_init(&L, s, o->seed);
 	if (!ok)
 		snprintf(err, errlen, "out of memory");
+	L.total = p.total;
+	ok = ok && resume(&L, o, &p, err, errlen);
 	p.t0 = now();
 	if (ok && !has_eval(b) && !o->quiet)
 		printf("eval: none (the bundle has no evaluation program)\n");
-	ok = ok && run_epochs(&L, &p, train, has_eval(b) ? test : NULL, o->quiet, err, errlen);
+	else if (ok && test->no_holdout && !o->quiet)
+		printf("eval: none (synthetic data has no held-out set)\n");
+	/* a terminal gets the bar redrawn in place; pipes and files plain lines */
+	ok = ok && progress_open(&p.prog, stdout, isatty(fileno(stdout)), o->quiet, o->log_csv, err, errlen);
+	ok = ok && run_epochs(&L, &p, train, has_eval(b) && !test->no_holdout ? test : NULL, o, err, errlen);
+	char log_err[512];
+	if (!progress_close(&p.prog, log_err, sizeof log_err) && ok) {
+		snprintf(err, errlen, "%s", log_err);
+		ok = false;
+	}
 	if (ok && !o->quiet)
 		summary(&p, b->batch);
 	loop_free(&L);
@@ -411,19 +556,72 @@ int rt_train(const Bundle *b, const TrainOptions *o)
 {
 	char err[1024];
 	Dataset train = {0}, test = {0};
-	bool ok = check_dataset(b, err, sizeof err) &&
-		  rt_load_mnist(o->data_dir, o->seed, &train, &test, err, sizeof err);
+	bool ok = load_data(b, o->data_dir, o->seed, &train, &test, err, sizeof err);
 	if (ok && !o->quiet)
 		printf("data: %s\n", train.source);
+	bool eval = has_eval(b) && !test.no_holdout;
 	ok = ok && check_bundle(b, &train, err, sizeof err) &&
-	     (!has_eval(b) || check_scores(b, b->eval_output, "evaluation output", test.classes, err, sizeof err)) &&
-	     (!has_eval(b) || expect(b, b->eval_loss, "evaluation loss", DT_F32, -1, NULL, err, sizeof err)) &&
+	     (!eval || check_scores(b, b->eval_output, "evaluation output", test.classes, err, sizeof err)) &&
+	     (!eval || expect(b, b->eval_loss, "evaluation loss", DT_F32, -1, NULL, err, sizeof err)) &&
 	     train_session(b, o, &train, &test, err, sizeof err);
 	fflush(stdout);
 	if (!ok)
 		fprintf(stderr, "error: %s\n", err);
-	rt_dataset_free(&train);
-	rt_dataset_free(&test);
+	rt_dataset_release(&train);
+	rt_dataset_release(&test);
+	return ok ? 0 : 1;
+}
+
+/* ---- netc eval ---- */
+
+static bool eval_session(const Bundle *b, const TrainOptions *o, const Dataset *test, char *err, size_t errlen)
+{
+	Session *s = rt_open(b, o->device ? o->device : "auto", o->threads, err, errlen);
+	if (!s)
+		return false;
+	if (!o->quiet)
+		printf("device: %s\n", rt_device_info(s));
+	rt_init_params(s, o->seed);
+	Loop L;
+	int64_t step = 0;
+	double accuracy;
+	bool ok = loop_init(&L, s, o->seed);
+	if (!ok)
+		snprintf(err, errlen, "out of memory");
+	ok = ok && rt_checkpoint_load(s, o->resume, &step, err, errlen);
+	if (ok && !o->quiet)
+		printf("checkpoint: %s (step %lld)\n", o->resume, (long long)step);
+	if (ok && !(ok = evaluate(&L, test, false, &accuracy)))
+		snprintf(err, errlen, "%s (in the evaluation)", rt_error(s));
+	loop_free(&L);
+	rt_close(s);
+	return ok;
+}
+
+int rt_eval(const Bundle *b, const TrainOptions *o)
+{
+	char err[1024];
+	Dataset train = {0}, test = {0};
+	bool ok = load_data(b, o->data_dir, o->seed, &train, &test, err, sizeof err);
+	if (ok && !has_eval(b)) {
+		snprintf(err, sizeof err, "the bundle has no evaluation program");
+		ok = false;
+	}
+	if (ok && test.no_holdout) {
+		snprintf(err, sizeof err, "synthetic data has no held-out set to evaluate on: pass --data DIR "
+			 "of a data set the model was trained on");
+		ok = false;
+	}
+	if (ok && !o->quiet)
+		printf("data: %s\n", test.source);
+	ok = ok && check_bundle(b, &train, err, sizeof err) &&
+	     check_scores(b, b->eval_output, "evaluation output", test.classes, err, sizeof err) &&
+	     eval_session(b, o, &test, err, sizeof err);
+	fflush(stdout);
+	if (!ok)
+		fprintf(stderr, "error: %s\n", err);
+	rt_dataset_release(&train);
+	rt_dataset_release(&test);
 	return ok ? 0 : 1;
 }
 
@@ -442,7 +640,7 @@ static void random_batch(Loop *L)
 	for (int64_t i = 0; i < L->batch * L->pixels; i++)
 		L->images[i] = (float)(2 * rt_uniform(key, (uint64_t)i) - 1);
 	for (int64_t k = 0; k < L->batch; k++)
-		L->labels[k] = (int32_t)(rt_uniform(key ^ 1, (uint64_t)k) * 10) % (int32_t)L->classes;
+		L->labels[k] = (int32_t)(rt_uniform(key ^ 1, (uint64_t)k) * 10) % (int32_t)(L->classes ? L->classes : 1);
 	rt_write(L->s, L->b->image, L->images, (size_t)(L->batch * L->pixels) * sizeof *L->images);
 	rt_write(L->s, L->b->label, L->labels, (size_t)L->batch * sizeof *L->labels);
 	float lr = (float)L->b->train.lr;
@@ -487,8 +685,8 @@ int rt_bench(const Bundle *b, const BenchOptions *o, BenchResult *r)
 {
 	char err[1024];
 	memset(r, 0, sizeof *r);
-	/* any image shape will do: take the model's own */
-	Dataset shape = {.c = 1, .h = 28, .w = 28, .classes = 1};
+	/* any image shape will do: take the model's own; random batches fit any loss, as synthetic data */
+	Dataset shape = {.c = 1, .h = 28, .w = 28, .classes = 1, .no_holdout = true};
 	if (b->image >= 0 && b->buf[b->image].rank == 4) {
 		const int64_t *dim = b->buf[b->image].dim;
 		shape.c = (int)dim[1], shape.h = (int)dim[2], shape.w = (int)dim[3];

@@ -41,6 +41,11 @@ static const Option options[] = {
 	{"-O1", OPT_PASSES, false},
 	{"--plan", OPT_PLAN, false},
 	{"--compare", OPT_COMPARE, true},
+	{"--save", OPT_SAVE, true},
+	{"--save-every", OPT_SAVE, true},
+	{"--resume", OPT_RESUME, true},
+	{"--checkpoint", OPT_CHECKPOINT, true},
+	{"--log", OPT_LOG, true},
 };
 
 static bool parse_count(const char *command, const char *opt, const char *s, int64_t min, int64_t *out)
@@ -108,6 +113,15 @@ static bool set_option(const Option *o, const char *command, const char *v, Args
 	case OPT_PASSES: return set_pass_option(o->name, v, a);
 	case OPT_PLAN: a->plan = true; return true;
 	case OPT_COMPARE: a->compare = v; return true;
+	case OPT_SAVE:
+		if (strcmp(o->name, "--save") == 0) {
+			a->save = v;
+			return true;
+		}
+		return parse_count(command, o->name, v, 1, &a->save_every);
+	case OPT_RESUME: a->resume = v; return true;
+	case OPT_CHECKPOINT: a->checkpoint = v; return true;
+	case OPT_LOG: a->log = v; return true;
 	case OPT_TRAINING: a->training = true; return true;
 	case OPT_QUIET: a->quiet = true; return true;
 	case OPT_OUTPUT: a->output = v; return true;

@@ -27,6 +27,10 @@ enum {
 	OPT_PASSES = 1 << 18,   /* --passes, --disable-pass, --print-after, --time-passes, -O0, -O1 */
 	OPT_PLAN = 1 << 19,     /* --plan */
 	OPT_COMPARE = 1 << 20,  /* --compare LIST */
+	OPT_SAVE = 1 << 21,     /* --save F, --save-every N */
+	OPT_RESUME = 1 << 22,   /* --resume F */
+	OPT_CHECKPOINT = 1 << 23, /* --checkpoint F */
+	OPT_LOG = 1 << 24,      /* --log FILE.csv */
 };
 
 typedef struct {
@@ -46,6 +50,11 @@ typedef struct {
 	bool O0;                 /* -O0: no optimization passes, no memory reuse */
 	bool plan;               /* --plan: print the memory plan */
 	const char *compare;     /* --compare: pipelines to run side by side ("unfused,fused") */
+	const char *save;        /* --save: checkpoint file */
+	int64_t save_every;      /* --save-every: steps between checkpoints */
+	const char *resume;      /* --resume: checkpoint to continue from */
+	const char *checkpoint;  /* --checkpoint: weights for netc eval */
+	const char *log;         /* --log: the training log, CSV */
 	bool training, quiet, help, seed_given;
 	int64_t steps, epochs, batch, repeats, warmup, log_every;
 	int64_t threads;

@@ -8,6 +8,7 @@
 #include "tools/args.h"
 #include "tools/commands.h"
 #include "tools/model.h"
+#include "tools/plot.h"
 
 #ifndef NETC_RUNTIME_ONLY
 #include "codegen/amdgpu_info.h"
@@ -245,8 +246,25 @@ static int cmd_train(const Args *a)
 	TrainOptions o = {
 		.data_dir = a->data, .device = a->device, .threads = (int)a->threads, .steps = a->steps,
 		.epochs = a->epochs, .seed = a->seed, .log_every = a->log_every, .quiet = a->quiet,
+		.save = a->save, .save_every = a->save_every, .resume = a->resume, .log_csv = a->log,
 	};
 	int rc = rt_train(&b, &o);
+	bundle_free(&b);
+	return rc;
+}
+
+static int cmd_eval(const Args *a)
+{
+	if (!a->checkpoint) {
+		fprintf(stderr, "netc eval: --checkpoint F is required\n");
+		return 2;
+	}
+	Bundle b;
+	if (!load_for_run(a, &b))
+		return 1;
+	TrainOptions o = {.data_dir = a->data, .device = a->device, .threads = (int)a->threads,
+			  .seed = a->seed, .quiet = a->quiet, .resume = a->checkpoint};
+	int rc = rt_eval(&b, &o);
 	bundle_free(&b);
 	return rc;
 }
@@ -511,14 +529,32 @@ static const Command commands[] = {
 	 "sm architecture, memory, wave size), why a backend finds none, and the CPU."},
 	{"train", cmd_train,
 	 OPT_DATA | OPT_STEPS | OPT_EPOCHS | OPT_BATCH | OPT_SEED | OPT_THREADS | OPT_DEVICE | OPT_LOG_EVERY | OPT_QUIET
-		 | RUN_TARGET_OPTS,
-	 "netc train MODEL.net|FILE [--data DIR] [--steps N | --epochs N] [--batch N] [--seed S]\n"
-	 "                  [--threads N] [--log-every N] [--device auto|cpu|hip|cuda[:N]]"
+		 | OPT_SAVE | OPT_RESUME | OPT_LOG | RUN_TARGET_OPTS,
+	 "netc train MODEL.net|FILE [--data DIR|synthetic] [--steps N | --epochs N] [--batch N] [--seed S]\n"
+	 "                  [--threads N] [--log-every N] [--log FILE.csv] [--device auto|cpu|hip|cuda[:N]]\n"
+	 "                  [--save F [--save-every N]] [--resume F]"
 	 RUN_TARGET_USAGE,
-	 "Trains the model. Without --data it uses the built-in MNIST-like generator; with --data DIR it\n"
-	 "reads the MNIST IDX files (plain or .gz) in DIR. Prints a progress line every --log-every steps,\n"
-	 "the held-out accuracy after each epoch, and a summary. --device auto (the default) takes the\n"
-	 "first GPU the bundle has code for, else the CPU." RUN_TARGET_HELP},
+	 "Trains the model on the data set its train section names (data = mnist | cifar10 | synthetic).\n"
+	 "Without --data it uses the built-in generator (an MNIST-like or CIFAR-like set); --data DIR\n"
+	 "reads the MNIST IDX files (plain or .gz) or the CIFAR-10 binary files in DIR; --data synthetic\n"
+	 "makes ImageNet-shaped random batches of the model's image shape. On a terminal a progress bar\n"
+	 "(epoch, step, loss, accuracy, examples/s, ETA) is redrawn in place; elsewhere a progress line\n"
+	 "is printed every --log-every steps. --log FILE.csv writes one row per interval (step, epoch,\n"
+	 "loss, accuracy, examples_per_s, elapsed_s, lr, eval_accuracy); `netc plot` draws it. The\n"
+	 "held-out accuracy follows each epoch, and a summary the run. --device auto (the default) takes the\n"
+	 "first GPU the bundle has code for, else the CPU. --save F writes a safetensors checkpoint\n"
+	 "(parameters and optimizer state) every --save-every steps and at the end; --resume F continues\n"
+	 "a run from one, step counter and schedule included (give the same --seed and --steps)."
+	 RUN_TARGET_HELP},
+	{"eval", cmd_eval, OPT_DATA | OPT_BATCH | OPT_SEED | OPT_THREADS | OPT_DEVICE | OPT_QUIET | OPT_CHECKPOINT
+		 | RUN_TARGET_OPTS,
+	 "netc eval MODEL.net|FILE --checkpoint F [--data DIR] [--device auto|cpu|hip|cuda[:N]]" RUN_TARGET_USAGE,
+	 "Runs the evaluation program (dropout off) over the held-out set with the weights of the\n"
+	 "checkpoint F (netc's own or a safetensors file exported from PyTorch with the same names and\n"
+	 "shapes) and prints the loss and the accuracy." RUN_TARGET_HELP},
+	{"plot", cmd_plot, OPT_OUTPUT | OPT_QUIET, "netc plot LOG.csv -o FILE.svg",
+	 "Draws the training log of `netc train --log LOG.csv` as SVG: the loss over the steps in one\n"
+	 "panel, the training and held-out accuracy in another."},
 	{"bench", cmd_bench,
 	 OPT_BATCH | OPT_STEPS | OPT_REPEATS | OPT_WARMUP | OPT_SEED | OPT_THREADS | OPT_DEVICE | RUN_TARGET_OPTS
 		 | BENCH_COMPARE_OPTS,

@@ -276,6 +276,25 @@ static void test_chain(void)
 	gradcheck("chain conv-bias-pool-reshape-matmul-square-log_softmax-nll", g, tu_add(g, OP_nll_loss, (int[]){y, l}, A(0)));
 }
 
+/* concat (one op per input count) and LRN, the ops the documented models added */
+static void test_models_ops(void)
+{
+	Graph *g = ir_graph_new("concat2");
+	int a = param(g, S(4, 2, 3, 2, 2), ANY), b = param(g, S(4, 2, 1, 2, 2), ANY);
+	gradcheck("concat2 axis 1", g, tu_add(g, OP_concat2, (int[]){a, b}, A(1)));
+	g = ir_graph_new("concat3");
+	a = param(g, S(2, 3, 2), ANY), b = param(g, S(2, 3, 4), ANY);
+	int c = param(g, S(2, 3, 1), ANY);
+	gradcheck("concat3 axis -1", g, tu_add(g, OP_concat3, (int[]){a, b, c}, A(-1)));
+	g = ir_graph_new("concat4");
+	a = param(g, S(4, 2, 3, 2, 2), ANY), b = param(g, S(4, 2, 1, 2, 2), ANY), c = param(g, S(4, 2, 2, 2, 2), ANY);
+	int d = param(g, S(4, 2, 4, 2, 2), ANY);
+	gradcheck("concat4 axis 1", g, tu_add(g, OP_concat4, (int[]){a, b, c, d}, A(1)));
+	g = ir_graph_new("lrn");
+	a = param(g, S(4, 2, 6, 2, 3), ANY);
+	gradcheck("lrn r=2 bias=2 alpha=0.3 beta=0.75", g, tu_add(g, OP_lrn, &a, A(2, 2, 0.3, 0.75)));
+}
+
 int main(void)
 {
 	tu_start("test_pass_gradcheck");
@@ -283,6 +302,7 @@ int main(void)
 	test_shape_reduce();
 	test_nn();
 	test_chain();
+	test_models_ops();
 	for (int op = 0; op < OP_COUNT; op++)
 		CHECK(!ir_ops[op].grad || covered[op], "no gradient check for %s", ir_ops[op].name);
 	printf("test_pass_gradcheck: %d cases\n", ncases);

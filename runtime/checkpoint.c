@@ -1,0 +1,439 @@
+/* checkpoint.c: parameters and optimizer state in the safetensors format.
+ *
+ * A file is a little-endian u64 N, N bytes of JSON, then the tensors' bytes:
+ *   {"__metadata__": {"format": "netc", "step": "120"},
+ *    "conv1.weight": {"dtype": "F32", "shape": [32, 1, 3, 3], "data_offsets": [0, 1152]}, ...}
+ * Names are the bundle's: parameters as the .net file names them, optimizer state as
+ * "<param>.<slot>". The header's JSON is a restricted subset (objects, strings, integers, arrays of
+ * integers), so a small reader here checks it strictly instead of pulling a JSON library into the
+ * runtime. Files are written to "<path>.tmp" and renamed, so a crash never leaves a broken file. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/rt.h"
+
+#define CK_MAX_HEADER (64u << 20)
+
+static bool saved(const BundleBuffer *x)
+{
+	return (x->role == BUF_PARAM || x->role == BUF_STATE) && x->offset >= 0 && x->dtype == DT_F32;
+}
+
+static bool fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return false;
+}
+
+/* ---- writing ---- */
+
+static void put_name(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fputc('\\', f);
+		if ((unsigned char)*s < 0x20)
+			fprintf(f, "\\u%04x", (unsigned char)*s);
+		else
+			fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+/* The JSON header into a memory stream; its length through *len. */
+static char *header_json(const Bundle *b, int64_t step, size_t *len)
+{
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
+	if (!f)
+		return NULL;
+	fprintf(f, "{\"__metadata__\":{\"format\":\"netc\",\"model\":");
+	put_name(f, b->model);
+	fprintf(f, ",\"step\":\"%lld\"}", (long long)step);
+	int64_t at = 0;
+	for (int i = 0; i < b->nbuf; i++) {
+		const BundleBuffer *x = &b->buf[i];
+		if (!saved(x))
+			continue;
+		fputc(',', f);
+		put_name(f, x->name);
+		fprintf(f, ":{\"dtype\":\"F32\",\"shape\":[");
+		for (int d = 0; d < x->rank; d++)
+			fprintf(f, "%s%lld", d ? "," : "", (long long)x->dim[d]);
+		fprintf(f, "],\"data_offsets\":[%lld,%lld]}", (long long)at, (long long)(at + x->bytes));
+		at += x->bytes;
+	}
+	fputc('}', f);
+	/* safetensors pads the header with spaces to 8 bytes */
+	while (ftell(f) % 8)
+		fputc(' ', f);
+	fclose(f);
+	return buf;
+}
+
+static bool write_le64(FILE *f, uint64_t v)
+{
+	uint8_t b[8];
+	for (int i = 0; i < 8; i++)
+		b[i] = (uint8_t)(v >> (8 * i));
+	return fwrite(b, 1, 8, f) == 8;
+}
+
+/* Tensor data is little-endian f32, which is the host's order on every machine netc runs on. */
+static bool write_tensors(Session *s, FILE *f)
+{
+	const Bundle *b = rt_bundle(s);
+	for (int i = 0; i < b->nbuf; i++) {
+		const BundleBuffer *x = &b->buf[i];
+		if (!saved(x))
+			continue;
+		void *tmp = malloc((size_t)x->bytes);
+		if (!tmp)
+			return false;
+		rt_read(s, i, tmp, (size_t)x->bytes);
+		bool ok = fwrite(tmp, 1, (size_t)x->bytes, f) == (size_t)x->bytes;
+		free(tmp);
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
+bool rt_checkpoint_save(Session *s, const char *path, int64_t step, char *err, size_t errlen)
+{
+	size_t len;
+	char *json = header_json(rt_bundle(s), step, &len);
+	if (!json)
+		return fail(err, errlen, "%s: out of memory", path);
+	char tmp[4096];
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	FILE *f = fopen(tmp, "wb");
+	if (!f) {
+		free(json);
+		return fail(err, errlen, "%s: cannot write: %s", tmp, strerror(errno));
+	}
+	bool ok = write_le64(f, len) && fwrite(json, 1, len, f) == len && write_tensors(s, f);
+	ok = fclose(f) == 0 && ok;
+	free(json);
+	if (!ok || rt_error(s)) {
+		remove(tmp);
+		return fail(err, errlen, "%s: writing the checkpoint failed: %s", tmp,
+			    rt_error(s) ? rt_error(s) : strerror(errno));
+	}
+	if (rename(tmp, path) != 0)
+		return fail(err, errlen, "%s: cannot rename to %s: %s", tmp, path, strerror(errno));
+	return true;
+}
+
+/* ---- reading the header: the restricted JSON ---- */
+
+typedef struct {
+	const char *p, *end;
+	bool ok;
+} Json;
+
+static void ws(Json *j)
+{
+	while (j->p < j->end && (*j->p == ' ' || *j->p == '\n' || *j->p == '\t' || *j->p == '\r'))
+		j->p++;
+}
+
+static bool eat(Json *j, char c)
+{
+	ws(j);
+	if (j->p < j->end && *j->p == c) {
+		j->p++;
+		return true;
+	}
+	return false;
+}
+
+static bool expect_char(Json *j, char c)
+{
+	if (!eat(j, c))
+		j->ok = false;
+	return j->ok;
+}
+
+/* A string into out (truncated at len-1); \uXXXX escapes beyond ASCII become '?'. */
+static bool json_string(Json *j, char *out, size_t len)
+{
+	size_t n = 0;
+	if (!expect_char(j, '"'))
+		return false;
+	while (j->p < j->end && *j->p != '"') {
+		char c = *j->p++;
+		if (c == '\\') {
+			if (j->p >= j->end)
+				break;
+			c = *j->p++;
+			if (c == 'u') {
+				if (j->end - j->p < 4)
+					break;
+				unsigned v = (unsigned)strtoul((char[]){j->p[0], j->p[1], j->p[2], j->p[3], 0}, NULL, 16);
+				j->p += 4;
+				c = v < 0x80 ? (char)v : '?';
+			} else if (c == 'n') {
+				c = '\n';
+			} else if (c == 't') {
+				c = '\t';
+			}
+		}
+		if (n + 1 < len)
+			out[n++] = c;
+	}
+	out[n] = 0;
+	return expect_char(j, '"');
+}
+
+static bool json_int(Json *j, int64_t *v)
+{
+	ws(j);
+	char *e;
+	errno = 0;
+	long long x = strtoll(j->p, &e, 10);
+	if (e == j->p || e > j->end || errno || x < 0)
+		return j->ok = false;
+	j->p = e;
+	*v = x;
+	return true;
+}
+
+/* [i, i, ...] with at most max entries */
+static int json_ints(Json *j, int64_t *v, int max)
+{
+	int n = 0;
+	if (!expect_char(j, '['))
+		return -1;
+	if (eat(j, ']'))
+		return 0;
+	do {
+		int64_t x;
+		if (!json_int(j, &x) || n == max)
+			return j->ok = false, -1;
+		v[n++] = x;
+	} while (eat(j, ','));
+	return expect_char(j, ']') ? n : -1;
+}
+
+typedef struct {
+	char name[128];
+	char dtype[16];
+	int rank;
+	int64_t dim[BUNDLE_MAX_DIMS];
+	int64_t begin, end;
+	bool used;
+} Entry;
+
+typedef struct {
+	Entry *e;
+	int n;
+	int64_t step;
+} Header;
+
+/* {"step": "...", ...}: netc reads the step; other keys are for people */
+static void json_metadata(Json *j, Header *h)
+{
+	expect_char(j, '{');
+	if (eat(j, '}'))
+		return;
+	do {
+		char key[64], val[128];
+		if (!json_string(j, key, sizeof key) || !expect_char(j, ':') || !json_string(j, val, sizeof val))
+			return;
+		if (!strcmp(key, "step"))
+			h->step = strtoll(val, NULL, 10);
+	} while (eat(j, ','));
+	expect_char(j, '}');
+}
+
+static void json_entry(Json *j, Entry *e)
+{
+	expect_char(j, '{');
+	int fields = 0;
+	do {
+		char key[32];
+		if (!json_string(j, key, sizeof key) || !expect_char(j, ':'))
+			return;
+		int64_t off[2];
+		if (!strcmp(key, "dtype")) {
+			json_string(j, e->dtype, sizeof e->dtype);
+			fields |= 1;
+		} else if (!strcmp(key, "shape")) {
+			e->rank = json_ints(j, e->dim, BUNDLE_MAX_DIMS);
+			fields |= 2;
+		} else if (!strcmp(key, "data_offsets") && json_ints(j, off, 2) == 2) {
+			e->begin = off[0], e->end = off[1];
+			fields |= 4;
+		} else {
+			j->ok = false;
+		}
+	} while (j->ok && eat(j, ','));
+	expect_char(j, '}');
+	if (fields != 7 || e->rank < 0 || e->end < e->begin)
+		j->ok = false;
+}
+
+static bool parse_header(const char *text, size_t len, Header *h)
+{
+	Json j = {text, text + len, true};
+	int cap = 0;
+	expect_char(&j, '{');
+	if (eat(&j, '}'))
+		return j.ok;
+	do {
+		char key[128];
+		if (!json_string(&j, key, sizeof key) || !expect_char(&j, ':'))
+			break;
+		if (!strcmp(key, "__metadata__")) {
+			json_metadata(&j, h);
+			continue;
+		}
+		if (h->n == cap) {
+			cap = cap ? 2 * cap : 64;
+			Entry *e = realloc(h->e, (size_t)cap * sizeof *e);
+			if (!e)
+				return false;
+			h->e = e;
+		}
+		Entry *e = &h->e[h->n++];
+		*e = (Entry){0};
+		snprintf(e->name, sizeof e->name, "%s", key);
+		json_entry(&j, e);
+	} while (j.ok && eat(&j, ','));
+	expect_char(&j, '}');
+	ws(&j);
+	return j.ok && j.p == j.end;
+}
+
+/* ---- loading ---- */
+
+static const Entry *find_entry(const Header *h, const char *name)
+{
+	for (int i = 0; i < h->n; i++)
+		if (!strcmp(h->e[i].name, name))
+			return &h->e[i];
+	return NULL;
+}
+
+static bool same_shape(const Entry *e, const BundleBuffer *x)
+{
+	if (e->rank != x->rank)
+		return false;
+	for (int d = 0; d < x->rank; d++)
+		if (e->dim[d] != x->dim[d])
+			return false;
+	return true;
+}
+
+static const char *shape_str(int rank, const int64_t *dim, char *buf, size_t len)
+{
+	size_t n = (size_t)snprintf(buf, len, "[");
+	for (int d = 0; d < rank && n < len; d++)
+		n += (size_t)snprintf(buf + n, len - n, "%s%lld", d ? ", " : "", (long long)dim[d]);
+	if (n < len)
+		snprintf(buf + n, len - n, "]");
+	return buf;
+}
+
+/* One buffer from the file's data section (data, size bytes). */
+static bool load_entry(Session *s, int i, const Entry *e, const uint8_t *data, uint64_t size,
+		       const char *path, char *err, size_t errlen)
+{
+	const BundleBuffer *x = &rt_bundle(s)->buf[i];
+	char a[96], b[96];
+	if (strcmp(e->dtype, "F32"))
+		return fail(err, errlen, "%s: tensor '%s' is %s; netc loads F32", path, e->name, e->dtype);
+	if (!same_shape(e, x))
+		return fail(err, errlen, "%s: tensor '%s' has shape %s; the model's is %s", path, e->name,
+			    shape_str(e->rank, e->dim, a, sizeof a), shape_str(x->rank, x->dim, b, sizeof b));
+	if (e->end - e->begin != x->bytes || (uint64_t)e->end > size)
+		return fail(err, errlen, "%s: tensor '%s' lies outside the file (truncated?)", path, e->name);
+	rt_write(s, i, data + e->begin, (size_t)x->bytes);
+	return true;
+}
+
+/* Every parameter must be there; missing optimizer state starts from zero (a file of weights
+ * only, such as one exported from PyTorch); names the model lacks are listed in a warning. */
+static bool load_all(Session *s, Header *h, const uint8_t *data, uint64_t size, const char *path,
+		     char *err, size_t errlen)
+{
+	const Bundle *b = rt_bundle(s);
+	int missing_state = 0;
+	for (int i = 0; i < b->nbuf; i++) {
+		const BundleBuffer *x = &b->buf[i];
+		if (!saved(x))
+			continue;
+		Entry *e = (Entry *)find_entry(h, x->name);
+		if (!e && x->role == BUF_PARAM)
+			return fail(err, errlen, "%s: no tensor '%s' (a parameter of model '%s')", path, x->name, b->model);
+		if (!e) {
+			missing_state++;
+			continue;
+		}
+		e->used = true;
+		if (!load_entry(s, i, e, data, size, path, err, errlen))
+			return false;
+	}
+	if (missing_state)
+		fprintf(stderr, "warning: %s: no optimizer state for %d buffer%s; it starts from zero\n", path,
+			missing_state, missing_state == 1 ? "" : "s");
+	int extra = 0;
+	for (int i = 0; i < h->n; i++)
+		if (!h->e[i].used)
+			fprintf(stderr, "%s%s", extra++ ? ", " : "warning: tensors the model does not have, ignored: ",
+				h->e[i].name);
+	if (extra)
+		fprintf(stderr, " (%s)\n", path);
+	return true;
+}
+
+static bool read_all(const char *path, uint8_t **out, uint64_t *size, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	uint8_t *p = n > 0 ? malloc((size_t)n) : NULL;
+	bool ok = p && fread(p, 1, (size_t)n, f) == (size_t)n;
+	fclose(f);
+	if (!ok) {
+		free(p);
+		return fail(err, errlen, "%s: cannot read it (%ld bytes)", path, n);
+	}
+	*out = p, *size = (uint64_t)n;
+	return true;
+}
+
+bool rt_checkpoint_load(Session *s, const char *path, int64_t *step, char *err, size_t errlen)
+{
+	uint8_t *file = NULL;
+	uint64_t size = 0;
+	if (!read_all(path, &file, &size, err, errlen))
+		return false;
+	uint64_t n = 0;
+	for (int i = 0; i < 8 && size >= 8; i++)
+		n |= (uint64_t)file[i] << (8 * i);
+	Header h = {0};
+	bool ok = size >= 8 && n <= CK_MAX_HEADER && n <= size - 8 && n >= 2 && file[8] == '{';
+	if (!ok)
+		fail(err, errlen, "%s: not a safetensors file (a header of %llu bytes in a file of %llu)", path,
+		     (unsigned long long)n, (unsigned long long)size);
+	else if (!(ok = parse_header((const char *)file + 8, n, &h)))
+		fail(err, errlen, "%s: not a safetensors file (its JSON header is malformed)", path);
+	if (ok)
+		ok = load_all(s, &h, file + 8 + n, size - 8 - n, path, err, errlen);
+	if (ok && step)
+		*step = h.step;
+	free(h.e);
+	free(file);
+	return ok;
+}
