@@ -2,7 +2,6 @@
  * memory; both go through the one parser below. The images stay bytes (150 MB rather than 600 as
  * floats): each example is cropped, flipped and normalized as a batch loads it. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,21 +15,6 @@ const char *const rt_cifar_names[CIFAR_NFILES] = {
 	"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin", "data_batch_5.bin",
 	"test_batch.bin",
 };
-
-static bool fail(char *err, size_t errlen, const char *file, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static bool fail(char *err, size_t errlen, const char *file, const char *fmt, ...)
-{
-	int n = snprintf(err, errlen, "%s: ", file);
-	if (n >= 0 && (size_t)n < errlen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
-		va_end(ap);
-	}
-	return false;
-}
 
 /* ---- one example as the model's input ---- */
 
@@ -93,27 +77,20 @@ int32_t rt_dataset_example(const Dataset *d, int64_t i, bool train, uint64_t key
 	return d->labels[i];
 }
 
-void rt_dataset_release(Dataset *d)
-{
-	free(d->bytes);
-	d->bytes = NULL;
-	rt_dataset_free(d);
-}
-
 /* ---- parsing ---- */
 
 static bool check_records(const IdxBlob *f, char *err, size_t errlen)
 {
 	if (f->size == 0)
-		return fail(err, errlen, f->name, "is empty: expected records of %d bytes (a label byte and %d pixel bytes)",
+		return rt_file_error(err, errlen, f->name, "is empty: expected records of %d bytes (a label byte and %d pixel bytes)",
 			    CIFAR_RECORD, CIFAR_PIXELS);
 	if (f->size % CIFAR_RECORD)
-		return fail(err, errlen, f->name, "has %zu bytes, not a multiple of the %d-byte record (a label byte "
+		return rt_file_error(err, errlen, f->name, "has %zu bytes, not a multiple of the %d-byte record (a label byte "
 			    "and 3x32x32 pixel bytes): truncated, or not the binary version of CIFAR-10", f->size,
 			    CIFAR_RECORD);
 	for (size_t r = 0; r < f->size / CIFAR_RECORD; r++)
 		if (f->data[r * CIFAR_RECORD] > 9)
-			return fail(err, errlen, f->name, "record %zu has label %u, outside 0..9 (CIFAR-10 has 10 classes)",
+			return rt_file_error(err, errlen, f->name, "record %zu has label %u, outside 0..9 (CIFAR-10 has 10 classes)",
 				    r, f->data[r * CIFAR_RECORD]);
 	return true;
 }
@@ -135,8 +112,8 @@ static bool make_set(const IdxBlob *f, int nf, int h, int w, Dataset *d, char *e
 	d->bytes = malloc(bytes);
 	d->labels = malloc((size_t)n * sizeof *d->labels);
 	if (!d->bytes || !d->labels) {
-		rt_dataset_release(d);
-		return fail(err, errlen, f[0].name, "out of memory for %lld images", (long long)n);
+		rt_dataset_free(d);
+		return rt_file_error(err, errlen, f[0].name, "out of memory for %lld images", (long long)n);
 	}
 	size_t at = 0;
 	for (int i = 0; i < nf; i++) {
@@ -156,7 +133,7 @@ bool rt_cifar_parse(const IdxBlob f[CIFAR_NFILES], int h, int w, Dataset *train,
 	if (!make_set(f, CIFAR_TRAIN_FILES, h, w, train, err, errlen))
 		return false;
 	if (!make_set(f + CIFAR_TRAIN_FILES, 1, h, w, test, err, errlen)) {
-		rt_dataset_release(train);
+		rt_dataset_free(train);
 		return false;
 	}
 	return true;
@@ -190,7 +167,7 @@ static bool load_files(const char *dir, IdxBlob f[CIFAR_NFILES], char *err, size
 	for (int i = 0; i < CIFAR_NFILES; i++) {
 		snprintf(f[i].name, sizeof f[i].name, "%s/%s", base, rt_cifar_names[i]);
 		if (!exists(f[i].name))
-			return fail(err, errlen, f[i].name, "no such file: CIFAR-10 needs %s ... %s and %s (the binary "
+			return rt_file_error(err, errlen, f[i].name, "no such file: CIFAR-10 needs %s ... %s and %s (the binary "
 				    "version, cifar-10-binary.tar.gz)", rt_cifar_names[0], rt_cifar_names[4],
 				    rt_cifar_names[5]);
 		if (!rt_read_file(f[i].name, &f[i].data, &f[i].size, err, errlen))

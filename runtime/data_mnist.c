@@ -1,7 +1,6 @@
 /* data_mnist.c: MNIST from its IDX files (plain or gzipped), or from the built-in generator's
  * IDX files in memory; both go through the one parser below. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,21 +19,6 @@ const char *const rt_mnist_names[MNIST_NFILES] = {
 	"t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte",
 };
 
-static bool fail(char *err, size_t errlen, const char *file, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static bool fail(char *err, size_t errlen, const char *file, const char *fmt, ...)
-{
-	int n = snprintf(err, errlen, "%s: ", file);
-	if (n >= 0 && (size_t)n < errlen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
-		va_end(ap);
-	}
-	return false;
-}
-
 static uint32_t be32(const uint8_t *p)
 {
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
@@ -46,11 +30,11 @@ static bool check_magic(const IdxBlob *f, uint32_t want, const char *what, char 
 {
 	size_t header = want == IDX_IMAGES_MAGIC ? 16 : 8;
 	if (f->size < header)
-		return fail(err, errlen, f->name, "truncated: expected a %zu-byte IDX header, file has %zu bytes",
+		return rt_file_error(err, errlen, f->name, "truncated: expected a %zu-byte IDX header, file has %zu bytes",
 			    header, f->size);
 	uint32_t got = be32(f->data);
 	if (got != want)
-		return fail(err, errlen, f->name, "expected 0x%08X, the IDX magic of unsigned-byte %s, got 0x%08X%s",
+		return rt_file_error(err, errlen, f->name, "expected 0x%08X, the IDX magic of unsigned-byte %s, got 0x%08X%s",
 			    want, what, got,
 			    got == IDX_LABELS_MAGIC ? " (a label file)" :
 			    got == IDX_IMAGES_MAGIC ? " (an image file)" : "");
@@ -63,12 +47,12 @@ static bool parse_images(const IdxBlob *f, int64_t *n, int *h, int *w, char *err
 		return false;
 	uint32_t count = be32(f->data + 4), rows = be32(f->data + 8), cols = be32(f->data + 12);
 	if (count == 0)
-		return fail(err, errlen, f->name, "header says 0 images");
+		return rt_file_error(err, errlen, f->name, "header says 0 images");
 	if (rows == 0 || cols == 0 || rows > 4096 || cols > 4096)
-		return fail(err, errlen, f->name, "header says images of %ux%u pixels", rows, cols);
+		return rt_file_error(err, errlen, f->name, "header says images of %ux%u pixels", rows, cols);
 	uint64_t want = (uint64_t)count * rows * cols;
 	if (want != f->size - 16)
-		return fail(err, errlen, f->name, "%s: header says %u images of %ux%u = %llu bytes, file has %zu after the header",
+		return rt_file_error(err, errlen, f->name, "%s: header says %u images of %ux%u = %llu bytes, file has %zu after the header",
 			    want > f->size - 16 ? "truncated" : "too long", count, rows, cols,
 			    (unsigned long long)want, f->size - 16);
 	*n = count;
@@ -83,13 +67,13 @@ static bool parse_labels(const IdxBlob *f, int64_t *n, char *err, size_t errlen)
 		return false;
 	uint32_t count = be32(f->data + 4);
 	if (count == 0)
-		return fail(err, errlen, f->name, "header says 0 labels");
+		return rt_file_error(err, errlen, f->name, "header says 0 labels");
 	if (count != f->size - 8)
-		return fail(err, errlen, f->name, "%s: header says %u labels = %u bytes, file has %zu after the header",
+		return rt_file_error(err, errlen, f->name, "%s: header says %u labels = %u bytes, file has %zu after the header",
 			    count > f->size - 8 ? "truncated" : "too long", count, count, f->size - 8);
 	for (uint32_t i = 0; i < count; i++)
 		if (f->data[8 + i] > 9)
-			return fail(err, errlen, f->name, "label %u of example %u is outside 0..9",
+			return rt_file_error(err, errlen, f->name, "label %u of example %u is outside 0..9",
 				    f->data[8 + i], i);
 	*n = count;
 	return true;
@@ -112,7 +96,7 @@ static bool make_set(const IdxBlob *img, const IdxBlob *lbl, Dataset *d, char *e
 	if (!parse_images(img, &n, &h, &w, err, errlen) || !parse_labels(lbl, &nl, err, errlen))
 		return false;
 	if (n != nl)
-		return fail(err, errlen, img->name, "has %lld images but %s has %lld labels", (long long)n,
+		return rt_file_error(err, errlen, img->name, "has %lld images but %s has %lld labels", (long long)n,
 			    lbl->name, (long long)nl);
 	size_t pixels = (size_t)n * (size_t)h * (size_t)w;
 	*d = (Dataset){.n = n, .c = 1, .h = h, .w = w, .classes = 10};
@@ -120,7 +104,7 @@ static bool make_set(const IdxBlob *img, const IdxBlob *lbl, Dataset *d, char *e
 	d->labels = malloc((size_t)n * sizeof *d->labels);
 	if (!d->images || !d->labels) {
 		rt_dataset_free(d);
-		return fail(err, errlen, img->name, "out of memory for %lld images", (long long)n);
+		return rt_file_error(err, errlen, img->name, "out of memory for %lld images", (long long)n);
 	}
 	normalize(img->data + 16, d->images, pixels);
 	for (int64_t i = 0; i < n; i++)
@@ -139,7 +123,7 @@ bool rt_mnist_parse(const IdxBlob f[MNIST_NFILES], Dataset *train, Dataset *test
 		return false;
 	}
 	if (test->h != train->h || test->w != train->w) {
-		fail(err, errlen, f[MNIST_TEST_IMAGES].name, "has %dx%d images but %s has %dx%d",
+		rt_file_error(err, errlen, f[MNIST_TEST_IMAGES].name, "has %dx%d images but %s has %dx%d",
 		     test->h, test->w, f[MNIST_TRAIN_IMAGES].name, train->h, train->w);
 		rt_dataset_free(train);
 		rt_dataset_free(test);
@@ -153,7 +137,7 @@ bool rt_mnist_parse(const IdxBlob f[MNIST_NFILES], Dataset *train, Dataset *test
 #ifndef NETC_HAVE_ZLIB
 static bool gunzip(IdxBlob *f, char *err, size_t errlen)
 {
-	return fail(err, errlen, f->name, "is gzipped, and this netc was built without zlib: "
+	return rt_file_error(err, errlen, f->name, "is gzipped, and this netc was built without zlib: "
 		    "gunzip it, or rebuild netc with zlib");
 }
 #else
@@ -161,7 +145,7 @@ static bool gunzip(IdxBlob *f, char *err, size_t errlen)
 {
 	z_stream z = {0};
 	if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK)
-		return fail(err, errlen, f->name, "cannot start zlib");
+		return rt_file_error(err, errlen, f->name, "cannot start zlib");
 	size_t cap = f->size * 4 + 4096, n = 0;
 	uint8_t *out = malloc(cap);
 	int rc = Z_OK;
@@ -186,9 +170,9 @@ static bool gunzip(IdxBlob *f, char *err, size_t errlen)
 		bool oom = !out || cap < MAX_INFLATED;
 		free(out);
 		if (rc == Z_OK)
-			return fail(err, errlen, f->name, oom ? "out of memory inflating it" :
+			return rt_file_error(err, errlen, f->name, oom ? "out of memory inflating it" :
 				    "inflates to more than %zu bytes", MAX_INFLATED);
-		return fail(err, errlen, f->name, "%s gzip data%s%s", rc == Z_BUF_ERROR ? "truncated" : "corrupt",
+		return rt_file_error(err, errlen, f->name, "%s gzip data%s%s", rc == Z_BUF_ERROR ? "truncated" : "corrupt",
 			    msg ? ": " : "", msg ? msg : "");
 	}
 	free(f->data);
@@ -213,7 +197,7 @@ static bool load_file(const char *dir, const char *name, IdxBlob *f, char *err, 
 	if (!exists(plain)) {
 		snprintf(f->name, sizeof f->name, "%s.gz", plain);
 		if (!exists(f->name))
-			return fail(err, errlen, plain, "no such file (nor %s.gz): MNIST needs %s, %s, %s and %s",
+			return rt_file_error(err, errlen, plain, "no such file (nor %s.gz): MNIST needs %s, %s, %s and %s",
 				    name, rt_mnist_names[0], rt_mnist_names[1], rt_mnist_names[2], rt_mnist_names[3]);
 	}
 	if (!rt_read_file(f->name, &f->data, &f->size, err, errlen))
@@ -263,5 +247,6 @@ void rt_dataset_free(Dataset *d)
 {
 	free(d->images);
 	free(d->labels);
+	free(d->bytes);
 	memset(d, 0, sizeof *d);
 }

@@ -1,5 +1,6 @@
-/* readfile.c: a whole file into memory. */
+/* readfile.c: a whole file into memory, and errors about a file. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,4 +36,16 @@ bool rt_read_file(const char *path, uint8_t **data, size_t *size, char *err, siz
 	*data = p;
 	*size = n;
 	return true;
+}
+
+bool rt_file_error(char *err, size_t errlen, const char *file, const char *fmt, ...)
+{
+	int n = snprintf(err, errlen, "%s: ", file);
+	if (n >= 0 && (size_t)n < errlen) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+		va_end(ap);
+	}
+	return false;
 }

@@ -93,8 +93,6 @@ bool rt_load_synthetic(uint64_t seed, int c, int h, int w, int classes, Dataset 
 /* Example i of d as the model's input in dst (c*h*w floats), augmented from key when train;
  * returns its label. */
 int32_t rt_dataset_example(const Dataset *d, int64_t i, bool train, uint64_t key, float *dst);
-/* rt_dataset_free, and the bytes of a set kept as bytes. */
-void rt_dataset_release(Dataset *d);
 
 /* ---- training, evaluation, benchmarking (runtime/train.c) ---- */
 typedef struct {

@@ -567,8 +567,8 @@ int rt_train(const Bundle *b, const TrainOptions *o)
 	fflush(stdout);
 	if (!ok)
 		fprintf(stderr, "error: %s\n", err);
-	rt_dataset_release(&train);
-	rt_dataset_release(&test);
+	rt_dataset_free(&train);
+	rt_dataset_free(&test);
 	return ok ? 0 : 1;
 }
 
@@ -620,8 +620,8 @@ int rt_eval(const Bundle *b, const TrainOptions *o)
 	fflush(stdout);
 	if (!ok)
 		fprintf(stderr, "error: %s\n", err);
-	rt_dataset_release(&train);
-	rt_dataset_release(&test);
+	rt_dataset_free(&train);
+	rt_dataset_free(&test);
 	return ok ? 0 : 1;
 }
 

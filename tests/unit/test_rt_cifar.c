@@ -57,8 +57,8 @@ static void expect_error(const char *what, const char *file, const char *want)
 	bool ok = rt_load_cifar(dir, 1, 32, 32, &tr, &te, err, sizeof err);
 	CHECK(!ok, "%s loaded", what);
 	if (ok) {
-		rt_dataset_release(&tr);
-		rt_dataset_release(&te);
+		rt_dataset_free(&tr);
+		rt_dataset_free(&te);
 	}
 	CHECK(strstr(err, file) != NULL, "%s: '%s' does not name %s", what, err, file);
 	CHECK(strstr(err, want) != NULL, "%s: '%s' lacks '%s'", what, err, want);
@@ -76,8 +76,8 @@ static void test_files(IdxBlob *f)
 		CHECK(memcmp(tr.bytes, f[0].data, f[0].size) == 0, "the first file's records differ");
 		CHECK(te.labels[NTEST - 1] == f[CIFAR_TRAIN_FILES].data[(NTEST - 1) * CIFAR_RECORD]);
 		CHECK(strstr(tr.source, dir) != NULL, "source '%s'", tr.source);
-		rt_dataset_release(&tr);
-		rt_dataset_release(&te);
+		rt_dataset_free(&tr);
+		rt_dataset_free(&te);
 	}
 	write_files(f, 2, f[2].size - 100);
 	expect_error("a truncated file", rt_cifar_names[2], "not a multiple of the 3073-byte record");
@@ -164,10 +164,10 @@ static void test_examples(const IdxBlob *f)
 		CHECK(memcmp(x, again, 3 * 24 * 24 * sizeof *x) == 0, "the same key gave another crop");
 	}
 	CHECK(found[0] > 0 && found[1] > 0, "flips: %d plain, %d flipped", found[0], found[1]);
-	rt_dataset_release(&whole);
-	rt_dataset_release(&wt);
-	rt_dataset_release(&crop);
-	rt_dataset_release(&ct);
+	rt_dataset_free(&whole);
+	rt_dataset_free(&wt);
+	rt_dataset_free(&crop);
+	rt_dataset_free(&ct);
 }
 
 static void test_synthetic(uint64_t seed)
