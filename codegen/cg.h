@@ -63,6 +63,7 @@ typedef struct Cg {
 	LLVMBasicBlockRef entry; /* allocas go here (cg_local) */
 	bool gpu_native;   /* GPU lowerings set it: they use work-item ids themselves */
 	int block;         /* GPU lowerings set it: work-items per work-group */
+	struct CgEmission *emit; /* the fused group and kernels being emitted (codegen/cg_core.c) */
 } Cg;
 
 /* A lowering emits node n's kernel body into cg->fn (builder positioned in its body, after the

@@ -249,8 +249,8 @@ typedef struct {
 	LLVMBasicBlockRef block;
 } MemoEntry;
 
-/* One kernel is emitted at a time per thread; the group's members and the element values already
- * emitted (valid where they were built: same block, same index value). */
+/* The group being emitted: its members and the element values already emitted (valid where they
+ * were built: same block, same index value). */
 typedef struct {
 	const Cg *cg;
 	int leader, first;
@@ -259,7 +259,10 @@ typedef struct {
 	int nmemo, memo_cap;
 } GroupState;
 
-static _Thread_local GroupState cur = {.leader = -1};
+/* KernelState below; the two live in the Cg being compiled (cg->emit) */
+typedef struct KernelState KernelState;
+
+static GroupState *group_of(const Cg *cg);
 
 static bool is_member(const Graph *g, int id, int leader)
 {
@@ -268,42 +271,47 @@ static bool is_member(const Graph *g, int id, int leader)
 
 static void group_begin(Cg *cg, int leader)
 {
+	GroupState *cur = group_of(cg);
 	const Graph *g = cg->g;
-	cur.cg = cg;
-	cur.leader = leader;
-	cur.first = cg_group_first(g, leader);
-	cur.nmemo = 0;
-	cur.noutputs = 0;
-	cur.outputs = malloc((size_t)(leader + 1) * sizeof *cur.outputs);
-	if (!cur.outputs)
+	cur->cg = cg;
+	cur->leader = leader;
+	cur->first = cg_group_first(g, leader);
+	cur->nmemo = 0;
+	cur->noutputs = 0;
+	cur->outputs = malloc((size_t)(leader + 1) * sizeof *cur->outputs);
+	if (!cur->outputs)
 		CG_FAIL("out of memory");
 	for (int j = 0; j <= leader; j++)
 		if (is_member(g, j, leader) && (j == leader || ir_group_output(g, j)))
-			cur.outputs[cur.noutputs++] = j;
+			cur->outputs[cur->noutputs++] = j;
 }
 
-static void group_end(void)
+static void group_end(Cg *cg)
 {
-	free(cur.outputs);
-	free(cur.memo);
-	memset(&cur, 0, sizeof cur);
-	cur.leader = -1;
+	GroupState *cur = group_of(cg);
+	free(cur->outputs);
+	free(cur->memo);
+	memset(cur, 0, sizeof *cur);
+	cur->leader = -1;
 }
 
 bool cg_in_group(const Cg *cg, int id)
 {
-	return cur.cg == cg && cur.leader >= 0 && id != cur.leader && cg->g->node[id].group == cur.leader;
+	GroupState *cur = group_of(cg);
+	return cur->cg == cg && cur->leader >= 0 && id != cur->leader && cg->g->node[id].group == cur->leader;
 }
 
 bool cg_group_alone(const Cg *cg)
 {
-	return cur.cg != cg || cur.leader < 0 || cur.first == cur.leader;
+	GroupState *cur = group_of(cg);
+	return cur->cg != cg || cur->leader < 0 || cur->first == cur->leader;
 }
 
 int cg_group_outputs(const Cg *cg, const int **ids)
 {
-	*ids = cur.cg == cg ? cur.outputs : NULL;
-	return cur.cg == cg ? cur.noutputs : 0;
+	GroupState *cur = group_of(cg);
+	*ids = cur->cg == cg ? cur->outputs : NULL;
+	return cur->cg == cg ? cur->noutputs : 0;
 }
 
 int cg_group_first(const Graph *g, int leader)
@@ -316,25 +324,27 @@ int cg_group_first(const Graph *g, int leader)
 
 LLVMValueRef cg_memo_get(Cg *cg, int id, LLVMValueRef lin)
 {
+	GroupState *cur = group_of(cg);
 	LLVMBasicBlockRef here = LLVMGetInsertBlock(cg->b);
-	for (int i = 0; cur.cg == cg && i < cur.nmemo; i++)
-		if (cur.memo[i].id == id && cur.memo[i].lin == lin && cur.memo[i].block == here)
-			return cur.memo[i].value;
+	for (int i = 0; cur->cg == cg && i < cur->nmemo; i++)
+		if (cur->memo[i].id == id && cur->memo[i].lin == lin && cur->memo[i].block == here)
+			return cur->memo[i].value;
 	return NULL;
 }
 
 void cg_memo_put(Cg *cg, int id, LLVMValueRef lin, LLVMValueRef value)
 {
-	if (cur.cg != cg)
+	GroupState *cur = group_of(cg);
+	if (cur->cg != cg)
 		return;
 	/* it grows: an anchor's value must find a place (a kernel emits a few hundred at most) */
-	if (cur.nmemo == cur.memo_cap) {
-		cur.memo_cap = cur.memo_cap ? 2 * cur.memo_cap : 64;
-		cur.memo = realloc(cur.memo, (size_t)cur.memo_cap * sizeof *cur.memo);
-		if (!cur.memo)
+	if (cur->nmemo == cur->memo_cap) {
+		cur->memo_cap = cur->memo_cap ? 2 * cur->memo_cap : 64;
+		cur->memo = realloc(cur->memo, (size_t)cur->memo_cap * sizeof *cur->memo);
+		if (!cur->memo)
 			CG_FAIL("out of memory");
 	}
-	cur.memo[cur.nmemo++] = (MemoEntry){id, lin, value, LLVMGetInsertBlock(cg->b)};
+	cur->memo[cur->nmemo++] = (MemoEntry){id, lin, value, LLVMGetInsertBlock(cg->b)};
 }
 
 /* The node whose lowering emits the group's kernel: its anchor (always its first member) when it
@@ -468,23 +478,32 @@ static void gpu_finish(Cg *cg, CgKernel *k, int64_t ret, LLVMBasicBlockRef body)
 
 /* The kernels compiled so far (a group's lowering may add several, cg_kernel_next) and the one
  * being emitted, whose body block the driver closes. */
-typedef struct {
-	const Cg *cg;
+struct KernelState {
 	CgOutput *out;
 	int cap;
 	LLVMBasicBlockRef body;
 	char base[64]; /* the group's first kernel's name */
-} KernelState;
+};
 
-static _Thread_local KernelState kst;
+struct CgEmission {
+	GroupState group;
+	KernelState kernels;
+};
+
+static GroupState *group_of(const Cg *cg)
+{
+	static GroupState none = {.leader = -1};
+	return cg->emit ? &cg->emit->group : &none;
+}
 
 /* Appends a CgKernel for node and returns its index. */
-static int kernel_add(int node, const char *name)
+static int kernel_add(Cg *cg, int node, const char *name)
 {
-	CgOutput *out = kst.out;
-	if (out->nkernels == kst.cap) {
-		kst.cap = kst.cap ? 2 * kst.cap : 64;
-		out->kernels = realloc(out->kernels, (size_t)kst.cap * sizeof *out->kernels);
+	KernelState *kst = &cg->emit->kernels;
+	CgOutput *out = kst->out;
+	if (out->nkernels == kst->cap) {
+		kst->cap = kst->cap ? 2 * kst->cap : 64;
+		out->kernels = realloc(out->kernels, (size_t)kst->cap * sizeof *out->kernels);
 		if (!out->kernels)
 			CG_FAIL("out of memory");
 	}
@@ -499,8 +518,9 @@ static int kernel_add(int node, const char *name)
  * previous kernel's lowering set. */
 static void kernel_open(Cg *cg, int node, const char *name)
 {
-	int index = kernel_add(node, name);
-	const CgKernel *k = &kst.out->kernels[index];
+	KernelState *kst = &cg->emit->kernels;
+	int index = kernel_add(cg, node, name);
+	const CgKernel *k = &kst->out->kernels[index];
 	bool gpu = cg_is_gpu(cg);
 	cg->gpu_native = false;
 	cg->block = 0;
@@ -515,49 +535,53 @@ static void kernel_open(Cg *cg, int node, const char *name)
 	cg->entry = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "entry");
 	if (gpu)
 		gpu_ids(cg);
-	kst.body = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "body");
-	LLVMPositionBuilderAtEnd(cg->b, kst.body);
+	kst->body = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "body");
+	LLVMPositionBuilderAtEnd(cg->b, kst->body);
 }
 
 /* Closes the kernel being emitted (the last one added), whose lowering returned grid ret. */
 static void kernel_close(Cg *cg, int64_t ret)
 {
-	CgKernel *k = &kst.out->kernels[kst.out->nkernels - 1];
+	KernelState *kst = &cg->emit->kernels;
+	CgKernel *k = &kst->out->kernels[kst->out->nkernels - 1];
 	if (ret < 1)
 		CG_FAIL("lowering of %s gave grid %lld", k->name, (long long)ret);
 	LLVMBuildRetVoid(cg->b);
 	if (cg_is_gpu(cg)) {
-		gpu_finish(cg, k, ret, kst.body);
+		gpu_finish(cg, k, ret, kst->body);
 	} else {
 		k->grid = ret;
 		k->block = 1;
 		LLVMPositionBuilderAtEnd(cg->b, cg->entry);
-		LLVMBuildBr(cg->b, kst.body);
+		LLVMBuildBr(cg->b, kst->body);
 	}
 	allow_contract(cg->fn);
 }
 
 void cg_kernel_next(Cg *cg, int64_t grid, const char *suffix)
 {
-	if (kst.cg != cg || !kst.out || cur.leader < 0)
+	GroupState *cur = group_of(cg);
+	if (!cg->emit || !cg->emit->kernels.out || cur->leader < 0)
 		CG_FAIL("cg_kernel_next outside a lowering");
+	KernelState *kst = &cg->emit->kernels;
 	kernel_close(cg, grid);
 	char name[64];
-	if (snprintf(name, sizeof name, "%s_%s", kst.base, suffix) >= (int)sizeof name)
-		CG_FAIL("kernel name %s_%s too long", kst.base, suffix);
-	kernel_open(cg, cur.leader, name);
+	if (snprintf(name, sizeof name, "%s_%s", kst->base, suffix) >= (int)sizeof name)
+		CG_FAIL("kernel name %s_%s too long", kst->base, suffix);
+	kernel_open(cg, cur->leader, name);
 }
 
 static void emit_kernel(Cg *cg, const Node *n)
 {
-	snprintf(kst.base, sizeof kst.base, "k%d_%s", n->id, ir_ops[n->op].name);
-	kernel_open(cg, n->id, kst.base);
+	KernelState *kst = &cg->emit->kernels;
+	snprintf(kst->base, sizeof kst->base, "k%d_%s", n->id, ir_ops[n->op].name);
+	kernel_open(cg, n->id, kst->base);
 	const Node *tmpl = group_template(cg->g, n->id);
 	if (!cg_lowerings[tmpl->op])
-		CG_FAIL("group %s has no lowering for %s", kst.base, ir_ops[tmpl->op].name);
+		CG_FAIL("group %s has no lowering for %s", kst->base, ir_ops[tmpl->op].name);
 	group_begin(cg, n->id);
 	int64_t ret = cg_lowerings[tmpl->op](cg, tmpl);
-	group_end();
+	group_end(cg);
 	kernel_close(cg, ret);
 }
 
@@ -679,11 +703,12 @@ static bool emit_code(Cg *cg, LLVMTargetMachineRef tm, CgOutput *out, char *err,
 static void lower_all(Cg *cg, CgOutput *out)
 {
 	const Graph *g = cg->g;
-	kst = (KernelState){.cg = cg, .out = out};
+	struct CgEmission emit = {.group = {.leader = -1}, .kernels = {.out = out}};
+	cg->emit = &emit;
 	for (int i = 0; i < g->nnodes; i++)
 		if (cg_has_kernel(&g->node[i]))
 			emit_kernel(cg, &g->node[i]);
-	kst = (KernelState){0};
+	cg->emit = NULL;
 }
 
 bool cg_compile(const Graph *g, const CgTarget *t, bool want_ir, CgOutput *out, char *err, size_t errlen)
