@@ -29,16 +29,8 @@ CH_API void cf_group(CgHarness *h, const int *ids, int n)
 CH_API bool cf_plan(CgHarness *h)
 {
 	Graph *g = h->g;
-	for (int i = 0; i < g->nnodes; i++)
-		if (!ir_is_leaf(g->node[i].op))
-			g->node[i].programs = PROG_TRAIN;
-	Diag d;
-	diag_init(&d, h->name, NULL);
-	PassOptions po = {0};
-	if (!pass_plan_memory(g, &po, &d)) {
-		printf("FAIL %s: plan-memory failed\n", h->name);
+	if (!ch_plan(h))
 		return false;
-	}
 	for (int i = 0; i < g->nnodes; i++)
 		if (!ir_is_leaf(g->node[i].op) && !ir_group_output(g, i))
 			g->node[i].offset = -1;

@@ -345,8 +345,8 @@ CH_API int ch_execute(CgHarness *h, const CgOutput *out, void *so, uint8_t *aren
 	return failures;
 }
 
-/* Marks the program, plans memory and compiles for the host. */
-CH_API bool ch_compile(CgHarness *h, bool want_ir, CgOutput *out)
+/* Puts every computed node in the training program and plans memory. */
+CH_API bool ch_plan(CgHarness *h)
 {
 	Graph *g = h->g;
 	for (int i = 0; i < g->nnodes; i++)
@@ -359,6 +359,15 @@ CH_API bool ch_compile(CgHarness *h, bool want_ir, CgOutput *out)
 		printf("FAIL %s: plan-memory failed\n", h->name);
 		return false;
 	}
+	return true;
+}
+
+/* Marks the program, plans memory and compiles for the host. */
+CH_API bool ch_compile(CgHarness *h, bool want_ir, CgOutput *out)
+{
+	Graph *g = h->g;
+	if (!ch_plan(h))
+		return false;
 	CgTarget t;
 	char err[1024] = "no host target";
 	if (!cg_target_host(&t) || !cg_compile(g, &t, want_ir, out, err, sizeof err)) {

@@ -230,18 +230,6 @@ static CgHarness *test_graph(bool full)
 
 /* ---- checking code objects ---- */
 
-static bool plan(CgHarness *h)
-{
-	Graph *g = h->g;
-	for (int i = 0; i < g->nnodes; i++)
-		if (!ir_is_leaf(g->node[i].op))
-			g->node[i].programs = PROG_TRAIN;
-	Diag d;
-	diag_init(&d, h->name, NULL);
-	PassOptions po = {0};
-	return pass_plan_memory(g, &po, &d);
-}
-
 static void check_ir(const char *target, const char *ir)
 {
 	LLVMContextRef ctx = LLVMContextCreate();
@@ -386,7 +374,7 @@ static void compile_for(const char *spec, int wave, int cov, bool full)
 	CgTarget t;
 	char err[1024];
 	CgOutput out;
-	if (!lookup(spec, wave, cov, &t, err, sizeof err) || !plan(h)) {
+	if (!lookup(spec, wave, cov, &t, err, sizeof err) || !ch_plan(h)) {
 		CHECK(0, "%s: %s", spec, err);
 		ch_free(h);
 		return;
