@@ -10,23 +10,6 @@ static int leaf(Graph *g, Shape s, DType t)
 	return ir_leaf(g, OP_param, NULL, s, t, NULL);
 }
 
-static void expect_shape(Graph *g, int id, const char *want)
-{
-	char buf[128];
-	shape_str(&g->node[id].shape, buf, sizeof buf);
-	CHECK(!strcmp(buf, want), "%s: shape %s, want %s", ir_ops[g->node[id].op].name, buf, want);
-}
-
-/* Adds a node that must be refused with exactly the message want (leaving the graph as it was). */
-static void expect_error(Graph *g, OpId o, const int *in, const double *attr, const char *want)
-{
-	char err[256] = "";
-	int before = g->nnodes;
-	int id = ir_add(g, o, in, attr, NULL, err, sizeof err);
-	CHECK(id < 0 && !strcmp(err, want), "%s: got id %d and \"%s\", want \"%s\"", ir_ops[o].name, id, err, want);
-	CHECK(g->nnodes == before);
-}
-
 /* Values for every node; leaves random in [-1, 1]. */
 static double **values_new(const Graph *g)
 {

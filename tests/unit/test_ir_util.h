@@ -6,6 +6,8 @@
 #ifndef NETC_TEST_IR_UTIL_H
 #define NETC_TEST_IR_UTIL_H
 
+#include <string.h>
+
 #include "ir/ir.h"
 #include "tests/unit/test_util.h"
 
@@ -34,6 +36,24 @@ TU_API int tu_add(Graph *g, OpId op, const int *in, const double *attr)
 		exit(1);
 	}
 	return id;
+}
+
+/* The node's shape must print as want, e.g. "[64, 10]". */
+TU_API void expect_shape(Graph *g, int id, const char *want)
+{
+	char buf[128];
+	shape_str(&g->node[id].shape, buf, sizeof buf);
+	CHECK(!strcmp(buf, want), "%s: shape %s, want %s", ir_ops[g->node[id].op].name, buf, want);
+}
+
+/* Adds a node that must be refused with exactly the message want (leaving the graph as it was). */
+TU_API void expect_error(Graph *g, OpId o, const int *in, const double *attr, const char *want)
+{
+	char err[256] = "";
+	int before = g->nnodes;
+	int id = ir_add(g, o, in, attr, NULL, err, sizeof err);
+	CHECK(id < 0 && !strcmp(err, want), "%s: got id %d and \"%s\", want \"%s\"", ir_ops[o].name, id, err, want);
+	CHECK(g->nnodes == before);
 }
 
 #endif
