@@ -47,10 +47,10 @@ static void fill_buffer(const Graph *g, const Node *n, BundleBuffer *b)
 	b->offset = n->offset;
 	b->bytes = shape_numel(&n->shape) * (int64_t)dtype_size(n->dtype);
 	b->programs = n->programs;
-	if (n->op == OP_param) {
+	if (n->op == OP_param || n->op == OP_state)
 		b->init = (int32_t)n->attr[0];
+	if (n->op == OP_param)
 		b->bound = n->attr[1];
-	}
 }
 
 static BundleKernel *kernel_list(const Graph *g, const CgOutput *code, unsigned prog, int32_t *count)

@@ -297,8 +297,8 @@ static int reshaped(LayerCall *c, int x, int rank, const int64_t *dim)
 }
 
 /* A running statistic NAME.suffix (a state leaf, init as PyTorch: mean 0, var 1) and its update
- * stat = (1 - momentum) stat + momentum * factor * batch. */
-static void running_stat(LayerCall *c, const char *suffix, int batch, double init, double momentum, double factor)
+ * stat = (1 - momentum) stat + momentum * factor * batch. Returns the state. */
+static int running_stat(LayerCall *c, const char *suffix, int batch, double init, double momentum, double factor)
 {
 	char name[FE_NAME_BUF];
 	snprintf(name, sizeof name, "%s.%s", c->name, suffix);
@@ -312,12 +312,28 @@ static void running_stat(LayerCall *c, const char *suffix, int batch, double ini
 	char update[64];
 	snprintf(update, sizeof update, "%.40s.update", suffix);
 	node(c, OP_assign, s, next, NULL, update);
+	return s;
+}
+
+/* Evaluation reads state (reshaped) where training computes batch: make-eval does the swap. */
+static bool eval_swap(LayerCall *c, int batch, int state)
+{
+	Graph *g = c->g;
+	if (g->neval_swaps == IR_MAX_EVAL_SWAPS) {
+		diag_error(c->d, c->loc, "more than %d batch-norm statistics in one network", IR_MAX_EVAL_SWAPS);
+		return false;
+	}
+	g->eval_swap[g->neval_swaps].node = batch;
+	g->eval_swap[g->neval_swaps].state = state;
+	g->neval_swaps++;
+	return true;
 }
 
 /* batch_norm2d(eps, momentum): training-mode batch norm over N, H, W of NCHW input, gamma and
  * beta as NAME.weight and NAME.bias, running statistics NAME.running_mean and NAME.running_var
- * updated by assign nodes (the unbiased variance, as PyTorch). The batch statistics are named
- * NAME.batch_mean and NAME.batch_var so the evaluation program can swap in the running ones. */
+ * updated by assign nodes (the unbiased variance, as PyTorch). The evaluation program uses the
+ * running statistics in place of the batch ones NAME.batch_mean and NAME.batch_var (Graph's
+ * eval_swap table). */
 static int build_batch_norm(const Layer *l, LayerCall *c)
 {
 	if (!need_rank(c, l->sig.name, 4, "NCHW"))
@@ -332,12 +348,14 @@ static int build_batch_norm(const Layer *l, LayerCall *c)
 	int var = node(c, OP_mean, node(c, OP_mul, d, d, NULL, NULL), -1, axes, "batch_var");
 	int std = node(c, OP_sqrt, node(c, OP_add, var, ir_const(c->g, a[0]), NULL, NULL), -1, NULL, NULL);
 	int w = param(c, "weight", 1, &ch, 0);
-	c->g->node[w].attr[0] = LAYER_INIT_ONE;
+	c->g->node[w].attr[0] = INIT_ONE;
 	int y = node(c, OP_mul, node(c, OP_div, d, std, NULL, NULL), reshaped(c, w, 3, col), NULL, NULL);
 	int b = param(c, "bias", 1, &ch, 0);
 	c->g->node[b].attr[0] = INIT_ZERO;
-	running_stat(c, "running_mean", mean, INIT_ZERO, a[1], 1);
-	running_stat(c, "running_var", var, LAYER_INIT_ONE, a[1], count > 1 ? (double)count / (double)(count - 1) : 1);
+	int rmean = running_stat(c, "running_mean", mean, INIT_ZERO, a[1], 1);
+	int rvar = running_stat(c, "running_var", var, INIT_ONE, a[1], count > 1 ? (double)count / (double)(count - 1) : 1);
+	if (!eval_swap(c, mean, rmean) || !eval_swap(c, var, rvar))
+		return -1;
 	double axis = 1;
 	int out = node(c, OP_bias_add, y, b, &axis, NULL);
 	if (out >= 0)

@@ -9,10 +9,6 @@
 #include "ir/ir.h"
 
 #define SIG_MAX_ARGS 8
-/* The init attribute of a param or state that starts at 1 (batch norm's weight and running_var).
- * The IR knows INIT_ZERO and INIT_UNIFORM only: until it has INIT_ONE, the runtime starts these at
- * 0 (see docs/models.md). */
-#define LAYER_INIT_ONE 2
 #define FE_NAME_BUF (FE_MAX_NAME + 32) /* a layer name and a suffix such as ".weight" */
 
 /* What an argument accepts. */

@@ -15,6 +15,7 @@
 #define IR_MAX_DIMS 6
 #define IR_MAX_INPUTS 4
 #define IR_MAX_ATTRS 8
+#define IR_MAX_EVAL_SWAPS 128
 
 typedef enum {
 #define OP(id, name, pattern, nin, attrs, shape, ref, grad, flops, lower) OP_##id,
@@ -37,7 +38,7 @@ typedef enum {
 enum { PROG_TRAIN = 1, PROG_EVAL = 2 };
 
 /* param->attr[0] (init) and state->attr[0] */
-enum { INIT_ZERO = 0, INIT_UNIFORM = 1 };
+enum { INIT_ZERO = 0, INIT_UNIFORM = 1, INIT_ONE = 2 };
 /* runtime->attr[0] (slot): values the runtime writes before each step */
 enum { RUNTIME_LR = 0, RUNTIME_RNG = 1 };
 
@@ -76,6 +77,13 @@ typedef struct Graph {
 	int eval_output, eval_loss; /* the same in the evaluation program, -1 until make-eval */
 	int lr, rng;            /* runtime nodes: the frontend makes rng for dropout, autodiff lr */
 	int64_t arena_bytes;    /* set by plan-memory */
+	/* Nodes the evaluation program replaces by a state leaf reshaped to their shape (batch
+	 * norm: its batch mean and variance by its running ones); set by the frontend, read by
+	 * make-eval. */
+	struct {
+		int node, state;
+	} eval_swap[IR_MAX_EVAL_SWAPS];
+	int neval_swaps;
 } Graph;
 
 typedef struct GradContext GradContext;

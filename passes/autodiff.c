@@ -88,14 +88,15 @@ bool pass_autodiff(Graph *g, const PassOptions *o, Diag *d)
 	free(grad);
 	name_gradients(g, first);
 
-	/* the training step: the loss, the scores (for accuracy) and every update */
+	/* the training step: the loss, the scores (for accuracy) and every update, the optimizer's
+	 * and the frontend's (batch norm's running statistics) */
 	int *roots = malloc((g->nnodes + 2) * sizeof *roots);
 	if (!roots)
 		abort();
 	int nroots = 0;
 	roots[nroots++] = g->loss;
 	roots[nroots++] = g->output;
-	for (int i = first; i < g->nnodes; i++)
+	for (int i = 0; i < g->nnodes; i++)
 		if (g->node[i].op == OP_assign)
 			roots[nroots++] = i;
 	ir_mark_program(g, roots, nroots, PROG_TRAIN);

@@ -438,7 +438,7 @@ static void check_buffer(Rd *r, const Bundle *b, int i)
 {
 	const BundleBuffer *x = &b->buf[i];
 	if ((unsigned)x->role > BUF_ALIAS || (unsigned)x->dtype >= DT_COUNT ||
-	    (unsigned)x->rank > BUNDLE_MAX_DIMS || (unsigned)x->init > 1 || !isfinite(x->bound)) {
+	    (unsigned)x->rank > BUNDLE_MAX_DIMS || (unsigned)x->init > 2 || !isfinite(x->bound)) {
 		r_fail(r, "malformed bundle: buffer %d '%s' has role %d, dtype %d, rank %d, init %d",
 		       i, x->name, x->role, x->dtype, x->rank, x->init);
 		return;

@@ -35,7 +35,7 @@ typedef struct {
 	int64_t dim[BUNDLE_MAX_DIMS];
 	int64_t offset;      /* bytes into the arena; -1 for a value with no storage (a constant) */
 	int64_t bytes;
-	int32_t init;        /* params: INIT_ZERO or INIT_UNIFORM (ir.h) */
+	int32_t init;        /* params and state: INIT_ZERO, INIT_UNIFORM or INIT_ONE (ir.h) */
 	double bound;        /* INIT_UNIFORM draws from [-bound, bound) */
 	int32_t programs;    /* PROG_* bits of the node */
 } BundleBuffer;

@@ -1,6 +1,6 @@
 /* init.c: parameters as PyTorch initializes them by default (the compiler puts each parameter's
- * bound, from kaiming-uniform with a = sqrt(5) or the bias rule, in the bundle), and zeroed
- * optimizer state.
+ * bound, from kaiming-uniform with a = sqrt(5) or the bias rule, in the bundle), ones where the
+ * bundle says so (batch norm's weight and running variance), and zeroed optimizer state.
  *
  * The draws come from a counter-based generator keyed by (seed, hash of the buffer's name): a
  * parameter's values depend on nothing else, so adding a layer leaves the others' start alone. */
@@ -62,6 +62,9 @@ void rt_init_params(Session *s, uint64_t seed)
 			abort();
 		if (x->role == BUF_PARAM && x->init == RT_INIT_UNIFORM)
 			init_uniform(tmp, x, seed, n);
+		else if (x->init == RT_INIT_ONE)
+			for (int64_t k = 0; k < n; k++)
+				store(tmp, (DType)x->dtype, k, 1);
 		rt_write(s, i, tmp, (size_t)x->bytes);
 		free(tmp);
 	}

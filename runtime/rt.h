@@ -11,7 +11,7 @@
 
 /* The values of PROG_* and INIT_* in ir/ir.h, which the runtime may not include: keep them equal. */
 enum { RT_PROG_TRAIN = 1, RT_PROG_EVAL = 2 };
-enum { RT_INIT_ZERO = 0, RT_INIT_UNIFORM = 1 };
+enum { RT_INIT_ZERO = 0, RT_INIT_UNIFORM = 1, RT_INIT_ONE = 2 };
 
 /* ---- sessions: a bundle loaded on a device with its arena (runtime/session.c) ---- */
 typedef struct Session Session;
@@ -23,7 +23,8 @@ typedef struct Session Session;
 Session *rt_open(const Bundle *b, const char *device, int threads, char *err, size_t errlen);
 void rt_close(Session *s);
 /* Parameters as PyTorch initializes them by default (uniform within each buffer's bound) from
- * seed; optimizer state zero. */
+ * seed; buffers marked INIT_ONE (batch norm's weight and running variance) ones; the rest of the
+ * optimizer state zero. */
 void rt_init_params(Session *s, uint64_t seed);
 /* Queues one program (PROG_TRAIN or PROG_EVAL from ir.h) over what the buffers hold. On the CPU
  * it returns when the work is done; on a GPU before, and rt_read or rt_sync wait for it. False
@@ -108,6 +109,7 @@ typedef struct {
 	int64_t save_every;    /* 0: only at the end */
 	const char *resume;    /* checkpoint to continue from (step counter and schedule too) */
 	const char *log_csv;   /* --log: one CSV row per logging interval */
+	bool overfit_batch;    /* every step on the first batch, augmented alike; no held-out evaluation */
 } TrainOptions;
 
 /* Trains and prints progress lines and a summary; returns 0, or 1 after printing a user error. */

@@ -29,6 +29,7 @@ typedef struct {
 	int64_t step;    /* training steps done */
 	int64_t total;   /* steps of the whole run, for the schedule */
 	float lr;        /* of the last step */
+	bool overfit;    /* --overfit-batch: one batch, augmented as at step 0, every step */
 } Loop;
 
 /* Progress over the current logging interval. */
@@ -213,7 +214,8 @@ static void loop_free(Loop *L)
  * seed and the step, so a resumed run sees the same crops and flips. */
 static void load_batch(Loop *L, const Dataset *d, const int32_t *idx, bool train)
 {
-	uint64_t key = rt_mix64(L->seed ^ rt_mix64((uint64_t)L->step + 0xA06));
+	uint64_t step = L->overfit ? 0 : (uint64_t)L->step;
+	uint64_t key = rt_mix64(L->seed ^ rt_mix64(step + 0xA06));
 	for (int64_t k = 0; k < L->batch; k++)
 		L->labels[k] = rt_dataset_example(d, idx[k], train, key, L->images + k * L->pixels);
 	rt_write(L->s, L->b->image, L->images, (size_t)(L->batch * L->pixels) * sizeof *L->images);
@@ -408,12 +410,15 @@ static bool run_epochs(Loop *L, Plan *p, const Dataset *train, const Dataset *te
 		perm[i] = (int32_t)i;
 	Interval iv = {.t_mark = now()};
 	bool ok = true, evaluated = false; /* at the run's last step */
-	for (int64_t e = L->step / p->per_epoch; e < p->epochs && ok && L->step < p->total; e++) {
-		shuffle(perm, train->n, L->seed, e);
+	const int64_t e0 = L->step / p->per_epoch;
+	for (int64_t e = e0; e < p->epochs && ok && L->step < p->total; e++) {
+		/* --overfit-batch keeps epoch 0's order and its first batch throughout */
+		if (!L->overfit || e == e0)
+			shuffle(perm, train->n, L->seed, L->overfit ? 0 : e);
 		for (int64_t k = L->step % p->per_epoch; k < p->per_epoch && L->step < p->total; k++) {
 			double t = now();
 			int64_t hits;
-			float loss = train_step(L, train, perm + k * L->batch, e, &hits);
+			float loss = train_step(L, train, perm + (L->overfit ? 0 : k) * L->batch, e, &hits);
 			p->train_s += now() - t;
 			if (rt_error(L->s)) {
 				snprintf(err, errlen, "%s (at step %lld)", rt_error(L->s), (long long)L->step);
@@ -531,15 +536,19 @@ static bool train_session(const Bundle *b, const TrainOptions *o, const Dataset 
 	if (!ok)
 		snprintf(err, errlen, "out of memory");
 	L.total = p.total;
+	L.overfit = o->overfit_batch;
 	ok = ok && resume(&L, o, &p, err, errlen);
 	p.t0 = now();
-	if (ok && !has_eval(b) && !o->quiet)
+	bool eval = has_eval(b) && !test->no_holdout && !o->overfit_batch;
+	if (ok && o->overfit_batch && !o->quiet)
+		printf("eval: none (--overfit-batch trains on one batch: its loss must fall)\n");
+	else if (ok && !has_eval(b) && !o->quiet)
 		printf("eval: none (the bundle has no evaluation program)\n");
 	else if (ok && test->no_holdout && !o->quiet)
 		printf("eval: none (synthetic data has no held-out set)\n");
 	/* a terminal gets the bar redrawn in place; pipes and files plain lines */
 	ok = ok && progress_open(&p.prog, stdout, isatty(fileno(stdout)), o->quiet, o->log_csv, err, errlen);
-	ok = ok && run_epochs(&L, &p, train, has_eval(b) && !test->no_holdout ? test : NULL, o, err, errlen);
+	ok = ok && run_epochs(&L, &p, train, eval ? test : NULL, o, err, errlen);
 	char log_err[512];
 	if (!progress_close(&p.prog, log_err, sizeof log_err) && ok) {
 		snprintf(err, errlen, "%s", log_err);

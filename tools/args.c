@@ -46,6 +46,7 @@ static const Option options[] = {
 	{"--resume", OPT_RESUME, true},
 	{"--checkpoint", OPT_CHECKPOINT, true},
 	{"--log", OPT_LOG, true},
+	{"--overfit-batch", OPT_OVERFIT, false},
 };
 
 static bool parse_count(const char *command, const char *opt, const char *s, int64_t min, int64_t *out)
@@ -122,6 +123,7 @@ static bool set_option(const Option *o, const char *command, const char *v, Args
 	case OPT_RESUME: a->resume = v; return true;
 	case OPT_CHECKPOINT: a->checkpoint = v; return true;
 	case OPT_LOG: a->log = v; return true;
+	case OPT_OVERFIT: a->overfit_batch = true; return true;
 	case OPT_TRAINING: a->training = true; return true;
 	case OPT_QUIET: a->quiet = true; return true;
 	case OPT_OUTPUT: a->output = v; return true;

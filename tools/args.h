@@ -31,6 +31,7 @@ enum {
 	OPT_RESUME = 1 << 22,   /* --resume F */
 	OPT_CHECKPOINT = 1 << 23, /* --checkpoint F */
 	OPT_LOG = 1 << 24,      /* --log FILE.csv */
+	OPT_OVERFIT = 1 << 25,  /* --overfit-batch */
 };
 
 typedef struct {
@@ -55,6 +56,7 @@ typedef struct {
 	const char *resume;      /* --resume: checkpoint to continue from */
 	const char *checkpoint;  /* --checkpoint: weights for netc eval */
 	const char *log;         /* --log: the training log, CSV */
+	bool overfit_batch;      /* --overfit-batch: train on the first batch every step */
 	bool training, quiet, help, seed_given;
 	int64_t steps, epochs, batch, repeats, warmup, log_every;
 	int64_t threads;

@@ -247,6 +247,7 @@ static int cmd_train(const Args *a)
 		.data_dir = a->data, .device = a->device, .threads = (int)a->threads, .steps = a->steps,
 		.epochs = a->epochs, .seed = a->seed, .log_every = a->log_every, .quiet = a->quiet,
 		.save = a->save, .save_every = a->save_every, .resume = a->resume, .log_csv = a->log,
+		.overfit_batch = a->overfit_batch,
 	};
 	int rc = rt_train(&b, &o);
 	bundle_free(&b);
@@ -529,10 +530,10 @@ static const Command commands[] = {
 	 "sm architecture, memory, wave size), why a backend finds none, and the CPU."},
 	{"train", cmd_train,
 	 OPT_DATA | OPT_STEPS | OPT_EPOCHS | OPT_BATCH | OPT_SEED | OPT_THREADS | OPT_DEVICE | OPT_LOG_EVERY | OPT_QUIET
-		 | OPT_SAVE | OPT_RESUME | OPT_LOG | RUN_TARGET_OPTS,
+		 | OPT_SAVE | OPT_RESUME | OPT_LOG | OPT_OVERFIT | RUN_TARGET_OPTS,
 	 "netc train MODEL.net|FILE [--data DIR|synthetic] [--steps N | --epochs N] [--batch N] [--seed S]\n"
 	 "                  [--threads N] [--log-every N] [--log FILE.csv] [--device auto|cpu|hip|cuda[:N]]\n"
-	 "                  [--save F [--save-every N]] [--resume F]"
+	 "                  [--save F [--save-every N]] [--resume F] [--overfit-batch]"
 	 RUN_TARGET_USAGE,
 	 "Trains the model on the data set its train section names (data = mnist | cifar10 | synthetic).\n"
 	 "Without --data it uses the built-in generator (an MNIST-like or CIFAR-like set); --data DIR\n"
@@ -544,7 +545,9 @@ static const Command commands[] = {
 	 "held-out accuracy follows each epoch, and a summary the run. --device auto (the default) takes the\n"
 	 "first GPU the bundle has code for, else the CPU. --save F writes a safetensors checkpoint\n"
 	 "(parameters and optimizer state) every --save-every steps and at the end; --resume F continues\n"
-	 "a run from one, step counter and schedule included (give the same --seed and --steps)."
+	 "a run from one, step counter and schedule included (give the same --seed and --steps).\n"
+	 "--overfit-batch trains every step on the first batch (the same examples and augmentation) and\n"
+	 "skips the held-out evaluation: a sanity check in which the loss must fall."
 	 RUN_TARGET_HELP},
 	{"eval", cmd_eval, OPT_DATA | OPT_BATCH | OPT_SEED | OPT_THREADS | OPT_DEVICE | OPT_QUIET | OPT_CHECKPOINT
 		 | RUN_TARGET_OPTS,
