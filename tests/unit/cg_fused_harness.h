@@ -78,7 +78,6 @@ CH_API int cf_check_kernel(CgHarness *h, const CgKernel *k, const uint8_t *arena
  * its grid in two pieces and compares every group output. Returns the failures. */
 CH_API int cf_run(CgHarness *h, bool emulate)
 {
-	Graph *g = h->g;
 	CgOutput out;
 	if (!cf_plan(h))
 		return 1;
@@ -87,17 +86,7 @@ CH_API int cf_run(CgHarness *h, bool emulate)
 	cg_gpu_emulation(false);
 	if (!ok)
 		return 1;
-	for (int i = 0; i < g->nnodes; i++) {
-		free(h->want[i]);
-		h->want[i] = tu_calloc((size_t)shape_numel(&g->node[i].shape), sizeof(double));
-	}
-	size_t bytes = ((size_t)g->arena_bytes + 63) / 64 * 64 + 64;
-	uint8_t *arena = aligned_alloc(64, bytes);
-	if (!arena)
-		abort();
-	memset(arena, 0xff, bytes);
-	ch_fill_leaves(h, arena);
-	ir_interp(g, PROG_TRAIN, h->want);
+	uint8_t *arena = ch_prepare(h);
 	int failures = 1;
 	void *so = ch_load(h, &out);
 	if (so) {

@@ -389,14 +389,14 @@ CH_API char *ch_ir(CgHarness *h)
 	return ir;
 }
 
-CH_API int ch_run(CgHarness *h)
+/* The expected values of every node (the float64 interpreter) and an arena holding the leaves,
+ * every other byte NaN so a value a kernel forgets to write shows. The caller frees the arena. */
+CH_API uint8_t *ch_prepare(CgHarness *h)
 {
 	Graph *g = h->g;
-	CgOutput out;
-	if (!ch_compile(h, false, &out))
-		return 1;
 	for (int i = 0; i < g->nnodes; i++) {
 		int64_t m = shape_numel(&g->node[i].shape);
+		free(h->want[i]);
 		h->want[i] = calloc((size_t)(m ? m : 1), sizeof(double));
 		if (!h->want[i])
 			abort();
@@ -408,6 +408,15 @@ CH_API int ch_run(CgHarness *h)
 	memset(arena, 0xff, bytes);
 	ch_fill_leaves(h, arena);
 	ir_interp(g, PROG_TRAIN, h->want);
+	return arena;
+}
+
+CH_API int ch_run(CgHarness *h)
+{
+	CgOutput out;
+	if (!ch_compile(h, false, &out))
+		return 1;
+	uint8_t *arena = ch_prepare(h);
 	int failures = 1;
 	void *so = ch_load(h, &out);
 	if (so) {
