@@ -29,7 +29,7 @@ static int32_t role_of(const Graph *g, const Node *n)
 	case OP_assign:
 		return BUF_ALIAS;
 	case OP_runtime:
-		return n->attr[0] == RUNTIME_LR ? BUF_LR : BUF_RNG;
+		return n->attr[0] == RUNTIME_LR ? BUF_LR : n->attr[0] == RUNTIME_RNG ? BUF_RNG : BUF_LOSS_SCALE;
 	default:
 		return BUF_ACTIVATION;
 	}
@@ -42,8 +42,10 @@ static void fill_buffer(const Graph *g, const Node *n, BundleBuffer *b)
 	b->role = role_of(g, n);
 	b->dtype = n->dtype;
 	b->rank = n->shape.rank;
-	for (int d = 0; d < n->shape.rank; d++)
+	for (int d = 0; d < n->shape.rank; d++) {
 		b->dim[d] = n->shape.dim[d];
+		b->perm[d] = d;
+	}
 	b->offset = n->offset;
 	b->bytes = shape_numel(&n->shape) * (int64_t)dtype_size(n->dtype);
 	b->programs = n->programs;
@@ -84,6 +86,7 @@ static void fill_code(const Graph *g, const CgTarget *t, const CgOutput *out, Bu
 	c->wave = t->kind == CG_HOST ? 0 : t->wave;
 	c->train_kernels = kernel_list(g, out, PROG_TRAIN, &c->ntrain);
 	c->eval_kernels = kernel_list(g, out, PROG_EVAL, &c->neval);
+	c->accum_kernels = kernel_list(g, out, PROG_ACCUM, &c->naccum);
 	/* the CUDA driver reads PTX as a C string: keep a terminating NUL */
 	bool nul = c->kind == CODE_PTX && (out->size == 0 || out->code[out->size - 1] != 0);
 	c->size = out->size + nul;
@@ -117,6 +120,8 @@ static void fill_plan(const Graph *g, Bundle *b)
 	b->eval_output = g->eval_output >= 0 ? index[g->eval_output] : -1;
 	b->lr = g->lr >= 0 ? index[g->lr] : -1;
 	b->rng = g->rng >= 0 ? index[g->rng] : -1;
+	b->loss_scale = g->loss_scale >= 0 ? index[g->loss_scale] : -1;
+	b->finite = g->finite >= 0 ? index[g->finite] : -1;
 	free(index);
 }
 

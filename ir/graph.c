@@ -126,6 +126,7 @@ Graph *ir_graph_new(const char *name)
 	g->image = g->label = g->output = g->loss = -1;
 	g->eval_output = g->eval_loss = -1;
 	g->lr = g->rng = -1;
+	g->loss_scale = g->finite = -1;
 	return g;
 }
 

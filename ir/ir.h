@@ -35,12 +35,14 @@ typedef enum {
 } Pattern;
 
 /* Which programs a node runs in. */
-enum { PROG_TRAIN = 1, PROG_EVAL = 2 };
+/* PROG_ACCUM: a micro-batch of gradient accumulation (forward, backward, gradients added to
+ * their accumulators, no update); the last micro-batch of a step runs PROG_TRAIN. */
+enum { PROG_TRAIN = 1, PROG_EVAL = 2, PROG_ACCUM = 4 };
 
 /* param->attr[0] (init) and state->attr[0] */
 enum { INIT_ZERO = 0, INIT_UNIFORM = 1, INIT_ONE = 2 };
 /* runtime->attr[0] (slot): values the runtime writes before each step */
-enum { RUNTIME_LR = 0, RUNTIME_RNG = 1 };
+enum { RUNTIME_LR = 0, RUNTIME_RNG = 1, RUNTIME_LOSS_SCALE = 2 };
 
 typedef struct {
 	int rank;
@@ -76,6 +78,9 @@ typedef struct Graph {
 	int loss;               /* training loss, a scalar */
 	int eval_output, eval_loss; /* the same in the evaluation program, -1 until make-eval */
 	int lr, rng;            /* runtime nodes: the frontend makes rng for dropout, autodiff lr */
+	/* fp16 loss scaling (mixed-precision): the runtime node of the scale, and the f32 scalar that
+	 * is 1 when the step's gradients were finite and its update ran; -1 when absent */
+	int loss_scale, finite;
 	int64_t arena_bytes;    /* set by plan-memory */
 	/* Nodes the evaluation program replaces by a state leaf reshaped to their shape (batch
 	 * norm: its batch mean and variance by its running ones); set by the frontend, read by

@@ -8,6 +8,8 @@
 /* New kinds go last: bundles store these numbers. */
 typedef enum { OPT_SGD, OPT_ADADELTA, OPT_ADAM, OPT_ADAMW, OPT_COUNT } OptimizerKind;
 typedef enum { SCHED_NONE, SCHED_STEP, SCHED_MULTISTEP, SCHED_COSINE, SCHED_COUNT } ScheduleKind;
+/* What the forward and backward passes compute in; weights and optimizer state stay f32. */
+typedef enum { PREC_FP32, PREC_FP16, PREC_BF16, PREC_COUNT } PrecisionKind;
 
 #define TRAIN_MAX_MILESTONES 6
 
@@ -36,6 +38,8 @@ typedef struct {
 	int64_t steps;    /* 0: run whole epochs */
 	char dataset[32]; /* "mnist" */
 	int64_t log_every; /* steps between progress lines */
+	int64_t accumulate; /* micro-batches whose gradients one optimizer step averages */
+	PrecisionKind precision;
 } TrainConfig;
 
 static inline TrainConfig train_config_default(void)
@@ -53,6 +57,8 @@ static inline TrainConfig train_config_default(void)
 	c.batch = 64;
 	c.epochs = 1;
 	c.log_every = 50;
+	c.accumulate = 1;
+	c.precision = PREC_FP32;
 	c.dataset[0] = 'm', c.dataset[1] = 'n', c.dataset[2] = 'i', c.dataset[3] = 's', c.dataset[4] = 't';
 	return c;
 }

@@ -22,7 +22,8 @@
 #include "runtime/bundle.h"
 #include "runtime/readfile.h"
 
-#define BUF_RECORD (96 + 4 * 4 + 8 * BUNDLE_MAX_DIMS + 8 + 8 + 4 + 8 + 4)
+#define BUF_RECORD (96 + 4 * 4 + 8 * BUNDLE_MAX_DIMS + 8 + 8 + 4 + 8 + 4 + 4 * BUNDLE_MAX_DIMS)
+#define NINDICES 10 /* buffer indices in the header: image ... finite */
 #define KERNEL_RECORD (64 + 4 + 8 + 4)
 #define CODE_TARGET 32
 
@@ -123,6 +124,8 @@ static void w_train(Wr *w, const TrainConfig *c)
 	w_i64(w, c->t_max);
 	w_f64(w, c->eta_min);
 	w_i64(w, c->warmup);
+	w_i64(w, c->accumulate);
+	w_i32(w, c->precision);
 }
 
 static void w_header(Wr *w, const Bundle *b)
@@ -132,9 +135,9 @@ static void w_header(Wr *w, const Bundle *b)
 	w_i64(w, b->batch);
 	w_i64(w, b->arena_bytes);
 	w_f64(w, b->flops_per_step);
-	const int32_t idx[8] = {b->image, b->label, b->loss, b->output,
-				b->eval_loss, b->eval_output, b->lr, b->rng};
-	for (int i = 0; i < 8; i++)
+	const int32_t idx[NINDICES] = {b->image, b->label, b->loss, b->output, b->eval_loss,
+				       b->eval_output, b->lr, b->rng, b->loss_scale, b->finite};
+	for (int i = 0; i < NINDICES; i++)
 		w_i32(w, idx[i]);
 	w_train(w, &b->train);
 	w_end(w, at);
@@ -158,6 +161,8 @@ static void w_buffers(Wr *w, const Bundle *b)
 		w_i32(w, x->init);
 		w_f64(w, x->bound);
 		w_i32(w, x->programs);
+		for (int d = 0; d < BUNDLE_MAX_DIMS; d++)
+			w_i32(w, x->perm[d]);
 	}
 	w_end(w, at);
 }
@@ -189,6 +194,7 @@ static void w_code(Wr *w, const Bundle *b)
 		w_bytes(w, c->data, c->size);
 		w_kernels(w, c->train_kernels, c->ntrain);
 		w_kernels(w, c->eval_kernels, c->neval);
+		w_kernels(w, c->accum_kernels, c->naccum);
 	}
 	w_end(w, at);
 }
@@ -381,6 +387,8 @@ static void r_train(Rd *r, TrainConfig *c)
 	c->t_max = r_i64(r, "header");
 	c->eta_min = r_f64(r, "header");
 	c->warmup = r_i64(r, "header");
+	c->accumulate = r_i64(r, "header");
+	c->precision = (PrecisionKind)r_i32(r, "header");
 	if (!r->ok)
 		return;
 	if (c->nmilestones < 0 || c->nmilestones > TRAIN_MAX_MILESTONES || c->t_max < 0 || c->warmup < 0) {
@@ -388,7 +396,10 @@ static void r_train(Rd *r, TrainConfig *c)
 		       (long long)c->t_max, (long long)c->warmup);
 		return;
 	}
-	if ((unsigned)c->optimizer >= OPT_COUNT || (unsigned)c->schedule >= SCHED_COUNT)
+	if (c->accumulate < 1 || (unsigned)c->precision >= PREC_COUNT)
+		r_fail(r, "malformed bundle: accumulation over %lld micro-batches, precision %d",
+		       (long long)c->accumulate, (int)c->precision);
+	else if ((unsigned)c->optimizer >= OPT_COUNT || (unsigned)c->schedule >= SCHED_COUNT)
 		r_fail(r, "malformed bundle: unknown optimizer %d or schedule %d", (int)c->optimizer,
 		       (int)c->schedule);
 	else if (!isfinite(c->lr) || !isfinite(c->gamma))
@@ -404,9 +415,9 @@ static void r_header(Rd *r, Bundle *b)
 	b->batch = r_i64(&s, "header");
 	b->arena_bytes = r_i64(&s, "header");
 	b->flops_per_step = r_f64(&s, "header");
-	int32_t *idx[8] = {&b->image, &b->label, &b->loss, &b->output,
-			   &b->eval_loss, &b->eval_output, &b->lr, &b->rng};
-	for (int i = 0; i < 8; i++)
+	int32_t *idx[NINDICES] = {&b->image, &b->label, &b->loss, &b->output, &b->eval_loss,
+				  &b->eval_output, &b->lr, &b->rng, &b->loss_scale, &b->finite};
+	for (int i = 0; i < NINDICES; i++)
 		*idx[i] = r_i32(&s, "header");
 	r_train(&s, &b->train);
 	r_section_end(&s, "header");
@@ -430,6 +441,20 @@ static void r_buffer(Rd *r, BundleBuffer *x)
 	x->init = r_i32(r, "buffer");
 	x->bound = r_f64(r, "buffer");
 	x->programs = r_i32(r, "buffer");
+	for (int d = 0; d < BUNDLE_MAX_DIMS; d++)
+		x->perm[d] = r_i32(r, "buffer");
+}
+
+/* perm[0..rank) is a permutation of 0..rank) */
+static bool is_permutation(const int32_t *perm, int rank)
+{
+	unsigned seen = 0;
+	for (int d = 0; d < rank; d++) {
+		if (perm[d] < 0 || perm[d] >= rank || (seen >> perm[d] & 1))
+			return false;
+		seen |= 1u << perm[d];
+	}
+	return true;
 }
 
 /* Everything the runtime later trusts: the buffer's storage lies inside the arena and holds its
@@ -437,8 +462,9 @@ static void r_buffer(Rd *r, BundleBuffer *x)
 static void check_buffer(Rd *r, const Bundle *b, int i)
 {
 	const BundleBuffer *x = &b->buf[i];
-	if ((unsigned)x->role > BUF_ALIAS || (unsigned)x->dtype >= DT_COUNT ||
-	    (unsigned)x->rank > BUNDLE_MAX_DIMS || (unsigned)x->init > 2 || !isfinite(x->bound)) {
+	if ((unsigned)x->role > BUF_LOSS_SCALE || (unsigned)x->dtype >= DT_COUNT ||
+	    (unsigned)x->rank > BUNDLE_MAX_DIMS || (unsigned)x->init > 2 || !isfinite(x->bound) ||
+	    !is_permutation(x->perm, x->rank)) {
 		r_fail(r, "malformed bundle: buffer %d '%s' has role %d, dtype %d, rank %d, init %d",
 		       i, x->name, x->role, x->dtype, x->rank, x->init);
 		return;
@@ -544,6 +570,7 @@ static void r_code(Rd *r, Bundle *b)
 			memcpy(c->data, r_take(&s, (size_t)c->size, "code object"), (size_t)c->size);
 		r_kernels(&s, "training kernel list", &c->train_kernels, &c->ntrain);
 		r_kernels(&s, "evaluation kernel list", &c->eval_kernels, &c->neval);
+		r_kernels(&s, "accumulation kernel list", &c->accum_kernels, &c->naccum);
 	}
 	r_section_end(&s, "code objects");
 	r->ok = s.ok;
@@ -551,11 +578,11 @@ static void r_code(Rd *r, Bundle *b)
 
 static void check_indices(Rd *r, const Bundle *b)
 {
-	const int32_t idx[8] = {b->image, b->label, b->loss, b->output,
-				b->eval_loss, b->eval_output, b->lr, b->rng};
-	static const char *const name[8] = {"image", "label", "loss", "output",
-					    "eval_loss", "eval_output", "lr", "rng"};
-	for (int i = 0; i < 8 && r->ok; i++)
+	const int32_t idx[NINDICES] = {b->image, b->label, b->loss, b->output, b->eval_loss,
+				       b->eval_output, b->lr, b->rng, b->loss_scale, b->finite};
+	static const char *const name[NINDICES] = {"image", "label", "loss", "output", "eval_loss",
+						   "eval_output", "lr", "rng", "loss_scale", "finite"};
+	for (int i = 0; i < NINDICES && r->ok; i++)
 		if (idx[i] < -1 || idx[i] >= b->nbuf || (idx[i] >= 0 && b->buf[idx[i]].offset < 0))
 			r_fail(r, "malformed bundle: %s buffer index %d is not one of the %d buffers "
 			       "with storage", name[i], idx[i], b->nbuf);
@@ -614,6 +641,7 @@ void bundle_free(Bundle *b)
 		free(b->code[i].data);
 		free(b->code[i].train_kernels);
 		free(b->code[i].eval_kernels);
+		free(b->code[i].accum_kernels);
 	}
 	free(b->code);
 	memset(b, 0, sizeof *b);

@@ -12,7 +12,7 @@
 #include "ir/train_config.h"
 
 #define BUNDLE_MAGIC "NETCBNDL"
-#define BUNDLE_VERSION 3
+#define BUNDLE_VERSION 4
 #define BUNDLE_MAX_DIMS 6
 
 typedef enum {
@@ -23,7 +23,8 @@ typedef enum {
 	BUF_STATE,      /* optimizer state, zero at the start */
 	BUF_LR,         /* f32 scalar: the learning rate of this step */
 	BUF_RNG,        /* i32[2]: seed, step; dropout's Philox key and counter */
-	BUF_ALIAS       /* no storage of its own: offset is its target's (assign) */
+	BUF_ALIAS,      /* no storage of its own: offset is its target's (assign) */
+	BUF_LOSS_SCALE  /* f32 scalar: the fp16 loss scale of this step, written by the runtime */
 } BufferRole;
 
 typedef struct {
@@ -38,6 +39,9 @@ typedef struct {
 	int32_t init;        /* params and state: INIT_ZERO, INIT_UNIFORM or INIT_ONE (ir.h) */
 	double bound;        /* INIT_UNIFORM draws from [-bound, bound) */
 	int32_t programs;    /* PROG_* bits of the node */
+	/* Stored axis d holds public axis perm[d] (the layout pass may store a weight as OHWI where
+	 * checkpoints keep OIHW); dim[] is the stored shape; identity for most buffers. */
+	int32_t perm[BUNDLE_MAX_DIMS];
 } BundleBuffer;
 
 typedef struct {
@@ -65,6 +69,8 @@ typedef struct {
 	int32_t ntrain;
 	BundleKernel *eval_kernels;  /* launch order of one evaluation batch */
 	int32_t neval;
+	BundleKernel *accum_kernels; /* launch order of one accumulating micro-batch (PROG_ACCUM) */
+	int32_t naccum;
 } BundleCode;
 
 typedef struct {
@@ -75,6 +81,9 @@ typedef struct {
 	double flops_per_step;  /* training program, counted by the compiler */
 	/* indices into buf[], -1 when absent */
 	int32_t image, label, loss, output, eval_loss, eval_output, lr, rng;
+	/* fp16 dynamic loss scaling: the scale the runtime writes, and an f32 scalar the step sets to
+	 * 1 when every gradient was finite (the update ran) and 0 when it skipped the update */
+	int32_t loss_scale, finite;
 	BundleBuffer *buf;
 	int32_t nbuf;
 	BundleCode *code;

@@ -10,7 +10,7 @@
 #include "runtime/bundle.h"
 
 /* The values of PROG_* and INIT_* in ir/ir.h, which the runtime may not include: keep them equal. */
-enum { RT_PROG_TRAIN = 1, RT_PROG_EVAL = 2 };
+enum { RT_PROG_TRAIN = 1, RT_PROG_EVAL = 2, RT_PROG_ACCUM = 4 };
 enum { RT_INIT_ZERO = 0, RT_INIT_UNIFORM = 1, RT_INIT_ONE = 2 };
 
 /* ---- sessions: a bundle loaded on a device with its arena (runtime/session.c) ---- */

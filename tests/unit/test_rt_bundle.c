@@ -20,12 +20,14 @@ static void make_bundle(Bundle *b)
 		BundleBuffer *x = &b->buf[i];
 		snprintf(x->name, sizeof x->name, "buf%d_%u", i, (uint32_t)tu_next());
 		x->node = (int32_t)tu_below(100);
-		x->role = (int32_t)tu_below(BUF_ALIAS + 1);
+		x->role = (int32_t)tu_below(BUF_LOSS_SCALE + 1);
 		x->dtype = (int32_t)tu_below(DT_COUNT);
 		x->rank = (int32_t)(1 + tu_below(4));
 		int64_t numel = 1;
-		for (int d = 0; d < x->rank; d++)
+		for (int d = 0; d < x->rank; d++) {
 			numel *= x->dim[d] = 1 + tu_below(7);
+			x->perm[d] = x->rank - 1 - d; /* any permutation must survive the trip */
+		}
 		x->bytes = numel * (int64_t)dtype_size((DType)x->dtype);
 		x->offset = offset;
 		offset += (x->bytes + 63) / 64 * 64;
@@ -36,6 +38,9 @@ static void make_bundle(Bundle *b)
 	b->arena_bytes = offset;
 	b->image = 0, b->label = 1, b->loss = 2, b->output = 2;
 	b->eval_loss = -1, b->eval_output = -1, b->lr = -1, b->rng = b->nbuf - 1;
+	b->loss_scale = -1, b->finite = 1;
+	b->train.accumulate = 1 + (int64_t)tu_below(8);
+	b->train.precision = (PrecisionKind)tu_below(PREC_COUNT);
 	b->ncode = 2;
 	b->code = tu_calloc(2, sizeof *b->code);
 	for (int i = 0; i < 2; i++) {
@@ -51,9 +56,13 @@ static void make_bundle(Bundle *b)
 		c->ntrain = 1 + (int32_t)tu_below(6);
 		c->neval = (int32_t)tu_below(4);
 		c->train_kernels = tu_calloc((size_t)c->ntrain, sizeof *c->train_kernels);
+		c->naccum = (int32_t)tu_below(3);
 		c->eval_kernels = tu_calloc((size_t)c->neval + 1, sizeof *c->eval_kernels);
-		for (int k = 0; k < c->ntrain + c->neval; k++) {
-			BundleKernel *kk = k < c->ntrain ? &c->train_kernels[k] : &c->eval_kernels[k - c->ntrain];
+		c->accum_kernels = tu_calloc((size_t)c->naccum + 1, sizeof *c->accum_kernels);
+		for (int k = 0; k < c->ntrain + c->neval + c->naccum; k++) {
+			BundleKernel *kk = k < c->ntrain ? &c->train_kernels[k]
+					   : k < c->ntrain + c->neval ? &c->eval_kernels[k - c->ntrain]
+								      : &c->accum_kernels[k - c->ntrain - c->neval];
 			snprintf(kk->name, sizeof kk->name, "k%d_op%u", k, (unsigned)tu_below(50));
 			kk->node = (int32_t)tu_below(100);
 			kk->grid = 1 + tu_below(100000);
@@ -71,13 +80,17 @@ static void check_equal(const Bundle *a, const Bundle *b)
 	      strcmp(a->train.dataset, b->train.dataset) == 0 && a->train.optimizer == b->train.optimizer,
 	      "train config");
 	CHECK(a->image == b->image && a->label == b->label && a->loss == b->loss && a->rng == b->rng &&
-	      a->eval_loss == b->eval_loss && a->lr == b->lr, "indices");
+	      a->eval_loss == b->eval_loss && a->lr == b->lr && a->loss_scale == b->loss_scale &&
+	      a->finite == b->finite, "indices");
+	CHECK(a->train.accumulate == b->train.accumulate && a->train.precision == b->train.precision,
+	      "accumulation and precision");
 	CHECK(a->nbuf == b->nbuf, "nbuf %d vs %d", a->nbuf, b->nbuf);
 	for (int i = 0; i < a->nbuf && a->nbuf == b->nbuf; i++)
 		CHECK(memcmp(&a->buf[i], &b->buf[i], sizeof a->buf[i]) == 0 ||
 		      (strcmp(a->buf[i].name, b->buf[i].name) == 0 && a->buf[i].offset == b->buf[i].offset &&
 		       a->buf[i].bytes == b->buf[i].bytes && a->buf[i].bound == b->buf[i].bound &&
 		       memcmp(a->buf[i].dim, b->buf[i].dim, sizeof a->buf[i].dim) == 0 &&
+		       memcmp(a->buf[i].perm, b->buf[i].perm, sizeof a->buf[i].perm) == 0 &&
 		       a->buf[i].role == b->buf[i].role && a->buf[i].dtype == b->buf[i].dtype),
 		      "buffer %d", i);
 	CHECK(a->ncode == b->ncode, "ncode");
@@ -86,7 +99,11 @@ static void check_equal(const Bundle *a, const Bundle *b)
 		CHECK(strcmp(x->target, y->target) == 0 && strcmp(x->arch, y->arch) == 0 && x->kind == y->kind &&
 		      x->wave == y->wave && x->size == y->size && memcmp(x->data, y->data, x->size) == 0,
 		      "code %d", i);
-		CHECK(x->ntrain == y->ntrain && x->neval == y->neval, "kernel counts of code %d", i);
+		CHECK(x->ntrain == y->ntrain && x->neval == y->neval && x->naccum == y->naccum,
+		      "kernel counts of code %d", i);
+		for (int k = 0; k < x->naccum && x->naccum == y->naccum; k++)
+			CHECK(strcmp(x->accum_kernels[k].name, y->accum_kernels[k].name) == 0 &&
+			      x->accum_kernels[k].grid == y->accum_kernels[k].grid, "accum kernel %d", k);
 		for (int k = 0; k < x->ntrain && x->ntrain == y->ntrain; k++)
 			CHECK(strcmp(x->train_kernels[k].name, y->train_kernels[k].name) == 0 &&
 			      x->train_kernels[k].grid == y->train_kernels[k].grid &&
