@@ -3,10 +3,11 @@
  *
  *   work-group wg -> (k-slice, b, m-tile, n-tile)
  *   zero the accumulators; each work-item loads its share of k-block 0 into registers
- *   for each k-block:
- *     phase: each work-item stores its share of the A and B tiles into LDS    | barrier
+ *   for each k-block kb:
+ *     phase: each work-item stores its share of the A and B tiles into LDS
+ *            buffer kb % 2                                                     | barrier
  *     phase: each work-item loads its share of the next k-block, and
- *            accumulates its TM x TN tile over its k-slice from LDS            | barrier
+ *            accumulates its TM x TN tile over its k-slice from LDS            (no barrier)
  *   KS == 1: phase: each work-item stores its valid outputs
  *   KS > 1:  phase: partial tiles to LDS | barrier | phase: sums in slice order, stores
  *
@@ -20,11 +21,13 @@
 #include "codegen/cg_util.h"
 
 enum {
-	GPU_TILE = 64,          /* largest tile side */
+	GPU_TILE = 128,         /* largest tile side (float32; float64 stops at GPU_SMALL_TILE) */
+	GPU_SMALL_TILE = 64,    /* largest side of the 4 x 4 register tiles */
 	GPU_MIN_TILE = 16,      /* smallest tile side */
-	GPU_REG_TILE = 4,       /* TM = TN */
+	GPU_REG_TILE = 4,       /* register tile side of tiles up to GPU_SMALL_TILE */
+	GPU_MAX_REG = 8,        /* register tile side of the GPU_TILE-wide tiles */
 	GPU_WANT_GROUPS = 256,  /* shrink tiles until the grid has this many work-groups */
-	GPU_STAGE_BYTES = 16384 /* LDS for the A and B tiles; the k-block grows to fill it */
+	GPU_STAGE_BYTES = 8192  /* LDS for one buffer of the A and B tiles; the k-block grows to fill it */
 };
 
 /* ---- the work-group ---- */
@@ -134,27 +137,67 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 static int64_t groups(const GemmSpec *s, int bm, int bn) { return s->batch * cdiv(s->m, bm) * cdiv(s->n, bn); }
 
+static bool is_double(const GemmSpec *s) { return s->type && LLVMGetTypeKind(s->type) == LLVMDoubleTypeKind; }
+
+/* Register tile side for a tile side: 8 on the widest tiles (twice the multiply-adds per LDS read
+ * of 4), else 4. */
+static int reg_side(int side) { return side > GPU_SMALL_TILE ? GPU_MAX_REG : GPU_REG_TILE; }
+
+/* Relative cost of one multiply-add on a tm x tn register tile: the LDS reads and the staging
+ * (index arithmetic included) per multiply-add go as 1/tm + 1/tn. */
+static double fma_cost(int tm, int tn) { return 1.0 + 1.0 / tm + 1.0 / tn; }
+
+static int64_t padded(int64_t extent, int tile) { return cdiv(extent, tile) * tile; }
+
+/* Small problems: tiles up to GPU_SMALL_TILE, no side beyond what the extent needs, halved while
+ * the grid has few work-groups (small M x N, large K: dense layers, weight gradients); the
+ * work-items they free split each k-block instead. */
+static void small_tile(const GemmSpec *s, GpuTiles *t)
+{
+	t->bm = t->bn = GPU_SMALL_TILE;
+	while (t->bm > GPU_MIN_TILE && t->bm / 2 >= s->m)
+		t->bm /= 2;
+	while (t->bn > GPU_MIN_TILE && t->bn / 2 >= s->n)
+		t->bn /= 2;
+	while (groups(s, t->bm, t->bn) < GPU_WANT_GROUPS && (t->bm > GPU_MIN_TILE || t->bn > GPU_MIN_TILE)) {
+		if (t->bm >= t->bn && t->bm > GPU_MIN_TILE)
+			t->bm /= 2;
+		else
+			t->bn /= 2;
+	}
+}
+
+/* Where the largest small tile already gives enough work-groups: the tile of sides 64 or 128 with
+ * enough work-groups and the least padded area weighted by fma_cost (float32 only: 8 x 8 float64
+ * accumulators would not stay in registers). */
+static void wide_tile(const GemmSpec *s, GpuTiles *t)
+{
+	if (is_double(s) || t->bm < GPU_SMALL_TILE || t->bn < GPU_SMALL_TILE)
+		return;
+	double best = 0;
+	for (int bm = GPU_SMALL_TILE; bm <= GPU_TILE; bm *= 2)
+		for (int bn = GPU_SMALL_TILE; bn <= GPU_TILE; bn *= 2) {
+			double cost = (double)padded(s->m, bm) * (double)padded(s->n, bn) * fma_cost(reg_side(bm), reg_side(bn));
+			if (groups(s, bm, bn) >= GPU_WANT_GROUPS && (best == 0 || cost < best)) {
+				best = cost;
+				t->bm = bm;
+				t->bn = bn;
+			}
+		}
+}
+
 GpuTiles cg_gemm_gpu_tiles(const GemmSpec *s)
 {
-	GpuTiles t = {.bm = GPU_TILE, .bn = GPU_TILE, .tm = GPU_REG_TILE, .tn = GPU_REG_TILE, .block = CG_GPU_BLOCK};
-	/* no tile side beyond what the extent needs */
-	while (t.bm > GPU_MIN_TILE && t.bm / 2 >= s->m)
-		t.bm /= 2;
-	while (t.bn > GPU_MIN_TILE && t.bn / 2 >= s->n)
-		t.bn /= 2;
-	/* few work-groups (small M x N, large K: dense layers, weight gradients): smaller tiles, and
-	 * the work-items they free split each k-block instead */
-	while (groups(s, t.bm, t.bn) < GPU_WANT_GROUPS && (t.bm > GPU_MIN_TILE || t.bn > GPU_MIN_TILE)) {
-		if (t.bm >= t.bn && t.bm > GPU_MIN_TILE)
-			t.bm /= 2;
-		else
-			t.bn /= 2;
-	}
+	GpuTiles t = {.block = CG_GPU_BLOCK};
+	small_tile(s, &t);
+	wide_tile(s, &t);
+	t.tm = reg_side(t.bm);
+	t.tn = reg_side(t.bn);
 	t.ks = t.block / ((t.bm / t.tm) * (t.bn / t.tn));
 	/* the k-block fills the LDS budget (fewer barriers, more loads in flight) but stays within
 	 * K rounded up to a power of two and gives every slice at least 4 steps */
 	t.bk = 4 * t.ks;
-	int64_t esize = s->type && LLVMGetTypeKind(s->type) == LLVMDoubleTypeKind ? 8 : 4;
+	int64_t esize = is_double(s) ? 8 : 4;
 	while ((t.bm + t.bn) * t.bk * 2 * esize <= GPU_STAGE_BYTES && t.bk < s->k)
 		t.bk *= 2;
 	t.nmb = cdiv(s->m, t.bm);
@@ -184,7 +227,8 @@ typedef struct {
 	GpuTiles t;
 	GpuGroup grp;
 	LLVMTypeRef et, it;          /* compute type; index type (i32 where it fits) */
-	LLVMValueRef as, bs, red;    /* LDS: A tile [bk][lda], B tile [bk][ldb]; then slice partials */
+	LLVMValueRef lds;            /* two buffers of A tile [bk][lda], B tile [bk][ldb]; then slice partials */
+	LLVMValueRef as, bs;         /* the k-block's buffer */
 	int64_t lda, ldb;
 	GpuPrivate acc;              /* TM x TN accumulators per work-item */
 	GpuPrivate staged;           /* its share of the next k-block's A and B tiles */
@@ -228,15 +272,20 @@ static void end_if(Cg *cg, LLVMBasicBlockRef done)
 
 /* ---- staging the tiles ---- */
 
-/* The operand's element (row, col) in range, or zero when !ok (the emitter then reads (0, 0)). */
-static LLVMValueRef operand(Cg *cg, GpuGemm *g, const GemmOperand *op, LLVMValueRef row, LLVMValueRef col,
-			    LLVMValueRef ok)
+/* The operand's element at (mn, k) (row and column as the operand has them) where both are in
+ * range, else zero; an index out of range reads 0 instead. Each index is clamped by its own test,
+ * so the emitter's arithmetic on mn stays invariant across k-blocks and LLVM hoists it out of the
+ * k loop. */
+static LLVMValueRef operand(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef mn, LLVMValueRef k, LLVMValueRef mn_ok,
+			    LLVMValueRef k_ok)
 {
+	const GemmOperand *op = is_a ? &g->s->a : &g->s->b;
 	LLVMValueRef zero = ci(g, 0);
-	row = LLVMBuildSelect(cg->b, ok, row, zero, "");
-	col = LLVMBuildSelect(cg->b, ok, col, zero, "");
-	LLVMValueRef v = op->elem(cg, op, to_i64(cg, g, g->b), to_i64(cg, g, row), to_i64(cg, g, col));
-	return LLVMBuildSelect(cg->b, ok, v, LLVMConstNull(g->et), "");
+	mn = to_i64(cg, g, LLVMBuildSelect(cg->b, mn_ok, mn, zero, ""));
+	k = to_i64(cg, g, LLVMBuildSelect(cg->b, k_ok, k, zero, ""));
+	LLVMValueRef bb = to_i64(cg, g, g->b);
+	LLVMValueRef v = is_a ? op->elem(cg, op, bb, mn, k) : op->elem(cg, op, bb, k, mn);
+	return LLVMBuildSelect(cg->b, LLVMBuildAnd(cg->b, mn_ok, k_ok, ""), v, LLVMConstNull(g->et), "");
 }
 
 static int64_t share(GpuGemm *g, bool is_a) { return cdiv((is_a ? g->t.bm : g->t.bn) * g->t.bk, g->t.block); }
@@ -264,8 +313,7 @@ static void stage(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef tid64, LLVMValueRe
 			if (g->kbase)
 				kk = add(cg, g->kbase, kk);
 			LLVMValueRef in_k = LLVMBuildICmp(cg->b, LLVMIntULT, kk, g->kend, "");
-			LLVMValueRef ok = LLVMBuildAnd(cg->b, ltc(cg, g, row, extent), in_k, "");
-			LLVMBuildStore(cg->b, is_a ? operand(cg, g, op, row, kk, ok) : operand(cg, g, op, kk, row, ok), reg);
+			LLVMBuildStore(cg->b, operand(cg, g, is_a, row, kk, ltc(cg, g, row, extent), in_k), reg);
 		} else {
 			LLVMValueRef v = LLVMBuildLoad2(cg->b, g->et, reg, "");
 			LLVMBuildStore(cg->b, v, lds_at(cg, g, lds, add(cg, mulc(cg, g, k, ld), r)));
@@ -275,7 +323,15 @@ static void stage(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef tid64, LLVMValueRe
 	}
 }
 
-/* ---- the register tile ---- */
+/* ---- the register tile ----
+ *
+ * A work-item's TM x TN tile is (TM/4) x (TN/4) blocks of 4 x 4, a quarter (half) of the work-group
+ * tile apart: row i of work-item ty is (i/4) * BM/(TM/4) + ty*4 + i%4, and likewise the columns.
+ * Per k each block row is one 4-wide LDS read, and neighbouring work-items read neighbouring
+ * 16 bytes. Groups of 32 work-items (a warp; half a wave64) span 4 x 8 tiles, so per k they read 4
+ * rows of A and 8 of B: 64 and 128 contiguous bytes, no bank conflicts. */
+
+enum { GPU_LANES = 32, GPU_LANE_COLS = 8, GPU_LANE_ROWS = GPU_LANES / GPU_LANE_COLS };
 
 typedef struct {
 	LLVMValueRef slice, ty, tx; /* index type */
@@ -283,46 +339,70 @@ typedef struct {
 
 static Place place_of(Cg *cg, GpuGemm *g, LLVMValueRef tid)
 {
-	int64_t tx = g->t.bn / g->t.tn, per_slice = tx * (g->t.bm / g->t.tm);
+	int64_t nx = g->t.bn / g->t.tn, ny = g->t.bm / g->t.tm, per_slice = nx * ny;
 	LLVMValueRef r = remc(cg, g, tid, per_slice);
-	Place p = {.slice = divc(cg, g, tid, per_slice), .ty = divc(cg, g, r, tx), .tx = remc(cg, g, r, tx)};
+	Place p = {.slice = divc(cg, g, tid, per_slice), .ty = divc(cg, g, r, nx), .tx = remc(cg, g, r, nx)};
+	if (nx % GPU_LANE_COLS || ny % GPU_LANE_ROWS)
+		return p;
+	/* lane l of group w: 4 x 8 lanes, the groups row-major over the tile */
+	LLVMValueRef lane = remc(cg, g, r, GPU_LANES), w = divc(cg, g, r, GPU_LANES);
+	int64_t across = nx / GPU_LANE_COLS;
+	p.ty = add(cg, mulc(cg, g, divc(cg, g, w, across), GPU_LANE_ROWS), divc(cg, g, lane, GPU_LANE_COLS));
+	p.tx = add(cg, mulc(cg, g, remc(cg, g, w, across), GPU_LANE_COLS), remc(cg, g, lane, GPU_LANE_COLS));
 	return p;
 }
+
+/* Row (column) i of the register tile of the work-item at t (ty or tx) in a tile side of `side`
+ * with register tile side `reg`. */
+static LLVMValueRef tile_at(Cg *cg, GpuGemm *g, LLVMValueRef t, int side, int reg, int i)
+{
+	int64_t stride = (int64_t)side / (reg / GPU_REG_TILE);
+	return add(cg, mulc(cg, g, t, GPU_REG_TILE), ci(g, (i / GPU_REG_TILE) * stride + i % GPU_REG_TILE));
+}
+
+static LLVMValueRef row_at(Cg *cg, GpuGemm *g, const Place *p, int i) { return tile_at(cg, g, p->ty, g->t.bm, g->t.tm, i); }
+static LLVMValueRef col_at(Cg *cg, GpuGemm *g, const Place *p, int j) { return tile_at(cg, g, p->tx, g->t.bn, g->t.tn, j); }
 
 static LLVMValueRef acc_at(Cg *cg, GpuGemm *g, LLVMValueRef tid64, int i, int j)
 {
 	return cg_gpu_private_at(cg, &g->grp, &g->acc, tid64, (int64_t)i * g->t.tn + j);
 }
 
-/* `lanes` consecutive LDS elements from idx (a multiple of lanes) as scalars. */
-static void lds_row(Cg *cg, GpuGemm *g, LLVMValueRef base, LLVMValueRef idx, int lanes, LLVMValueRef *out)
+/* GPU_REG_TILE consecutive LDS elements from idx (a multiple of 4) as scalars. */
+static void lds_quad(Cg *cg, GpuGemm *g, LLVMValueRef base, LLVMValueRef idx, LLVMValueRef *out)
 {
-	LLVMTypeRef vt = LLVMVectorType(g->et, (unsigned)lanes);
+	LLVMTypeRef vt = LLVMVectorType(g->et, GPU_REG_TILE);
 	LLVMValueRef v = LLVMBuildLoad2(cg->b, vt, lds_at(cg, g, base, idx), "");
-	/* the arrays are 16-byte aligned and idx a multiple of lanes */
-	unsigned bytes = (unsigned)lanes * (LLVMGetTypeKind(g->et) == LLVMDoubleTypeKind ? 8 : 4);
-	LLVMSetAlignment(v, bytes < 16 ? bytes : 16);
-	for (int l = 0; l < lanes; l++)
+	/* the arrays are 16-byte aligned, the row pitches and idx multiples of 4 */
+	LLVMSetAlignment(v, 16);
+	for (int l = 0; l < GPU_REG_TILE; l++)
 		out[l] = LLVMBuildExtractElement(cg->b, v, cg_i32(cg, l), "");
 }
 
-/* acc[i][j] += sum over this slice's k of As[k][ty*TM + i] * Bs[k][tx*TN + j]. */
+/* The register tile's rows (columns) at LDS row k: side `side`, register side `reg`. */
+static void lds_frag(Cg *cg, GpuGemm *g, LLVMValueRef base, LLVMValueRef krow, LLVMValueRef t, int side, int reg,
+		     LLVMValueRef *out)
+{
+	for (int q = 0; q < reg; q += GPU_REG_TILE)
+		lds_quad(cg, g, base, add(cg, krow, tile_at(cg, g, t, side, reg, q)), out + q);
+}
+
+/* acc[i][j] += sum over this slice's k of As[k][row i] * Bs[k][column j]. */
 static void accumulate(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
 {
 	int tm = g->t.tm, tn = g->t.tn;
 	int64_t steps = g->t.bk / g->t.ks;
 	Place p = place_of(cg, g, to_it(cg, g, tid64));
-	LLVMValueRef arow = mulc(cg, g, p.ty, tm), bcol = mulc(cg, g, p.tx, tn);
-	LLVMValueRef acc[16];
+	LLVMValueRef acc[GPU_MAX_REG * GPU_MAX_REG];
 	for (int i = 0; i < tm; i++)
 		for (int j = 0; j < tn; j++)
 			acc[i * tn + j] = LLVMBuildLoad2(cg->b, g->et, acc_at(cg, g, tid64, i, j), "");
 	/* unrolled: the accumulators stay values, no memory between the steps */
 	for (int64_t s = 0; s < steps; s++) {
 		LLVMValueRef k = add(cg, mulc(cg, g, p.slice, steps), ci(g, s));
-		LLVMValueRef a[GPU_REG_TILE], b[GPU_REG_TILE];
-		lds_row(cg, g, g->as, add(cg, mulc(cg, g, k, g->lda), arow), tm, a);
-		lds_row(cg, g, g->bs, add(cg, mulc(cg, g, k, g->ldb), bcol), tn, b);
+		LLVMValueRef a[GPU_MAX_REG], b[GPU_MAX_REG];
+		lds_frag(cg, g, g->as, mulc(cg, g, k, g->lda), p.ty, g->t.bm, tm, a);
+		lds_frag(cg, g, g->bs, mulc(cg, g, k, g->ldb), p.tx, g->t.bn, tn, b);
 		for (int i = 0; i < tm; i++)
 			for (int j = 0; j < tn; j++) {
 				LLVMValueRef args[3] = {a[i], b[j], acc[i * tn + j]};
@@ -354,8 +434,7 @@ static void store_tiles(Cg *cg, GpuGemm *g)
 	for (int i = 0; i < g->t.tm; i++)
 		for (int j = 0; j < g->t.tn; j++) {
 			LLVMValueRef v = LLVMBuildLoad2(cg->b, g->et, acc_at(cg, g, tid64, i, j), "");
-			store_c(cg, g, add(cg, mulc(cg, g, p.ty, g->t.tm), ci(g, i)),
-				add(cg, mulc(cg, g, p.tx, g->t.tn), ci(g, j)), v);
+			store_c(cg, g, row_at(cg, g, &p, i), col_at(cg, g, &p, j), v);
 		}
 	cg_gpu_phase_end(cg, &g->grp, false);
 }
@@ -364,15 +443,17 @@ static void store_tiles(Cg *cg, GpuGemm *g)
 static void reduce_tiles(Cg *cg, GpuGemm *g)
 {
 	int64_t tile = (int64_t)g->t.bm * g->t.bn;
+	/* the partials overwrite the LDS buffers, which the last k-block may still be reading */
+	if (!g->grp.emulated)
+		cg_barrier(cg);
 	LLVMValueRef tid64 = cg_gpu_phase_begin(cg, &g->grp);
 	Place p = place_of(cg, g, to_it(cg, g, tid64));
 	LLVMValueRef base = mulc(cg, g, p.slice, tile);
 	for (int i = 0; i < g->t.tm; i++)
 		for (int j = 0; j < g->t.tn; j++) {
-			LLVMValueRef r = add(cg, mulc(cg, g, p.ty, g->t.tm), ci(g, i));
-			LLVMValueRef c = add(cg, mulc(cg, g, p.tx, g->t.tn), ci(g, j));
+			LLVMValueRef r = row_at(cg, g, &p, i), c = col_at(cg, g, &p, j);
 			LLVMValueRef at = add(cg, base, add(cg, mulc(cg, g, r, g->t.bn), c));
-			LLVMBuildStore(cg->b, LLVMBuildLoad2(cg->b, g->et, acc_at(cg, g, tid64, i, j), ""), lds_at(cg, g, g->red, at));
+			LLVMBuildStore(cg->b, LLVMBuildLoad2(cg->b, g->et, acc_at(cg, g, tid64, i, j), ""), lds_at(cg, g, g->lds, at));
 		}
 	cg_gpu_phase_end(cg, &g->grp, true);
 
@@ -382,9 +463,9 @@ static void reduce_tiles(Cg *cg, GpuGemm *g)
 		/* consecutive work-items take consecutive columns: coalesced stores */
 		LLVMValueRef e = add(cg, tid, ci(g, q * g->t.block));
 		LLVMBasicBlockRef done = (q + 1) * g->t.block > tile ? begin_if(cg, ltc(cg, g, e, tile)) : NULL;
-		LLVMValueRef v = LLVMBuildLoad2(cg->b, g->et, lds_at(cg, g, g->red, e), "");
+		LLVMValueRef v = LLVMBuildLoad2(cg->b, g->et, lds_at(cg, g, g->lds, e), "");
 		for (int s = 1; s < g->t.ks; s++)
-			v = LLVMBuildFAdd(cg->b, v, LLVMBuildLoad2(cg->b, g->et, lds_at(cg, g, g->red, add(cg, e, ci(g, s * tile))), ""), "");
+			v = LLVMBuildFAdd(cg->b, v, LLVMBuildLoad2(cg->b, g->et, lds_at(cg, g, g->lds, add(cg, e, ci(g, s * tile))), ""), "");
 		store_c(cg, g, divc(cg, g, e, g->t.bn), remc(cg, g, e, g->t.bn), v);
 		if (done)
 			end_if(cg, done);
@@ -427,8 +508,19 @@ static void load_block(Cg *cg, GpuGemm *g, LLVMValueRef tid64, LLVMValueRef k0)
 	stage(cg, g, false, tid64, k0);
 }
 
+/* Points as and bs at LDS buffer kb % 2. */
+static void pick_buffer(Cg *cg, GpuGemm *g, LLVMValueRef kb)
+{
+	LLVMValueRef off = mulc(cg, g, LLVMBuildAnd(cg->b, kb, ci(g, 1), ""), g->t.bk * (g->lda + g->ldb));
+	g->as = lds_at(cg, g, g->lds, off);
+	g->bs = lds_at(cg, g, g->as, ci(g, g->t.bk * g->lda));
+}
+
 /* Software-pipelined: the loads of k-block kb+1 are in flight while kb is accumulated (past K
- * they are zeros, as the emitters are asked for in-range elements only). */
+ * they are zeros, as the emitters are asked for in-range elements only). Double-buffered LDS:
+ * block kb is stored into buffer kb % 2 while stragglers may still read block kb-1 from the
+ * other, so one barrier per k-block suffices; the barrier of block kb+1 comes after everyone's
+ * reads of kb, before anyone stores kb+2 over it. */
 static void kblocks(Cg *cg, GpuGemm *g)
 {
 	int64_t nkb = cdiv(g->t.kslice, g->t.bk);
@@ -436,13 +528,15 @@ static void kblocks(Cg *cg, GpuGemm *g)
 	load_block(cg, g, tid64, ci(g, 0));
 	cg_gpu_phase_end(cg, &g->grp, false);
 	CgLoop kb = cg_for_begin(cg, cg_i64(cg, 0), cg_i64(cg, nkb), "kb");
+	LLVMValueRef kbi = to_it(cg, g, kb.i);
+	pick_buffer(cg, g, kbi);
 	tid64 = cg_gpu_phase_begin(cg, &g->grp);
 	load_block(cg, g, tid64, NULL);
 	cg_gpu_phase_end(cg, &g->grp, true);
 	tid64 = cg_gpu_phase_begin(cg, &g->grp);
-	load_block(cg, g, tid64, mulc(cg, g, add(cg, to_it(cg, g, kb.i), ci(g, 1)), g->t.bk));
+	load_block(cg, g, tid64, mulc(cg, g, add(cg, kbi, ci(g, 1)), g->t.bk));
 	accumulate(cg, g, tid64);
-	cg_gpu_phase_end(cg, &g->grp, true);
+	cg_gpu_phase_end(cg, &g->grp, false);
 	cg_for_end(cg, &kb);
 }
 
@@ -461,10 +555,8 @@ static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 
 	LLVMValueRef wg = cg_gpu_group_begin(cg, &g.grp, g.t.block);
 	/* the slices' partial tiles reuse the staging LDS once the last k-block is done */
-	int64_t stage = g.t.bk * (g.lda + g.ldb), red = g.t.ks > 1 ? (int64_t)g.t.ks * g.t.bm * g.t.bn : 0;
-	g.as = g.red = cg_gpu_shared(cg, &g.grp, g.et, stage > red ? stage : red, "gemm_lds");
-	LLVMValueRef boff = cg_i64(cg, g.t.bk * g.lda);
-	g.bs = LLVMBuildGEP2(cg->b, g.et, g.as, &boff, 1, "gemm_b");
+	int64_t stage = 2 * g.t.bk * (g.lda + g.ldb), red = g.t.ks > 1 ? (int64_t)g.t.ks * g.t.bm * g.t.bn : 0;
+	g.lds = cg_gpu_shared(cg, &g.grp, g.et, stage > red ? stage : red, "gemm_lds");
 	g.acc = cg_gpu_private(cg, &g.grp, g.et, (int64_t)g.t.tm * g.t.tn, "acc");
 	g.staged = cg_gpu_private(cg, &g.grp, g.et, share(&g, true) + share(&g, false), "staged");
 	decode(cg, &g, wg);

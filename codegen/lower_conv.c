@@ -22,6 +22,7 @@ typedef struct {
 	bool transposed;
 	bool fold_batch;
 	bool q_is_row;
+	bool nhwc;      /* src is [img][h][w][chan] and q picks (i, j, chan), chan fastest */
 } Window;
 
 /* A dense matrix: element (row, col) = src[row*ld + col], or src[col*ld + row] when t; its runs
@@ -72,6 +73,13 @@ static LLVMValueRef win_coord(Cg *cg, bool transposed, LLVMValueRef r, LLVMValue
 /* Splits q into the plane's channel and the kernel taps i, j. */
 static void win_q(Cg *cg, const Window *w, LLVMValueRef q, LLVMValueRef *chan, LLVMValueRef *i, LLVMValueRef *j)
 {
+	if (w->nhwc) {
+		LLVMValueRef tap = udiv(cg, q, c64(cg, w->chans));
+		*chan = urem(cg, q, c64(cg, w->chans));
+		*i = udiv(cg, tap, c64(cg, w->kw));
+		*j = urem(cg, tap, c64(cg, w->kw));
+		return;
+	}
 	LLVMValueRef taps = c64(cg, w->kh * w->kw);
 	*chan = udiv(cg, q, taps);
 	LLVMValueRef ij = urem(cg, q, taps);
@@ -82,6 +90,14 @@ static void win_q(Cg *cg, const Window *w, LLVMValueRef q, LLVMValueRef *chan, L
 static LLVMValueRef win_plane(Cg *cg, const Window *w, LLVMValueRef img, LLVMValueRef chan)
 {
 	return mul(cg, add(cg, mul(cg, img, c64(cg, w->chans)), chan), c64(cg, w->h * w->w));
+}
+
+/* Element (img, row, col, chan) of an NHWC source. */
+static LLVMValueRef win_nhwc_index(Cg *cg, const Window *w, LLVMValueRef img, LLVMValueRef r, LLVMValueRef c,
+				   LLVMValueRef chan)
+{
+	LLVMValueRef pix = add(cg, mul(cg, add(cg, mul(cg, img, c64(cg, w->h)), r), c64(cg, w->w)), c);
+	return add(cg, mul(cg, pix, c64(cg, w->chans)), chan);
 }
 
 static LLVMValueRef win_elem(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMValueRef row, LLVMValueRef col)
@@ -97,7 +113,8 @@ static LLVMValueRef win_elem(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVM
 	LLVMValueRef sr = win_coord(cg, w->transposed, udiv(cg, p, c64(cg, w->gw)), i, w->sh, w->ph, w->dh, w->h, &okr);
 	LLVMValueRef sc = win_coord(cg, w->transposed, urem(cg, p, c64(cg, w->gw)), j, w->sw, w->pw, w->dw, w->w, &okc);
 	LLVMValueRef ok = and(cg, okr, okc);
-	LLVMValueRef idx = add(cg, win_plane(cg, w, img, chan), add(cg, mul(cg, sr, c64(cg, w->w)), sc));
+	LLVMValueRef idx = w->nhwc ? win_nhwc_index(cg, w, img, sr, sc, chan)
+				   : add(cg, win_plane(cg, w, img, chan), add(cg, mul(cg, sr, c64(cg, w->w)), sc));
 	LLVMValueRef v = cg_load(cg, w->src, LLVMBuildSelect(cg->b, ok, idx, c64(cg, 0), ""));
 	return LLVMBuildSelect(cg->b, ok, v, LLVMConstNull(LLVMTypeOf(v)), "");
 }
@@ -145,6 +162,44 @@ static LLVMValueRef win_vec(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMV
 		LLVMValueRef c0 = add(cg, sub(cg, p0, mul(cg, gr, c64(cg, w->gw))), coff);
 		LLVMValueRef start = add(cg, win_plane(cg, w, img, chan), add(cg, mul(cg, sr, c64(cg, w->w)), c0));
 		start = LLVMBuildSelect(cg->b, okr, start, c64(cg, 0), "");
+		v = cg_gemm_masked_load(cg, w->src, start, mask, lanes, v);
+	}
+	return v;
+}
+
+/* The NHWC vector path along q (p fixed): lanes q0 + l split into runs by kernel tap; within a tap
+ * the channels are contiguous in the source, so each run is one masked load. */
+static LLVMValueRef win_nhwc_vec(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMValueRef p, LLVMValueRef q0,
+				 LLVMValueRef nvalid, int lanes)
+{
+	const Window *w = op->ctx;
+	LLVMTypeRef vi = LLVMVectorType(cg->t_i32, (unsigned)lanes);
+	LLVMValueRef img = b;
+	if (w->fold_batch) {
+		img = udiv(cg, p, c64(cg, w->gh * w->gw));
+		p = urem(cg, p, c64(cg, w->gh * w->gw));
+	}
+	LLVMValueRef r = udiv(cg, p, c64(cg, w->gw)), c = urem(cg, p, c64(cg, w->gw));
+	LLVMValueRef qv = add(cg, splat32(cg, q0, lanes), LLVMBuildTrunc(cg->b, cg_gemm_iota(cg, lanes), vi, ""));
+	LLVMValueRef lane_tap = udiv(cg, qv, splat32(cg, c64(cg, w->chans), lanes));
+	LLVMValueRef lane_ok = LLVMBuildICmp(cg->b, LLVMIntSLT, cg_gemm_iota(cg, lanes), cg_gemm_splat(cg, nvalid, lanes), "");
+	LLVMValueRef tap0 = udiv(cg, q0, c64(cg, w->chans));
+	int64_t nseg = (lanes - 1 + w->chans - 1) / w->chans + 1;
+	if (nseg > lanes)
+		nseg = lanes;
+	LLVMValueRef v = LLVMConstNull(LLVMVectorType(cg_compute_type(cg, cg->g->node[w->src].dtype), (unsigned)lanes));
+	for (int64_t s = 0; s < nseg; s++) {
+		LLVMValueRef tap = add(cg, tap0, c64(cg, s)), okr, okc;
+		LLVMValueRef i = udiv(cg, tap, c64(cg, w->kw)), j = urem(cg, tap, c64(cg, w->kw));
+		LLVMValueRef sr = win_coord(cg, w->transposed, r, i, w->sh, w->ph, w->dh, w->h, &okr);
+		LLVMValueRef sc = win_coord(cg, w->transposed, c, j, w->sw, w->pw, w->dw, w->w, &okc);
+		LLVMValueRef ok = and(cg, and(cg, okr, okc), ult(cg, tap, c64(cg, w->kh * w->kw)));
+		LLVMValueRef in_tap = LLVMBuildICmp(cg->b, LLVMIntEQ, lane_tap, splat32(cg, tap, lanes), "");
+		LLVMValueRef mask = and(cg, and(cg, in_tap, lane_ok), cg_gemm_splat(cg, ok, lanes));
+		/* lane l of this run reads channel q0 + l - tap*chans of pixel (sr, sc) */
+		LLVMValueRef chan0 = sub(cg, q0, mul(cg, tap, c64(cg, w->chans)));
+		LLVMValueRef start = win_nhwc_index(cg, w, img, sr, sc, chan0);
+		start = LLVMBuildSelect(cg->b, ok, start, c64(cg, 0), "");
 		v = cg_gemm_masked_load(cg, w->src, start, mask, lanes, v);
 	}
 	return v;
@@ -211,9 +266,97 @@ static GemmSpec spec(Cg *cg, const Node *n, int64_t batch, int64_t m, int64_t nn
 	return s;
 }
 
+/* ---- NHWC: positions are GEMM rows, channels its columns (layout LAYOUT_NHWC) ---- */
+
+/* An NHWC window over node src (shape [N, H, W, C]) whose q runs along the columns. */
+static Window nhwc_window(const Node *n, int src, const Shape *s, int64_t kh, int64_t kw, int64_t gh, int64_t gw)
+{
+	Window w = {.src = src, .chans = s->dim[3], .h = s->dim[1], .w = s->dim[2], .gh = gh, .gw = gw, .kh = kh,
+		    .kw = kw, .sh = (int64_t)n->attr[0], .sw = (int64_t)n->attr[1], .ph = (int64_t)n->attr[2],
+		    .pw = (int64_t)n->attr[3], .dh = (int64_t)n->attr[4], .dw = (int64_t)n->attr[5],
+		    .fold_batch = true, .nhwc = true};
+	return w;
+}
+
+/* Runs along channels pay for a vector load only when they are long enough. */
+static GemmVecFn nhwc_vec_for(const Window *w) { return w->chans >= 8 ? win_nhwc_vec : NULL; }
+
+/* y (N*Ho*Wo x Cout) = window(x) (N*Ho*Wo x KH*KW*Cin) * w^T, w [Cout, KH, KW, Cin] */
+static int64_t lower_conv2d_nhwc(Cg *cg, const Node *n)
+{
+	const Shape *xs = shape_of(cg, n, 0), *ws = shape_of(cg, n, 1), *ys = &n->shape;
+	int64_t kk = ws->dim[1] * ws->dim[2] * ws->dim[3], pos = ys->dim[0] * ys->dim[1] * ys->dim[2];
+	Window x = nhwc_window(n, n->in[0], xs, ws->dim[1], ws->dim[2], ys->dim[1], ys->dim[2]);
+	Dense w = {.src = n->in[1], .ld = kk, .t = true};
+	OutMap o = {.out = n->id, .sm = ys->dim[3], .sn = 1};
+	GemmSpec s = spec(cg, n, 1, pos, ys->dim[3], kk, &o);
+	s.a = (GemmOperand){.elem = win_elem, .vec = nhwc_vec_for(&x), .along_k = true, .ctx = &x};
+	s.b = (GemmOperand){.elem = dense_elem, .vec = dense_vec, .along_k = true, .ctx = &w};
+	return gemm(cg, &s, n);
+}
+
+/* B(q, ci) of grad_input: q = (i, j, co), co fastest, reads w[co][i][j][ci]. */
+typedef struct {
+	int src;
+	int64_t cout, cin, taps;
+} WeightNhwc;
+
+/* Where row q of B starts in w: (co * KH*KW + tap) * Cin. */
+static LLVMValueRef wn_start(Cg *cg, const WeightNhwc *w, LLVMValueRef q)
+{
+	LLVMValueRef tap = udiv(cg, q, c64(cg, w->cout)), co = urem(cg, q, c64(cg, w->cout));
+	return mul(cg, add(cg, mul(cg, co, c64(cg, w->taps)), tap), c64(cg, w->cin));
+}
+
+static LLVMValueRef wn_elem(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMValueRef row, LLVMValueRef col)
+{
+	return cg_load(cg, ((const WeightNhwc *)op->ctx)->src, add(cg, wn_start(cg, op->ctx, row), col));
+}
+
+static LLVMValueRef wn_vec(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMValueRef q, LLVMValueRef p0,
+			   LLVMValueRef nvalid, int lanes)
+{
+	const WeightNhwc *w = op->ctx;
+	LLVMValueRef mask = LLVMBuildICmp(cg->b, LLVMIntSLT, cg_gemm_iota(cg, lanes), cg_gemm_splat(cg, nvalid, lanes), "");
+	LLVMTypeRef ct = cg_compute_type(cg, cg->g->node[w->src].dtype);
+	return cg_gemm_masked_load(cg, w->src, add(cg, wn_start(cg, w, q), p0), mask, lanes,
+				   LLVMConstNull(LLVMVectorType(ct, (unsigned)lanes)));
+}
+
+/* dx (N*H*W x Cin) = transposed-window(dy) (N*H*W x KH*KW*Cout) * B, B(q, ci) = w[co][i][j][ci] */
+static int64_t lower_conv2d_grad_input_nhwc(Cg *cg, const Node *n)
+{
+	const Shape *dys = shape_of(cg, n, 0), *ws = shape_of(cg, n, 1), *xs = &n->shape;
+	int64_t taps = ws->dim[1] * ws->dim[2], pos = xs->dim[0] * xs->dim[1] * xs->dim[2];
+	Window dy = nhwc_window(n, n->in[0], dys, ws->dim[1], ws->dim[2], xs->dim[1], xs->dim[2]);
+	dy.transposed = true;
+	WeightNhwc w = {.src = n->in[1], .cout = ws->dim[0], .cin = ws->dim[3], .taps = taps};
+	OutMap o = {.out = n->id, .sm = xs->dim[3], .sn = 1};
+	GemmSpec s = spec(cg, n, 1, pos, xs->dim[3], taps * ws->dim[0], &o);
+	s.a = (GemmOperand){.elem = win_elem, .vec = nhwc_vec_for(&dy), .along_k = true, .ctx = &dy};
+	s.b = (GemmOperand){.elem = wn_elem, .vec = wn_vec, .ctx = &w};
+	return gemm(cg, &s, n);
+}
+
+/* dw (Cout x KH*KW*Cin) = dy^T (Cout x N*Ho*Wo) * window(x) (N*Ho*Wo x KH*KW*Cin) */
+static int64_t lower_conv2d_grad_weight_nhwc(Cg *cg, const Node *n)
+{
+	const Shape *dys = shape_of(cg, n, 0), *xs = shape_of(cg, n, 1), *ws = &n->shape;
+	int64_t q = ws->dim[1] * ws->dim[2] * ws->dim[3], pos = dys->dim[0] * dys->dim[1] * dys->dim[2];
+	Window x = nhwc_window(n, n->in[1], xs, ws->dim[1], ws->dim[2], dys->dim[1], dys->dim[2]);
+	Dense dy = {.src = n->in[0], .ld = dys->dim[3], .t = true};
+	OutMap o = {.out = n->id, .sm = q, .sn = 1};
+	GemmSpec s = spec(cg, n, 1, ws->dim[0], q, pos, &o);
+	s.a = (GemmOperand){.elem = dense_elem, .ctx = &dy};
+	s.b = (GemmOperand){.elem = win_elem, .vec = nhwc_vec_for(&x), .ctx = &x};
+	return gemm(cg, &s, n);
+}
+
 /* y[b] (Cout x Ho*Wo) = w (Cout x Cin*KH*KW) * im2col(x[b]) */
 int64_t cg_lower_conv2d(Cg *cg, const Node *n)
 {
+	if (ir_layout(n) == LAYOUT_NHWC)
+		return lower_conv2d_nhwc(cg, n);
 	const Shape *xs = shape_of(cg, n, 0), *ws = shape_of(cg, n, 1), *ys = &n->shape;
 	int64_t kk = ws->dim[1] * ws->dim[2] * ws->dim[3], p = ys->dim[2] * ys->dim[3];
 	Window x = conv_window(n, n->in[0], xs, ws->dim[2], ws->dim[3]);
@@ -242,6 +385,8 @@ static LLVMValueRef wt_elem(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMV
 /* dx[b] (Cin x H*W) = w^T (Cin x Cout*KH*KW) * transposed-window(dy[b]) */
 int64_t cg_lower_conv2d_grad_input(Cg *cg, const Node *n)
 {
+	if (ir_layout(n) == LAYOUT_NHWC)
+		return lower_conv2d_grad_input_nhwc(cg, n);
 	const Shape *dys = shape_of(cg, n, 0), *ws = shape_of(cg, n, 1), *xs = &n->shape;
 	int64_t taps = ws->dim[2] * ws->dim[3], hw = xs->dim[2] * xs->dim[3];
 	Window dy = conv_window(n, n->in[0], dys, ws->dim[2], ws->dim[3]);
@@ -258,6 +403,8 @@ int64_t cg_lower_conv2d_grad_input(Cg *cg, const Node *n)
  * transpose puts the large gather in A, packed along its contiguous k without a transpose. */
 int64_t cg_lower_conv2d_grad_weight(Cg *cg, const Node *n)
 {
+	if (ir_layout(n) == LAYOUT_NHWC)
+		return lower_conv2d_grad_weight_nhwc(cg, n);
 	const Shape *dys = shape_of(cg, n, 0), *xs = shape_of(cg, n, 1), *ws = &n->shape;
 	int64_t taps = ws->dim[1] * ws->dim[2] * ws->dim[3];
 	int64_t pos = dys->dim[0] * dys->dim[2] * dys->dim[3];

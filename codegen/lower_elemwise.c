@@ -96,11 +96,22 @@ static LLVMValueRef piece_index(Cg *cg, const Node *n, int k, ElemIndex *at)
 }
 
 /* Linear index of operand k of n read at output index at. */
+/* A transpose reads input axis p<d> at output index d. */
+static LLVMValueRef transpose_index(Cg *cg, const Node *n, const Shape *in, ElemIndex *at)
+{
+	LLVMValueRef *idx = index_idx(cg, at), src[IR_MAX_DIMS];
+	for (int d = 0; d < 4; d++)
+		src[(int)n->attr[d]] = idx[d];
+	return cg_linear(cg, in, src);
+}
+
 static LLVMValueRef operand_index(Cg *cg, const Node *n, int k, ElemIndex *at)
 {
 	const Node *in = &cg->g->node[n->in[k]];
 	if (shape_numel(&in->shape) == 1)
 		return cg_i64(cg, 0);
+	if (n->op == OP_transpose)
+		return transpose_index(cg, n, &in->shape, at);
 	if (is_concat(n) || n->op == OP_slice)
 		return piece_index(cg, n, k, at);
 	if (same_shape(in, n) || n->op == OP_reshape || n->op == OP_assign)
@@ -143,7 +154,7 @@ static LLVMValueRef operand(Cg *cg, const Node *n, int k, ElemIndex *at)
 	int id = n->in[k];
 	const Node *in = &cg->g->node[id];
 	LLVMValueRef v;
-	if (cg_in_group(cg, id) && same_shape(in, n) && !is_concat(n) && n->op != OP_slice) {
+	if (cg_in_group(cg, id) && same_shape(in, n) && !is_concat(n) && n->op != OP_slice && n->op != OP_transpose) {
 		v = member(cg, in, at);
 	} else if (cg_in_group(cg, id)) {
 		ElemIndex sub = {.shape = &in->shape, .lin = operand_index(cg, n, k, at)};
@@ -229,6 +240,23 @@ static LLVMValueRef emit_binary(Cg *cg, const Node *n, ElemIndex *at)
 	}
 }
 
+/* cast: through the target's storage type and back, so a cast fused into a kernel rounds as
+ * the stored value would. */
+static LLVMValueRef emit_cast(Cg *cg, const Node *n, ElemIndex *at)
+{
+	LLVMValueRef x = operand(cg, n, 0, at);
+	return cg_convert(cg, cg_convert(cg, x, cg_storage_type(cg, n->dtype)), cg_compute_type(cg, n->dtype));
+}
+
+/* select(c, a, b): a where the scalar c is nonzero (an unordered compare: NaN picks a too, which
+ * never happens for the 0/1 of all_finite) */
+static LLVMValueRef emit_select(Cg *cg, const Node *n, ElemIndex *at)
+{
+	LLVMValueRef c = operand(cg, n, 0, at);
+	LLVMValueRef nz = LLVMBuildFCmp(cg->b, LLVMRealUNE, c, cg_real(cg, LLVMTypeOf(c), 0), "");
+	return LLVMBuildSelect(cg->b, nz, operand(cg, n, 1, at), operand(cg, n, 2, at), "");
+}
+
 static LLVMValueRef emit_at(Cg *cg, const Node *n, ElemIndex *at)
 {
 	switch (n->op) {
@@ -248,8 +276,11 @@ static LLVMValueRef emit_at(Cg *cg, const Node *n, ElemIndex *at)
 	case OP_broadcast_to: return operand(cg, n, 0, at);
 	case OP_assign: return operand(cg, n, 1, at);
 	case OP_dropout: return emit_dropout(cg, n, at);
+	case OP_cast: return emit_cast(cg, n, at);
+	case OP_select: return emit_select(cg, n, at);
 	case OP_concat2: case OP_concat3: case OP_concat4: return emit_concat(cg, n, at);
 	case OP_slice: return operand(cg, n, 0, at);
+	case OP_transpose: return operand(cg, n, 0, at);
 	case OP_lrn: case OP_lrn_grad: return cg_emit_lrn(cg, n, index_lin(cg, at), index_axis(cg, at, 1));
 	case OP_add: case OP_sub: case OP_mul: case OP_div: case OP_bias_add: case OP_relu_grad:
 		return emit_binary(cg, n, at);

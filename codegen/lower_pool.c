@@ -1,5 +1,6 @@
 /* lower_pool.c: max and average pooling over NCHW and their gradients (PyTorch semantics: floor
- * mode, zero padding that never wins a max, count_include_pad for the average). On the host a
+ * mode, or ceil mode whose windows past the edge are clipped like padding, zero padding that never
+ * wins a max, count_include_pad for the average). On the host a
  * work-group takes a block of (n, c) planes; on GPUs each work-item takes one output element
  * (forward) or one input element (gradients). The gradients are gathers: each input element sums
  * what the windows containing it send it, in window order, so no two threads write one element.
@@ -12,6 +13,7 @@ typedef struct {
 	int64_t planes, h, w, oh, ow;
 	int64_t kh, kw, sh, sw, ph, pw;
 	bool include_pad;
+	bool clip;      /* include_pad in ceil mode: a window's divisor is its part of the padded input */
 } Pool;
 
 /* What one window yields: the first maximum and where it is, or the sum and divisor. */
@@ -29,6 +31,12 @@ static LLVMValueRef imax(Cg *cg, LLVMValueRef a, LLVMValueRef b)
 	return LLVMBuildSelect(cg->b, LLVMBuildICmp(cg->b, LLVMIntSGT, a, b, ""), a, b, "");
 }
 
+static bool pool_flag(const Node *n, const char *attr)
+{
+	int i = ir_attr_index(n->op, attr);
+	return i >= 0 && n->attr[i] != 0;
+}
+
 static Pool pool_of(Cg *cg, const Node *n, int xin)
 {
 	const Node *x = &cg->g->node[n->in[xin]];
@@ -37,7 +45,8 @@ static Pool pool_of(Cg *cg, const Node *n, int xin)
 		  .w = x->shape.dim[3], .oh = y->shape.dim[2], .ow = y->shape.dim[3],
 		  .kh = (int64_t)n->attr[0], .kw = (int64_t)n->attr[1], .sh = (int64_t)n->attr[2],
 		  .sw = (int64_t)n->attr[3], .ph = (int64_t)n->attr[4], .pw = (int64_t)n->attr[5],
-		  .include_pad = ir_op_nattrs(n->op) > 6 && n->attr[6] != 0};
+		  .include_pad = pool_flag(n, "count_include_pad")};
+	p.clip = p.include_pad && pool_flag(n, "ceil_mode");
 	return p;
 }
 
@@ -65,6 +74,15 @@ static int64_t planes_per_wg(int64_t planes, int64_t plane_elems, int64_t *grid)
 		per = planes;
 	*grid = (planes + per - 1) / per;
 	return per;
+}
+
+/* The size of the window at (h0, w0) clipped to the padded input, as Caffe divides an average in
+ * ceil mode. */
+static LLVMValueRef clipped_size(Cg *cg, const Pool *p, LLVMValueRef h0, LLVMValueRef w0)
+{
+	LLVMValueRef h1 = cg_min_i64(cg, add(cg, h0, c64(cg, p->kh)), c64(cg, p->h + p->ph));
+	LLVMValueRef w1 = cg_min_i64(cg, add(cg, w0, c64(cg, p->kw)), c64(cg, p->w + p->pw));
+	return LLVMBuildMul(cg->b, sub(cg, h1, h0), sub(cg, w1, w0), "");
 }
 
 /* Scans window (oh, ow) of plane `base` of x in row-major order. */
@@ -99,7 +117,8 @@ static Scan scan_window(Cg *cg, const Pool *p, LLVMValueRef base, LLVMValueRef o
 	}
 	close2(cg, &j, &i);
 	Scan s = {.best = LLVMBuildLoad2(cg->b, ct, best, ""), .pos = LLVMBuildLoad2(cg->b, cg->t_i64, pos, "")};
-	LLVMValueRef n = p->include_pad ? c64(cg, p->kh * p->kw) : LLVMBuildLoad2(cg->b, cg->t_i64, cnt, "");
+	LLVMValueRef n = p->clip ? clipped_size(cg, p, h0, w0)
+			 : p->include_pad ? c64(cg, p->kh * p->kw) : LLVMBuildLoad2(cg->b, cg->t_i64, cnt, "");
 	s.count = LLVMBuildSIToFP(cg->b, n, ct, "");
 	s.sum = s.best;
 	return s;
@@ -244,7 +263,8 @@ static int64_t lower_pool_grad(Cg *cg, const Node *n, bool want_max)
 	Pool p = pool_of(cg, n, 1);
 	if (cg_gpu_paths(cg))
 		return lower_pool_grad_gpu(cg, n, &p, want_max);
-	if (want_max && p.kh == p.sh && p.kw == p.sw && p.ph == 0 && p.pw == 0)
+	bool inside = p.oh * p.sh <= p.h && p.ow * p.sw <= p.w; /* ceil mode's last windows are not */
+	if (want_max && p.kh == p.sh && p.kw == p.sw && p.ph == 0 && p.pw == 0 && inside)
 		return lower_max_grad_tiled(cg, n, &p);
 	LLVMTypeRef ct = cg_compute_type(cg, n->dtype);
 	int64_t grid, per = planes_per_wg(p.planes, p.h * p.w, &grid);

@@ -129,15 +129,50 @@ static void split_axes(const Shape *x, unsigned mask, Shape *kept, int64_t *kstr
 	}
 }
 
-static void reduce_loops(Cg *cg, int x, const Axis *red, int nred, LLVMValueRef off, LLVMValueRef acc)
+/* What a reduction adds up for element v of its input: v itself, or for all_finite 1 where v is
+ * infinite or NaN (an ordered compare, false for NaN; netc sets no fast-math flag that lets LLVM
+ * assume finite values, so the test stays). */
+static LLVMValueRef reduce_term(Cg *cg, const Node *n, LLVMValueRef v)
 {
+	if (n->op != OP_all_finite)
+		return v;
+	LLVMTypeRef t = LLVMTypeOf(v);
+	LLVMValueRef mag = cg_intrinsic(cg, "fabs", t, &v, 1);
+	LLVMValueRef ok = LLVMBuildFCmp(cg->b, LLVMRealOLT, mag, cg_real(cg, t, INFINITY), "");
+	return LLVMBuildSelect(cg->b, ok, cg_real(cg, t, 0), cg_real(cg, t, 1), "");
+}
+
+/* The output element from the total of count terms: mean divides, all_finite is 1 when no
+ * term counted a non-finite element. */
+static LLVMValueRef reduce_finish(Cg *cg, const Node *n, LLVMValueRef v, int64_t count)
+{
+	LLVMTypeRef t = LLVMTypeOf(v);
+	if (n->op == OP_mean)
+		return LLVMBuildFDiv(cg->b, v, cg_real(cg, t, (double)count), "");
+	if (n->op == OP_all_finite)
+		return LLVMBuildSelect(cg->b, LLVMBuildFCmp(cg->b, LLVMRealOEQ, v, cg_real(cg, t, 0), ""),
+				       cg_real(cg, t, 1), cg_real(cg, t, 0), "");
+	return v;
+}
+
+/* The reduced axes of n (all_finite reduces every axis). */
+static unsigned reduce_mask(const Cg *cg, const Node *n)
+{
+	if (n->op == OP_all_finite)
+		return (1u << cg->g->node[n->in[0]].shape.rank) - 1;
+	return (unsigned)n->attr[0];
+}
+
+static void reduce_loops(Cg *cg, const Node *n, const Axis *red, int nred, LLVMValueRef off, LLVMValueRef acc)
+{
+	int x = n->in[0];
 	if (nred == 0) {
-		acc_add(cg, acc, cg_load(cg, x, off));
+		acc_add(cg, acc, reduce_term(cg, n, cg_convert(cg, cg_load(cg, x, off), LLVMGetAllocatedType(acc))));
 		return;
 	}
 	CgLoop l = cg_for_begin(cg, cg_i64(cg, 0), cg_i64(cg, red->size), "r");
 	LLVMValueRef o = LLVMBuildNSWAdd(cg->b, off, LLVMBuildNSWMul(cg->b, l.i, cg_i64(cg, red->stride), ""), "");
-	reduce_loops(cg, x, red + 1, nred - 1, o, acc);
+	reduce_loops(cg, n, red + 1, nred - 1, o, acc);
 	cg_for_end(cg, &l);
 }
 
@@ -176,11 +211,9 @@ static int64_t lower_reduce_gpu(Cg *cg, const Node *n, const Shape *kept, const 
 	LLVMValueRef acc = acc_new(cg, t, 0);
 	CgLoop j = cg_for_begin(cg, workitem64(cg), cg_i64(cg, count), "j");
 	LLVMValueRef off = LLVMBuildNSWAdd(cg->b, base, reduced_offset(cg, red, nred, j.i), "");
-	acc_add(cg, acc, cg_convert(cg, cg_load(cg, x, off), t));
+	acc_add(cg, acc, reduce_term(cg, n, cg_convert(cg, cg_load(cg, x, off), t)));
 	cg_for_end_step(cg, &j, cg_i64(cg, cg->block));
-	LLVMValueRef v = cg_gpu_reduce(cg, sh, acc_get(cg, acc), false);
-	if (n->op == OP_mean)
-		v = LLVMBuildFDiv(cg->b, v, cg_real(cg, t, (double)count), "");
+	LLVMValueRef v = reduce_finish(cg, n, cg_gpu_reduce(cg, sh, acc_get(cg, acc), false), count);
 	first_item_only(cg);
 	cg_store(cg, n->id, out, v);
 	return shape_numel(&n->shape);
@@ -194,7 +227,7 @@ int64_t cg_lower_reduce(Cg *cg, const Node *n)
 	int64_t kstride[IR_MAX_DIMS];
 	Axis red[IR_MAX_DIMS];
 	int nred;
-	split_axes(xs, (unsigned)n->attr[0], &kept, kstride, red, &nred);
+	split_axes(xs, reduce_mask(cg, n), &kept, kstride, red, &nred);
 	int64_t m = shape_numel(&n->shape), count = m ? shape_numel(xs) / m : 0;
 	if (cg_is_gpu(cg) && m > 0 && count > GPU_SERIAL_MAX)
 		return lower_reduce_gpu(cg, n, &kept, kstride, red, nred, count);
@@ -203,10 +236,8 @@ int64_t cg_lower_reduce(Cg *cg, const Node *n)
 	LLVMValueRef base = kept_base(cg, &kept, kstride, b.item.i);
 	LLVMTypeRef t = cg_compute_type(cg, n->dtype);
 	LLVMValueRef acc = acc_new(cg, t, 0);
-	reduce_loops(cg, x, red, nred, base, acc);
-	LLVMValueRef v = acc_get(cg, acc);
-	if (n->op == OP_mean)
-		v = LLVMBuildFDiv(cg->b, v, cg_real(cg, t, (double)count), "");
+	reduce_loops(cg, n, red, nred, base, acc);
+	LLVMValueRef v = reduce_finish(cg, n, acc_get(cg, acc), count);
 	cg_store(cg, n->id, b.item.i, v);
 	return blocks_end(cg, &b);
 }

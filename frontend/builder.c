@@ -606,7 +606,35 @@ static void train_int(Builder *b, const Expr *e, const char *key, bool zero_ok, 
 	*out = (int64_t)v.v;
 }
 
-static const char *const train_keys[] = {"optimizer", "schedule", "data", "batch", "epochs", "steps", "log_every"};
+/* accumulate = K: micro-batches per optimizer step (passes/accumulate.c) */
+static void train_accumulate(Builder *b, const Expr *e, TrainConfig *c)
+{
+	int64_t k = 0;
+	train_int(b, e, "accumulate", false, &k);
+	if (k > TRAIN_MAX_ACCUMULATE)
+		diag_error(b->d, e->loc, "accumulate must be at most %d micro-batches, got %lld", TRAIN_MAX_ACCUMULATE,
+			   (long long)k);
+	else if (k > 0)
+		c->accumulate = k;
+}
+
+/* precision = fp32|fp16|bf16: what the forward and backward passes compute in
+ * (passes/mixed_precision.c) */
+static void train_precision(Builder *b, const Expr *e, TrainConfig *c)
+{
+	static const char *const known[PREC_COUNT] = {[PREC_FP32] = "fp32", [PREC_FP16] = "fp16", [PREC_BF16] = "bf16"};
+	int k = 0;
+	while (e->kind == E_NAME && k < PREC_COUNT && strcmp(e->name, known[k]))
+		k++;
+	if (e->kind != E_NAME || k == PREC_COUNT) {
+		diag_error(b->d, e->loc, "unknown precision (known: fp32, fp16, bf16)");
+		return;
+	}
+	c->precision = (PrecisionKind)k;
+}
+
+static const char *const train_keys[] = {"optimizer", "schedule", "data", "batch", "epochs", "steps", "log_every",
+					 "accumulate", "precision"};
 #define NKEYS ((int)(sizeof train_keys / sizeof train_keys[0]))
 
 static void train_stmt(Builder *b, const Stmt *st, TrainConfig *c, const Stmt **seen)
@@ -636,6 +664,8 @@ static void train_stmt(Builder *b, const Stmt *st, TrainConfig *c, const Stmt **
 	case 4: train_int(b, st->value, "epochs", false, &c->epochs); break;
 	case 5: train_int(b, st->value, "steps", true, &c->steps); break;
 	case 6: train_int(b, st->value, "log_every", false, &c->log_every); break;
+	case 7: train_accumulate(b, st->value, c); break;
+	case 8: train_precision(b, st->value, c); break;
 	}
 }
 

@@ -69,7 +69,7 @@ static int build_conv2d(const Layer *l, LayerCall *c)
 	double bound = 1 / sqrt((double)(cin * k * k));
 	int w = param(c, "weight", 4, wdim, bound);
 	int in[2] = {c->in[0], w};
-	double attr[6] = {a[2], a[2], a[3], a[3], a[4], a[4]};
+	double attr[7] = {a[2], a[2], a[3], a[3], a[4], a[4], LAYOUT_NCHW}; /* the layout pass may change it */
 	int y = add(c, OP_conv2d, in, attr, NULL);
 	return y < 0 ? -1 : with_bias(c, y, a[5] != 0, wdim[0], bound);
 }
@@ -96,13 +96,16 @@ static int build_op(const Layer *l, LayerCall *c)
 	return add(c, l->op, c->in, c->args->v, c->name);
 }
 
-/* (kernel, stride, padding[, count_include_pad]) to the op's per-axis attributes. */
+/* (kernel, stride, padding, flags) to the op's per-axis attributes; the flags (count_include_pad,
+ * ceil_mode) go to the op's attributes of the same names. */
 static int build_pool2d(const Layer *l, LayerCall *c)
 {
 	if (!need_rank(c, l->sig.name, 4, "NCHW"))
 		return -1;
 	const double *a = c->args->v;
-	double attr[7] = {a[0], a[0], a[1], a[1], a[2], a[2], a[3]};
+	double attr[IR_MAX_ATTRS] = {a[0], a[0], a[1], a[1], a[2], a[2]};
+	for (int i = 3; i < l->sig.nargs; i++)
+		attr[ir_attr_index(l->op, l->sig.arg[i].name)] = a[i];
 	return add(c, l->op, c->in, attr, c->name);
 }
 
@@ -265,7 +268,7 @@ static int build_global_avg_pool(const Layer *l, LayerCall *c)
 	if (!need_rank(c, l->sig.name, 4, "NCHW"))
 		return -1;
 	const Shape *s = &input(c, 0)->shape;
-	double attr[7] = {(double)s->dim[2], (double)s->dim[3], 1, 1, 0, 0, 1};
+	double attr[IR_MAX_ATTRS] = {(double)s->dim[2], (double)s->dim[3], 1, 1, 0, 0, 1};
 	return add(c, OP_avg_pool2d, c->in, attr, c->name);
 }
 
@@ -375,11 +378,12 @@ static const Layer layers[] = {
 	{{"dense", 2, {{"out_features", ARG_POS, 0, ARG_REQUIRED}, {"bias", ARG_BOOL, 1, 0}}, false},
 	 1, OP_matmul, build_dense},
 	UNARY(relu), UNARY(exp), UNARY(log), UNARY(sqrt), UNARY(neg),
-	{{"max_pool2d", 3, {{"kernel", ARG_POS, 0, ARG_REQUIRED}, {"stride", ARG_POS, 0, ARG_SAME},
-			    {"padding", ARG_NONNEG, 0, 0}}, false},
+	{{"max_pool2d", 4, {{"kernel", ARG_POS, 0, ARG_REQUIRED}, {"stride", ARG_POS, 0, ARG_SAME},
+			    {"padding", ARG_NONNEG, 0, 0}, {"ceil_mode", ARG_BOOL, 0, 0}}, false},
 	 1, OP_max_pool2d, build_pool2d},
-	{{"avg_pool2d", 4, {{"kernel", ARG_POS, 0, ARG_REQUIRED}, {"stride", ARG_POS, 0, ARG_SAME},
-			    {"padding", ARG_NONNEG, 0, 0}, {"count_include_pad", ARG_BOOL, 1, 0}}, false},
+	{{"avg_pool2d", 5, {{"kernel", ARG_POS, 0, ARG_REQUIRED}, {"stride", ARG_POS, 0, ARG_SAME},
+			    {"padding", ARG_NONNEG, 0, 0}, {"count_include_pad", ARG_BOOL, 1, 0},
+			    {"ceil_mode", ARG_BOOL, 0, 0}}, false},
 	 1, OP_avg_pool2d, build_pool2d},
 	{{"flatten", 1, {{"start_dim", ARG_INT, 1, 0}}, false}, 1, OP_reshape, build_flatten},
 	{{"reshape", 0, {{0}}, true}, 1, OP_reshape, build_reshape},

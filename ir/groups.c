@@ -5,7 +5,7 @@
 
 static bool is_root(const Graph *g, int id)
 {
-	return id == g->loss || id == g->output || id == g->eval_loss || id == g->eval_output ||
+	return id == g->loss || id == g->output || id == g->eval_loss || id == g->eval_output || id == g->finite ||
 	       g->node[id].op == OP_assign;
 }
 

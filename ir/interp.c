@@ -20,6 +20,10 @@ void ir_eval_node(const Graph *g, const Node *n, const double *const *in, double
 		abort();
 	}
 	ref(g, n, in, out);
+	/* a half-precision value is stored rounded: model that, so later nodes see what kernels see */
+	if (n->dtype == DT_F16 || n->dtype == DT_BF16)
+		for (int64_t i = 0, m = shape_numel(&n->shape); i < m; i++)
+			out[i] = ir_round_to(out[i], n->dtype);
 }
 
 /* Constants belong to no program: they are evaluated whenever a program runs. */

@@ -14,7 +14,7 @@
 
 #define IR_MAX_DIMS 6
 #define IR_MAX_INPUTS 4
-#define IR_MAX_ATTRS 8
+#define IR_MAX_ATTRS 10
 #define IR_MAX_EVAL_SWAPS 128
 
 typedef enum {
@@ -65,6 +65,9 @@ typedef struct Node {
 	int64_t ws_offset;           /* scratch for split-K partial sums (plan-memory); -1 for none */
 	int group;                   /* fused group (fuse): the id of its last member; a node alone
 	                              * is its own group; -1 for leaves */
+	/* params and state stored in another axis order (layout): stored axis d holds public axis
+	 * perm[d], so checkpoints and init keep the public order; all zero means identity */
+	int8_t perm[IR_MAX_DIMS];
 } Node;
 
 typedef struct Graph {
@@ -142,6 +145,11 @@ void ir_mark_program(Graph *g, const int *roots, int nroots, unsigned prog);
 /* Whether op is a leaf: its value comes from outside the program (input, param, state, runtime,
  * const). */
 bool ir_is_leaf(OpId op);
+/* The layout of the 4-D ops that take a `layout` attribute (conv, pooling): activations NCHW and
+ * conv weights OIHW, or activations NHWC and conv weights OHWI (passes/layout.c). */
+enum { LAYOUT_NCHW = 0, LAYOUT_NHWC = 1 };
+/* n's layout attribute, LAYOUT_NCHW for ops without one (ir/graph.c). */
+int ir_layout(const Node *n);
 /* Sum x over the axes along which it was broadcast to reach its shape from shape to. */
 int ir_sum_to(Graph *g, int x, const Shape *to);
 
@@ -174,6 +182,9 @@ void ir_eval_node(const Graph *g, const Node *n, const double *const *in, double
 /* Evaluates, in node order, every non-leaf node of the programs into values[id] (arrays of
  * shape_numel doubles the caller owns). Leaf values must be filled in before. */
 void ir_interp(const Graph *g, unsigned programs, double **values);
+/* x rounded to the nearest value of float type t (ties to even, infinity past its largest
+ * value), as a cast to t stores it (ir/ops_precision.c). */
+double ir_round_to(double x, DType t);
 
 /* ---- gradient rules: what a GradFn may call (ir/grad_context.c; passes/autodiff.c drives) ---- */
 Graph *gc_graph(GradContext *gc);

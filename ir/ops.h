@@ -46,6 +46,7 @@ bool shape_dropout(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_assign(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_bias_add(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_reshape(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_transpose(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_broadcast_to(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_reduce(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_softmax(Node *n, const Graph *g, char *err, size_t errlen);
@@ -61,6 +62,9 @@ bool shape_concat(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_slice(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_lrn(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_lrn_grad(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_cast(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_select(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_all_finite(Node *n, const Graph *g, char *err, size_t errlen);
 
 /* ---- float64 references ---- */
 #define OP_REF(name) void ref_##name(const Graph *g, const Node *n, const double *const *in, double *out)
@@ -80,6 +84,7 @@ OP_REF(div);
 OP_REF(bias_add);
 OP_REF(assign);
 OP_REF(reshape);
+OP_REF(transpose);
 OP_REF(broadcast_to);
 OP_REF(sum);
 OP_REF(mean);
@@ -103,6 +108,9 @@ OP_REF(concat);
 OP_REF(slice);
 OP_REF(lrn);
 OP_REF(lrn_grad);
+OP_REF(cast);
+OP_REF(select);
+OP_REF(all_finite);
 #undef OP_REF
 
 /* ---- gradient rules (n may move when rules emit nodes: they copy what they need first) ---- */
@@ -120,6 +128,7 @@ OP_GRAD(mul);
 OP_GRAD(div);
 OP_GRAD(bias_add);
 OP_GRAD(reshape);
+OP_GRAD(transpose);
 OP_GRAD(broadcast_to);
 OP_GRAD(sum);
 OP_GRAD(mean);
@@ -133,6 +142,7 @@ OP_GRAD(max_pool2d);
 OP_GRAD(avg_pool2d);
 OP_GRAD(concat);
 OP_GRAD(lrn);
+OP_GRAD(cast);
 #undef OP_GRAD
 
 /* ---- floating-point operation counts ---- */

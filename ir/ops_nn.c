@@ -20,10 +20,33 @@ static bool need_4d(const Node *n, const Graph *g, int i, const char *what, char
 typedef struct {
 	int64_t n, cin, h, w, cout, kh, kw, oh, ow;
 	int64_t sh, sw, ph, pw, dh, dw;
+	bool nhwc; /* x, y NHWC and w [Cout, KH, KW, Cin] */
 } ConvGeom;
+
+int ir_layout(const Node *n)
+{
+	int i = ir_attr_index(n->op, "layout");
+	return i < 0 ? LAYOUT_NCHW : (int)n->attr[i];
+}
+
+/* An activation [N, C, H, W] or a weight [O, I, KH, KW] in layout lay's order. */
+static Shape shape_in_layout(int lay, int64_t n, int64_t c, int64_t h, int64_t w)
+{
+	return lay == LAYOUT_NHWC ? (Shape){4, {n, h, w, c}} : (Shape){4, {n, c, h, w}};
+}
+
+/* The channel axis of an activation (the input-channel axis of a weight) in layout lay. */
+static int chan_axis(int lay) { return lay == LAYOUT_NHWC ? 3 : 1; }
+/* The first spatial axis (H, or KH): the second follows it. */
+static int spatial_axis(int lay) { return lay == LAYOUT_NHWC ? 1 : 2; }
 
 static bool conv_attrs(const Node *n, ConvGeom *c, char *err, size_t errlen)
 {
+	int64_t lay;
+	int li = ir_attr_index(n->op, "layout");
+	if (!op_attr_int(n, li, LAYOUT_NCHW, LAYOUT_NHWC, &lay, err, errlen))
+		return false;
+	c->nhwc = lay == LAYOUT_NHWC;
 	return op_attr_int(n, 0, 1, OP_ATTR_MAX, &c->sh, err, errlen) &&
 	       op_attr_int(n, 1, 1, OP_ATTR_MAX, &c->sw, err, errlen) &&
 	       op_attr_int(n, 2, 0, OP_ATTR_MAX, &c->ph, err, errlen) &&
@@ -39,13 +62,15 @@ static int64_t conv_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d)
 	return span < 0 ? 0 : span / s + 1;
 }
 
-/* The geometry from x [N, Cin, H, W] and w [Cout, Cin, KH, KW] (and the attributes). */
+/* The geometry from x [N, Cin, H, W] and w [Cout, Cin, KH, KW] (or their NHWC and OHWI forms)
+ * and the attributes. */
 static void conv_geom(const Node *n, const Shape *x, const Shape *w, ConvGeom *c)
 {
 	char err[8];
 	conv_attrs(n, c, err, sizeof err);
-	c->n = x->dim[0], c->cin = x->dim[1], c->h = x->dim[2], c->w = x->dim[3];
-	c->cout = w->dim[0], c->kh = w->dim[2], c->kw = w->dim[3];
+	int lay = c->nhwc ? LAYOUT_NHWC : LAYOUT_NCHW, ca = chan_axis(lay), sa = spatial_axis(lay);
+	c->n = x->dim[0], c->cin = x->dim[ca], c->h = x->dim[sa], c->w = x->dim[sa + 1];
+	c->cout = w->dim[0], c->kh = w->dim[sa], c->kw = w->dim[sa + 1];
 	c->oh = conv_out(c->h, c->kh, c->sh, c->ph, c->dh);
 	c->ow = conv_out(c->w, c->kw, c->sw, c->pw, c->dw);
 }
@@ -63,16 +88,17 @@ bool shape_conv2d(Node *n, const Graph *g, char *err, size_t errlen)
 	if (!need_4d(n, g, 0, "input", err, errlen) || !need_4d(n, g, 1, "weight", err, errlen) ||
 	    !op_binary_dtype(n, g, err, errlen) || !conv_attrs(n, &c, err, errlen))
 		return false;
-	if (x->dim[1] != w->dim[1])
+	int ca = chan_axis(c.nhwc);
+	if (x->dim[ca] != w->dim[ca])
 		return op_fail(n, err, errlen, "input %s has %lld channels but weight %s expects %lld",
-			       shape_str(x, sx, sizeof sx), (long long)x->dim[1], shape_str(w, sw, sizeof sw),
-			       (long long)w->dim[1]);
+			       shape_str(x, sx, sizeof sx), (long long)x->dim[ca], shape_str(w, sw, sizeof sw),
+			       (long long)w->dim[ca]);
 	conv_geom(n, x, w, &c);
 	if (c.oh < 1 || c.ow < 1)
 		return op_fail(n, err, errlen, "kernel %lldx%lld (dilation %lldx%lld) is larger than the input %s padded by %lldx%lld",
 			       (long long)c.kh, (long long)c.kw, (long long)c.dh, (long long)c.dw,
 			       shape_str(x, sx, sizeof sx), (long long)c.ph, (long long)c.pw);
-	n->shape = shape4(c.n, c.cout, c.oh, c.ow);
+	n->shape = shape_in_layout(c.nhwc, c.n, c.cout, c.oh, c.ow);
 	return true;
 }
 
@@ -80,7 +106,7 @@ bool shape_conv2d(Node *n, const Graph *g, char *err, size_t errlen)
 static bool conv_check_dy(const Node *n, const Shape *dy, const ConvGeom *c, char *err, size_t errlen)
 {
 	char sd[96], se[96];
-	Shape want = shape4(c->n, c->cout, c->oh, c->ow);
+	Shape want = shape_in_layout(c->nhwc, c->n, c->cout, c->oh, c->ow);
 	if (c->oh < 1 || c->ow < 1 || !shape_eq(dy, &want))
 		return op_fail(n, err, errlen, "dy %s does not match the convolution's output %s",
 			       shape_str(dy, sd, sizeof sd), shape_str(&want, se, sizeof se));
@@ -97,7 +123,7 @@ bool shape_conv2d_grad_input(Node *n, const Graph *g, char *err, size_t errlen)
 	    !op_binary_dtype(n, g, err, errlen) || !conv_attrs(n, &c, err, errlen) ||
 	    !op_attr_int(n, 6, 1, OP_ATTR_MAX, &ih, err, errlen) || !op_attr_int(n, 7, 1, OP_ATTR_MAX, &iw, err, errlen))
 		return false;
-	Shape x = shape4(dy->dim[0], w->dim[1], ih, iw);
+	Shape x = shape_in_layout(c.nhwc, dy->dim[0], w->dim[chan_axis(c.nhwc)], ih, iw);
 	conv_geom(n, &x, w, &c);
 	if (!conv_check_dy(n, dy, &c, err, errlen))
 		return false;
@@ -115,7 +141,8 @@ bool shape_conv2d_grad_weight(Node *n, const Graph *g, char *err, size_t errlen)
 	    !op_binary_dtype(n, g, err, errlen) || !conv_attrs(n, &c, err, errlen) ||
 	    !op_attr_int(n, 6, 1, OP_ATTR_MAX, &kh, err, errlen) || !op_attr_int(n, 7, 1, OP_ATTR_MAX, &kw, err, errlen))
 		return false;
-	Shape w = shape4(dy->dim[1], x->dim[1], kh, kw);
+	int ca = chan_axis(c.nhwc);
+	Shape w = shape_in_layout(c.nhwc, dy->dim[ca], x->dim[ca], kh, kw);
 	conv_geom(n, x, &w, &c);
 	if (!conv_check_dy(n, dy, &c, err, errlen))
 		return false;
@@ -133,15 +160,18 @@ static void conv_loop(const ConvGeom *c, const double *x, const double *w, const
 	for (int64_t co = 0; co < c->cout; co++)
 	for (int64_t oh = 0; oh < c->oh; oh++)
 	for (int64_t ow = 0; ow < c->ow; ow++) {
-		int64_t yi = ((b * c->cout + co) * c->oh + oh) * c->ow + ow;
+		int64_t yi = c->nhwc ? ((b * c->oh + oh) * c->ow + ow) * c->cout + co
+				     : ((b * c->cout + co) * c->oh + oh) * c->ow + ow;
 		for (int64_t ci = 0; ci < c->cin; ci++)
 		for (int64_t kh = 0; kh < c->kh; kh++)
 		for (int64_t kw = 0; kw < c->kw; kw++) {
 			int64_t ih = oh * c->sh - c->ph + kh * c->dh, iw = ow * c->sw - c->pw + kw * c->dw;
 			if (ih < 0 || ih >= c->h || iw < 0 || iw >= c->w)
 				continue;
-			int64_t xi = ((b * c->cin + ci) * c->h + ih) * c->w + iw;
-			int64_t wi = ((co * c->cin + ci) * c->kh + kh) * c->kw + kw;
+			int64_t xi = c->nhwc ? ((b * c->h + ih) * c->w + iw) * c->cin + ci
+					     : ((b * c->cin + ci) * c->h + ih) * c->w + iw;
+			int64_t wi = c->nhwc ? ((co * c->kh + kh) * c->kw + kw) * c->cin + ci
+					     : ((co * c->cin + ci) * c->kh + kh) * c->kw + kw;
 			switch (mode) {
 			case CONV_FWD: out[yi] += x[xi] * w[wi]; break;
 			case CONV_DX: out[xi] += y[yi] * w[wi]; break;
@@ -186,19 +216,22 @@ void grad_conv2d(GradContext *gc, const Node *n, int dy)
 {
 	Graph *g = gc_graph(gc);
 	int x = n->in[0], w = n->in[1];
-	double a[8];
+	int lay = ir_layout(n), sa = spatial_axis(lay);
+	double a[IR_MAX_ATTRS] = {0};
 	for (int i = 0; i < 6; i++)
 		a[i] = n->attr[i];
+	a[8] = lay;
 	int in_dx[2] = {dy, w}, in_dw[2] = {dy, x};
-	a[6] = (double)g->node[x].shape.dim[2], a[7] = (double)g->node[x].shape.dim[3];
+	a[6] = (double)g->node[x].shape.dim[sa], a[7] = (double)g->node[x].shape.dim[sa + 1];
 	int dx = ir_emit(g, OP_conv2d_grad_input, in_dx, a);
-	a[6] = (double)g->node[w].shape.dim[2], a[7] = (double)g->node[w].shape.dim[3];
+	a[6] = (double)g->node[w].shape.dim[sa], a[7] = (double)g->node[w].shape.dim[sa + 1];
 	int dw = ir_emit(g, OP_conv2d_grad_weight, in_dw, a);
 	gc_accumulate(gc, x, dx);
 	gc_accumulate(gc, w, dw);
 }
 
-/* 2 * N * Cout * OH * OW * Cin * KH * KW, from y [N, Cout, OH, OW] and w [Cout, Cin, KH, KW] */
+/* 2 * N * Cout * OH * OW * Cin * KH * KW, from y [N, Cout, OH, OW] and w [Cout, Cin, KH, KW]
+ * (the same products in either layout) */
 static double conv_flops(const Shape *y, const Shape *w)
 {
 	return 2.0 * (double)shape_numel(y) * (double)(w->dim[1] * w->dim[2] * w->dim[3]);
@@ -289,23 +322,42 @@ typedef struct {
 	int64_t planes, h, w, oh, ow; /* planes = N * C */
 	int64_t kh, kw, sh, sw, ph, pw;
 	bool include_pad;             /* avg: padding counts in the divisor */
+	bool ceil;                    /* ceil mode: the output size rounds up (Caffe) */
 } PoolGeom;
 
-/* Reads the attributes and checks them against x; floor mode as PyTorch's default. */
+/* A 0/1 attribute of the pooling ops by name (absent: 0). */
+static bool pool_flag(const Node *n, const char *attr, bool *out, char *err, size_t errlen)
+{
+	int i = ir_attr_index(n->op, attr);
+	int64_t v = 0;
+	if (i >= 0 && !op_attr_int(n, i, 0, 1, &v, err, errlen))
+		return false;
+	*out = v != 0;
+	return true;
+}
+
+/* Output size along one axis. Ceil mode rounds up, as long as the last window starts inside the
+ * input or its left padding (Caffe's and PyTorch's rule). */
+static int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t pad, bool ceil)
+{
+	int64_t span = in + 2 * pad - k;
+	int64_t o = (ceil ? (span + s - 1) / s : span / s) + 1;
+	if (ceil && (o - 1) * s >= in + pad)
+		o--;
+	return o;
+}
+
+/* Reads the attributes and checks them against x; floor mode unless ceil_mode. */
 static bool pool_geom(const Node *n, const Shape *x, PoolGeom *p, char *err, size_t errlen)
 {
 	char sx[96];
-	int64_t pad;
 	int64_t *field[6] = {&p->kh, &p->kw, &p->sh, &p->sw, &p->ph, &p->pw};
 	for (int i = 0; i < 6; i++) /* windows and strides from 1, padding from 0 */
 		if (!op_attr_int(n, i, i < 4 ? 1 : 0, OP_ATTR_MAX, field[i], err, errlen))
 			return false;
-	p->include_pad = false;
-	if (ir_op_nattrs(n->op) > 6) {
-		if (!op_attr_int(n, 6, 0, 1, &pad, err, errlen))
-			return false;
-		p->include_pad = pad != 0;
-	}
+	if (!pool_flag(n, "count_include_pad", &p->include_pad, err, errlen) ||
+	    !pool_flag(n, "ceil_mode", &p->ceil, err, errlen))
+		return false;
 	/* a window must hold an element of the input: padding up to half the window, as PyTorch */
 	if (2 * p->ph > p->kh || 2 * p->pw > p->kw)
 		return op_fail(n, err, errlen, "padding %lldx%lld is more than half the window %lldx%lld",
@@ -314,8 +366,8 @@ static bool pool_geom(const Node *n, const Shape *x, PoolGeom *p, char *err, siz
 	if (p->kh > p->h + 2 * p->ph || p->kw > p->w + 2 * p->pw)
 		return op_fail(n, err, errlen, "window %lld is larger than the padded input %s",
 			       (long long)(p->kh > p->h + 2 * p->ph ? p->kh : p->kw), shape_str(x, sx, sizeof sx));
-	p->oh = (p->h + 2 * p->ph - p->kh) / p->sh + 1;
-	p->ow = (p->w + 2 * p->pw - p->kw) / p->sw + 1;
+	p->oh = pool_out(p->h, p->kh, p->sh, p->ph, p->ceil);
+	p->ow = pool_out(p->w, p->kw, p->sw, p->pw, p->ceil);
 	return true;
 }
 
@@ -363,12 +415,23 @@ static int64_t pool_window(const PoolGeom *p, int64_t oh, int64_t ow, int64_t *i
 
 typedef enum { POOL_MAX, POOL_AVG, POOL_MAX_GRAD, POOL_AVG_GRAD } PoolMode;
 
-/* One window: forward modes write out[o] from x; gradient modes add dy[o] into out (dx). */
-static void pool_one(const PoolGeom *p, PoolMode mode, const double *x, const double *dy, double *out, int64_t o,
-		     const int64_t *idx, int64_t k)
+/* The average's divisor for window (oh, ow) holding k input elements: with count_include_pad
+ * the window clipped to the padded input, as Caffe divides (kh * kw but in ceil mode's last
+ * windows), else k. */
+static double pool_divisor(const PoolGeom *p, int64_t oh, int64_t ow, int64_t k)
 {
-	/* floor mode keeps every window inside the padded input: its full size is kh * kw */
-	double div = p->include_pad ? (double)(p->kh * p->kw) : (double)k;
+	if (!p->include_pad)
+		return (double)k;
+	int64_t h0 = oh * p->sh - p->ph, w0 = ow * p->sw - p->pw;
+	int64_t h1 = h0 + p->kh < p->h + p->ph ? h0 + p->kh : p->h + p->ph;
+	int64_t w1 = w0 + p->kw < p->w + p->pw ? w0 + p->kw : p->w + p->pw;
+	return (double)((h1 - h0) * (w1 - w0));
+}
+
+/* One window: forward modes write out[o] from x; gradient modes add dy[o] into out (dx). */
+static void pool_one(PoolMode mode, const double *x, const double *dy, double *out, int64_t o,
+		     const int64_t *idx, int64_t k, double div)
+{
 	int64_t best = 0;
 	double sum = 0;
 	for (int64_t i = 1; i < k; i++)
@@ -406,7 +469,8 @@ static void pool_ref(const Graph *g, const Node *n, const double *const *in, dou
 		for (int64_t oh = 0; oh < p.oh; oh++)
 			for (int64_t ow = 0; ow < p.ow; ow++) {
 				int64_t o = (c * p.oh + oh) * p.ow + ow, k = pool_window(&p, oh, ow, idx);
-				pool_one(&p, mode, x + c * p.h * p.w, dy, out + (grad ? c * p.h * p.w : 0), o, idx, k);
+				pool_one(mode, x + c * p.h * p.w, dy, out + (grad ? c * p.h * p.w : 0), o, idx, k,
+					 pool_divisor(&p, oh, ow, k));
 			}
 	free(idx);
 }

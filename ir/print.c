@@ -22,6 +22,12 @@ static void print_node(FILE *out, const Graph *g, const Node *n)
 		fprintf(out, "%s%s=%g", i ? ", " : " {", ir_attr_name(n->op, i, buf, sizeof buf), n->attr[i]);
 	if (na)
 		fputc('}', out);
+	if (n->perm[0] || n->perm[1]) { /* stored in another axis order than the public one */
+		fprintf(out, " stored perm=[");
+		for (int d = 0; d < n->shape.rank; d++)
+			fprintf(out, "%s%d", d ? ", " : "", n->perm[d]);
+		fputc(']', out);
+	}
 	if (n->grad_of >= 0)
 		fprintf(out, "  ; grad of %%%s", g->node[n->grad_of].name);
 	fputc('\n', out);

@@ -12,6 +12,8 @@ typedef enum { SCHED_NONE, SCHED_STEP, SCHED_MULTISTEP, SCHED_COSINE, SCHED_COUN
 typedef enum { PREC_FP32, PREC_FP16, PREC_BF16, PREC_COUNT } PrecisionKind;
 
 #define TRAIN_MAX_MILESTONES 6
+/* The most micro-batches one step accumulates: more is surely a typo, not a plan. */
+#define TRAIN_MAX_ACCUMULATE 4096
 
 typedef struct {
 	OptimizerKind optimizer;

@@ -24,7 +24,8 @@ int *autodiff_gradients(Graph *g, int loss)
 			gc.needs[i] |= gc.needs[n->in[k]];
 		gc.needs[i] &= dtype_is_float(n->dtype);
 	}
-	gc.grad[loss] = ir_const(g, 1.0);
+	/* fp16 seeds the backward pass with the loss scale, so small gradients stay above f16's range */
+	gc.grad[loss] = g->loss_scale >= 0 ? g->loss_scale : ir_const(g, 1.0);
 	for (int i = loss; i >= 0; i--) {
 		int dy = gc.grad[i];
 		if (dy < 0 || !gc.needs[i] || ir_is_leaf(g->node[i].op))
@@ -82,9 +83,14 @@ bool pass_autodiff(Graph *g, const PassOptions *o, Diag *d)
 			free(grad);
 			return false;
 		}
-		optimizer_emit_update(g, i, grad[i]);
+		grad[i] = accumulate_gradient(g, i, mixed_precision_unscale(g, grad[i]));
 		nparams++;
 	}
+	/* fp16: every update waits for all gradients to be checked finite, so they come after */
+	mixed_precision_finite(g, grad, first);
+	for (int i = 0; i < first; i++)
+		if (g->node[i].op == OP_param)
+			optimizer_emit_update(g, i, grad[i]);
 	free(grad);
 	name_gradients(g, first);
 
@@ -101,6 +107,7 @@ bool pass_autodiff(Graph *g, const PassOptions *o, Diag *d)
 			roots[nroots++] = i;
 	ir_mark_program(g, roots, nroots, PROG_TRAIN);
 	free(roots);
+	accumulate_mark_program(g, first);
 	if (nparams == 0) {
 		diag_error(d, (SrcLoc){0, 0}, "the network has no parameters to train");
 		return false;

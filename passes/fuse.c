@@ -9,7 +9,8 @@
  *   phase 3  multi-output fusion, which a post-dominator cannot see: elementwise groups joined by
  *            an edge merge (each parameter's optimizer update ends with several assigns, so no
  *            node of it post-dominates the rest), then elementwise groups join the anchor group
- *            they read (conv + bias_add + relu where bias_add also feeds relu_grad).
+ *            they read (conv + bias_add + relu where bias_add also feeds relu_grad), and
+ *            update groups that read the same state (an accumulator's reset and its reader).
  *
  * Every merge is tried on the graph and kept only if the result is a group of one of the kinds
  * that codegen compiles (check_group, the contract in ir/ir.h's terms), so no phase can leave an
@@ -189,6 +190,7 @@ typedef struct {
 	Users users;
 	PostDom pd;
 	unsigned prog;
+	unsigned done; /* nodes of these programs are grouped already: leave them */
 	bool *update;  /* nodes of an optimizer update: they reach an assign through elementwise ops */
 	Pattern *gpat; /* by leader: the largest pattern among the group's members */
 	bool *mark;    /* scratch: leaders of the groups a merge takes, nodes a path search has seen */
@@ -205,7 +207,8 @@ static void *xcalloc(size_t n, size_t size)
 
 static bool in_program(const Fuser *f, int id)
 {
-	return !ir_is_leaf(f->g->node[id].op) && (f->g->node[id].programs & f->prog);
+	unsigned p = f->g->node[id].programs;
+	return !ir_is_leaf(f->g->node[id].op) && (p & f->prog) && !(p & f->done);
 }
 
 static void find_updates(Fuser *f)
@@ -382,6 +385,28 @@ static void fuse_edges(Fuser *f, EdgeWant want, GroupTake take)
 	}
 }
 
+/* Update groups that read the same state: gradient accumulation resets its accumulator
+ * (assign(acc, 0)) in a group that no edge joins to the update reading acc; one kernel does both. */
+static void fuse_state_readers(Fuser *f)
+{
+	const Graph *g = f->g;
+	for (int x = 0; x < g->nnodes; x++) {
+		if (g->node[x].op != OP_state)
+			continue;
+		int first = -1;
+		for (int k = f->users.start[x]; k < f->users.start[x + 1]; k++) {
+			int y = f->users.user[k];
+			if (!in_program(f, y) || !f->update[y] || !take_elemwise(f, g->node[y].group))
+				continue;
+			int lead[FUSE_MAX_GROUP] = {first < 0 ? -1 : g->node[first].group, g->node[y].group};
+			if (first < 0)
+				first = y;
+			else if (lead[0] != lead[1])
+				merge_closed(f, lead, 2, take_elemwise);
+		}
+	}
+}
+
 static void fuse_program(Fuser *f, unsigned prog)
 {
 	f->prog = prog;
@@ -391,6 +416,7 @@ static void fuse_program(Fuser *f, unsigned prog)
 	postdom_free(&f->pd);
 	fuse_edges(f, want_elemwise, take_elemwise);
 	fuse_edges(f, want_epilogue, take_epilogue);
+	fuse_state_readers(f);
 }
 
 bool pass_fuse(Graph *g, const PassOptions *o, Diag *d)
@@ -408,6 +434,10 @@ bool pass_fuse(Graph *g, const PassOptions *o, Diag *d)
 	find_updates(&f);
 	fuse_program(&f, PROG_TRAIN);
 	fuse_program(&f, PROG_EVAL);
+	/* accumulation shares the training program's forward and backward groups: only its own
+	 * nodes (acc += g) are left to fuse */
+	f.done = PROG_TRAIN;
+	fuse_program(&f, PROG_ACCUM);
 	users_free(&f.users);
 	free(f.update);
 	free(f.gpat);

@@ -29,7 +29,8 @@ int64_t liveness_ws_bytes(const Graph *g, int id)
 
 static bool is_root(const Graph *g, int id)
 {
-	return id == g->loss || id == g->output || id == g->eval_loss || id == g->eval_output;
+	return id == g->loss || id == g->output || id == g->eval_loss || id == g->eval_output ||
+	       id == g->finite;
 }
 
 static bool is_gradient_of_param(const Graph *g, const Node *n)
@@ -37,7 +38,12 @@ static bool is_gradient_of_param(const Graph *g, const Node *n)
 	return n->grad_of >= 0 && g->node[n->grad_of].op == OP_param;
 }
 
-static bool in_one_program(unsigned programs) { return programs == PROG_TRAIN || programs == PROG_EVAL; }
+/* Training and accumulation run the same kernels in node order, a step at a time, so they share
+ * one timeline (accumulation's own kernels come last); evaluation has its own. */
+static bool in_one_program(unsigned programs)
+{
+	return programs == PROG_EVAL || (programs && !(programs & PROG_EVAL));
+}
 
 /* The kind of every node before reads are looked at; leaves are resident once something reads them. */
 static LiveKind kind_of(const Graph *g, const Node *n, const char *read)
@@ -85,7 +91,7 @@ static void extend_to_readers(const Graph *g, Liveness *l)
 			int x = u->in[k];
 			if (l->kind[x] != LIVE_TEMP)
 				continue;
-			if (u->programs != g->node[x].programs) {
+			if ((u->programs == PROG_EVAL) != (g->node[x].programs == PROG_EVAL)) {
 				l->kind[x] = LIVE_RESIDENT;
 				continue;
 			}

@@ -13,10 +13,15 @@
 
 /* One row per pass: name, function, what it does, required, optimization, must come after. */
 static const PassInfo table[] = {
+	{"layout", pass_layout, "--layout nhwc: conv activations NHWC, weights stored OHWI, transposes where layouts meet",
+	 false, true, NULL},
+	{"mixed-precision", pass_mixed_precision,
+	 "--precision fp16|bf16: half-precision forward and backward, f32 master weights, fp16 loss scaling",
+	 false, false, "layout"},
 	{"make-eval", pass_make_eval, "the evaluation program: the forward nodes again, without dropout",
-	 false, false, NULL},
+	 false, false, "layout,mixed-precision"},
 	{"autodiff", pass_autodiff, "gradients by each op's rule and the optimizer update, as graph nodes",
-	 true, false, "make-eval"},
+	 true, false, "layout,mixed-precision,make-eval"},
 	{"fuse", pass_fuse, "groups of nodes that one kernel computes (TVM FuseOps rules)", false, true, NULL},
 	{"plan-memory", pass_plan_memory, "arena offsets: liveness, in-place and best-fit reuse of blocks",
 	 true, false, "make-eval,autodiff,fuse"},

@@ -38,9 +38,10 @@ static int state_shaped(Graph *g, int p, const char *slot, Shape shape)
 
 static int state(Graph *g, int p, const char *slot) { return state_shaped(g, p, slot, g->node[p].shape); }
 
+/* (fp16: only when the step's gradients are finite) */
 static void assign(Graph *g, int target, int value)
 {
-	int in[2] = {target, value};
+	int in[2] = {target, mixed_precision_guard(g, target, value)};
 	ir_emit(g, OP_assign, in, NULL);
 }
 

@@ -7,7 +7,7 @@
 #include "ir/ir.h"
 
 /* The pipeline a plain run uses. */
-#define PASSES_DEFAULT "make-eval,autodiff,fuse,plan-memory"
+#define PASSES_DEFAULT "layout,mixed-precision,make-eval,autodiff,fuse,plan-memory"
 
 /* What the command line asks of the passes. All zero: the default pipeline, optimized. */
 typedef struct PassOptions {
@@ -19,6 +19,9 @@ typedef struct PassOptions {
 	bool no_reuse;           /* plan-memory gives every value a block of its own, as `netc check`
 	                          * needs to read every value after a step */
 	FILE *log;               /* where --print-after and --time-passes write; NULL: stderr */
+	int layout;              /* LAYOUT_NCHW (ir.h, the default) or LAYOUT_NHWC: conv activations
+	                          * and weights for the layout pass; the command line resolves
+	                          * --layout auto for the bundle's first target */
 } PassOptions;
 
 typedef bool (*PassFn)(Graph *g, const PassOptions *o, Diag *d);
@@ -51,6 +54,9 @@ bool passes_run_default(Graph *g, Diag *d);
 /* autodiff: from the loss, gradient nodes by each op's rule, then the optimizer update of every
  * param as graph nodes (passes/autodiff.c, passes/optimizer.c). Makes the lr runtime node. */
 bool pass_autodiff(Graph *g, const PassOptions *o, Diag *d);
+/* layout: conv activations NHWC and weights OHWI when o->layout asks, transposes only where
+ * layouts meet (passes/layout.c) */
+bool pass_layout(Graph *g, const PassOptions *o, Diag *d);
 /* make-eval: the evaluation program, the forward nodes again with dropout taken out (passes/make_eval.c) */
 bool pass_make_eval(Graph *g, const PassOptions *o, Diag *d);
 /* fuse: groups of nodes that one kernel computes (Node.group), TVM's FuseOps rules (passes/fuse.c) */
@@ -67,6 +73,26 @@ int *autodiff_gradients(Graph *g, int loss);
 
 /* The optimizer's update nodes for one param p with gradient grad (passes/optimizer.c). */
 void optimizer_emit_update(Graph *g, int p, int grad);
+
+/* ---- mixed precision (passes/mixed_precision.c) ---- */
+/* mixed-precision: the forward graph in train.precision's half type, f32 master weights, the
+ * loss-scale runtime node for fp16; nothing for fp32 */
+bool pass_mixed_precision(Graph *g, const PassOptions *o, Diag *d);
+/* fp16: the gradient the optimizer reads, grad / loss_scale; grad itself without loss scaling */
+int mixed_precision_unscale(Graph *g, int grad);
+/* fp16: Graph.finite, 1 when the gradient grad[i] of every param i < n is finite, else 0 */
+void mixed_precision_finite(Graph *g, const int *grad, int n);
+/* With Graph.finite: select(finite, value, target), so a step whose gradients overflowed leaves
+ * target unchanged; value itself otherwise */
+int mixed_precision_guard(Graph *g, int target, int value);
+
+/* ---- gradient accumulation over train.accumulate = K micro-batches (passes/accumulate.c) ---- */
+/* What the optimizer reads in place of param p's gradient grad: grad itself when K = 1, else
+ * (acc + grad) / K with the accumulator "<p>.grad_acc" (state), which PROG_TRAIN resets to 0. */
+int accumulate_gradient(Graph *g, int p, int grad);
+/* After PROG_TRAIN is marked: the PROG_ACCUM program (forward, backward, acc += grad for every
+ * accumulator, the updates of nodes before first, no optimizer step); nothing when K = 1. */
+void accumulate_mark_program(Graph *g, int first);
 
 /* ---- lifetimes of stored values (passes/liveness.c) ---- */
 /* How a value is stored. */
@@ -91,7 +117,8 @@ typedef struct {
 
 void liveness_compute(const Graph *g, Liveness *l);
 void liveness_free(Liveness *l);
-/* The kernel time of a non-leaf node in program prog (PROG_TRAIN or PROG_EVAL). */
+/* The kernel time of a non-leaf node in program prog (PROG_TRAIN and PROG_ACCUM share one
+ * timeline, PROG_EVAL has its own). */
 int liveness_time(const Graph *g, const Node *n, unsigned prog);
 /* Bytes of node id's value (numel times dtype size), and of its split-K workspace (0 for none). */
 int64_t liveness_bytes(const Graph *g, int id);

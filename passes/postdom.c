@@ -86,7 +86,8 @@ static int common_ancestor(const PostDom *t, int a, int b, Pattern *pat)
 /* Values the runtime reads after a step leave the program even where nodes also use them. */
 static bool leaves_program(const Graph *g, int id)
 {
-	return id == g->loss || id == g->output || id == g->eval_loss || id == g->eval_output;
+	return id == g->loss || id == g->output || id == g->eval_loss || id == g->eval_output ||
+	       id == g->finite;
 }
 
 static void postdom_node(PostDom *t, const Graph *g, const Users *u, unsigned prog, int id)

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/layout.h"
 #include "runtime/rt.h"
 
 #define CK_MAX_HEADER (64u << 20)
@@ -64,8 +65,10 @@ static char *header_json(const Bundle *b, int64_t step, size_t *len)
 		fputc(',', f);
 		put_name(f, x->name);
 		fprintf(f, ":{\"dtype\":\"F32\",\"shape\":[");
+		int64_t dim[BUNDLE_MAX_DIMS];
+		rt_layout_public_shape(x, dim); /* checkpoints keep the public order (OIHW) */
 		for (int d = 0; d < x->rank; d++)
-			fprintf(f, "%s%lld", d ? "," : "", (long long)x->dim[d]);
+			fprintf(f, "%s%lld", d ? "," : "", (long long)dim[d]);
 		fprintf(f, "],\"data_offsets\":[%lld,%lld]}", (long long)at, (long long)(at + x->bytes));
 		at += x->bytes;
 	}
@@ -85,6 +88,18 @@ static bool write_le64(FILE *f, uint64_t v)
 	return fwrite(b, 1, 8, f) == 8;
 }
 
+/* data in the public order (to_public) or the stored one: data itself when they are the same,
+ * else a new copy (NULL when out of memory). */
+static void *public_order(const BundleBuffer *x, const void *data, bool to_public)
+{
+	if (rt_layout_identity(x))
+		return (void *)data;
+	void *t = malloc((size_t)x->bytes);
+	if (t)
+		rt_layout_permute(x, 4, data, t, to_public);
+	return t;
+}
+
 /* Tensor data is little-endian f32, which is the host's order on every machine netc runs on. */
 static bool write_tensors(Session *s, FILE *f)
 {
@@ -97,7 +112,10 @@ static bool write_tensors(Session *s, FILE *f)
 		if (!tmp)
 			return false;
 		rt_read(s, i, tmp, (size_t)x->bytes);
-		bool ok = fwrite(tmp, 1, (size_t)x->bytes, f) == (size_t)x->bytes;
+		void *pub = public_order(x, tmp, true);
+		bool ok = pub && fwrite(pub, 1, (size_t)x->bytes, f) == (size_t)x->bytes;
+		if (pub != tmp)
+			free(pub);
 		free(tmp);
 		if (!ok)
 			return false;
@@ -324,10 +342,12 @@ static const Entry *find_entry(const Header *h, const char *name)
 
 static bool same_shape(const Entry *e, const BundleBuffer *x)
 {
+	int64_t dim[BUNDLE_MAX_DIMS];
+	rt_layout_public_shape(x, dim);
 	if (e->rank != x->rank)
 		return false;
 	for (int d = 0; d < x->rank; d++)
-		if (e->dim[d] != x->dim[d])
+		if (e->dim[d] != dim[d])
 			return false;
 	return true;
 }
@@ -350,12 +370,19 @@ static bool load_entry(Session *s, int i, const Entry *e, const uint8_t *data, u
 	char a[96], b[96];
 	if (strcmp(e->dtype, "F32"))
 		return fail(err, errlen, "%s: tensor '%s' is %s; netc loads F32", path, e->name, e->dtype);
+	int64_t dim[BUNDLE_MAX_DIMS];
+	rt_layout_public_shape(x, dim);
 	if (!same_shape(e, x))
 		return fail(err, errlen, "%s: tensor '%s' has shape %s; the model's is %s", path, e->name,
-			    shape_str(e->rank, e->dim, a, sizeof a), shape_str(x->rank, x->dim, b, sizeof b));
+			    shape_str(e->rank, e->dim, a, sizeof a), shape_str(x->rank, dim, b, sizeof b));
 	if (e->end - e->begin != x->bytes || (uint64_t)e->end > size)
 		return fail(err, errlen, "%s: tensor '%s' lies outside the file (truncated?)", path, e->name);
-	rt_write(s, i, data + e->begin, (size_t)x->bytes);
+	void *stored = public_order(x, data + e->begin, false);
+	if (!stored)
+		return fail(err, errlen, "%s: out of memory", path);
+	rt_write(s, i, stored, (size_t)x->bytes);
+	if (stored != data + e->begin)
+		free(stored);
 	return true;
 }
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "runtime/hash.h"
+#include "runtime/layout.h"
 #include "runtime/rt.h"
 
 /* Element i of the stream key: uniform in [-bound, bound). */
@@ -49,6 +50,17 @@ static void init_uniform(void *dst, const BundleBuffer *x, uint64_t seed, int64_
 	}
 }
 
+/* pub (public order, malloc'd) as a new buffer in x's stored order; frees pub. */
+static void *stored_order(const BundleBuffer *x, void *pub)
+{
+	void *t = malloc((size_t)(x->bytes ? x->bytes : 1));
+	if (!t)
+		abort();
+	rt_layout_permute(x, dtype_size((DType)x->dtype), pub, t, false);
+	free(pub);
+	return t;
+}
+
 void rt_init_params(Session *s, uint64_t seed)
 {
 	const Bundle *b = rt_bundle(s);
@@ -62,6 +74,8 @@ void rt_init_params(Session *s, uint64_t seed)
 			abort();
 		if (x->role == BUF_PARAM && x->init == RT_INIT_UNIFORM)
 			init_uniform(tmp, x, seed, n);
+		if (!rt_layout_identity(x)) /* drawn in the public order, so every layout starts alike */
+			tmp = stored_order(x, tmp);
 		else if (x->init == RT_INIT_ONE)
 			for (int64_t k = 0; k < n; k++)
 				store(tmp, (DType)x->dtype, k, 1);

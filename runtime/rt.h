@@ -26,9 +26,9 @@ void rt_close(Session *s);
  * seed; buffers marked INIT_ONE (batch norm's weight and running variance) ones; the rest of the
  * optimizer state zero. */
 void rt_init_params(Session *s, uint64_t seed);
-/* Queues one program (PROG_TRAIN or PROG_EVAL from ir.h) over what the buffers hold. On the CPU
- * it returns when the work is done; on a GPU before, and rt_read or rt_sync wait for it. False
- * once the device has failed (rt_error says how). */
+/* Queues one program (PROG_TRAIN, PROG_EVAL or PROG_ACCUM from ir.h) over what the buffers hold.
+ * On the CPU it returns when the work is done; on a GPU before, and rt_read or rt_sync wait for
+ * it. False once the device has failed (rt_error says how). */
 bool rt_run(Session *s, int program);
 /* Waits for the queued work; false once the device has failed. */
 bool rt_sync(Session *s);

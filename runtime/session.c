@@ -28,7 +28,7 @@ struct Session {
 	void *arena;      /* device memory */
 	uint8_t *host;    /* the host's view of the arena, NULL where the device has none */
 	void *module;
-	Program train, eval;
+	Program train, eval, accum; /* accum: a gradient-accumulation micro-batch */
 	char info[256];
 	char note[1024];
 };
@@ -83,12 +83,13 @@ Session *rt_open(const Bundle *b, const char *device, int threads, char *err, si
 		  (s->arena = c.ops->alloc(s->dev, (size_t)b->arena_bytes, err, errlen)) &&
 		  (s->module = c.ops->load_code(s->dev, c.code->data, c.code->size, err, errlen)) &&
 		  resolve(s, &s->train, c.code->train_kernels, c.code->ntrain, err, errlen) &&
-		  resolve(s, &s->eval, c.code->eval_kernels, c.code->neval, err, errlen);
+		  resolve(s, &s->eval, c.code->eval_kernels, c.code->neval, err, errlen) &&
+		  resolve(s, &s->accum, c.code->accum_kernels, c.code->naccum, err, errlen);
 	if (!ok) {
 		rt_close(s);
 		return NULL;
 	}
-	s->train.no_graph = s->eval.no_graph = !graphs_wanted(c.ops);
+	s->train.no_graph = s->eval.no_graph = s->accum.no_graph = !graphs_wanted(c.ops);
 	s->host = c.ops->host_view(s->dev, s->arena);
 	describe(s, &c);
 	return s;
@@ -107,6 +108,7 @@ void rt_close(Session *s)
 		return;
 	program_free(s, &s->train);
 	program_free(s, &s->eval);
+	program_free(s, &s->accum);
 	if (s->module)
 		s->ops->unload_code(s->dev, s->module);
 	if (s->arena)
@@ -139,11 +141,12 @@ static void capture(Session *s, Program *p)
 
 bool rt_run(Session *s, int program)
 {
-	if (program != RT_PROG_TRAIN && program != RT_PROG_EVAL) {
+	Program *p = program == RT_PROG_TRAIN ? &s->train : program == RT_PROG_EVAL ? &s->eval
+			 : program == RT_PROG_ACCUM ? &s->accum : NULL;
+	if (!p) {
 		fprintf(stderr, "%s:%d: rt_run: no program %d\n", __FILE__, __LINE__, program);
 		abort();
 	}
-	Program *p = program == RT_PROG_TRAIN ? &s->train : &s->eval;
 	if (!p->graph && !p->no_graph)
 		capture(s, p);
 	if (p->graph)

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "runtime/hash.h"
+#include "runtime/loss_scale.h"
 #include "runtime/progress.h"
 #include "runtime/rt.h"
 
@@ -27,9 +28,12 @@ typedef struct {
 	float *scores;   /* one batch of the output buffer */
 	uint64_t seed;
 	int64_t step;    /* training steps done */
+	int64_t accumulate; /* batches per step (gradient accumulation), 1 without */
+	int64_t micro;   /* the batch of the run now loaded: step * accumulate + its place in the step */
 	int64_t total;   /* steps of the whole run, for the schedule */
 	float lr;        /* of the last step */
 	bool overfit;    /* --overfit-batch: one batch, augmented as at step 0, every step */
+	RtLossScale scale; /* fp16: the loss scale and the steps it skipped */
 } Loop;
 
 /* Progress over the current logging interval. */
@@ -196,7 +200,8 @@ static bool loop_init(Loop *L, Session *s, uint64_t seed)
 	const BundleBuffer *img = &b->buf[b->image];
 	*L = (Loop){.s = s, .b = b, .batch = b->batch, .seed = seed,
 		    .classes = has_scores(b, b->output) ? b->buf[b->output].dim[1] : 0,
-		    .pixels = img->dim[1] * img->dim[2] * img->dim[3]};
+		    .accumulate = b->train.accumulate > 1 ? b->train.accumulate : 1,
+		    .pixels = img->dim[1] * img->dim[2] * img->dim[3], .scale = rt_loss_scale_new(b)};
 	L->images = malloc((size_t)(L->batch * L->pixels) * sizeof *L->images);
 	L->labels = malloc((size_t)L->batch * sizeof *L->labels);
 	L->scores = malloc((size_t)(L->batch * (L->classes ? L->classes : 1)) * sizeof *L->scores);
@@ -211,10 +216,10 @@ static void loop_free(Loop *L)
 }
 
 /* Examples idx[0..batch) of d into the input buffers; a training batch is augmented from the
- * seed and the step, so a resumed run sees the same crops and flips. */
+ * seed and the batch's place in the run, so a resumed run sees the same crops and flips. */
 static void load_batch(Loop *L, const Dataset *d, const int32_t *idx, bool train)
 {
-	uint64_t step = L->overfit ? 0 : (uint64_t)L->step;
+	uint64_t step = L->overfit ? 0 : (uint64_t)L->micro;
 	uint64_t key = rt_mix64(L->seed ^ rt_mix64(step + 0xA06));
 	for (int64_t k = 0; k < L->batch; k++)
 		L->labels[k] = rt_dataset_example(d, idx[k], train, key, L->images + k * L->pixels);
@@ -280,26 +285,42 @@ double rt_lr_at(const TrainConfig *c, int64_t step, int64_t epoch, int64_t total
 	return lr;
 }
 
-/* One training step on batch idx; the loss, or NaN. */
-static float train_step(Loop *L, const Dataset *d, const int32_t *idx, int64_t epoch, int64_t *hits)
+/* One batch of a step on examples idx: PROG_ACCUM adds its gradients to the accumulators,
+ * PROG_TRAIN (the step's last batch) updates. Its loss, or NaN; its hits added to *hits. */
+static float micro_step(Loop *L, const Dataset *d, const int32_t *idx, int program, int64_t *hits)
 {
 	load_batch(L, d, idx, true);
-	float lr = (float)rt_lr_at(&L->b->train, L->step, epoch, L->total);
-	L->lr = lr;
-	int32_t key[2] = {(int32_t)(uint32_t)L->seed, (int32_t)L->step};
-	rt_write(L->s, L->b->lr, &lr, sizeof lr);
+	int32_t key[2] = {(int32_t)(uint32_t)L->seed, (int32_t)L->micro};
 	rt_write(L->s, L->b->rng, key, sizeof key);
-	rt_run(L->s, RT_PROG_TRAIN);
-	L->step++;
+	rt_run(L->s, program);
 	/* the progress line needs the loss and the scores: this read waits for the step */
 	float loss;
 	rt_read(L->s, L->b->loss, &loss, sizeof loss);
-	*hits = 0;
 	if (L->classes) {
 		rt_read(L->s, L->b->output, L->scores, (size_t)(L->batch * L->classes) * sizeof *L->scores);
-		*hits = count_hits(L, L->batch);
+		*hits += count_hits(L, L->batch);
 	}
 	return loss;
+}
+
+/* One optimizer step on batch idx (accumulate batches of examples); the mean loss, or NaN. */
+static float train_step(Loop *L, const Dataset *d, const int32_t *idx, int64_t epoch, int64_t *hits)
+{
+	/* a step that fp16 loss scaling skipped did not happen for the schedule */
+	float lr = (float)rt_lr_at(&L->b->train, L->step - L->scale.skipped, epoch, L->total);
+	L->lr = lr;
+	rt_write(L->s, L->b->lr, &lr, sizeof lr);
+	rt_loss_scale_write(&L->scale, L->s);
+	double loss = 0;
+	*hits = 0;
+	for (int64_t j = 0; j < L->accumulate; j++) {
+		L->micro = L->step * L->accumulate + j;
+		int program = j + 1 < L->accumulate ? RT_PROG_ACCUM : RT_PROG_TRAIN;
+		loss += micro_step(L, d, idx + j * L->batch, program, hits);
+	}
+	rt_loss_scale_after_step(&L->scale, L->s);
+	L->step++;
+	return (float)(loss / (double)L->accumulate);
 }
 
 /* ---- evaluation ---- */
@@ -376,7 +397,7 @@ static ProgressRow progress_row(const Loop *L, const Plan *p, const Interval *iv
 		.step = L->step, .total = p->total, .epoch = epoch + 1, .epochs = p->epochs,
 		.loss = iv->loss_sum / (double)iv->steps,
 		.accuracy = L->classes ? 100.0 * (double)iv->hits / (double)iv->seen : NAN,
-		.examples_per_s = (double)(iv->steps * L->batch) / (t - iv->t_mark),
+		.examples_per_s = (double)(iv->steps * L->batch * L->accumulate) / (t - iv->t_mark),
 		.elapsed_s = t - p->t0,
 		.eta_s = done > 0 ? p->train_s / (double)done * (double)(p->total - L->step) : NAN,
 		.lr = L->lr, .eval_accuracy = NAN,
@@ -418,7 +439,7 @@ static bool run_epochs(Loop *L, Plan *p, const Dataset *train, const Dataset *te
 		for (int64_t k = L->step % p->per_epoch; k < p->per_epoch && L->step < p->total; k++) {
 			double t = now();
 			int64_t hits;
-			float loss = train_step(L, train, perm + (L->overfit ? 0 : k) * L->batch, e, &hits);
+			float loss = train_step(L, train, perm + (L->overfit ? 0 : k) * L->batch * L->accumulate, e, &hits);
 			p->train_s += now() - t;
 			if (rt_error(L->s)) {
 				snprintf(err, errlen, "%s (at step %lld)", rt_error(L->s), (long long)L->step);
@@ -435,7 +456,7 @@ static bool run_epochs(Loop *L, Plan *p, const Dataset *train, const Dataset *te
 				break;
 			iv.loss_sum += loss;
 			iv.hits += hits;
-			iv.seen += L->batch;
+			iv.seen += L->batch * L->accumulate;
 			iv.steps++;
 			bool last = L->step == p->total, eval_now = test && (L->step % p->per_epoch == 0 || last);
 			ProgressRow row = progress_row(L, p, &iv, e);
@@ -473,10 +494,12 @@ static bool make_plan(const Bundle *b, const TrainOptions *o, const Dataset *tra
 		      char *err, size_t errlen)
 {
 	*p = (Plan){.accuracy = NAN, .last_loss = NAN};
-	p->per_epoch = train->n / b->batch;
+	int64_t k = b->train.accumulate > 1 ? b->train.accumulate : 1;
+	p->per_epoch = train->n / (b->batch * k); /* optimizer steps */
 	if (p->per_epoch == 0) {
-		snprintf(err, errlen, "the training set has %lld examples, fewer than one batch of %lld",
-			 (long long)train->n, (long long)b->batch);
+		snprintf(err, errlen, "the training set has %lld examples, fewer than one step of %lld (%lld batch%s "
+			 "of %lld)", (long long)train->n, (long long)(k * b->batch), (long long)k, k == 1 ? "" : "es",
+			 (long long)b->batch);
 		return false;
 	}
 	p->epochs = o->epochs > 0 ? o->epochs : b->train.epochs > 0 ? b->train.epochs : 1;
@@ -555,7 +578,9 @@ static bool train_session(const Bundle *b, const TrainOptions *o, const Dataset 
 		ok = false;
 	}
 	if (ok && !o->quiet)
-		summary(&p, b->batch);
+		summary(&p, L.batch * L.accumulate);
+	if (ok && !o->quiet)
+		rt_loss_scale_summary(&L.scale, stdout);
 	loop_free(&L);
 	rt_close(s);
 	return ok;
@@ -656,6 +681,15 @@ static void random_batch(Loop *L)
 	int32_t rng[2] = {(int32_t)(uint32_t)L->seed, 0};
 	rt_write(L->s, L->b->lr, &lr, sizeof lr);
 	rt_write(L->s, L->b->rng, rng, sizeof rng);
+	rt_loss_scale_write(&L->scale, L->s);
+}
+
+/* A whole optimizer step: the accumulation batches (the same random batch), then the update. */
+static void bench_step(Loop *L)
+{
+	for (int64_t j = 1; j < L->accumulate; j++)
+		rt_run(L->s, RT_PROG_ACCUM);
+	rt_run(L->s, RT_PROG_TRAIN);
 }
 
 static bool bench_session(Session *s, const BenchOptions *o, BenchResult *r)
@@ -669,12 +703,12 @@ static bool bench_session(Session *s, const BenchOptions *o, BenchResult *r)
 		rt_init_params(s, o->seed);
 		random_batch(&L);
 		for (int64_t i = 0; i < o->warmup; i++)
-			rt_run(s, RT_PROG_TRAIN);
+			bench_step(&L);
 		rt_sync(s);
 		for (int k = 0; k < repeats; k++) {
 			double t = now();
 			for (int64_t i = 0; i < steps; i++)
-				rt_run(s, RT_PROG_TRAIN);
+				bench_step(&L);
 			rt_sync(s); /* a GPU queues the steps: time them done */
 			ms[k] = (now() - t) * 1e3 / (double)steps;
 		}
@@ -683,7 +717,7 @@ static bool bench_session(Session *s, const BenchOptions *o, BenchResult *r)
 		r->ms_per_step = repeats % 2 ? ms[repeats / 2] : (ms[repeats / 2 - 1] + ms[repeats / 2]) / 2;
 		r->ms_min = ms[0];
 		r->ms_max = ms[repeats - 1];
-		r->examples_per_s = (double)L.batch * 1e3 / r->ms_per_step;
+		r->examples_per_s = (double)(L.batch * L.accumulate) * 1e3 / r->ms_per_step;
 	}
 	free(ms);
 	loop_free(&L);

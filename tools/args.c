@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/train_config.h"
 #include "tools/args.h"
 
 typedef struct {
@@ -39,6 +40,8 @@ static const Option options[] = {
 	{"--time-passes", OPT_PASSES, false},
 	{"-O0", OPT_PASSES, false},
 	{"-O1", OPT_PASSES, false},
+	{"--layout", OPT_PASSES, true},
+	{"--precision", OPT_PASSES, true},
 	{"--plan", OPT_PLAN, false},
 	{"--compare", OPT_COMPARE, true},
 	{"--save", OPT_SAVE, true},
@@ -47,6 +50,7 @@ static const Option options[] = {
 	{"--checkpoint", OPT_CHECKPOINT, true},
 	{"--log", OPT_LOG, true},
 	{"--overfit-batch", OPT_OVERFIT, false},
+	{"--accumulate", OPT_ACCUMULATE, true},
 };
 
 static bool parse_count(const char *command, const char *opt, const char *s, int64_t min, int64_t *out)
@@ -59,6 +63,18 @@ static bool parse_count(const char *command, const char *opt, const char *s, int
 		return false;
 	}
 	*out = v;
+	return true;
+}
+
+static bool parse_range(const char *command, const char *opt, const char *s, int64_t min, int64_t max,
+			int64_t *out)
+{
+	if (!parse_count(command, opt, s, min, out))
+		return false;
+	if (*out > max) {
+		fprintf(stderr, "netc %s: %s is at most %lld, got '%s'\n", command, opt, (long long)max, s);
+		return false;
+	}
 	return true;
 }
 
@@ -83,9 +99,30 @@ static bool set_cov(const char *command, const char *v, Args *a)
 	return true;
 }
 
-static bool set_pass_option(const char *name, const char *v, Args *a)
+/* --precision: what the forward and backward passes compute in (ir/train_config.h) */
+static bool set_precision(const char *command, const char *v, Args *a)
 {
-	if (strcmp(name, "--passes") == 0)
+	static const char *const names[PREC_COUNT] = {[PREC_FP32] = "fp32", [PREC_FP16] = "fp16", [PREC_BF16] = "bf16"};
+	for (int p = 0; p < PREC_COUNT; p++)
+		if (strcmp(v, names[p]) == 0) {
+			a->precision = p;
+			return true;
+		}
+	fprintf(stderr, "netc %s: --precision is fp32, fp16 or bf16, not '%s'\n", command, v);
+	return false;
+}
+
+static bool set_pass_option(const char *command, const char *name, const char *v, Args *a)
+{
+	if (strcmp(name, "--precision") == 0)
+		return set_precision(command, v, a);
+	if (strcmp(name, "--layout") == 0) {
+		if (strcmp(v, "nchw") != 0 && strcmp(v, "nhwc") != 0 && strcmp(v, "auto") != 0) {
+			fprintf(stderr, "netc %s: --layout is nchw, nhwc or auto, not '%s'\n", command, v);
+			return false;
+		}
+		a->layout = v;
+	} else if (strcmp(name, "--passes") == 0)
 		a->passes = v;
 	else if (strcmp(name, "--disable-pass") == 0)
 		a->disable_pass = v;
@@ -111,7 +148,7 @@ static bool set_option(const Option *o, const char *command, const char *v, Args
 		else
 			a->dump_dir = v;
 		return true;
-	case OPT_PASSES: return set_pass_option(o->name, v, a);
+	case OPT_PASSES: return set_pass_option(command, o->name, v, a);
 	case OPT_PLAN: a->plan = true; return true;
 	case OPT_COMPARE: a->compare = v; return true;
 	case OPT_SAVE:
@@ -124,6 +161,7 @@ static bool set_option(const Option *o, const char *command, const char *v, Args
 	case OPT_CHECKPOINT: a->checkpoint = v; return true;
 	case OPT_LOG: a->log = v; return true;
 	case OPT_OVERFIT: a->overfit_batch = true; return true;
+	case OPT_ACCUMULATE: return parse_range(command, o->name, v, 1, TRAIN_MAX_ACCUMULATE, &a->accumulate);
 	case OPT_TRAINING: a->training = true; return true;
 	case OPT_QUIET: a->quiet = true; return true;
 	case OPT_OUTPUT: a->output = v; return true;
@@ -149,6 +187,7 @@ static bool set_option(const Option *o, const char *command, const char *v, Args
 bool args_parse(int argc, char **argv, int first, unsigned allowed, const char *command, Args *a)
 {
 	memset(a, 0, sizeof *a);
+	a->precision = -1;
 	a->device = "auto";
 	a->seed = 1;
 	for (int i = first; i < argc; i++) {

@@ -32,6 +32,7 @@ enum {
 	OPT_CHECKPOINT = 1 << 23, /* --checkpoint F */
 	OPT_LOG = 1 << 24,      /* --log FILE.csv */
 	OPT_OVERFIT = 1 << 25,  /* --overfit-batch */
+	OPT_ACCUMULATE = 1 << 26, /* --accumulate K */
 };
 
 typedef struct {
@@ -49,6 +50,7 @@ typedef struct {
 	const char *print_after; /* --print-after: passes (or "all") after which the IR is printed */
 	bool time_passes;        /* --time-passes */
 	bool O0;                 /* -O0: no optimization passes, no memory reuse */
+	const char *layout;      /* --layout nchw|nhwc|auto; NULL: auto */
 	bool plan;               /* --plan: print the memory plan */
 	const char *compare;     /* --compare: pipelines to run side by side ("unfused,fused") */
 	const char *save;        /* --save: checkpoint file */
@@ -57,6 +59,8 @@ typedef struct {
 	const char *checkpoint;  /* --checkpoint: weights for netc eval */
 	const char *log;         /* --log: the training log, CSV */
 	bool overfit_batch;      /* --overfit-batch: train on the first batch every step */
+	int64_t accumulate;      /* --accumulate: micro-batches per optimizer step; 0: the .net file's */
+	int precision;           /* --precision fp32|fp16|bf16: a PrecisionKind; -1: the .net file's */
 	bool training, quiet, help, seed_given;
 	int64_t steps, epochs, batch, repeats, warmup, log_every;
 	int64_t threads;

@@ -26,6 +26,16 @@ bool model_is_bundle(const char *path)
 	return yes;
 }
 
+static int64_t accumulate;
+
+void model_set_accumulate(int64_t k) { accumulate = k; }
+
+static int precision = -1;
+
+void model_set_precision(int p) { precision = p; }
+
+static const char *precision_name(int p) { return p == PREC_FP16 ? "fp16" : p == PREC_BF16 ? "bf16" : "fp32"; }
+
 #ifdef NETC_RUNTIME_ONLY
 Graph *model_load_graph(const char *path, int64_t batch, bool training)
 {
@@ -42,6 +52,10 @@ void model_set_pass_options(const PassOptions *o) { pass_options = o; }
 Graph *model_load_graph(const char *path, int64_t batch, bool training)
 {
 	Graph *g = fe_load_file(path, batch, stderr);
+	if (g && accumulate > 0)
+		g->train.accumulate = accumulate;
+	if (g && precision >= 0)
+		g->train.precision = (PrecisionKind)precision;
 	if (!g || !training)
 		return g;
 	Diag d;
@@ -304,6 +318,20 @@ static bool read_bundle(const char *path, int64_t batch, const ModelTargets *t, 
 		fprintf(stderr, "netc: error: %s was compiled for batch %lld, not %lld; compile it again "
 				"with `netc compile MODEL.net --batch %lld -o FILE`\n",
 			path, (long long)b->batch, (long long)batch, (long long)batch);
+		bundle_free(b);
+		return false;
+	}
+	if (accumulate > 0 && accumulate != b->train.accumulate) {
+		fprintf(stderr, "netc: error: %s was compiled to accumulate %lld micro-batches, not %lld; compile it "
+				"again with `netc compile MODEL.net --accumulate %lld -o FILE`\n",
+			path, (long long)b->train.accumulate, (long long)accumulate, (long long)accumulate);
+		bundle_free(b);
+		return false;
+	}
+	if (precision >= 0 && precision != (int)b->train.precision) {
+		fprintf(stderr, "netc: error: %s was compiled for --precision %s, not %s; compile it again with "
+				"`netc compile MODEL.net --precision %s -o FILE`\n",
+			path, precision_name(b->train.precision), precision_name(precision), precision_name(precision));
 		bundle_free(b);
 		return false;
 	}

@@ -27,6 +27,14 @@ bool model_is_bundle(const char *path);
  * pipeline. The command line sets them once from its options; o must outlive the loads. */
 void model_set_pass_options(const struct PassOptions *o);
 
+/* --accumulate K for the loads below: the micro-batches per optimizer step, in place of the .net
+ * file's `accumulate`; 0 keeps the file's. A bundle file must have been compiled with K. */
+void model_set_accumulate(int64_t k);
+
+/* --precision for the loads below: a PrecisionKind in place of the .net file's `precision`; -1
+ * keeps the file's. A bundle file must have been compiled with it. */
+void model_set_precision(int precision);
+
 /* A .net file through the frontend and the pass pipeline (training graph, planned memory).
  * training false stops at the forward graph. Prints errors and returns NULL on failure. */
 Graph *model_load_graph(const char *path, int64_t batch, bool training);

@@ -32,6 +32,11 @@ static int cmd_print(const Args *a)
 	if (!g)
 		return 1;
 	ir_print(stdout, g, a->training ? PROG_TRAIN : 0);
+	if (a->training && g->train.accumulate > 1) {
+		printf("; accumulation micro-batch (%lld per step, the last runs the step above):\n",
+		       (long long)g->train.accumulate);
+		ir_print(stdout, g, PROG_ACCUM);
+	}
 	ir_graph_free(g);
 	return 0;
 }
@@ -213,6 +218,9 @@ static int cmd_compile(const Args *a)
 		       b.model, (long long)b.batch, b.code[0].ntrain, b.arena_bytes / 1048576.0);
 		for (int i = 0; i < b.ncode; i++)
 			printf("%s %s", i ? "," : "", b.code[i].target);
+		if (b.train.accumulate > 1)
+			printf("; accumulates %lld micro-batches (%d kernels each but the last)",
+			       (long long)b.train.accumulate, b.code[0].naccum);
 		printf("\n");
 	}
 	bundle_free(&b);
@@ -439,7 +447,9 @@ static int cmd_bench(const Args *a)
 		printf("ms/step: %.3f (median of %d repeats of %lld steps; min %.3f, max %.3f)\n", r.ms_per_step,
 		       o.repeats, (long long)o.steps, r.ms_min, r.ms_max);
 		printf("examples/s: %.0f\n", r.examples_per_s);
-		printf("GFLOP/s: %.1f\n", b.flops_per_step / (r.ms_per_step * 1e6));
+		/* a step of K batches: about K times one batch's work (the update once) */
+		double k = b.train.accumulate > 1 ? (double)b.train.accumulate : 1.0;
+		printf("GFLOP/s: %.1f\n", k * b.flops_per_step / (r.ms_per_step * 1e6));
 	}
 	bundle_free(&b);
 	return rc;
@@ -471,7 +481,8 @@ static int cmd_bench(const Args *a)
 #endif
 
 /* the pass manager's options, on every command that runs the passes */
-#define PASS_USAGE "[--passes=LIST] [--disable-pass=NAME] [--print-after=NAME|all] [--time-passes] [-O0]"
+#define PASS_USAGE "[--passes=LIST] [--disable-pass=NAME] [--print-after=NAME|all] [--time-passes] [-O0]\n" \
+	"                  [--layout nchw|nhwc|auto]"
 #define PASS_HELP                                                                                      \
 	"\n--passes=LIST sets the pass pipeline (default " PASSES_DEFAULT "; `netc passes`\n"           \
 	"lists them), --disable-pass=NAME takes passes out, -O0 runs no optimization (no fusion, no\n"  \
@@ -480,10 +491,11 @@ static int cmd_bench(const Args *a)
 
 static const Command commands[] = {
 #ifndef NETC_RUNTIME_ONLY
-	{"print", cmd_print, OPT_TRAINING | OPT_BATCH | OPT_PASSES,
-	 "netc print MODEL.net [--training] [--batch N] " PASS_USAGE,
+	{"print", cmd_print, OPT_TRAINING | OPT_BATCH | OPT_PASSES | OPT_ACCUMULATE,
+	 "netc print MODEL.net [--training] [--batch N] [--accumulate K] " PASS_USAGE,
 	 "Prints the forward graph, or with --training the training step (forward, backward, optimizer\n"
-	 "update), one node per line." PASS_HELP},
+	 "update), one node per line; with gradient accumulation (--accumulate K or `accumulate = K`)\n"
+	 "also the accumulation micro-batch's program." PASS_HELP},
 	{"info", cmd_info, OPT_BATCH | OPT_PASSES | OPT_PLAN, "netc info MODEL.net|FILE [--batch N] [--plan] " PASS_USAGE,
 	 "Summarizes a model: parameters, forward FLOPs per example, training step FLOPs, kernels and\n"
 	 "the bytes they read and write, arena bytes, and the memory plan: the arena against the sum of\n"
@@ -494,8 +506,9 @@ static const Command commands[] = {
 	 "VGPRs, AGPRs, SGPRs, LDS bytes, scratch bytes per work-item and spills, read from the code\n"
 	 "object's metadata, with the occupancy they allow (waves per SIMD) and the resource that limits\n"
 	 "it." PASS_HELP},
-	{"compile", cmd_compile, OPT_OUTPUT | OPT_BATCH | OPT_QUIET | OPT_TARGET | OPT_WAVE | OPT_COV | OPT_EMIT | OPT_PASSES,
-	 "netc compile MODEL.net -o FILE [--batch N] [--target LIST] [--wave32|--wave64]\n"
+	{"compile", cmd_compile, OPT_OUTPUT | OPT_BATCH | OPT_QUIET | OPT_TARGET | OPT_WAVE | OPT_COV | OPT_EMIT | OPT_PASSES
+		 | OPT_ACCUMULATE,
+	 "netc compile MODEL.net -o FILE [--batch N] [--accumulate K] [--target LIST] [--wave32|--wave64]\n"
 	 "                    [--code-object-version 4|5|6] [--emit KINDS --dump-dir DIR]\n"
 	 "                    " PASS_USAGE,
 	 "Compiles the training and evaluation programs and writes the bundle FILE: the plan once, one\n"
@@ -530,8 +543,9 @@ static const Command commands[] = {
 	 "sm architecture, memory, wave size), why a backend finds none, and the CPU."},
 	{"train", cmd_train,
 	 OPT_DATA | OPT_STEPS | OPT_EPOCHS | OPT_BATCH | OPT_SEED | OPT_THREADS | OPT_DEVICE | OPT_LOG_EVERY | OPT_QUIET
-		 | OPT_SAVE | OPT_RESUME | OPT_LOG | OPT_OVERFIT | RUN_TARGET_OPTS,
+		 | OPT_SAVE | OPT_RESUME | OPT_LOG | OPT_OVERFIT | OPT_ACCUMULATE | RUN_TARGET_OPTS,
 	 "netc train MODEL.net|FILE [--data DIR|synthetic] [--steps N | --epochs N] [--batch N] [--seed S]\n"
+	 "                  [--accumulate K]\n"
 	 "                  [--threads N] [--log-every N] [--log FILE.csv] [--device auto|cpu|hip|cuda[:N]]\n"
 	 "                  [--save F [--save-every N]] [--resume F] [--overfit-batch]"
 	 RUN_TARGET_USAGE,
@@ -547,7 +561,10 @@ static const Command commands[] = {
 	 "(parameters and optimizer state) every --save-every steps and at the end; --resume F continues\n"
 	 "a run from one, step counter and schedule included (give the same --seed and --steps).\n"
 	 "--overfit-batch trains every step on the first batch (the same examples and augmentation) and\n"
-	 "skips the held-out evaluation: a sanity check in which the loss must fall."
+	 "skips the held-out evaluation: a sanity check in which the loss must fall.\n"
+	 "--accumulate K (or `accumulate = K` in the train section) averages the gradients of K batches\n"
+	 "per optimizer step, as one batch K times larger; steps, epochs and the schedule count\n"
+	 "optimizer steps, examples/s every batch."
 	 RUN_TARGET_HELP},
 	{"eval", cmd_eval, OPT_DATA | OPT_BATCH | OPT_SEED | OPT_THREADS | OPT_DEVICE | OPT_QUIET | OPT_CHECKPOINT
 		 | RUN_TARGET_OPTS,
@@ -560,11 +577,13 @@ static const Command commands[] = {
 	 "panel, the training and held-out accuracy in another."},
 	{"bench", cmd_bench,
 	 OPT_BATCH | OPT_STEPS | OPT_REPEATS | OPT_WARMUP | OPT_SEED | OPT_THREADS | OPT_DEVICE | RUN_TARGET_OPTS
-		 | BENCH_COMPARE_OPTS,
-	 "netc bench MODEL.net|FILE [--batch N] [--steps N] [--repeats R] [--warmup W] [--threads N]\n"
+		 | BENCH_COMPARE_OPTS | OPT_ACCUMULATE,
+	 "netc bench MODEL.net|FILE [--batch N] [--accumulate K] [--steps N] [--repeats R] [--warmup W]\n"
+	 "                  [--threads N]\n"
 	 "                  [--device auto|cpu|hip|cuda[:N]]" BENCH_COMPARE_USAGE RUN_TARGET_USAGE,
 	 "Times training steps after W warm-up steps (default 5): R repeats (default 5) of N steps\n"
-	 "(default 20); prints the median ms/step and examples/s." BENCH_COMPARE_HELP RUN_TARGET_HELP},
+	 "(default 20); prints the median ms/step and examples/s. With --accumulate K a step is a whole\n"
+	 "optimizer step: K batches." BENCH_COMPARE_HELP RUN_TARGET_HELP},
 };
 
 static void usage(FILE *out)
@@ -575,6 +594,24 @@ static void usage(FILE *out)
 }
 
 #ifndef NETC_RUNTIME_ONLY
+/* --layout: nchw, nhwc, or auto: the layout of the bundle's first target by the table in
+ * docs/architecture.md (one layout per bundle, as a bundle holds one memory plan). */
+static int layout_of(const Args *a)
+{
+	if (a->layout && strcmp(a->layout, "auto") != 0)
+		return strcmp(a->layout, "nhwc") == 0 ? LAYOUT_NHWC : LAYOUT_NCHW;
+	char first[64] = "host";
+	if (a->target && a->target[0])
+		snprintf(first, sizeof first, "%.*s", (int)strcspn(a->target, ","), a->target);
+	CgTarget t;
+	char err[256];
+	if (!cg_target_lookup(first, &(CgTargetOptions){0}, &t, err, sizeof err))
+		return LAYOUT_NCHW; /* the compile reports the bad name */
+	/* measured on the host, reasoned for GPUs (docs/architecture.md, "Layout") */
+	static const int auto_layout[] = {[CG_HOST] = LAYOUT_NCHW, [CG_AMDGPU] = LAYOUT_NCHW, [CG_NVPTX] = LAYOUT_NCHW};
+	return auto_layout[t.kind];
+}
+
 /* The pass options of this run for every .net file it loads, checked before anything is loaded.
  * check reads every value after a step, so its plan gives each value a block of its own. */
 static bool set_pass_options(const Command *c, const Args *a)
@@ -582,6 +619,7 @@ static bool set_pass_options(const Command *c, const Args *a)
 	pass_options = (PassOptions){
 		.passes = a->passes, .disable = a->disable_pass, .print_after = a->print_after,
 		.time_passes = a->time_passes, .O0 = a->O0, .no_reuse = c->run == cmd_check,
+		.layout = layout_of(a),
 	};
 	const PassInfo *list[64];
 	int n;
@@ -622,6 +660,8 @@ int main(int argc, char **argv)
 		if (!set_pass_options(c, &a))
 			return 2;
 #endif
+		model_set_accumulate(a.accumulate);
+		model_set_precision(a.precision);
 		return c->run(&a);
 	}
 	fprintf(stderr, "netc: unknown command '%s'\n", argv[1]);

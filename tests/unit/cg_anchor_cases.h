@@ -17,7 +17,7 @@ typedef struct {
 } Conv;
 
 typedef struct {
-	int n, c, h, w, kh, kw, sh, sw, ph, pw, include_pad;
+	int n, c, h, w, kh, kw, sh, sw, ph, pw, include_pad, ceil_mode;
 } Pool;
 
 /* strides, padding, dilation, non-square kernels, sizes that are no multiple of the tiles */
@@ -37,15 +37,20 @@ static const struct {
 };
 #define ANCHOR_NCONVS (sizeof anchor_convs / sizeof *anchor_convs)
 
-/* overlapping windows, padding with and without counting it, a window of the whole image */
+/* overlapping windows, padding with and without counting it, a window of the whole image; ceil
+ * mode (windows past the edge clipped; averages divided by the clipped padded window) */
 static const Pool anchor_pools[] __attribute__((unused)) = {
-	/* n c h w kh kw sh sw ph pw incl */
-	{2, 3, 8, 8, 2, 2, 2, 2, 0, 0, 0},
-	{2, 3, 9, 11, 3, 3, 2, 2, 0, 0, 0},
-	{1, 4, 10, 7, 3, 3, 2, 2, 1, 1, 0},
-	{1, 4, 10, 7, 3, 3, 2, 2, 1, 1, 1},
-	{2, 2, 13, 6, 4, 2, 3, 1, 2, 1, 1},
-	{1, 1, 5, 5, 5, 5, 1, 1, 0, 0, 0},
+	/* n c h w kh kw sh sw ph pw incl ceil */
+	{2, 3, 8, 8, 2, 2, 2, 2, 0, 0, 0, 0},
+	{2, 3, 9, 11, 3, 3, 2, 2, 0, 0, 0, 0},
+	{1, 4, 10, 7, 3, 3, 2, 2, 1, 1, 0, 0},
+	{1, 4, 10, 7, 3, 3, 2, 2, 1, 1, 1, 0},
+	{2, 2, 13, 6, 4, 2, 3, 1, 2, 1, 1, 0},
+	{1, 1, 5, 5, 5, 5, 1, 1, 0, 0, 0, 0},
+	{2, 3, 8, 8, 3, 3, 2, 2, 0, 0, 1, 1},
+	{1, 4, 10, 7, 3, 3, 2, 2, 1, 1, 1, 1},
+	{2, 2, 13, 6, 4, 2, 3, 3, 2, 1, 0, 1},
+	{1, 2, 9, 9, 2, 2, 2, 2, 0, 0, 1, 1},
 };
 #define ANCHOR_NPOOLS (sizeof anchor_pools / sizeof *anchor_pools)
 
@@ -65,31 +70,44 @@ CH_API CgHarness *anchor_conv(Conv c, DType dt)
 	snprintf(dims, sizeof dims, "%d,%d,%d,%d", c.n, c.cout, anchor_conv_out(c.h, c.kh, c.sh, c.ph, c.dh),
 		 anchor_conv_out(c.w, c.kw, c.sw, c.pw, c.dw));
 	int dy = ch_param(h, dt, dims);
-	double a[8] = {c.sh, c.sw, c.ph, c.pw, c.dh, c.dw, c.h, c.w};
-	ch_op(h, OP_conv2d, a, x, w);
+	double a[IR_MAX_ATTRS] = {c.sh, c.sw, c.ph, c.pw, c.dh, c.dw, c.h, c.w};
+	ch_op(h, OP_conv2d, (double[IR_MAX_ATTRS]){c.sh, c.sw, c.ph, c.pw, c.dh, c.dw}, x, w);
 	ch_op(h, OP_conv2d_grad_input, a, dy, w);
 	a[6] = c.kh, a[7] = c.kw;
 	ch_op(h, OP_conv2d_grad_weight, a, dy, x);
 	return h;
 }
 
+/* The pooled size: floor, or Caffe's ceil with the last window starting inside the input or its
+ * left padding (written out again here so the test does not take the compiler's word). */
+CH_API int anchor_pool_out(int in, int k, int s, int pad, int ceil_mode)
+{
+	int span = in + 2 * pad - k, o = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+	return ceil_mode && (o - 1) * s >= in + pad ? o - 1 : o;
+}
+
 /* max and average pooling and both gradients over one geometry, in one graph. */
 CH_API CgHarness *anchor_pool(Pool p)
 {
 	char name[128], dims[64];
-	snprintf(name, sizeof name, "pool x[%d,%d,%d,%d] k%dx%d s%dx%d p%dx%d incl%d", p.n, p.c, p.h, p.w, p.kh, p.kw,
-		 p.sh, p.sw, p.ph, p.pw, p.include_pad);
+	snprintf(name, sizeof name, "pool x[%d,%d,%d,%d] k%dx%d s%dx%d p%dx%d incl%d ceil%d", p.n, p.c, p.h, p.w, p.kh,
+		 p.kw, p.sh, p.sw, p.ph, p.pw, p.include_pad, p.ceil_mode);
 	CgHarness *h = ch_new(name);
 	snprintf(dims, sizeof dims, "%d,%d,%d,%d", p.n, p.c, p.h, p.w);
 	int x = ch_param(h, DT_F32, dims);
-	int oh = (p.h + 2 * p.ph - p.kh) / p.sh + 1, ow = (p.w + 2 * p.pw - p.kw) / p.sw + 1;
+	int oh = anchor_pool_out(p.h, p.kh, p.sh, p.ph, p.ceil_mode);
+	int ow = anchor_pool_out(p.w, p.kw, p.sw, p.pw, p.ceil_mode);
 	snprintf(dims, sizeof dims, "%d,%d,%d,%d", p.n, p.c, oh, ow);
 	int dy = ch_param(h, DT_F32, dims);
-	double a[7] = {p.kh, p.kw, p.sh, p.sw, p.ph, p.pw, p.include_pad};
-	ch_op(h, OP_max_pool2d, a, x);
-	ch_op(h, OP_avg_pool2d, a, x);
-	ch_op(h, OP_max_pool2d_grad, a, dy, x);
-	ch_op(h, OP_avg_pool2d_grad, a, dy, x);
+	double mx[IR_MAX_ATTRS] = {p.kh, p.kw, p.sh, p.sw, p.ph, p.pw}, av[IR_MAX_ATTRS];
+	memcpy(av, mx, sizeof av);
+	mx[ir_attr_index(OP_max_pool2d, "ceil_mode")] = p.ceil_mode;
+	av[ir_attr_index(OP_avg_pool2d, "ceil_mode")] = p.ceil_mode;
+	av[ir_attr_index(OP_avg_pool2d, "count_include_pad")] = p.include_pad;
+	ch_op(h, OP_max_pool2d, mx, x);
+	ch_op(h, OP_avg_pool2d, av, x);
+	ch_op(h, OP_max_pool2d_grad, mx, dy, x);
+	ch_op(h, OP_avg_pool2d_grad, av, dy, x);
 	return h;
 }
 
@@ -102,7 +120,7 @@ CH_API CgHarness *anchor_pool_ties(void)
 	for (int i = 0; i < 98; i++)
 		v[i] = (double)(ch_next() % 3);
 	ch_set(h, x, v);
-	double a[6] = {3, 3, 2, 2, 0, 0};
+	double a[IR_MAX_ATTRS] = {3, 3, 2, 2, 0, 0};
 	ch_op(h, OP_max_pool2d, a, x);
 	ch_op(h, OP_max_pool2d_grad, a, dy, x);
 	return h;
@@ -160,7 +178,7 @@ CH_API void anchor_run_pools(AnchorRun run, int batch)
 {
 	for (size_t i = 0; i < ANCHOR_NPOOLS; i++)
 		run(anchor_pool(anchor_pools[i]));
-	run(anchor_pool((Pool){batch, 64, 24, 24, 2, 2, 2, 2, 0, 0, 0}));
+	run(anchor_pool((Pool){batch, 64, 24, 24, 2, 2, 2, 2, 0, 0, 0, 0}));
 	run(anchor_pool_ties());
 }
 

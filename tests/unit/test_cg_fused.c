@@ -34,7 +34,7 @@ static void conv_bias_relu_dropout(int n, int cin, int hw, int cout, int k, int 
 	snprintf(dims, sizeof dims, "%d", cout);
 	int b = ch_param(h, DT_F32, dims);
 	int rng = ch_rng(h);
-	double ca[6] = {1, 1, pad, pad, 1, 1}, axis1[1] = {1}, da[2] = {drop_p, 7};
+	double ca[IR_MAX_ATTRS] = {1, 1, pad, pad, 1, 1}, axis1[1] = {1}, da[2] = {drop_p, 7};
 	int c = ch_op(h, OP_conv2d, ca, x, w);
 	int ba = ch_op(h, OP_bias_add, axis1, c, b);
 	int r = ch_op(h, OP_relu, NULL, ba);
@@ -73,7 +73,7 @@ static void pool_epilogue(int k, int s, int pad)
 	CgHarness *h = ch_new(name);
 	int x = ch_param(h, DT_F32, "3,5,13,11");
 	int rng = ch_rng(h);
-	double pa[7] = {k, k, s, s, pad, pad, 1}, da[2] = {drop_p, 3};
+	double pa[IR_MAX_ATTRS] = {k, k, s, s, pad, pad, 1}, da[2] = {drop_p, 3};
 	int mp = ch_op(h, OP_max_pool2d, pa, x);
 	int d = ch_op(h, OP_dropout, da, mp, rng);
 	cf_group(h, (int[]){mp, d}, 2);
@@ -90,7 +90,7 @@ static void pool_grad_epilogue(int k, int s)
 	snprintf(name, sizeof name, "max_pool2d_grad+relu_grad k%d s%d", k, s);
 	CgHarness *h = ch_new(name);
 	int x = ch_param(h, DT_F32, "2,3,9,10");
-	double pa[6] = {k, k, s, s, 0, 0};
+	double pa[IR_MAX_ATTRS] = {k, k, s, s, 0, 0};
 	int y = ch_op(h, OP_max_pool2d, pa, x); /* a group of its own: dy's shape */
 	int dy = ch_op(h, OP_neg, NULL, y);
 	int z = ch_param(h, DT_F32, "2,3,9,10");

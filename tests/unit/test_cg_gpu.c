@@ -172,14 +172,14 @@ static void add_losses(CgHarness *h)
 static void add_anchors(CgHarness *h)
 {
 	int x = ch_param(h, DT_F32, "2,3,8,8"), w = ch_param(h, DT_F32, "4,3,3,3");
-	double conv[6] = {1, 1, 1, 1, 1, 1};
+	double conv[IR_MAX_ATTRS] = {1, 1, 1, 1, 1, 1};
 	int y = ch_op(h, OP_conv2d, conv, x, w);
-	double gi[8] = {1, 1, 1, 1, 1, 1, 8, 8}, gw[8] = {1, 1, 1, 1, 1, 1, 3, 3};
+	double gi[IR_MAX_ATTRS] = {1, 1, 1, 1, 1, 1, 8, 8}, gw[IR_MAX_ATTRS] = {1, 1, 1, 1, 1, 1, 3, 3};
 	ch_op(h, OP_conv2d_grad_input, gi, y, w);
 	ch_op(h, OP_conv2d_grad_weight, gw, y, x);
 	double tr[2] = {0, 1};
 	ch_op(h, OP_matmul, tr, ch_param(h, DT_F32, "5,7"), ch_param(h, DT_F32, "6,7"));
-	double pool[7] = {2, 2, 2, 2, 0, 0, 1};
+	double pool[IR_MAX_ATTRS] = {2, 2, 2, 2, 0, 0, 1};
 	int mp = ch_op(h, OP_max_pool2d, pool, y), ap = ch_op(h, OP_avg_pool2d, pool, y);
 	ch_op(h, OP_max_pool2d_grad, pool, mp, y);
 	ch_op(h, OP_avg_pool2d_grad, pool, ap, y);

@@ -106,6 +106,11 @@ static void convs(void)
 	/* the MNIST network's convolutions with fewer images: 64 x 64 tiles forward, 16 x 16 tiles
 	 * with 16 k-slices for the weight gradients */
 	anchor_run_convs(run, 4, 2);
+	/* enough images for the wide tiles of the tiles() cases: odd M and N, K no multiple of the
+	 * k-block */
+	run(anchor_conv((Conv){64, 1, 15, 17, 250, 3, 3, 1, 1, 1, 1, 1, 1}, DT_F32));
+	run(anchor_conv((Conv){43, 1, 10, 15, 250, 3, 3, 1, 1, 1, 1, 1, 1}, DT_F32));
+	run(anchor_conv((Conv){128, 1, 15, 17, 60, 3, 3, 1, 1, 1, 1, 1, 1}, DT_F32));
 }
 
 /* Every transpose of a size in one graph. */
@@ -130,6 +135,11 @@ static void tiles(void)
 		{64, 32, 676, 576, 32, 64, 2},   /* MNIST conv2 grad_input */
 		{1, 288, 64, 36864, 16, 16, 16}, /* MNIST conv2 grad_weight */
 		{1, 1, 1, 1, 16, 16, 16},
+		{64, 250, 255, 9, 128, 128, 1},  /* the wide tiles: 8 x 8 register tiles */
+		{43, 250, 150, 9, 128, 64, 1},   /* 8 x 4 */
+		{128, 60, 255, 9, 64, 128, 1},   /* 4 x 8 */
+		{128, 192, 729, 1600, 64, 128, 1}, /* alexnet conv2 forward at batch 128 */
+		{128, 384, 169, 1728, 128, 64, 1}, /* alexnet conv3 forward */
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		GemmSpec s = {.batch = cases[i].batch, .m = cases[i].m, .n = cases[i].n, .k = cases[i].k};

@@ -270,7 +270,7 @@ static void grad_weight(int n, int cin, int hw, int cout, bool epilogue, bool an
 	int dy = ch_param(h, DT_F32, dims);
 	snprintf(dims, sizeof dims, "%d,%d,%d,%d", n, cin, hw, hw);
 	int x = ch_param(h, DT_F32, dims);
-	double a[8] = {1, 1, 0, 0, 1, 1, 3, 3};
+	double a[IR_MAX_ATTRS] = {1, 1, 0, 0, 1, 1, 3, 3};
 	int dw = ch_op(h, OP_conv2d_grad_weight, a, dy, x);
 	if (epilogue) {
 		snprintf(dims, sizeof dims, "%d,%d,3,3", cout, cin);

@@ -150,7 +150,7 @@ static const ErrorCase errors[] = {
 	{NET("conv2d(4, kernal=3)\n"), "4:11: error: unknown argument 'kernal' for conv2d"},
 	{NET("c = relu\nc = relu\n"), "5:1: error: 'c' is already defined"},
 	{NET("relu(x, x)\n"), "4:1: error: relu takes 1 tensor input, got 2"},
-	{NET("max_pool2d(2, 2, 0, 1)\n"), "4:21: error: too many positional arguments for max_pool2d (it takes 3)"},
+	{NET("max_pool2d(2, 2, 0, true, 1)\n"), "4:27: error: too many positional arguments for max_pool2d (it takes 4)"},
 	{NET("dense(q)\n"), "4:7: error: unknown name 'q'"},
 	{NET("conv2d(-4, 3)\n"), "4:8: error: argument 'out_channels' of conv2d must be a positive integer, got -4"},
 	{NET("conv2d(2.5, 3)\n"), "4:8: error: argument 'out_channels' of conv2d must be a positive integer, got 2.5"},

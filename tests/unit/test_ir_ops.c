@@ -138,6 +138,13 @@ static void test_shapes_nn(void)
 	expect_shape(g, ap, "[64, 3, 14, 14]");
 	expect_shape(g, tu_add(g, OP_max_pool2d_grad, (int[]){mp, x}, A(3, 2, 2, 2, 1, 0)), "[64, 3, 28, 28]");
 	expect_shape(g, tu_add(g, OP_avg_pool2d_grad, (int[]){ap, x}, A(2, 2, 2, 2, 0, 0, 1)), "[64, 3, 28, 28]");
+	/* ceil mode: ceil((28-3)/2)+1 = 14 where floor gives 13; ceil((28+2-2)/3)+1 = 11 would start the
+	 * last window in the right padding (10*3 - 1 = 29 >= 28), so 10 */
+	int cm = tu_add(g, OP_max_pool2d, &x, A(3, 3, 2, 2, 0, 0, 1));
+	expect_shape(g, cm, "[64, 3, 14, 14]");
+	expect_shape(g, tu_add(g, OP_max_pool2d_grad, (int[]){cm, x}, A(3, 3, 2, 2, 0, 0, 1)), "[64, 3, 28, 28]");
+	expect_shape(g, tu_add(g, OP_avg_pool2d, &x, A(2, 2, 3, 3, 1, 1, 1, 1)), "[64, 3, 10, 10]");
+	expect_shape(g, tu_add(g, OP_max_pool2d, &x, A(3, 3, 2, 2, 0, 0, 0)), "[64, 3, 13, 13]");
 
 	expect_error(g, OP_conv2d, (int[]){x, w1}, A(1, 1, 0, 0, 1, 1),
 		     "conv2d: input [64, 3, 28, 28] has 3 channels but weight [32, 1, 3, 3] expects 1");
@@ -295,11 +302,11 @@ static void test_ref_conv(void)
 	enum { B = 2, CI = 3, CO = 4, H = 7, W = 6, KH = 3, KW = 2 };
 	const int sh = 2, sw = 1, ph = 1, pw = 2, dh = 1, dw = 2;
 	const int OH = (H + 2 * ph - dh * (KH - 1) - 1) / sh + 1, OW = (W + 2 * pw - dw * (KW - 1) - 1) / sw + 1;
-	double at[8] = {sh, sw, ph, pw, dh, dw, H, W};
+	double at[IR_MAX_ATTRS] = {sh, sw, ph, pw, dh, dw, H, W};
 	Graph *g = ir_graph_new("t");
 	int x = leaf(g, S(4, B, CI, H, W), DT_F32), w = leaf(g, S(4, CO, CI, KH, KW), DT_F32);
 	int dy = leaf(g, S(4, B, CO, OH, OW), DT_F32);
-	int y = tu_add(g, OP_conv2d, (int[]){x, w}, at);
+	int y = tu_add(g, OP_conv2d, (int[]){x, w}, A(sh, sw, ph, pw, dh, dw));
 	int dx = tu_add(g, OP_conv2d_grad_input, (int[]){dy, w}, at);
 	at[6] = KH, at[7] = KW;
 	int dwt = tu_add(g, OP_conv2d_grad_weight, (int[]){dy, x}, at);
@@ -399,7 +406,7 @@ static void test_ref_pool_random(void)
 {
 	enum { B = 2, C = 3, H = 7, W = 6, KH = 3, KW = 2, SH = 2, SW = 1, PH = 1, PW = 1 };
 	const int OH = (H + 2 * PH - KH) / SH + 1, OW = (W + 2 * PW - KW) / SW + 1;
-	double at[7] = {KH, KW, SH, SW, PH, PW, 0};
+	double at[IR_MAX_ATTRS] = {KH, KW, SH, SW, PH, PW, 0};
 	Graph *g = ir_graph_new("t");
 	int x = leaf(g, S(4, B, C, H, W), DT_F32), dy = leaf(g, S(4, B, C, OH, OW), DT_F32);
 	int mp = tu_add(g, OP_max_pool2d, &x, at), ap = tu_add(g, OP_avg_pool2d, &x, at);

@@ -246,6 +246,11 @@ static void test_nn(void)
 	conv("conv2d 3x3", S(4, 2, 2, 5, 5), S(4, 3, 2, 3, 3), A(1, 1, 0, 0, 1, 1));
 	conv("conv2d stride 2x1 pad 1x2 dil 1x2 3x2", S(4, 2, 3, 7, 6), S(4, 2, 3, 3, 2), A(2, 1, 1, 2, 1, 2));
 	conv("conv2d stride 3 pad 1 dil 2 1x3", S(4, 1, 2, 6, 8), S(4, 4, 2, 1, 3), A(3, 3, 1, 1, 2, 2));
+	/* layout NHWC (x [N, H, W, C], w [O, KH, KW, I]): the layout pass's convolutions */
+	conv("conv2d nhwc 3x3", S(4, 2, 5, 5, 2), S(4, 3, 3, 3, 2), A(1, 1, 0, 0, 1, 1, LAYOUT_NHWC));
+	conv("conv2d nhwc stride 2x1 pad 1x2 dil 1x2 3x2", S(4, 2, 7, 6, 3), S(4, 2, 3, 2, 3), A(2, 1, 1, 2, 1, 2, LAYOUT_NHWC));
+	one_attr("transpose to nhwc", OP_transpose, S(4, 2, 3, 4, 5), A(0, 2, 3, 1));
+	one_attr("transpose to nchw", OP_transpose, S(4, 2, 4, 5, 3), A(0, 3, 1, 2));
 	for (int t = 0; t < 4; t++) {
 		const char *names[4] = {"matmul", "matmul trans_a", "matmul trans_b", "matmul trans_a trans_b"};
 		int ta = t & 1, tb = t >> 1;
@@ -258,6 +263,12 @@ static void test_nn(void)
 	pool("avg_pool2d 2x2 stride 2", OP_avg_pool2d, S(4, 2, 2, 4, 6), A(2, 2, 2, 2, 0, 0, 1));
 	pool("avg_pool2d 3x2 pad 1x1 count_include_pad", OP_avg_pool2d, S(4, 1, 2, 7, 5), A(3, 2, 2, 1, 1, 1, 1));
 	pool("avg_pool2d 3x3 pad 1 excluding pad", OP_avg_pool2d, S(4, 1, 2, 5, 6), A(3, 3, 2, 2, 1, 1, 0));
+	/* ceil mode: the last windows run past the edge (max ignores it, avg divides by the window
+	 * clipped to the padded input, or by its elements without count_include_pad) */
+	pool("max_pool2d 3x3 stride 2 ceil", OP_max_pool2d, S(4, 2, 2, 8, 7), A(3, 3, 2, 2, 0, 0, 1));
+	pool("avg_pool2d 3x3 stride 2 pad 1 ceil count_include_pad", OP_avg_pool2d, S(4, 1, 2, 10, 7),
+	     A(3, 3, 2, 2, 1, 1, 1, 1));
+	pool("avg_pool2d 2x2 stride 2 ceil excluding pad", OP_avg_pool2d, S(4, 1, 2, 9, 7), A(2, 2, 2, 2, 0, 0, 0, 1));
 }
 
 /* A chain, so gradients accumulate through several rules and a shared input. */
@@ -293,6 +304,18 @@ static void test_models_ops(void)
 	g = ir_graph_new("lrn");
 	a = param(g, S(4, 2, 6, 2, 3), ANY);
 	gradcheck("lrn r=2 bias=2 alpha=0.3 beta=0.75", g, tu_add(g, OP_lrn, &a, A(2, 2, 0.3, 0.75)));
+	/* cast rounds, which finite differences cannot see through: its rule (a cast back to the
+	 * input's type) is checked by its shape here and numerically in test_cg_precision */
+	g = ir_graph_new("cast");
+	a = param(g, S(3, 2, 3, 5), ANY);
+	int h = tu_add(g, OP_cast, &a, A(DT_F16));
+	int l = tu_add(g, OP_sum, (int[]){tu_add(g, OP_cast, &h, A(DT_F32))}, A(7, 0));
+	int *gr = autodiff_gradients(g, l);
+	CHECK(g->node[gr[a]].op == OP_cast && g->node[gr[a]].dtype == DT_F32 &&
+	      g->node[g->node[gr[a]].in[0]].dtype == DT_F16, "the gradient of a cast to f16 is a cast back to f32");
+	covered[OP_cast] = true;
+	free(gr);
+	ir_graph_free(g);
 }
 
 int main(void)

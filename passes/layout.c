@@ -1,0 +1,190 @@
+/* layout.c: the layout pass. With PassOptions.layout LAYOUT_NHWC it rewrites the forward graph so
+ * that convolutions run in NHWC with OHWI weights (TVM's ConvertLayout, in small):
+ *
+ * - conv2d takes layout NHWC; elementwise ops, bias_add over channels and scalar-broadcast binaries
+ *   whose inputs are NHWC stay NHWC, so a chain of them has no transform inside;
+ * - a transpose to NHWC goes before a conv whose input is NCHW (the image, which the data loaders
+ *   write NCHW, or the output of a layer that stays NCHW), and a transpose back to NCHW before the
+ *   first reader that needs NCHW order (flatten before dense, pooling, lrn, batch norm, dropout:
+ *   its Philox mask is tied to the public element index, so it stays NCHW and nhwc runs draw the
+ *   same masks as nchw ones);
+ * - a conv weight that is a param only convolutions read is stored OHWI: the leaf gets the new
+ *   shape and Node.perm, which the bundle carries so checkpoints and init keep OIHW; no transform
+ *   runs for it, and its gradient and optimizer state come out OHWI by themselves.
+ *
+ * It runs before make-eval and autodiff, so the evaluation program and the backward pass follow
+ * the forward layout. LAYOUT_NCHW leaves the graph alone. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/rebuild.h"
+#include "passes/passes.h"
+
+static const double to_nhwc[IR_MAX_ATTRS] = {0, 2, 3, 1}; /* NCHW -> NHWC, OIHW -> OHWI */
+static const double to_nchw[IR_MAX_ATTRS] = {0, 3, 1, 2}; /* NHWC -> NCHW */
+
+typedef struct {
+	int *map;     /* old id -> the dst id readers read (NHWC for NHWC nodes); kept by the callback */
+	bool *nhwc;   /* old id -> whether map[id] is NHWC */
+	int *nchw;    /* old id -> its transpose back to NCHW in dst, -1 until made */
+	int *tonhwc;  /* old id (NCHW, 4-D) -> its transpose to NHWC in dst, -1 until made */
+	bool *ohwi;   /* old id -> a param stored OHWI */
+} Layout;
+
+static bool is_unary(OpId op)
+{
+	return op == OP_neg || op == OP_exp || op == OP_log || op == OP_sqrt || op == OP_relu || op == OP_copy;
+}
+
+static bool is_binary(OpId op) { return op == OP_add || op == OP_sub || op == OP_mul || op == OP_div; }
+
+/* Whether a param is read by convolutions as their weight and by nothing else. */
+static bool conv_weight_only(const Graph *g, int p)
+{
+	bool used = false;
+	for (int i = p + 1; i < g->nnodes; i++)
+		for (int k = 0; k < g->node[i].nin; k++)
+			if (g->node[i].in[k] == p) {
+				if (g->node[i].op != OP_conv2d || k != 1)
+					return false;
+				used = true;
+			}
+	return used;
+}
+
+/* Whether node id, whose inputs are already decided, computes in NHWC. */
+static bool goes_nhwc(const Graph *g, const Layout *L, int id)
+{
+	const Node *n = &g->node[id];
+	if (n->op == OP_conv2d)
+		return true;
+	if (is_unary(n->op))
+		return L->nhwc[n->in[0]];
+	if (n->op == OP_bias_add)
+		return L->nhwc[n->in[0]] && n->shape.rank == 4 && (int)n->attr[0] == 1;
+	if (is_binary(n->op)) {
+		const Node *a = &g->node[n->in[0]], *b = &g->node[n->in[1]];
+		bool sa = shape_numel(&a->shape) == 1, sb = shape_numel(&b->shape) == 1;
+		bool na = L->nhwc[a->id], nb = L->nhwc[b->id];
+		return (na && nb) || (na && sb) || (nb && sa);
+	}
+	return false;
+}
+
+/* A transpose of dst node x, named after it ("conv1.nchw") so IR dumps read well. */
+static int transposed(Graph *dst, int x, const double *perm)
+{
+	char name[160];
+	snprintf(name, sizeof name, "%.120s.%s", dst->node[x].name, perm == to_nhwc ? "nhwc" : "nchw");
+	int t = ir_emit(dst, OP_transpose, &x, perm);
+	if (ir_find(dst, name) < 0)
+		ir_set_name(dst, t, name);
+	return t;
+}
+
+/* The NCHW value of old node x in dst (a transpose back, made once). */
+static int as_nchw(Graph *dst, Layout *L, int x)
+{
+	if (!L->nhwc[x])
+		return L->map[x];
+	if (L->nchw[x] < 0)
+		L->nchw[x] = transposed(dst, L->map[x], to_nchw);
+	return L->nchw[x];
+}
+
+/* The NHWC value of old node x in dst (itself, the OHWI param, or a transpose made once). */
+static int as_nhwc(Graph *dst, Layout *L, int x)
+{
+	if (L->nhwc[x] || L->ohwi[x])
+		return L->map[x];
+	if (L->tonhwc[x] < 0)
+		L->tonhwc[x] = transposed(dst, L->map[x], to_nhwc);
+	return L->tonhwc[x];
+}
+
+/* A conv weight param stored OHWI: the same leaf with the stored shape and its perm. */
+static int copy_ohwi(Graph *dst, const Graph *src, int id)
+{
+	const Node *n = &src->node[id];
+	Shape s = n->shape;
+	for (int d = 0; d < 4; d++)
+		s.dim[d] = n->shape.dim[(int)to_nhwc[d]];
+	int nid = ir_leaf(dst, n->op, n->name, s, n->dtype, n->attr);
+	dst->node[nid].loc = n->loc;
+	for (int d = 0; d < 4; d++)
+		dst->node[nid].perm[d] = (int8_t)to_nhwc[d];
+	return nid;
+}
+
+/* Copies node id reading in[k] for its inputs (the NCHW or NHWC values the caller chose), with
+ * the attributes it is given. */
+static int copy_with(Graph *dst, const Graph *src, int id, const int *in, const double *attr)
+{
+	const Node *n = &src->node[id];
+	char err[256];
+	int nid = ir_add(dst, n->op, in, attr, n->name, err, sizeof err);
+	if (nid < 0) {
+		fprintf(stderr, "netc: internal error: layout: %s: %s\n", n->name, err);
+		abort();
+	}
+	dst->node[nid].loc = n->loc;
+	return nid;
+}
+
+static int rewrite(Graph *dst, const Graph *src, int id, const int *map, void *ctx)
+{
+	Layout *L = ctx;
+	const Node *n = &src->node[id];
+	int in[IR_MAX_INPUTS], nid;
+	double attr[IR_MAX_ATTRS];
+	memcpy(attr, n->attr, sizeof attr);
+	(void)map;
+	if (L->ohwi[id]) {
+		nid = copy_ohwi(dst, src, id);
+	} else if (ir_is_leaf(n->op)) {
+		nid = ir_rebuild_copy(dst, src, id, L->map);
+	} else if ((L->nhwc[id] = goes_nhwc(src, L, id))) {
+		for (int k = 0; k < n->nin; k++) /* 4-D inputs in NHWC; a bias or a scalar as it is */
+			in[k] = src->node[n->in[k]].shape.rank == 4 ? as_nhwc(dst, L, n->in[k]) : L->map[n->in[k]];
+		if (n->op == OP_conv2d)
+			attr[ir_attr_index(OP_conv2d, "layout")] = LAYOUT_NHWC;
+		if (n->op == OP_bias_add)
+			attr[0] = 3;
+		nid = copy_with(dst, src, id, in, attr);
+	} else {
+		for (int k = 0; k < n->nin; k++)
+			in[k] = as_nchw(dst, L, n->in[k]);
+		nid = copy_with(dst, src, id, in, attr);
+	}
+	dst->node[nid].programs = n->programs;
+	L->map[id] = nid;
+	return nid;
+}
+
+/* Whether the graph has a convolution (nothing to do otherwise). */
+static bool has_conv(const Graph *g)
+{
+	for (int i = 0; i < g->nnodes; i++)
+		if (g->node[i].op == OP_conv2d)
+			return true;
+	return false;
+}
+
+bool pass_layout(Graph *g, const PassOptions *o, Diag *d)
+{
+	(void)d;
+	if (!o || o->layout != LAYOUT_NHWC || !has_conv(g))
+		return true;
+	int n = g->nnodes;
+	Layout L = {calloc((size_t)n, sizeof(int)), calloc((size_t)n, sizeof(bool)), malloc((size_t)n * sizeof(int)),
+		    malloc((size_t)n * sizeof(int)), calloc((size_t)n, sizeof(bool))};
+	if (!L.map || !L.nhwc || !L.nchw || !L.tonhwc || !L.ohwi)
+		abort();
+	for (int i = 0; i < n; i++) {
+		L.nchw[i] = L.tonhwc[i] = -1;
+		L.ohwi[i] = g->node[i].op == OP_param && g->node[i].shape.rank == 4 && conv_weight_only(g, i);
+	}
+	ir_rebuild(g, rewrite, &L);
+	free(L.map), free(L.nhwc), free(L.nchw), free(L.tonhwc), free(L.ohwi);
+	return true;
+}

@@ -1,0 +1,186 @@
+/* mixed_precision.c: the forward graph computed in f16 or bf16 with f32 master weights (the
+ * mixed-precision pass), and the fp16 loss scaling that autodiff and the optimizer apply.
+ *
+ * Every kernel computes in f32 and rounds what it stores (codegen's storage and compute types),
+ * so what a half value risks is its storage: range (f16 tops out at 65504) and 8 or 11 bits of
+ * precision. The pass picks a type per forward node, as PyTorch's autocast does:
+ *
+ *   half  conv2d and matmul: the work that half precision makes cheaper;
+ *   f32   reductions and what can leave half's range or needs its precision: sum, mean, exp, log,
+ *         sqrt, softmax, log_softmax, the losses; the scores (Graph.output), the loss and
+ *         everything computed from the scores; batch norm's batch statistics (the evaluation
+ *         program swaps them for f32 state) and every assign's value (state is f32);
+ *   follow every other op (elementwise, bias, pooling, dropout, reshape, concat, lrn): half when
+ *         a computed input is half; parameters, state and constants do not vote.
+ *
+ * An input of another float type is read through a cast, made once per value and type: the image
+ * is cast once, a parameter once however many half ops read it, and the f32 parameter stays the
+ * master copy the optimizer updates. autodiff then derives the backward pass in the same types
+ * (the gradient of a cast is a cast back), so parameter gradients arrive in f32.
+ *
+ * fp16 (not bf16, whose range is f32's) scales the loss: the backward pass is seeded with the
+ * runtime value Graph.loss_scale, the optimizer reads gradient / loss_scale, Graph.finite is 1
+ * when every gradient it reads is finite, and every update it makes is select(finite, new, old),
+ * so an overflowing step changes nothing; the runtime adjusts the scale (runtime/loss_scale.c). */
+#include <stdlib.h>
+
+#include "ir/rebuild.h"
+#include "passes/passes.h"
+
+typedef struct {
+	DType half;
+	char *f32;       /* src nodes that must compute in f32 */
+	int *cast[2];    /* per src node: its cast to half [0] / to f32 [1] in dst, -1 none yet */
+} MpState;
+
+static bool f32_op(OpId op)
+{
+	switch (op) {
+	case OP_sum: case OP_mean: case OP_exp: case OP_log: case OP_sqrt:
+	case OP_softmax: case OP_log_softmax: case OP_nll_loss: case OP_cross_entropy:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool half_op(OpId op) { return op == OP_conv2d || op == OP_matmul; }
+
+/* Nodes forced to f32: the scores and all computed from them, the loss, the f32 ops, batch
+ * statistics. */
+static char *forced_f32(const Graph *g)
+{
+	char *f = calloc(g->nnodes ? g->nnodes : 1, 1), *tail = calloc(g->nnodes ? g->nnodes : 1, 1);
+	if (!f || !tail)
+		abort();
+	for (int i = 0; i < g->nnodes; i++) {
+		const Node *n = &g->node[i];
+		tail[i] = i == g->output;
+		for (int k = 0; k < n->nin; k++)
+			tail[i] |= tail[n->in[k]];
+		f[i] = tail[i] || i == g->loss || f32_op(n->op);
+	}
+	for (int k = 0; k < g->neval_swaps; k++)
+		f[g->eval_swap[k].node] = 1;
+	free(tail);
+	return f;
+}
+
+/* Whether input k of n is a value the type choice applies to: float, not a constant (weakly
+ * typed), not an assign's target. */
+static bool retypable(const Graph *g, const Node *n, int k)
+{
+	const Node *x = &g->node[n->in[k]];
+	return dtype_is_float(x->dtype) && x->op != OP_const && !(n->op == OP_assign && k == 0);
+}
+
+/* The type node id computes in, given the types its inputs already have in dst. */
+static DType choose(const MpState *s, Graph *dst, const Graph *src, int id, const int *map)
+{
+	const Node *n = &src->node[id];
+	if (n->op == OP_assign)
+		return src->node[n->in[0]].dtype;
+	if (s->f32[id])
+		return DT_F32;
+	if (half_op(n->op))
+		return s->half;
+	for (int k = 0; k < n->nin; k++)
+		if (retypable(src, n, k) && !ir_is_leaf(src->node[n->in[k]].op) && dst->node[map[n->in[k]]].dtype == s->half)
+			return s->half;
+	return DT_F32;
+}
+
+/* Value x of src (at xd in dst) as type t: a cast made once per value and type. */
+static int as_type(MpState *s, Graph *dst, const Graph *src, int x, int xd, DType t)
+{
+	if (dst->node[xd].dtype == t)
+		return xd;
+	int *memo = &s->cast[t == DT_F32][x];
+	if (*memo < 0) {
+		double attr = t;
+		char name[160];
+		snprintf(name, sizeof name, "%.140s.%s", src->node[x].name, dtype_name(t));
+		char err[256];
+		*memo = ir_add(dst, OP_cast, &xd, &attr, name, err, sizeof err);
+		if (*memo < 0) {
+			fprintf(stderr, "netc: internal error: mixed-precision: %s\n", err);
+			abort();
+		}
+		dst->node[*memo].loc = src->node[x].loc;
+	}
+	return *memo;
+}
+
+static int retype(Graph *dst, const Graph *src, int id, const int *map, void *ctx)
+{
+	MpState *s = ctx;
+	const Node *n = &src->node[id];
+	if (ir_is_leaf(n->op))
+		return ir_rebuild_copy(dst, src, id, map);
+	DType t = choose(s, dst, src, id, map);
+	int in[IR_MAX_INPUTS];
+	for (int k = 0; k < n->nin; k++)
+		in[k] = retypable(src, n, k) ? as_type(s, dst, src, n->in[k], map[n->in[k]], t) : map[n->in[k]];
+	return ir_rebuild_copy_with(dst, src, id, map, in);
+}
+
+bool pass_mixed_precision(Graph *g, const PassOptions *o, Diag *d)
+{
+	(void)o;
+	(void)d;
+	if (g->train.precision == PREC_FP32)
+		return true;
+	MpState s = {g->train.precision == PREC_FP16 ? DT_F16 : DT_BF16, forced_f32(g), {NULL, NULL}};
+	for (int t = 0; t < 2; t++) {
+		s.cast[t] = malloc((g->nnodes ? g->nnodes : 1) * sizeof *s.cast[t]);
+		if (!s.cast[t])
+			abort();
+		for (int i = 0; i < g->nnodes; i++)
+			s.cast[t][i] = -1;
+	}
+	ir_rebuild(g, retype, &s);
+	free(s.f32);
+	free(s.cast[0]);
+	free(s.cast[1]);
+	if (g->train.precision == PREC_FP16 && g->loss_scale < 0) {
+		double slot = RUNTIME_LOSS_SCALE;
+		g->loss_scale = ir_leaf(g, OP_runtime, "loss_scale", (Shape){0}, DT_F32, &slot);
+	}
+	return true;
+}
+
+/* ---- fp16 loss scaling, for autodiff and the optimizer ---- */
+
+int mixed_precision_unscale(Graph *g, int grad)
+{
+	if (g->loss_scale < 0)
+		return grad;
+	int in[2] = {grad, g->loss_scale};
+	return ir_emit(g, OP_div, in, NULL);
+}
+
+void mixed_precision_finite(Graph *g, const int *grad, int n)
+{
+	if (g->loss_scale < 0)
+		return;
+	int all = -1;
+	for (int i = 0; i < n; i++) {
+		if (grad[i] < 0 || g->node[i].op != OP_param)
+			continue;
+		int f = ir_emit(g, OP_all_finite, &grad[i], NULL);
+		int in[2] = {all, f};
+		all = all < 0 ? f : ir_emit(g, OP_mul, in, NULL);
+	}
+	if (all >= 0) {
+		g->finite = all;
+		ir_set_name(g, all, "finite");
+	}
+}
+
+int mixed_precision_guard(Graph *g, int target, int value)
+{
+	if (g->finite < 0)
+		return value;
+	int in[3] = {g->finite, value, target};
+	return ir_emit(g, OP_select, in, NULL);
+}
