@@ -13,7 +13,8 @@
  *   runs for it, and its gradient and optimizer state come out OHWI by themselves.
  *
  * It runs before make-eval and autodiff, so the evaluation program and the backward pass follow
- * the forward layout. LAYOUT_NCHW leaves the graph alone. */
+ * the forward layout. LAYOUT_NCHW leaves the graph alone; LAYOUT_AUTO picks NHWC when strided
+ * convolutions do most of the conv work (choose_layout). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -170,10 +171,34 @@ static bool has_conv(const Graph *g)
 	return false;
 }
 
+/* Measured 2026-11-21 on the host and an H200 (docs/architecture.md, "Layout"): NHWC pays when
+ * most convolution FLOPs are in strided convs (nature_cnn: 2x on the CPU, 10% on the H200), whose
+ * NCHW window gathers element by element, and loses on stride-1 nets (mnist, cifar10_tf,
+ * alexnet_bench), whose NCHW windows load whole rows; the same on both, so one rule serves every
+ * target. */
+static int choose_layout(const Graph *g)
+{
+	double all = 0, strided = 0;
+	int sh = ir_attr_index(OP_conv2d, "stride_h"), sw = ir_attr_index(OP_conv2d, "stride_w");
+	for (int i = 0; i < g->nnodes; i++) {
+		const Node *n = &g->node[i];
+		if (n->op != OP_conv2d)
+			continue;
+		double f = ir_ops[OP_conv2d].flops(g, n);
+		all += f;
+		if (n->attr[sh] > 1 || n->attr[sw] > 1)
+			strided += f;
+	}
+	return strided > 0.5 * all ? LAYOUT_NHWC : LAYOUT_NCHW;
+}
+
 bool pass_layout(Graph *g, const PassOptions *o, Diag *d)
 {
 	(void)d;
-	if (!o || o->layout != LAYOUT_NHWC || !has_conv(g))
+	if (!o || !has_conv(g))
+		return true;
+	int layout = o->layout == LAYOUT_AUTO ? choose_layout(g) : o->layout;
+	if (layout != LAYOUT_NHWC)
 		return true;
 	int n = g->nnodes;
 	Layout L = {calloc((size_t)n, sizeof(int)), calloc((size_t)n, sizeof(bool)), malloc((size_t)n * sizeof(int)),

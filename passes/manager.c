@@ -13,7 +13,7 @@
 
 /* One row per pass: name, function, what it does, required, optimization, must come after. */
 static const PassInfo table[] = {
-	{"layout", pass_layout, "--layout nhwc: conv activations NHWC, weights stored OHWI, transposes where layouts meet",
+	{"layout", pass_layout, "convs in NHWC, weights stored OHWI, transposes where layouts meet (--layout, auto: strided nets)",
 	 false, true, NULL},
 	{"mixed-precision", pass_mixed_precision,
 	 "--precision fp16|bf16: half-precision forward and backward, f32 master weights, fp16 loss scaling",
@@ -49,7 +49,7 @@ void passes_list(FILE *out)
 {
 	fprintf(out, "passes (default pipeline %s):\n", PASSES_DEFAULT);
 	for (int i = 0; i < NPASSES; i++)
-		fprintf(out, "  %-14s %-9s %s%s\n", table[i].name, table[i].required ? "required" : "",
+		fprintf(out, "  %-16s %-9s %s%s\n", table[i].name, table[i].required ? "required" : "",
 			table[i].what, table[i].optimization ? " (-O0 leaves it out)" : "");
 }
 

@@ -7,6 +7,9 @@
 #include "ir/ir.h"
 
 /* The pipeline a plain run uses. */
+/* PassOptions.layout only: let the layout pass choose */
+#define LAYOUT_AUTO 2
+
 #define PASSES_DEFAULT "layout,mixed-precision,make-eval,autodiff,fuse,plan-memory"
 
 /* What the command line asks of the passes. All zero: the default pipeline, optimized. */
@@ -19,9 +22,8 @@ typedef struct PassOptions {
 	bool no_reuse;           /* plan-memory gives every value a block of its own, as `netc check`
 	                          * needs to read every value after a step */
 	FILE *log;               /* where --print-after and --time-passes write; NULL: stderr */
-	int layout;              /* LAYOUT_NCHW (ir.h, the default) or LAYOUT_NHWC: conv activations
-	                          * and weights for the layout pass; the command line resolves
-	                          * --layout auto for the bundle's first target */
+	int layout;              /* LAYOUT_NCHW, LAYOUT_NHWC (ir.h) or LAYOUT_AUTO: the layout pass
+	                          * picks from the graph (passes/layout.c) */
 } PassOptions;
 
 typedef bool (*PassFn)(Graph *g, const PassOptions *o, Diag *d);

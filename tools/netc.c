@@ -482,12 +482,14 @@ static int cmd_bench(const Args *a)
 
 /* the pass manager's options, on every command that runs the passes */
 #define PASS_USAGE "[--passes=LIST] [--disable-pass=NAME] [--print-after=NAME|all] [--time-passes] [-O0]\n" \
-	"                  [--layout nchw|nhwc|auto]"
+	"                  [--layout nchw|nhwc|auto] [--precision fp32|fp16|bf16]"
 #define PASS_HELP                                                                                      \
-	"\n--passes=LIST sets the pass pipeline (default " PASSES_DEFAULT "; `netc passes`\n"           \
-	"lists them), --disable-pass=NAME takes passes out, -O0 runs no optimization (no fusion, no\n"  \
+	"\n--passes=LIST sets the pass pipeline (`netc passes` lists them; default\n"                    \
+	PASSES_DEFAULT "),\n--disable-pass=NAME takes passes out, -O0 runs no optimization (no fusion, no\n"  \
 	"memory reuse); --print-after=NAME|all prints the training program after those passes and\n"   \
-	"--time-passes each pass's time, both on stderr."
+	"--time-passes each pass's time, both on stderr. --layout picks the layout of convolutions\n"   \
+	"(auto: by the first target, docs/passes.md); --precision what forward and backward compute\n"  \
+	"in (fp16 and bf16 keep fp32 master weights; fp16 scales the loss, docs/training.md)."
 
 static const Command commands[] = {
 #ifndef NETC_RUNTIME_ONLY
@@ -594,22 +596,12 @@ static void usage(FILE *out)
 }
 
 #ifndef NETC_RUNTIME_ONLY
-/* --layout: nchw, nhwc, or auto: the layout of the bundle's first target by the table in
- * docs/architecture.md (one layout per bundle, as a bundle holds one memory plan). */
+/* --layout: nchw, nhwc, or auto (the layout pass chooses from the graph, docs/passes.md) */
 static int layout_of(const Args *a)
 {
-	if (a->layout && strcmp(a->layout, "auto") != 0)
-		return strcmp(a->layout, "nhwc") == 0 ? LAYOUT_NHWC : LAYOUT_NCHW;
-	char first[64] = "host";
-	if (a->target && a->target[0])
-		snprintf(first, sizeof first, "%.*s", (int)strcspn(a->target, ","), a->target);
-	CgTarget t;
-	char err[256];
-	if (!cg_target_lookup(first, &(CgTargetOptions){0}, &t, err, sizeof err))
-		return LAYOUT_NCHW; /* the compile reports the bad name */
-	/* measured on the host, reasoned for GPUs (docs/architecture.md, "Layout") */
-	static const int auto_layout[] = {[CG_HOST] = LAYOUT_NCHW, [CG_AMDGPU] = LAYOUT_NCHW, [CG_NVPTX] = LAYOUT_NCHW};
-	return auto_layout[t.kind];
+	if (!a->layout || strcmp(a->layout, "auto") == 0)
+		return LAYOUT_AUTO;
+	return strcmp(a->layout, "nhwc") == 0 ? LAYOUT_NHWC : LAYOUT_NCHW;
 }
 
 /* The pass options of this run for every .net file it loads, checked before anything is loaded.
