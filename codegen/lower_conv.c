@@ -124,6 +124,20 @@ static LLVMValueRef splat32(Cg *cg, LLVMValueRef v, int lanes)
 	return cg_gemm_splat(cg, LLVMBuildTrunc(cg->b, v, cg->t_i32, ""), lanes);
 }
 
+/* How many runs of run_len consecutive source elements lanes consecutive lanes can touch (the
+ * first run may start anywhere inside one), at most one per lane. */
+static int64_t runs_over(int lanes, int64_t run_len)
+{
+	int64_t n = (lanes - 1 + run_len - 1) / run_len + 1;
+	return n > lanes ? lanes : n;
+}
+
+/* Lanes l < nvalid (a partial vector at the end of a row). */
+static LLVMValueRef lanes_below(Cg *cg, LLVMValueRef nvalid, int lanes)
+{
+	return LLVMBuildICmp(cg->b, LLVMIntSLT, cg_gemm_iota(cg, lanes), cg_gemm_splat(cg, nvalid, lanes), "");
+}
+
 /* The vector path (unit column step): lanes p0 + l split into runs along grid rows; each run is
  * contiguous in the source, so it is one masked load. Lane arithmetic is i32 (checked to fit). */
 static LLVMValueRef win_vec(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMValueRef q, LLVMValueRef p0,
@@ -142,12 +156,10 @@ static LLVMValueRef win_vec(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMV
 	LLVMValueRef coff = w->transposed ? sub(cg, c64(cg, w->pw), mul(cg, j, c64(cg, w->dw)))
 					  : sub(cg, mul(cg, j, c64(cg, w->dw)), c64(cg, w->pw));
 	LLVMValueRef colok = ult(cg, add(cg, col, splat32(cg, coff, lanes)), splat32(cg, c64(cg, w->w), lanes));
-	LLVMValueRef lane_ok = LLVMBuildICmp(cg->b, LLVMIntSLT, cg_gemm_iota(cg, lanes), cg_gemm_splat(cg, nvalid, lanes), "");
+	LLVMValueRef lane_ok = lanes_below(cg, nvalid, lanes);
 	LLVMValueRef base_ok = and(cg, colok, lane_ok);
 	LLVMValueRef g0 = udiv(cg, p0, c64(cg, w->gw));
-	int64_t nseg = (lanes - 1 + w->gw - 1) / w->gw + 1;
-	if (nseg > lanes)
-		nseg = lanes;
+	int64_t nseg = runs_over(lanes, w->gw);
 	LLVMValueRef v = LLVMConstNull(LLVMVectorType(cg_compute_type(cg, cg->g->node[w->src].dtype), (unsigned)lanes));
 	for (int64_t s = 0; s < nseg; s++) {
 		LLVMValueRef gr = add(cg, g0, c64(cg, s)), img = b, r = gr, okr;
@@ -182,11 +194,9 @@ static LLVMValueRef win_nhwc_vec(Cg *cg, const GemmOperand *op, LLVMValueRef b, 
 	LLVMValueRef r = udiv(cg, p, c64(cg, w->gw)), c = urem(cg, p, c64(cg, w->gw));
 	LLVMValueRef qv = add(cg, splat32(cg, q0, lanes), LLVMBuildTrunc(cg->b, cg_gemm_iota(cg, lanes), vi, ""));
 	LLVMValueRef lane_tap = udiv(cg, qv, splat32(cg, c64(cg, w->chans), lanes));
-	LLVMValueRef lane_ok = LLVMBuildICmp(cg->b, LLVMIntSLT, cg_gemm_iota(cg, lanes), cg_gemm_splat(cg, nvalid, lanes), "");
+	LLVMValueRef lane_ok = lanes_below(cg, nvalid, lanes);
 	LLVMValueRef tap0 = udiv(cg, q0, c64(cg, w->chans));
-	int64_t nseg = (lanes - 1 + w->chans - 1) / w->chans + 1;
-	if (nseg > lanes)
-		nseg = lanes;
+	int64_t nseg = runs_over(lanes, w->chans);
 	LLVMValueRef v = LLVMConstNull(LLVMVectorType(cg_compute_type(cg, cg->g->node[w->src].dtype), (unsigned)lanes));
 	for (int64_t s = 0; s < nseg; s++) {
 		LLVMValueRef tap = add(cg, tap0, c64(cg, s)), okr, okc;

@@ -35,24 +35,6 @@ static int32_t role_of(const Graph *g, const Node *n)
 	}
 }
 
-/* The node whose Node.perm says how n is stored (passes/layout.c), or NULL for the identity: n
- * itself, or for optimizer state "<param>.<slot>" of the param's stored shape, that param, so
- * checkpoints hold the state in the public order too. */
-static const Node *perm_source(const Graph *g, const Node *n)
-{
-	if (n->perm[0] || n->perm[1])
-		return n;
-	const char *dot = n->op == OP_state ? strrchr(n->name, '.') : NULL;
-	if (!dot)
-		return NULL;
-	char name[160];
-	snprintf(name, sizeof name, "%.*s", (int)(dot - n->name), n->name);
-	int p = ir_find(g, name);
-	if (p < 0 || g->node[p].op != OP_param || !shape_eq(&g->node[p].shape, &n->shape))
-		return NULL;
-	return g->node[p].perm[0] || g->node[p].perm[1] ? &g->node[p] : NULL;
-}
-
 static void fill_buffer(const Graph *g, const Node *n, BundleBuffer *b)
 {
 	snprintf(b->name, sizeof b->name, "%s", n->name);
@@ -60,10 +42,10 @@ static void fill_buffer(const Graph *g, const Node *n, BundleBuffer *b)
 	b->role = role_of(g, n);
 	b->dtype = n->dtype;
 	b->rank = n->shape.rank;
-	const Node *p = perm_source(g, n);
+	bool permuted = ir_stored_permuted(n);
 	for (int d = 0; d < n->shape.rank; d++) {
 		b->dim[d] = n->shape.dim[d];
-		b->perm[d] = p ? p->perm[d] : d;
+		b->perm[d] = permuted ? n->perm[d] : d;
 	}
 	b->offset = n->offset;
 	b->bytes = shape_numel(&n->shape) * (int64_t)dtype_size(n->dtype);

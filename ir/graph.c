@@ -230,6 +230,19 @@ int ir_leaf(Graph *g, OpId op, const char *name, Shape shape, DType dtype, const
 	return n->id;
 }
 
+int ir_state_for(Graph *g, int param, const char *slot, Shape shape)
+{
+	char name[160];
+	snprintf(name, sizeof name, "%.120s.%s", g->node[param].name, slot);
+	double init = INIT_ZERO;
+	int s = ir_leaf(g, OP_state, name, shape, DT_F32, &init);
+	if (shape_eq(&shape, &g->node[param].shape))
+		memcpy(g->node[s].perm, g->node[param].perm, sizeof g->node[s].perm);
+	return s;
+}
+
+bool ir_stored_permuted(const Node *n) { return n->perm[0] || n->perm[1]; }
+
 int ir_const(Graph *g, double value)
 {
 	Shape scalar = {0};

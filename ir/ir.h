@@ -138,6 +138,12 @@ int ir_emit(Graph *g, OpId op, const int *in, const double *attr);
 /* Leaves: the caller gives shape and dtype. */
 int ir_leaf(Graph *g, OpId op, const char *name, Shape shape, DType dtype, const double *attr);
 int ir_const(Graph *g, double value);               /* f32 scalar */
+/* Zero-initialized f32 state "<param>.<slot>" of the given shape (optimizer slots, gradient
+ * accumulators); of the param's shape, it is stored in the param's axis order (Node.perm), so
+ * checkpoints hold it in the public order too. */
+int ir_state_for(Graph *g, int param, const char *slot, Shape shape);
+/* Whether n is stored in another axis order than its public one (Node.perm is not all zero). */
+bool ir_stored_permuted(const Node *n);
 int ir_find(const Graph *g, const char *name);      /* node id or -1 */
 void ir_set_name(Graph *g, int id, const char *name);
 /* Adds prog to the programs of every non-leaf node that roots[0..nroots) depend on. */

@@ -22,7 +22,7 @@ static void print_node(FILE *out, const Graph *g, const Node *n)
 		fprintf(out, "%s%s=%g", i ? ", " : " {", ir_attr_name(n->op, i, buf, sizeof buf), n->attr[i]);
 	if (na)
 		fputc('}', out);
-	if (n->perm[0] || n->perm[1]) { /* stored in another axis order than the public one */
+	if (ir_stored_permuted(n)) { /* stored in another axis order than the public one */
 		fprintf(out, " stored perm=[");
 		for (int d = 0; d < n->shape.rank; d++)
 			fprintf(out, "%s%d", d ? ", " : "", n->perm[d]);

@@ -17,7 +17,8 @@
 
 #include "passes/passes.h"
 
-#define ACC_SUFFIX ".grad_acc"
+#define ACC_SLOT "grad_acc"
+#define ACC_SUFFIX "." ACC_SLOT
 
 static int bin(Graph *g, OpId op, int a, int b) { return ir_emit(g, op, (int[]){a, b}, NULL); }
 
@@ -35,10 +36,7 @@ int accumulate_gradient(Graph *g, int p, int grad)
 	int64_t k = g->train.accumulate;
 	if (k <= 1)
 		return grad;
-	char name[160];
-	snprintf(name, sizeof name, "%.140s" ACC_SUFFIX, g->node[p].name);
-	double init = INIT_ZERO;
-	int acc = ir_leaf(g, OP_state, name, g->node[grad].shape, DT_F32, &init);
+	int acc = ir_state_for(g, p, ACC_SLOT, g->node[grad].shape);
 	int mean = bin(g, OP_mul, bin(g, OP_add, acc, grad), ir_const(g, 1.0 / (double)k));
 	bin(g, OP_assign, acc, zeros(g, g->node[acc].shape));
 	return mean;

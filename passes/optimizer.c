@@ -27,16 +27,7 @@ static int bin(Graph *g, OpId op, int a, int b)
 
 static int scaled(Graph *g, double c, int x) { return bin(g, OP_mul, ir_const(g, c), x); }
 
-/* Zero-initialized state "<param>.<slot>" of the given shape. */
-static int state_shaped(Graph *g, int p, const char *slot, Shape shape)
-{
-	char name[160];
-	snprintf(name, sizeof name, "%.120s.%s", g->node[p].name, slot);
-	double init = INIT_ZERO;
-	return ir_leaf(g, OP_state, name, shape, DT_F32, &init);
-}
-
-static int state(Graph *g, int p, const char *slot) { return state_shaped(g, p, slot, g->node[p].shape); }
+static int state(Graph *g, int p, const char *slot) { return ir_state_for(g, p, slot, g->node[p].shape); }
 
 /* (fp16: only when the step's gradients are finite) */
 static void assign(Graph *g, int target, int value)
@@ -99,7 +90,7 @@ static int adam_step(Graph *g, int p, int grad)
 	const TrainConfig *c = &g->train;
 	int m = state(g, p, "exp_avg");
 	int v = state(g, p, "exp_avg_sq");
-	int step = state_shaped(g, p, "step", (Shape){0});
+	int step = ir_state_for(g, p, "step", (Shape){0});
 	int t = bin(g, OP_add, step, ir_const(g, 1.0));
 	int m_next = blend(g, c->beta1, m, grad);
 	int v_next = blend(g, c->beta2, v, bin(g, OP_mul, grad, grad));

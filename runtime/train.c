@@ -194,13 +194,16 @@ static bool load_data(const Bundle *b, const char *data_dir, uint64_t seed, Data
 
 /* ---- one batch ---- */
 
+/* Batches per optimizer step: train.accumulate (a bundle made in memory may leave it 0). */
+static int64_t batches_per_step(const Bundle *b) { return b->train.accumulate > 1 ? b->train.accumulate : 1; }
+
 static bool loop_init(Loop *L, Session *s, uint64_t seed)
 {
 	const Bundle *b = rt_bundle(s);
 	const BundleBuffer *img = &b->buf[b->image];
 	*L = (Loop){.s = s, .b = b, .batch = b->batch, .seed = seed,
 		    .classes = has_scores(b, b->output) ? b->buf[b->output].dim[1] : 0,
-		    .accumulate = b->train.accumulate > 1 ? b->train.accumulate : 1,
+		    .accumulate = batches_per_step(b),
 		    .pixels = img->dim[1] * img->dim[2] * img->dim[3], .scale = rt_loss_scale_new(b)};
 	L->images = malloc((size_t)(L->batch * L->pixels) * sizeof *L->images);
 	L->labels = malloc((size_t)L->batch * sizeof *L->labels);
@@ -494,7 +497,7 @@ static bool make_plan(const Bundle *b, const TrainOptions *o, const Dataset *tra
 		      char *err, size_t errlen)
 {
 	*p = (Plan){.accuracy = NAN, .last_loss = NAN};
-	int64_t k = b->train.accumulate > 1 ? b->train.accumulate : 1;
+	int64_t k = batches_per_step(b);
 	p->per_epoch = train->n / (b->batch * k); /* optimizer steps */
 	if (p->per_epoch == 0) {
 		snprintf(err, errlen, "the training set has %lld examples, fewer than one step of %lld (%lld batch%s "
