@@ -9,7 +9,8 @@
 #include "frontend/ast.h"
 #include "frontend/layers.h"
 
-typedef enum { V_NUM, V_BOOL, V_TENSOR } ValueKind;
+/* V_FAILED: a constant whose definition failed; its uses fail quietly, as a failed layer's do. */
+typedef enum { V_NUM, V_BOOL, V_TENSOR, V_FAILED } ValueKind;
 
 typedef struct {
 	ValueKind kind;
@@ -29,6 +30,8 @@ typedef struct {
 	Diag *d;
 	Sym *sym;
 	int nsym, cap;
+	int *slot;              /* hash index over sym (open addressing): -1 or a sym index */
+	int nslots;             /* a power of two, at least twice nsym */
 	int *counter;           /* per layer, for generated names */
 	const char *batch_name; /* the symbolic batch dimension */
 	int prev;               /* value of the previous layer (or the first input); -1: failed */
@@ -39,24 +42,55 @@ typedef struct {
 
 /* ---- names ---- */
 
-static Sym *lookup(Builder *b, const char *name)
+static void *xrealloc(void *p, size_t size)
 {
-	for (int i = 0; i < b->nsym; i++)
-		if (!strcmp(b->sym[i].name, name))
-			return &b->sym[i];
-	return NULL;
+	p = realloc(p, size);
+	if (!p) {
+		fputs("netc: out of memory\n", stderr);
+		abort();
+	}
+	return p;
 }
 
+/* FNV-1a: names are looked up once per use, so a file of many names must not cost their square. */
+static unsigned name_hash(const char *s)
+{
+	unsigned h = 2166136261u;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+/* The slot of name: where it is, or the free slot where it would go. */
+static int *find_slot(const Builder *b, const char *name)
+{
+	unsigned mask = (unsigned)b->nslots - 1;
+	for (unsigned i = name_hash(name) & mask;; i = (i + 1) & mask)
+		if (b->slot[i] < 0 || !strcmp(b->sym[b->slot[i]].name, name))
+			return &b->slot[i];
+}
+
+static Sym *lookup(Builder *b, const char *name)
+{
+	int *slot = b->nslots ? find_slot(b, name) : NULL;
+	return slot && *slot >= 0 ? &b->sym[*slot] : NULL;
+}
+
+/* Adds a name that lookup does not know yet. */
 static void define(Builder *b, const char *name, SrcLoc loc, Value v)
 {
 	if (b->nsym == b->cap) {
 		b->cap = b->cap ? 2 * b->cap : 32;
-		b->sym = realloc(b->sym, (size_t)b->cap * sizeof *b->sym);
-		if (!b->sym) {
-			fputs("netc: out of memory\n", stderr);
-			abort();
-		}
+		b->sym = xrealloc(b->sym, (size_t)b->cap * sizeof *b->sym);
 	}
+	if (2 * (b->nsym + 1) > b->nslots) { /* keep it at most half full: rehash into twice the slots */
+		b->nslots = b->nslots ? 2 * b->nslots : 64;
+		b->slot = xrealloc(b->slot, (size_t)b->nslots * sizeof *b->slot);
+		memset(b->slot, -1, (size_t)b->nslots * sizeof *b->slot);
+		for (int i = 0; i < b->nsym; i++)
+			*find_slot(b, b->sym[i].name) = i;
+	}
+	*find_slot(b, name) = b->nsym;
 	b->sym[b->nsym++] = (Sym){name, loc, v};
 }
 
@@ -134,7 +168,7 @@ static bool eval_name(Builder *b, const Expr *e, Value *out)
 		return false;
 	}
 	*out = s->val;
-	return true;
+	return s->val.kind != V_FAILED; /* its error is out already */
 }
 
 static bool eval(Builder *b, const Expr *e, Value *out)
@@ -344,39 +378,50 @@ static void set_loss(Builder *b, const Stmt *st, int id)
 	g->output = g->node[id].nin > 0 ? g->node[id].in[0] : -1;
 }
 
-static void layer_stmt(Builder *b, const Stmt *st)
+/* The layer a statement calls, or NULL after an error. */
+static const Layer *stmt_layer(Builder *b, const Stmt *st)
 {
 	const Expr *e = st->value;
 	if (e->kind != E_CALL && e->kind != E_NAME) {
 		diag_error(b->d, e->loc, "expected a layer such as relu or dense(10)%s",
 			   st->name ? "; write 'const NAME = EXPR' for a constant" : "");
-		return;
+		return NULL;
 	}
 	const Layer *l = layer_lookup(e->name);
-	if (!l) {
+	if (!l)
 		diag_error(b->d, e->loc, "unknown op '%s'", e->name);
-		return;
-	}
-	if (st->name && !check_new_name(b, st->name, st->name_loc))
-		return;
-	if (st->is_loss && b->loss_loc.line) {
+	return l;
+}
+
+/* Whatever fails, the statement still defines its name, is the previous value and marks the
+ * loss, each as failed, so the statements after it report nothing more about it. */
+static void layer_stmt(Builder *b, const Stmt *st)
+{
+	const Layer *l = stmt_layer(b, st);
+	bool taken = st->name && lookup(b, st->name);
+	bool second_loss = st->is_loss && b->loss_loc.line;
+	if (l && taken) {
+		check_new_name(b, st->name, st->name_loc);
+	} else if (l && second_loss) {
 		diag_error(b->d, st->loc, "a network has one loss; this is a second");
 		diag_note(b->d, b->loss_loc, "the first loss is here");
-		return;
 	}
-	char buf[FE_NAME_BUF];
-	const char *name = layer_name(b, l, st, buf, sizeof buf);
-	/* a bare name is a call without arguments */
-	Expr call = *e;
-	call.kind = E_CALL;
-	Stmt s = *st;
-	s.value = &call;
-	int id = build_layer(b, &s, l, name);
-	if (st->name)
+	int id = -1;
+	if (l && !taken && !second_loss) {
+		char buf[FE_NAME_BUF];
+		const char *name = layer_name(b, l, st, buf, sizeof buf);
+		/* a bare name is a call without arguments */
+		Expr call = *st->value;
+		call.kind = E_CALL;
+		Stmt s = *st;
+		s.value = &call;
+		id = build_layer(b, &s, l, name);
+	}
+	if (st->name && !taken)
 		define(b, st->name, st->name_loc, (Value){V_TENSOR, 0, false, id});
 	b->prev = id;
 	b->have_prev = true;
-	if (st->is_loss)
+	if (st->is_loss && !second_loss)
 		set_loss(b, st, id);
 }
 
@@ -434,7 +479,6 @@ static int input_node(Builder *b, const Stmt *st)
 		return -1;
 	}
 	Shape s = {0};
-	double numel = 1;
 	for (const Arg *a = st->dims; a; a = a->next, s.rank++) {
 		if (s.rank == IR_MAX_DIMS) {
 			diag_error(b->d, a->loc, "an input has at most %d dimensions", IR_MAX_DIMS);
@@ -442,9 +486,8 @@ static int input_node(Builder *b, const Stmt *st)
 		}
 		if (!input_dim(b, a, s.rank, b->g->batch, &s.dim[s.rank]))
 			return -1;
-		numel *= (double)s.dim[s.rank];
 	}
-	if (numel > FE_MAX_INT) {
+	if (!shape_fits(&s)) {
 		diag_error(b->d, st->loc, "input '%s' has too many elements (more than 2^40)", st->name);
 		return -1;
 	}
@@ -453,30 +496,50 @@ static int input_node(Builder *b, const Stmt *st)
 	return id;
 }
 
+/* A float input of another type than f32 is stored as declared (the runtime writes it so) and
+ * converted once, by a cast right after it, to f32, what the layers compute in; its name stands
+ * for that f32 value. Returns the value the network reads, -1 after an error. */
+static int as_f32(Builder *b, int input)
+{
+	if (input < 0 || b->g->node[input].dtype == DT_F32 || !dtype_is_float(b->g->node[input].dtype))
+		return input;
+	char name[FE_NAME_BUF], err[256];
+	snprintf(name, sizeof name, "%s.f32", b->g->node[input].name);
+	double to = DT_F32;
+	int id = ir_add(b->g, OP_cast, &input, &to, name, err, sizeof err);
+	if (id < 0)
+		diag_error(b->d, b->g->node[input].loc, "%s", err);
+	else
+		b->g->node[id].loc = b->g->node[input].loc;
+	return id;
+}
+
+/* A failed input still counts as one, so the data binding says nothing more about it. */
 static void input_stmt(Builder *b, const Stmt *st)
 {
-	if (!check_new_name(b, st->name, st->name_loc))
-		return;
-	int id = input_node(b, st);
-	define(b, st->name, st->name_loc, (Value){V_TENSOR, 0, false, id});
+	bool fresh = check_new_name(b, st->name, st->name_loc);
+	int id = fresh ? input_node(b, st) : -1, value = as_f32(b, id);
+	if (fresh)
+		define(b, st->name, st->name_loc, (Value){V_TENSOR, 0, false, value});
 	if (b->ninputs < 2)
 		b->inputs[b->ninputs] = id;
 	b->ninputs++;
 	if (!b->have_prev)
-		b->prev = id, b->have_prev = true;
+		b->prev = value, b->have_prev = true;
 }
 
+/* A constant whose value fails is defined as failed, so its uses stay quiet. */
 static void const_stmt(Builder *b, const Stmt *st)
 {
 	Value v;
-	if (!eval(b, st->value, &v))
-		return;
-	if (v.kind == V_TENSOR) {
+	bool ok = eval(b, st->value, &v);
+	if (ok && v.kind == V_TENSOR) {
 		diag_error(b->d, st->value->loc, "a constant must be a number or a boolean, not a tensor");
-		return;
+		ok = false;
 	}
-	if (check_new_name(b, st->name, st->name_loc))
-		define(b, st->name, st->name_loc, v);
+	if (ok ? !check_new_name(b, st->name, st->name_loc) : lookup(b, st->name) != NULL)
+		return;
+	define(b, st->name, st->name_loc, ok ? v : (Value){V_FAILED, 0, false, -1});
 }
 
 static void network_stmt(Builder *b, const Stmt *st)
@@ -744,6 +807,7 @@ Graph *fe_build(const AstFile *f, Diag *d, int64_t batch)
 	build_network(&b, net);
 	free(b.counter);
 	free(b.sym);
+	free(b.slot);
 	if (d->errors) {
 		ir_graph_free(g);
 		return NULL;

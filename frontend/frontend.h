@@ -12,5 +12,8 @@
 Graph *fe_load_file(const char *path, int64_t batch, FILE *errout);
 /* The same for text already in memory; name is what messages call the file. */
 Graph *fe_load_string(const char *name, const char *text, size_t len, int64_t batch, FILE *errout);
+/* Errors the loads above print before one line says the rest are left out (netc --max-errors);
+ * 0: no limit. The default is DIAG_MAX_ERRORS. */
+void fe_set_max_errors(int n);
 
 #endif

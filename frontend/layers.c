@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "frontend/layers.h"
+#include "ir/checked.h"
 
 /* Adds a node at the layer's location; a shape error is reported there. */
 static int add(LayerCall *c, OpId op, const int *in, const double *attr, const char *name)
@@ -32,14 +33,22 @@ static bool need_rank(LayerCall *c, const char *layer, int rank, const char *wha
 	return false;
 }
 
-/* A uniform(-bound, bound) parameter NAME.suffix, float like the layer's input. */
+/* A uniform(-bound, bound) parameter NAME.suffix, float like the layer's input; -1 after an
+ * error when it would be larger than a tensor may be. */
 static int param(LayerCall *c, const char *suffix, int rank, const int64_t *dim, double bound)
 {
 	char name[FE_NAME_BUF];
 	snprintf(name, sizeof name, "%s.%s", c->name, suffix);
+	Shape s = shape_make(rank, dim);
+	if (!shape_fits(&s)) {
+		char buf[96];
+		diag_error(c->d, c->loc, "parameter %s would be %s, more than 2^40 elements", name,
+			   shape_str(&s, buf, sizeof buf));
+		return -1;
+	}
 	DType t = input(c, 0)->dtype;
 	double attr[2] = {INIT_UNIFORM, bound};
-	int id = ir_leaf(c->g, OP_param, name, shape_make(rank, dim), dtype_is_float(t) ? t : DT_F32, attr);
+	int id = ir_leaf(c->g, OP_param, name, s, dtype_is_float(t) ? t : DT_F32, attr);
 	c->g->node[id].loc = c->loc;
 	return id;
 }
@@ -52,6 +61,8 @@ static int with_bias(LayerCall *c, int y, bool bias, int64_t n, double bound)
 		return y;
 	}
 	int b = param(c, "bias", 1, &n, bound);
+	if (b < 0)
+		return -1;
 	int in[2] = {y, b};
 	double axis = 1;
 	return add(c, OP_bias_add, in, &axis, c->name);
@@ -66,8 +77,10 @@ static int build_conv2d(const Layer *l, LayerCall *c)
 	const double *a = c->args->v;
 	int64_t k = (int64_t)a[1], cin = input(c, 0)->shape.dim[1];
 	int64_t wdim[4] = {(int64_t)a[0], cin, k, k};
-	double bound = 1 / sqrt((double)(cin * k * k));
+	double bound = 1 / sqrt((double)cin * (double)k * (double)k); /* no int64 product to overflow */
 	int w = param(c, "weight", 4, wdim, bound);
+	if (w < 0)
+		return -1;
 	int in[2] = {c->in[0], w};
 	double attr[7] = {a[2], a[2], a[3], a[3], a[4], a[4], LAYOUT_NCHW}; /* the layout pass may change it */
 	int y = add(c, OP_conv2d, in, attr, NULL);
@@ -84,6 +97,8 @@ static int build_dense(const Layer *l, LayerCall *c)
 	int64_t wdim[2] = {(int64_t)a[0], in_f};
 	double bound = 1 / sqrt((double)in_f);
 	int w = param(c, "weight", 2, wdim, bound);
+	if (w < 0)
+		return -1;
 	int in[2] = {c->in[0], w};
 	double attr[2] = {0, 1};
 	int y = add(c, OP_matmul, in, attr, NULL);
@@ -145,6 +160,7 @@ static int build_reshape(const Layer *l, LayerCall *c)
 	const BoundArgs *a = c->args;
 	const Shape *s = &input(c, 0)->shape;
 	int64_t dim[IR_MAX_DIMS], known = 1, free_at = -1;
+	bool overflow = false; /* the dims multiply past int64: they cannot match the input */
 	for (int i = 0; i < a->nvar; i++) {
 		dim[i] = a->var[i];
 		if (dim[i] == -1 && free_at < 0)
@@ -154,16 +170,16 @@ static int build_reshape(const Layer *l, LayerCall *c)
 				   i, (long long)dim[i]);
 			return -1;
 		} else
-			known *= dim[i];
+			overflow |= ckd_mul_i64(known, dim[i], &known);
 	}
 	if (a->nvar == 0) {
 		diag_error(c->d, c->loc, "reshape needs at least one dimension");
 		return -1;
 	}
 	int64_t n = shape_numel(s);
-	if (free_at >= 0 && n % known == 0)
+	if (!overflow && free_at >= 0 && n % known == 0)
 		dim[free_at] = n / known, known = n;
-	if (known != n) {
+	if (overflow || known != n) {
 		char buf[96];
 		diag_error(c->d, c->loc, "reshape cannot make %lld elements of %s into the shape asked for",
 			   (long long)n, shape_str(s, buf, sizeof buf));

@@ -9,8 +9,18 @@
 
 #define FE_MAX_FILE (64u << 20) /* no network description comes near this */
 
+static int max_errors = DIAG_MAX_ERRORS;
+
+void fe_set_max_errors(int n) { max_errors = n; }
+
+/* A UTF-8 byte-order mark, which some editors write at the start of a text file. */
+static const char utf8_bom[3] = {'\xef', '\xbb', '\xbf'};
+
 Graph *fe_load_string(const char *name, const char *text, size_t len, int64_t batch, FILE *errout)
 {
+	/* skipped, as compilers do: it is no character of the file, so columns start after it */
+	if (len >= sizeof utf8_bom && !memcmp(text, utf8_bom, sizeof utf8_bom))
+		text += sizeof utf8_bom, len -= sizeof utf8_bom;
 	/* the quoted source lines stop at NUL, so the copy for messages has none */
 	char *src = malloc(len + 1);
 	if (!src) {
@@ -22,6 +32,7 @@ Graph *fe_load_string(const char *name, const char *text, size_t len, int64_t ba
 	src[len] = '\0';
 	Diag d;
 	diag_init(&d, name, src);
+	d.max_errors = max_errors;
 	if (errout)
 		d.out = errout;
 

@@ -10,7 +10,10 @@ void diag_init(Diag *d, const char *file, const char *source)
 	d->source = source;
 	d->out = stderr;
 	d->errors = 0;
+	d->max_errors = DIAG_MAX_ERRORS;
 }
+
+bool diag_stopped(const Diag *d) { return d->max_errors > 0 && d->errors > d->max_errors; }
 
 /* Prints the source line `line` (1-based) and a caret under column col. */
 static void quote_line(Diag *d, int line, int col)
@@ -47,15 +50,23 @@ static void report(Diag *d, SrcLoc loc, const char *kind, const char *fmt, va_li
 
 void diag_error(Diag *d, SrcLoc loc, const char *fmt, ...)
 {
+	d->errors++;
+	if (diag_stopped(d)) {
+		if (d->errors == d->max_errors + 1)
+			fprintf(d->out ? d->out : stderr, "%s: fatal error: too many errors emitted, stopping now "
+				"(use --max-errors N)\n", d->file ? d->file : "netc");
+		return;
+	}
 	va_list ap;
 	va_start(ap, fmt);
 	report(d, loc, "error", fmt, ap);
 	va_end(ap);
-	d->errors++;
 }
 
 void diag_note(Diag *d, SrcLoc loc, const char *fmt, ...)
 {
+	if (diag_stopped(d))
+		return;
 	va_list ap;
 	va_start(ap, fmt);
 	report(d, loc, "note", fmt, ap);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/checked.h"
 #include "ir/ir.h"
 
 static void *xrealloc(void *p, size_t n)
@@ -85,6 +86,12 @@ int64_t shape_numel(const Shape *s)
 	return n;
 }
 
+bool shape_fits(const Shape *s)
+{
+	int64_t n;
+	return s->rank >= 0 && s->rank <= IR_MAX_DIMS && ckd_numel(s->dim, s->rank, IR_MAX_NUMEL, &n);
+}
+
 bool shape_eq(const Shape *a, const Shape *b)
 {
 	if (a->rank != b->rank)
@@ -136,6 +143,7 @@ void ir_graph_free(Graph *g)
 		return;
 	for (int i = 0; i < g->nnodes; i++)
 		free(g->node[i].name);
+	ir_names_free(g);
 	free(g->node);
 	free(g);
 }
@@ -157,18 +165,12 @@ static Node *new_node(Graph *g, OpId op)
 	return n;
 }
 
-int ir_find(const Graph *g, const char *name)
-{
-	for (int i = 0; i < g->nnodes; i++)
-		if (g->node[i].name && strcmp(g->node[i].name, name) == 0)
-			return i;
-	return -1;
-}
-
 void ir_set_name(Graph *g, int id, const char *name)
 {
+	ir_names_remove(g, id);
 	free(g->node[id].name);
 	g->node[id].name = xstrdup(name);
+	ir_names_insert(g, id);
 }
 
 /* Anonymous values are called t<id>; a user name that collides gets a suffix. */
@@ -184,6 +186,7 @@ static void name_node(Graph *g, Node *n, const char *name)
 		name = buf;
 	}
 	n->name = xstrdup(name);
+	ir_names_insert(g, n->id);
 }
 
 int ir_add(Graph *g, OpId op, const int *in, const double *attr, const char *name, char *err, size_t errlen)
@@ -202,6 +205,12 @@ int ir_add(Graph *g, OpId op, const int *in, const double *attr, const char *nam
 		memcpy(n->attr, attr, ir_op_nattrs(op) * sizeof *attr);
 	if (info->shape && !info->shape(n, g, err, errlen))
 		return -1; /* the node was never counted: the graph is unchanged */
+	if (!shape_fits(&n->shape)) {
+		char s[96];
+		snprintf(err, errlen, "%s: the result %s has more than 2^40 elements", info->name,
+			 shape_str(&n->shape, s, sizeof s));
+		return -1;
+	}
 	g->nnodes++;
 	name_node(g, n, name);
 	return n->id;
@@ -291,7 +300,7 @@ int64_t ir_param_count(const Graph *g)
 	int64_t total = 0;
 	for (int i = 0; i < g->nnodes; i++)
 		if (g->node[i].op == OP_param)
-			total += shape_numel(&g->node[i].shape);
+			total = sat_add_i64(total, shape_numel(&g->node[i].shape));
 	return total;
 }
 

@@ -92,6 +92,11 @@ typedef struct Graph {
 		int node, state;
 	} eval_swap[IR_MAX_EVAL_SWAPS];
 	int neval_swaps;
+	/* name -> node (ir/names.c): hash buckets of node ids, chained through next[] */
+	struct {
+		int *bucket, *next;
+		int nbuckets, ncap;
+	} names;
 } Graph;
 
 typedef struct GradContext GradContext;
@@ -121,6 +126,10 @@ int ir_attr_index(OpId op, const char *attr);       /* index or -1 */
 const char *ir_attr_name(OpId op, int i, char *buf, size_t len);
 
 int64_t shape_numel(const Shape *s);
+/* Whether s has positive dimensions and at most IR_MAX_NUMEL (2^40, ir/checked.h) elements, the
+ * size every tensor is held to (ir_add checks each computed value; the frontend its inputs and
+ * parameters), so shape_numel and the byte counts made from it cannot overflow. */
+bool shape_fits(const Shape *s);
 bool shape_eq(const Shape *a, const Shape *b);
 Shape shape_make(int rank, const int64_t *dim);
 /* "[64, 1, 28, 28]" */
@@ -146,6 +155,10 @@ int ir_state_for(Graph *g, int param, const char *slot, Shape shape);
 bool ir_stored_permuted(const Node *n);
 int ir_find(const Graph *g, const char *name);      /* node id or -1 */
 void ir_set_name(Graph *g, int id, const char *name);
+/* The name index behind ir_find (ir/names.c): graph.c keeps it up to date as nodes are named. */
+void ir_names_insert(Graph *g, int id);
+void ir_names_remove(Graph *g, int id);
+void ir_names_free(Graph *g);
 /* Adds prog to the programs of every non-leaf node that roots[0..nroots) depend on. */
 void ir_mark_program(Graph *g, const int *roots, int nroots, unsigned prog);
 /* Whether op is a leaf: its value comes from outside the program (input, param, state, runtime,
@@ -164,6 +177,17 @@ int ir_sum_to(Graph *g, int x, const Shape *to);
  * (loss, scores, evaluation outputs) reads it. Group outputs have storage; other members live
  * only inside their group's kernel. A node alone in its group is its own output. */
 bool ir_group_output(const Graph *g, int id);
+/* The same, for a pass that keeps the users of id at hand: user[0..nuser) are all of them. */
+bool ir_group_output_users(const Graph *g, int id, const int *user, int nuser);
+/* Every group's members and outputs at once, in time linear in the graph (ir_group_output asks
+ * about one node and scans the nodes after it). */
+typedef struct {
+	int *first;   /* by leader: its first member in node order; -1 for a node that leads none */
+	int *next;    /* the next member of the same group in node order; -1 after the last */
+	bool *output; /* ir_group_output of every node */
+} GroupIndex;
+void ir_group_index(GroupIndex *ix, const Graph *g);
+void ir_group_index_free(GroupIndex *ix);
 /* Puts every non-leaf node in a group of its own (what fuse undoes and -O0 keeps). */
 void ir_ungroup(Graph *g);
 

@@ -12,7 +12,9 @@ static inline const Node *op_in(const Graph *g, const Node *n, int i) { return &
 /* Writes "op: message" into err and returns false, so shape functions can `return op_fail(...)`. */
 bool op_fail(const Node *n, char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* Reads attribute i as an integer in [lo, hi]; false with a message naming the attribute otherwise.
- * hi = OP_ATTR_MAX means no upper bound worth stating. */
+ * A hi of OP_ATTR_MAX or IR_MAX_NUMEL is a size's bound, named only to a value above it: OP_ATTR_MAX for
+ * windows, strides and padding, IR_MAX_NUMEL (the tensor cap) for sizes taken from tensors (a
+ * gradient's input size, a reshape's dims). */
 #define OP_ATTR_MAX INT32_MAX
 bool op_attr_int(const Node *n, int i, int64_t lo, int64_t hi, int64_t *v, char *err, size_t errlen);
 /* Normalizes attribute i, an axis of a rank-`rank` tensor given as -rank..rank-1, to 0..rank-1 in

@@ -1,6 +1,7 @@
 /* ops_concat.c: concat along an axis (one op per input count, concat2..concat4, since a node's
  * input count is its op's) and slice, the piece of one axis that concat's gradient hands back to
  * each input. */
+#include "ir/checked.h"
 #include "ir/ops.h"
 
 bool op_is_concat(OpId op) { return op == OP_concat2 || op == OP_concat3 || op == OP_concat4; }
@@ -65,8 +66,8 @@ bool shape_slice(Node *n, const Graph *g, char *err, size_t errlen)
 	const Node *x = op_in(g, n, 0);
 	char sx[128];
 	int64_t start, len;
-	if (!op_attr_axis(n, 0, x->shape.rank, err, errlen) || !op_attr_int(n, 1, 0, OP_ATTR_MAX, &start, err, errlen) ||
-	    !op_attr_int(n, 2, 1, OP_ATTR_MAX, &len, err, errlen))
+	if (!op_attr_axis(n, 0, x->shape.rank, err, errlen) || !op_attr_int(n, 1, 0, IR_MAX_NUMEL, &start, err, errlen) ||
+	    !op_attr_int(n, 2, 1, IR_MAX_NUMEL, &len, err, errlen))
 		return false;
 	int axis = (int)n->attr[0];
 	if (start + len > x->shape.dim[axis])

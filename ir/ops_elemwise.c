@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 
+#include "ir/checked.h"
 #include "ir/ops.h"
 #include "ir/philox.h"
 
@@ -27,7 +28,11 @@ bool op_attr_int(const Node *n, int i, int64_t lo, int64_t hi, int64_t *v, char 
 	char name[32];
 	if (!(a >= (double)lo && a <= (double)hi) || a != floor(a)) {
 		ir_attr_name(n->op, i, name, sizeof name);
-		if (hi == OP_ATTR_MAX)
+		/* the bound of a size is only worth stating to a value past it */
+		bool size_bound = hi == OP_ATTR_MAX || hi == IR_MAX_NUMEL;
+		if (size_bound && a > hi)
+			return op_fail(n, err, errlen, "%s must be at most %lld, got %.15g", name, (long long)hi, a);
+		if (size_bound)
 			return op_fail(n, err, errlen, "%s must be an integer >= %lld, got %g", name, (long long)lo, a);
 		return op_fail(n, err, errlen, "%s must be an integer in [%lld, %lld], got %g", name, (long long)lo,
 			       (long long)hi, a);

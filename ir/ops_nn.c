@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "ir/checked.h"
 #include "ir/ops.h"
 
 /* Fails unless input i is a 4-D tensor. */
@@ -55,10 +56,14 @@ static bool conv_attrs(const Node *n, ConvGeom *c, char *err, size_t errlen)
 	       op_attr_int(n, 5, 1, OP_ATTR_MAX, &c->dw, err, errlen);
 }
 
-/* Output size along one axis, 0 when the dilated kernel does not fit the padded input. */
+/* Output size along one axis, 0 when the dilated kernel does not fit the padded input (or its
+ * extent does not even fit int64). */
 static int64_t conv_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d)
 {
-	int64_t span = in + 2 * p - d * (k - 1) - 1;
+	int64_t padded, extent;
+	if (ckd_mul_i64(2, p, &padded) || ckd_add_i64(padded, in, &padded) || ckd_mul_i64(d, k - 1, &extent))
+		return 0;
+	int64_t span = padded - extent - 1;
 	return span < 0 ? 0 : span / s + 1;
 }
 
@@ -121,7 +126,7 @@ bool shape_conv2d_grad_input(Node *n, const Graph *g, char *err, size_t errlen)
 	ConvGeom c;
 	if (!need_4d(n, g, 0, "dy", err, errlen) || !need_4d(n, g, 1, "weight", err, errlen) ||
 	    !op_binary_dtype(n, g, err, errlen) || !conv_attrs(n, &c, err, errlen) ||
-	    !op_attr_int(n, 6, 1, OP_ATTR_MAX, &ih, err, errlen) || !op_attr_int(n, 7, 1, OP_ATTR_MAX, &iw, err, errlen))
+	    !op_attr_int(n, 6, 1, IR_MAX_NUMEL, &ih, err, errlen) || !op_attr_int(n, 7, 1, IR_MAX_NUMEL, &iw, err, errlen))
 		return false;
 	Shape x = shape_in_layout(c.nhwc, dy->dim[0], w->dim[chan_axis(c.nhwc)], ih, iw);
 	conv_geom(n, &x, w, &c);
@@ -139,7 +144,7 @@ bool shape_conv2d_grad_weight(Node *n, const Graph *g, char *err, size_t errlen)
 	ConvGeom c;
 	if (!need_4d(n, g, 0, "dy", err, errlen) || !need_4d(n, g, 1, "input", err, errlen) ||
 	    !op_binary_dtype(n, g, err, errlen) || !conv_attrs(n, &c, err, errlen) ||
-	    !op_attr_int(n, 6, 1, OP_ATTR_MAX, &kh, err, errlen) || !op_attr_int(n, 7, 1, OP_ATTR_MAX, &kw, err, errlen))
+	    !op_attr_int(n, 6, 1, IR_MAX_NUMEL, &kh, err, errlen) || !op_attr_int(n, 7, 1, IR_MAX_NUMEL, &kw, err, errlen))
 		return false;
 	int ca = chan_axis(c.nhwc);
 	Shape w = shape_in_layout(c.nhwc, dy->dim[ca], x->dim[ca], kh, kw);

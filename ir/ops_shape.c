@@ -1,7 +1,6 @@
 /* ops_shape.c: reshape and broadcast_to, whose attributes (rank, d0..d5) give the target shape. */
+#include "ir/checked.h"
 #include "ir/ops.h"
-
-#define OP_MAX_NUMEL ((int64_t)1 << 48) /* keeps element counts far from int64 overflow */
 
 /* Reads the target shape from the attributes; one dimension may be -1 when allow_infer, returned
  * in *infer (else -1) with that dimension left at -1. */
@@ -19,12 +18,10 @@ static bool target_shape(Node *n, bool allow_infer, Shape *s, int *infer, char *
 				return op_fail(n, err, errlen, "only one dimension may be -1");
 			*infer = i;
 			s->dim[i] = -1;
-		} else if (!op_attr_int(n, 1 + i, 1, OP_ATTR_MAX, &s->dim[i], err, errlen)) {
+		} else if (!op_attr_int(n, 1 + i, 1, IR_MAX_NUMEL, &s->dim[i], err, errlen)) {
 			return false;
-		} else if (s->dim[i] > OP_MAX_NUMEL / total) {
-			return op_fail(n, err, errlen, "the target shape has more than 2^48 elements");
-		} else {
-			total *= s->dim[i];
+		} else if (ckd_mul_i64(total, s->dim[i], &total) || total > IR_MAX_NUMEL) {
+			return op_fail(n, err, errlen, "the target shape has more than 2^40 elements");
 		}
 	}
 	return true;

@@ -41,13 +41,15 @@ bool ir_verify(const Graph *g, char *err, size_t len)
 		for (int d = 0; d < n->shape.rank; d++)
 			if (n->shape.dim[d] <= 0)
 				return fail(err, len, "%%%s: dimension %d is %lld", n->name, d, (long long)n->shape.dim[d]);
+		if (!shape_fits(&n->shape))
+			return fail(err, len, "%%%s: more than 2^40 elements", n->name);
 		if ((unsigned)n->dtype >= DT_COUNT)
 			return fail(err, len, "%%%s: bad dtype", n->name);
 		if (!check_ref(g, i, n->grad_of, "grad_of", err, len))
 			return false;
-		for (int j = 0; j < i; j++)
-			if (strcmp(g->node[j].name, n->name) == 0)
-				return fail(err, len, "%%%s: name used twice (nodes %d and %d)", n->name, j, i);
+		int first = ir_find(g, n->name);
+		if (first != i)
+			return fail(err, len, "%%%s: name used twice (nodes %d and %d)", n->name, first, i);
 	}
 	const int *refs[] = {&g->image, &g->label, &g->output, &g->loss, &g->eval_output, &g->eval_loss, &g->lr, &g->rng};
 	for (size_t k = 0; k < sizeof refs / sizeof *refs; k++)

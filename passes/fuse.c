@@ -34,16 +34,16 @@ static bool fail(char *err, size_t len, const Graph *g, int leader, const char *
 	return false;
 }
 
-/* The members of leader's group in ascending order; -1 when there are more than max. */
-static int group_members(const Graph *g, int leader, int *m, int max)
+/* The members of leader's group in ascending order, from the member lists (GroupIndex's first
+ * and next); -1 when there are more than max. */
+static int group_members(const int *first, const int *next, int leader, int *m, int max)
 {
 	int n = 0;
-	for (int id = 0; id < g->nnodes; id++)
-		if (g->node[id].group == leader) {
-			if (n == max)
-				return -1;
-			m[n++] = id;
-		}
+	for (int id = first[leader]; id >= 0; id = next[id]) {
+		if (n == max)
+			return -1;
+		m[n++] = id;
+	}
 	return n;
 }
 
@@ -53,6 +53,22 @@ static int member_index(const int *m, int n, int id)
 		if (m[i] == id)
 			return i;
 	return -1;
+}
+
+static void sort_ids(int *m, int n)
+{
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && m[j - 1] > m[j]; j--) {
+			int t = m[j];
+			m[j] = m[j - 1];
+			m[j - 1] = t;
+		}
+}
+
+/* ir_group_output with the users fusion keeps at hand */
+static bool group_output(const Graph *g, const Users *u, int id)
+{
+	return ir_group_output_users(g, id, &u->user[u->start[id]], u->start[id + 1] - u->start[id]);
 }
 
 /* Rule 4: the kernel runs at its leader's place, so whatever reads a member from outside must
@@ -69,12 +85,12 @@ static bool check_order(const Graph *g, const Users *u, const int *m, int n, cha
 	return true;
 }
 
-static bool check_elemwise(const Graph *g, const int *m, int n, char *err, size_t len)
+static bool check_elemwise(const Graph *g, const Users *u, const int *m, int n, char *err, size_t len)
 {
 	int leader = m[n - 1];
 	for (int i = 0; i < n; i++) {
 		const Node *x = &g->node[m[i]];
-		if (ir_group_output(g, m[i]) && !shape_eq(&x->shape, &g->node[leader].shape))
+		if (group_output(g, u, m[i]) && !shape_eq(&x->shape, &g->node[leader].shape))
 			return fail(err, len, g, leader, "is a group output without the leader's shape", m[i]);
 		if (x->op == OP_reshape && shape_numel(&x->shape) != shape_numel(&g->node[x->in[0]].shape))
 			return fail(err, len, g, leader, "is a reshape that changes the element count", m[i]);
@@ -92,7 +108,7 @@ static bool check_reduce(const Graph *g, const Users *u, const int *m, int n, ch
 	for (int i = n - 2; i >= 0; i--) {
 		if (op_pattern(g, m[i]) > PAT_BROADCAST)
 			return fail(err, len, g, leader, "is neither elementwise nor broadcast in a reduction group", m[i]);
-		if (ir_group_output(g, m[i]))
+		if (group_output(g, u, m[i]))
 			return fail(err, len, g, leader, "is a group output in a reduction group", m[i]);
 		for (int k = u->start[m[i]]; k < u->start[m[i] + 1]; k++) {
 			int j = member_index(m, n, u->user[k]);
@@ -104,13 +120,13 @@ static bool check_reduce(const Graph *g, const Users *u, const int *m, int n, ch
 	return true;
 }
 
-static bool check_anchor(const Graph *g, const int *m, int n, char *err, size_t len)
+static bool check_anchor(const Graph *g, const Users *u, const int *m, int n, char *err, size_t len)
 {
 	int leader = m[n - 1], anchor = m[0];
 	bool dep[FUSE_MAX_GROUP] = {true};
 	if (op_pattern(g, anchor) != PAT_ANCHOR)
 		return fail(err, len, g, leader, "is an anchor but not the group's first member", anchor);
-	if (ir_group_output(g, anchor))
+	if (group_output(g, u, anchor))
 		return fail(err, len, g, leader, "is an anchor and a group output", anchor);
 	for (int i = 1; i < n; i++) {
 		const Node *x = &g->node[m[i]];
@@ -128,12 +144,10 @@ static bool check_anchor(const Graph *g, const int *m, int n, char *err, size_t 
 	return true;
 }
 
-/* Whether the group led by leader is one codegen compiles: alone, or elementwise, reduction or
- * anchor group by the contract. */
-static bool check_group(const Graph *g, const Users *u, int leader, char *err, size_t len)
+/* Whether the group led by leader, with members m[0..n) in ascending order (n < 0: too many), is
+ * one codegen compiles: alone, or elementwise, reduction or anchor group by the contract. */
+static bool check_group(const Graph *g, const Users *u, int leader, const int *m, int n, char *err, size_t len)
 {
-	int m[FUSE_MAX_GROUP];
-	int n = group_members(g, leader, m, FUSE_MAX_GROUP);
 	if (n < 0)
 		return fail(err, len, g, leader, "leads a group of too many members", leader);
 	if (n == 0 || m[n - 1] != leader)
@@ -157,16 +171,18 @@ static bool check_group(const Graph *g, const Users *u, int leader, char *err, s
 	if (anchors + reductions > 1)
 		return fail(err, len, g, leader, "leads a group with more than one anchor or reduction", leader);
 	if (anchors)
-		return check_anchor(g, m, n, err, len);
+		return check_anchor(g, u, m, n, err, len);
 	if (reductions)
 		return check_reduce(g, u, m, n, err, len);
-	return check_elemwise(g, m, n, err, len);
+	return check_elemwise(g, u, m, n, err, len);
 }
 
 bool fuse_verify(const Graph *g, char *err, size_t errlen)
 {
 	Users u;
 	users_build(&u, g);
+	GroupIndex ix;
+	ir_group_index(&ix, g);
 	bool ok = true;
 	for (int id = 0; id < g->nnodes && ok; id++) {
 		const Node *x = &g->node[id];
@@ -176,9 +192,13 @@ bool fuse_verify(const Graph *g, char *err, size_t errlen)
 		} else if (x->group < id || x->group >= g->nnodes || g->node[x->group].group != x->group) {
 			snprintf(err, errlen, "%%%s: group %d is not a group's leader", x->name, x->group);
 			ok = false;
-		} else if (x->group == id)
-			ok = check_group(g, &u, id, err, errlen);
+		} else if (x->group == id) {
+			int m[FUSE_MAX_GROUP];
+			int n = group_members(ix.first, ix.next, id, m, FUSE_MAX_GROUP);
+			ok = check_group(g, &u, id, m, n, err, errlen);
+		}
 	}
+	ir_group_index_free(&ix);
 	users_free(&u);
 	return ok;
 }
@@ -193,7 +213,10 @@ typedef struct {
 	unsigned done; /* nodes of these programs are grouped already: leave them */
 	bool *update;  /* nodes of an optimizer update: they reach an assign through elementwise ops */
 	Pattern *gpat; /* by leader: the largest pattern among the group's members */
-	bool *mark;    /* scratch: leaders of the groups a merge takes, nodes a path search has seen */
+	int *first;    /* by leader: its first member in node order, -1 for a node that leads none */
+	int *next;     /* the next member of the same group in node order, -1 after the last */
+	bool *mark;    /* scratch: nodes a path search has seen (listed in seen, to clear them) */
+	int *seen;
 	int *stack;
 } Fuser;
 
@@ -223,24 +246,37 @@ static void find_updates(Fuser *f)
 	}
 }
 
+/* The members of the groups led by lead[0..nlead), group by group; -1 when there are more than max. */
+static int members_of(const Fuser *f, const int *lead, int nlead, int *m, int max)
+{
+	int n = 0;
+	for (int i = 0; i < nlead; i++) {
+		if (member_index(lead, i, lead[i]) >= 0)
+			continue;
+		for (int id = f->first[lead[i]]; id >= 0; id = f->next[id]) {
+			if (n == max)
+				return -1;
+			m[n++] = id;
+		}
+	}
+	return n;
+}
+
 /* Merges the groups led by lead[0..nlead) into one if that makes a valid group. */
 static bool try_merge(Fuser *f, const int *lead, int nlead)
 {
 	Graph *g = f->g;
-	int m[FUSE_MAX_GROUP], old[FUSE_MAX_GROUP], n = 0;
+	int m[FUSE_MAX_GROUP], old[FUSE_MAX_GROUP];
+	int n = members_of(f, lead, nlead, m, FUSE_MAX_GROUP);
+	sort_ids(m, n);
 	bool anchor = false, update = false;
 	Pattern pat = PAT_ELEMWISE;
-	for (int id = 0; id < g->nnodes; id++) {
-		if (member_index(lead, nlead, g->node[id].group) < 0)
-			continue;
-		if (n == FUSE_MAX_GROUP)
-			return false;
-		m[n++] = id;
-		anchor |= op_pattern(g, id) == PAT_ANCHOR;
-		update |= f->update[id];
-		pat = op_pattern(g, id) > pat ? op_pattern(g, id) : pat;
+	for (int i = 0; i < n; i++) {
+		anchor |= op_pattern(g, m[i]) == PAT_ANCHOR;
+		update |= f->update[m[i]];
+		pat = op_pattern(g, m[i]) > pat ? op_pattern(g, m[i]) : pat;
 	}
-	if (n == 0 || (anchor && update))
+	if (n <= 0 || (anchor && update))
 		return false;
 	int leader = m[n - 1];
 	for (int i = 0; i < n; i++) {
@@ -248,13 +284,18 @@ static bool try_merge(Fuser *f, const int *lead, int nlead)
 		g->node[m[i]].group = leader;
 	}
 	char err[256];
-	if (check_group(g, &f->users, leader, err, sizeof err)) {
-		f->gpat[leader] = pat;
-		return true;
+	if (!check_group(g, &f->users, leader, m, n, err, sizeof err)) {
+		for (int i = 0; i < n; i++)
+			g->node[m[i]].group = old[i];
+		return false;
 	}
-	for (int i = 0; i < n; i++)
-		g->node[m[i]].group = old[i];
-	return false;
+	f->gpat[leader] = pat;
+	for (int i = 0; i < n; i++) {
+		f->first[old[i]] = -1;
+		f->next[m[i]] = i + 1 < n ? m[i + 1] : -1;
+	}
+	f->first[leader] = m[0];
+	return true;
 }
 
 /* TVM's CheckPath condition: whether a node on a path from src to its post-dominator (sink:
@@ -270,10 +311,11 @@ static bool cond_elemwise(Pattern p, bool sink) { return sink ? p != PAT_OPAQUE 
 static int path_groups(Fuser *f, int src, int sink, PathCond ok, int *lead)
 {
 	const Graph *g = f->g;
-	int nlead = 0, top = 0, result = 0;
+	int nlead = 0, top = 0, result = 0, nseen = 0;
 	lead[nlead++] = g->node[src].group;
 	f->stack[top++] = src;
 	f->mark[src] = true;
+	f->seen[nseen++] = src;
 	while (top > 0 && result == 0) {
 		int x = f->stack[--top];
 		for (int k = f->users.start[x]; k < f->users.start[x + 1] && result == 0; k++) {
@@ -281,6 +323,7 @@ static int path_groups(Fuser *f, int src, int sink, PathCond ok, int *lead)
 			if (!in_program(f, y) || f->mark[y])
 				continue;
 			f->mark[y] = true;
+			f->seen[nseen++] = y;
 			int gy = g->node[y].group;
 			if (!ok(f->gpat[gy], y == sink))
 				result = -1;
@@ -292,7 +335,8 @@ static int path_groups(Fuser *f, int src, int sink, PathCond ok, int *lead)
 				f->stack[top++] = y;
 		}
 	}
-	memset(f->mark, 0, g->nnodes * sizeof *f->mark);
+	while (nseen > 0)
+		f->mark[f->seen[--nseen]] = false;
 	return result < 0 ? -1 : nlead;
 }
 
@@ -348,21 +392,26 @@ static int early_reader(const Fuser *f, const int *lead, int nlead)
 	int last = lead[0];
 	for (int i = 1; i < nlead; i++)
 		last = lead[i] > last ? lead[i] : last;
-	for (int id = 0; id <= last; id++) {
-		if (member_index(lead, nlead, g->node[id].group) < 0)
-			continue;
-		for (int k = f->users.start[id]; k < f->users.start[id + 1]; k++) {
+	/* the reader of the first member in node order that has one */
+	int m[FUSE_MAX_GROUP], first = g->nnodes, reader = -1;
+	int n = members_of(f, lead, nlead, m, FUSE_MAX_GROUP);
+	for (int i = 0; i < n; i++) {
+		int id = m[i];
+		for (int k = f->users.start[id]; k < f->users.start[id + 1] && id < first; k++) {
 			int y = f->users.user[k];
-			if (y < last && member_index(lead, nlead, g->node[y].group) < 0)
-				return g->node[y].group;
+			if (y < last && member_index(lead, nlead, g->node[y].group) < 0) {
+				first = id;
+				reader = g->node[y].group;
+			}
 		}
 	}
-	return -1;
+	return reader;
 }
 
 static void merge_closed(Fuser *f, int *lead, int nlead, GroupTake take)
 {
-	for (int y; (y = early_reader(f, lead, nlead)) >= 0;) {
+	int m[FUSE_MAX_GROUP];
+	for (int y; members_of(f, lead, nlead, m, FUSE_MAX_GROUP) >= 0 && (y = early_reader(f, lead, nlead)) >= 0;) {
 		if (nlead == FUSE_MAX_GROUP || !in_program(f, y) || !take(f, y))
 			return;
 		lead[nlead++] = y;
@@ -428,7 +477,12 @@ bool pass_fuse(Graph *g, const PassOptions *o, Diag *d)
 	f.update = xcalloc(g->nnodes, sizeof *f.update);
 	f.gpat = xcalloc(g->nnodes, sizeof *f.gpat);
 	f.mark = xcalloc(g->nnodes, sizeof *f.mark);
+	f.seen = xcalloc(g->nnodes, sizeof *f.seen);
 	f.stack = xcalloc(g->nnodes, sizeof *f.stack);
+	GroupIndex ix;
+	ir_group_index(&ix, g);
+	f.first = ix.first;
+	f.next = ix.next;
 	for (int id = 0; id < g->nnodes; id++)
 		f.gpat[id] = op_pattern(g, id);
 	find_updates(&f);
@@ -442,7 +496,9 @@ bool pass_fuse(Graph *g, const PassOptions *o, Diag *d)
 	free(f.update);
 	free(f.gpat);
 	free(f.mark);
+	free(f.seen);
 	free(f.stack);
+	ir_group_index_free(&ix);
 #ifndef NDEBUG
 	char err[512];
 	if (!fuse_verify(g, err, sizeof err)) {

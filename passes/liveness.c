@@ -46,7 +46,7 @@ static bool in_one_program(unsigned programs)
 }
 
 /* The kind of every node before reads are looked at; leaves are resident once something reads them. */
-static LiveKind kind_of(const Graph *g, const Node *n, const char *read)
+static LiveKind kind_of(const Graph *g, const Liveness *l, const Node *n, const char *read)
 {
 	if (n->op == OP_const)
 		return LIVE_NONE;
@@ -56,7 +56,7 @@ static LiveKind kind_of(const Graph *g, const Node *n, const char *read)
 		return LIVE_NONE;
 	if (n->op == OP_assign)
 		return LIVE_ALIAS;
-	if (!ir_group_output(g, n->id))
+	if (!l->groups.output[n->id])
 		return LIVE_NONE;
 	if (is_root(g, n->id) || is_gradient_of_param(g, n) || !in_one_program(n->programs))
 		return LIVE_RESIDENT;
@@ -119,10 +119,11 @@ void liveness_compute(const Graph *g, Liveness *l)
 	l->def = xmalloc(n, sizeof *l->def);
 	l->last = xmalloc(n, sizeof *l->last);
 	l->ws_time = xmalloc(n, sizeof *l->ws_time);
+	ir_group_index(&l->groups, g);
 	char *read = leaves_read(g);
 	for (int i = 0; i < n; i++) {
 		const Node *v = &g->node[i];
-		l->kind[i] = kind_of(g, v, read);
+		l->kind[i] = kind_of(g, l, v, read);
 		l->def[i] = l->last[i] = l->kind[i] == LIVE_TEMP ? liveness_time(g, v, v->programs) : -1;
 		l->ws_kind[i] = LIVE_NONE;
 		l->ws_time[i] = -1;
@@ -142,6 +143,7 @@ void liveness_free(Liveness *l)
 	free(l->def);
 	free(l->last);
 	free(l->ws_time);
+	ir_group_index_free(&l->groups);
 }
 
 /* Ops whose kernel reads every input of the output's shape at the output's own element index. */
@@ -157,18 +159,18 @@ static bool reads_in_step(const Graph *g, const Node *m, const Node *x)
 	return shape_eq(&m->shape, &x->shape) || (m->op == OP_reshape && shape_numel(&m->shape) == shape_numel(&x->shape));
 }
 
-bool liveness_inplace_ok(const Graph *g, int group, int x)
+bool liveness_inplace_ok(const Graph *g, const Liveness *l, int group, int x)
 {
 	const Node *root = &g->node[group], *in = &g->node[x];
 	if (in->op == OP_const || in->group == group || in->dtype != root->dtype ||
 	    shape_numel(&in->shape) != shape_numel(&root->shape))
 		return false;
 	bool reads = false;
-	for (int j = 0; j <= group; j++) {
+	for (int j = l->groups.first[group]; j >= 0; j = l->groups.next[j]) {
 		const Node *m = &g->node[j];
-		if (m->group != group || !m->programs)
+		if (!m->programs)
 			continue;
-		if (!elementwise(m) || (j != group && ir_group_output(g, j)))
+		if (!elementwise(m) || (j != group && l->groups.output[j]))
 			return false;
 		for (int k = 0; k < m->nin; k++) {
 			if (m->in[k] != x)

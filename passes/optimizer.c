@@ -1,7 +1,7 @@
 /* optimizer.c: the parameter update as graph nodes, with PyTorch's formulas.
  *
- *   sgd:      g += wd*p;  buf = momentum*buf + (1-dampening)*g;  g = nesterov ? g + momentum*buf : buf;
- *             p -= lr*g
+ *   sgd:      g += wd*p;  buf = g on the first step, momentum*buf + (1-dampening)*g after;
+ *             g = nesterov ? g + momentum*buf : buf;  p -= lr*g
  *   adadelta: g += wd*p;  sq = rho*sq + (1-rho)*g*g;  delta = sqrt(acc + eps) / sqrt(sq + eps) * g;
  *             acc = rho*acc + (1-rho)*delta*delta;  p -= lr*delta
  *   adam:     g += wd*p;  t = step + 1;  m = b1*m + (1-b1)*g;  v = b2*v + (1-b2)*g*g;
@@ -10,7 +10,10 @@
  *
  * Adam's step count is state too ("<param>.step", f32, as PyTorch keeps it per parameter), so
  * the bias corrections need nothing from the runtime and a checkpoint carries them:
- * b^t = exp(t*ln b).
+ * b^t = exp(t*ln b). SGD with dampening knows its first step the same way: "<param>.momentum_started"
+ * (f32, 0 until the first step writes 1) weighs the gradient by 1 - dampening*started, so the
+ * first buffer is g itself, as torch.optim.SGD's buf = clone(g); without dampening the weight is 1
+ * on every step and the scalar is not made.
  * State lives in `state` leaves named "<param>.<slot>"; new values are written back with assign
  * nodes, which run after every read of the old value because they come last in node order. */
 #include <math.h>
@@ -51,13 +54,25 @@ static int with_weight_decay(Graph *g, int p, int grad)
 	return wd != 0 && coupled ? bin(g, OP_add, grad, scaled(g, wd, p)) : grad;
 }
 
-static int sgd_step(Graph *g, int p, int grad)
+/* The gradient's part of the new momentum buffer: (1 - dampening*started)*g, with *started 0
+ * before the first step and 1 after it, so the first buffer is g itself. */
+static int sgd_damped(Graph *g, int p, int grad, int *started)
+{
+	double dampening = g->train.dampening;
+	if (dampening == 0)
+		return grad;
+	*started = ir_state_for(g, p, "momentum_started", (Shape){0});
+	int weight = bin(g, OP_sub, ir_const(g, 1.0), scaled(g, dampening, *started));
+	return bin(g, OP_mul, weight, grad);
+}
+
+static int sgd_step(Graph *g, int p, int grad, int *started)
 {
 	const TrainConfig *c = &g->train;
 	if (c->momentum == 0)
 		return grad;
 	int buf = state(g, p, "momentum_buffer");
-	int next = bin(g, OP_add, scaled(g, c->momentum, buf), scaled(g, 1 - c->dampening, grad));
+	int next = bin(g, OP_add, scaled(g, c->momentum, buf), sgd_damped(g, p, grad, started));
 	assign(g, buf, next);
 	return c->nesterov ? bin(g, OP_add, grad, scaled(g, c->momentum, next)) : next;
 }
@@ -116,7 +131,7 @@ static int decoupled_decay(Graph *g, int p)
 void optimizer_emit_update(Graph *g, int p, int grad)
 {
 	grad = with_weight_decay(g, p, grad);
-	int step;
+	int step, started = -1;
 	switch (g->train.optimizer) {
 	case OPT_ADADELTA:
 		step = adadelta_step(g, p, grad);
@@ -126,8 +141,12 @@ void optimizer_emit_update(Graph *g, int p, int grad)
 		step = adam_step(g, p, grad);
 		break;
 	default:
-		step = sgd_step(g, p, grad);
+		step = sgd_step(g, p, grad, &started);
 		break;
 	}
 	assign(g, p, bin(g, OP_sub, decoupled_decay(g, p), bin(g, OP_mul, g->lr, step)));
+	/* Last: a scalar is not in the update's kernel (group outputs share one shape), and kernels run
+	 * in the order of their last node, so this one runs after the kernel that reads the old value. */
+	if (started >= 0)
+		assign(g, started, ir_const(g, 1.0));
 }

@@ -115,6 +115,7 @@ typedef struct {
 	LiveKind *ws_kind; /* split-K workspace: LIVE_NONE, LIVE_TEMP (during its node's kernel only)
 	                    * or LIVE_RESIDENT (a node of both programs) */
 	int *ws_time;      /* LIVE_TEMP workspaces: its node's kernel time */
+	GroupIndex groups; /* the fused groups' members and outputs */
 } Liveness;
 
 void liveness_compute(const Graph *g, Liveness *l);
@@ -128,7 +129,7 @@ int64_t liveness_ws_bytes(const Graph *g, int id);
 /* Whether group's kernel may write its output into input x's block: every member is elementwise
  * (reads each input at the output's element index), the group has one stored output, x comes from
  * outside the group with the output's shape and dtype. Lifetimes are the caller's business. */
-bool liveness_inplace_ok(const Graph *g, int group, int x);
+bool liveness_inplace_ok(const Graph *g, const Liveness *l, int group, int x);
 
 /* ---- the memory plan, reported (passes/plan_memory.c) ---- */
 #define PLAN_ALIGN 64

@@ -13,7 +13,12 @@
  * nodes share their target's block and constants have none (kernels inline them). */
 #include <stdlib.h>
 
+#include "ir/checked.h"
 #include "passes/passes.h"
+
+/* The most bytes a plan may hold (256 TiB, beyond any machine's memory). The arena is at most the
+ * sum of the blocks, which is checked against this first, so no offset computed after can overflow. */
+#define PLAN_MAX_BYTES ((int64_t)1 << 48)
 
 int64_t plan_align(int64_t bytes) { return (bytes + PLAN_ALIGN - 1) / PLAN_ALIGN * PLAN_ALIGN; }
 
@@ -119,14 +124,14 @@ static int inplace_input(Planner *p, int v)
 	int group = g->node[v].group, t = p->l->def[v];
 	if (group != v)
 		return -1;
-	for (int j = 0; j <= v; j++) {
+	for (int j = p->l->groups.first[group]; j >= 0; j = p->l->groups.next[j]) {
 		const Node *m = &g->node[j];
-		if (m->group != group || !m->programs)
+		if (!m->programs)
 			continue;
 		for (int k = 0; k < m->nin; k++) {
 			int x = m->in[k];
 			if (p->l->kind[x] == LIVE_TEMP && p->l->last[x] == t && !p->given[x] &&
-			    liveness_inplace_ok(g, group, x))
+			    liveness_inplace_ok(g, p->l, group, x))
 				return x;
 		}
 	}
@@ -196,12 +201,30 @@ static void place_temps(Planner *p)
 	free(ws);
 }
 
+/* The bytes of every block the plan may make, as if none were reused; INT64_MAX past int64. */
+static int64_t blocks_sum(const Graph *g, const Liveness *l)
+{
+	int64_t sum = 0;
+	for (int i = 0; i < g->nnodes; i++) {
+		if (l->kind[i] == LIVE_RESIDENT || l->kind[i] == LIVE_TEMP)
+			sum = sat_add_i64(sum, plan_align(liveness_bytes(g, i)));
+		if (l->ws_kind[i] != LIVE_NONE)
+			sum = sat_add_i64(sum, plan_align(liveness_ws_bytes(g, i)));
+	}
+	return sum;
+}
+
 bool pass_plan_memory(Graph *g, const PassOptions *o, Diag *d)
 {
-	(void)d;
 	bool reuse = !(o && (o->no_reuse || o->O0));
 	Liveness l;
 	liveness_compute(g, &l);
+	if (blocks_sum(g, &l) > PLAN_MAX_BYTES) {
+		diag_error(d, (SrcLoc){0, 0}, "'%s' at batch %lld needs more than 2^48 bytes (256 TiB) of memory: "
+			   "make its layers or its batch smaller", g->name, (long long)g->batch);
+		liveness_free(&l);
+		return false;
+	}
 	for (int i = 0; i < g->nnodes; i++)
 		g->node[i].offset = g->node[i].ws_offset = -1;
 	Planner p = {g, &l, {NULL, 0, 0, place_own_blocks(g, &l, reuse)}, calloc(g->nnodes ? g->nnodes : 1, 1)};
@@ -225,13 +248,7 @@ int64_t plan_memory_sum(const Graph *g)
 {
 	Liveness l;
 	liveness_compute(g, &l);
-	int64_t sum = 0;
-	for (int i = 0; i < g->nnodes; i++) {
-		if (l.kind[i] == LIVE_RESIDENT || l.kind[i] == LIVE_TEMP)
-			sum += plan_align(liveness_bytes(g, i));
-		if (l.ws_kind[i] != LIVE_NONE)
-			sum += plan_align(liveness_ws_bytes(g, i));
-	}
+	int64_t sum = blocks_sum(g, &l);
 	liveness_free(&l);
 	return sum;
 }
@@ -258,7 +275,7 @@ static void print_origin(FILE *out, const Graph *g, const Liveness *l, int v)
 		if (l->kind[y] != LIVE_TEMP || y == v || l->last[y] > l->def[v] ||
 		    !overlap(m->offset, plan_align(liveness_bytes(g, y)), n->offset, size))
 			continue;
-		if (l->last[y] == l->def[v] && m->offset == n->offset && liveness_inplace_ok(g, n->group, y)) {
+		if (l->last[y] == l->def[v] && m->offset == n->offset && liveness_inplace_ok(g, l, n->group, y)) {
 			fprintf(out, "  in place of %%%s", m->name);
 			return;
 		}

@@ -23,6 +23,11 @@ typedef struct {
 	int *parent;
 	int *depth;
 	Pattern *pattern;
+	/* binary lifting for the ancestor search: node i's 2^j-th ancestor is up[i * levels + j],
+	 * and jpat[i * levels + j] the largest pattern of the nodes left on the way */
+	int levels;
+	int *up;
+	Pattern *jpat;
 } PostDom;
 
 void postdom_build(PostDom *t, const Graph *g, const Users *u, unsigned prog);

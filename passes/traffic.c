@@ -5,6 +5,7 @@
  * a chain shows up here as fewer kernels and fewer bytes. */
 #include <stdlib.h>
 
+#include "ir/checked.h"
 #include "passes/passes.h"
 
 typedef struct {
@@ -43,6 +44,8 @@ PassTraffic passes_traffic(const Graph *g, unsigned prog)
 		abort();
 	for (int i = 0; i < g->nnodes; i++)
 		read_by[i] = -1;
+	GroupIndex ix;
+	ir_group_index(&ix, g);
 	for (int k = 0; k < count; k++) {
 		const Node *n = &g->node[m[k].id];
 		t.kernels += k == 0 || m[k - 1].group != m[k].group;
@@ -51,11 +54,12 @@ PassTraffic passes_traffic(const Graph *g, unsigned prog)
 			if (x->op == OP_const || (x->group == m[k].group && !ir_is_leaf(x->op)) || read_by[x->id] == m[k].group)
 				continue;
 			read_by[x->id] = m[k].group;
-			t.read += liveness_bytes(g, x->id);
+			t.read = sat_add_i64(t.read, liveness_bytes(g, x->id)); /* a value may be read by every kernel */
 		}
-		if (ir_group_output(g, n->id))
-			t.written += liveness_bytes(g, n->id);
+		if (ix.output[n->id])
+			t.written = sat_add_i64(t.written, liveness_bytes(g, n->id));
 	}
+	ir_group_index_free(&ix);
 	free(read_by);
 	free(m);
 	return t;

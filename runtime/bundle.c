@@ -1,17 +1,21 @@
 /* bundle.c: writing and reading bundle files.
  *
- * The format is little-endian and built of length-prefixed sections, so a reader can check every
- * count and size against the bytes that are really there before it trusts them:
+ * The format is little-endian and built of sections, each its length, then the CRC-32 of its
+ * contents, then the contents, so that a reader can check every section against the bytes really
+ * there, and against accidental damage, before it trusts a count or a size in it:
  *
  *   "NETCBNDL"  u32 version
- *   header               u64 bytes, then the scalar fields of Bundle and its TrainConfig
- *   buffer table         u64 bytes, u32 count, count records of BUF_RECORD bytes
- *   code objects         u64 bytes, u32 count, then each: target[32], arch[32], i32 kind,
- *                        i32 wave, u64 size, size bytes, training kernels, evaluation kernels
- *   kernel lists         u64 bytes, u32 count, count records of KERNEL_RECORD bytes
+ *   header               section: the scalar fields of Bundle and its TrainConfig
+ *   buffer table         section: u32 count, count records of BUF_RECORD bytes
+ *   code objects         section: u32 count, then each: target[32], arch[32], i32 kind, i32 wave,
+ *                        u64 size, size bytes, training, evaluation and accumulation kernel lists
+ *   kernel list          section: u32 count, count records of KERNEL_RECORD bytes
  *                        (name[64], i32 node, i64 grid, i32 block)
+ *   section              u64 bytes, u32 crc32 of those bytes, the bytes
  *
- * Strings are fixed-size fields (as in the structs) that must hold a NUL. */
+ * Strings are fixed-size fields (as in the structs) that must hold a NUL. Past the checksums every
+ * field is checked against the limits the plan implies, so that a bundle passing bundle_read cannot
+ * make the runtime index, allocate or loop past what it was compiled for. */
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -20,12 +24,23 @@
 #include <string.h>
 
 #include "runtime/bundle.h"
+#include "runtime/crc32.h"
 #include "runtime/readfile.h"
 
 #define BUF_RECORD (96 + 4 * 4 + 8 * BUNDLE_MAX_DIMS + 8 + 8 + 4 + 8 + 4 + 4 * BUNDLE_MAX_DIMS)
 #define NINDICES 10 /* buffer indices in the header: image ... finite */
 #define KERNEL_RECORD (64 + 4 + 8 + 4)
 #define CODE_TARGET 32
+#define SECTION_HEAD (8 + 4) /* length and checksum */
+
+/* Limits of what a bundle may say, far beyond any real plan, so that the runtime's int64
+ * arithmetic cannot overflow on what passed the reader. */
+#define MAX_BATCH (INT64_C(1) << 24)
+#define MAX_ARENA (INT64_C(1) << 48)  /* 256 TiB: more than any device holds */
+#define MAX_EPOCHS (INT64_C(1) << 31) /* epochs times a data set's examples (u32 counts) < 2^63 */
+#define MAX_COUNT (INT64_C(1) << 40)  /* steps, intervals, milestones: the frontend's integer limit */
+#define MAX_RECORDS (1u << 20)        /* buffers, or kernels in one list */
+#define MAX_CODES 64u                 /* code objects (targets) */
 
 /* ---- writing ---- */
 
@@ -81,11 +96,12 @@ static void w_f64(Wr *w, double v)
 	w_u64(w, u);
 }
 
-/* A section starts with its length, patched in by w_end. */
+/* A section starts with its length and checksum, patched in by w_end. */
 static size_t w_begin(Wr *w)
 {
 	size_t at = w->n;
 	w_u64(w, 0);
+	w_u32(w, 0);
 	return at;
 }
 
@@ -93,9 +109,12 @@ static void w_end(Wr *w, size_t at)
 {
 	if (w->oom)
 		return;
-	uint64_t len = w->n - at - 8;
+	uint64_t len = w->n - at - SECTION_HEAD;
+	uint32_t sum = rt_crc32(0, w->p + at + SECTION_HEAD, (size_t)len);
 	for (int i = 0; i < 8; i++)
 		w->p[at + i] = (uint8_t)(len >> (8 * i));
+	for (int i = 0; i < 4; i++)
+		w->p[at + 8 + i] = (uint8_t)(sum >> (8 * i));
 }
 
 static void w_train(Wr *w, const TrainConfig *c)
@@ -314,32 +333,47 @@ static void r_str(Rd *r, char *dst, size_t n, const char *what)
 	}
 }
 
-/* Reads a section's length and checks it against what the file still holds: the one place a
- * truncated file shows. sub reads the section's contents. */
+/* Reads a section's length and checksum and checks them against what the file holds: the one
+ * place a truncated or damaged file shows, before anything in the section is trusted. sub reads
+ * the section's contents. */
 static bool r_section(Rd *r, const char *what, Rd *sub)
 {
 	if (!r->ok)
 		return false;
-	if (r_left(r) < 8)
-		return r_fail(r, "truncated bundle: expected 8 bytes of %s length, file ends after %zu",
-			      what, r_left(r));
+	if (r_left(r) < SECTION_HEAD)
+		return r_fail(r, "truncated bundle: expected %d bytes of %s length and checksum, file ends "
+			      "after %zu", SECTION_HEAD, what, r_left(r));
 	uint64_t len = r_u64(r, what);
+	uint32_t sum = r_u32(r, what);
 	if (len > r_left(r))
 		return r_fail(r, "truncated bundle: expected %llu bytes of %s, file ends after %zu",
 			      (unsigned long long)len, what, r_left(r));
+	uint32_t got = rt_crc32(0, r->p + r->pos, (size_t)len);
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+	got = sum; /* fuzzing: a mutated byte must reach the checks past the checksum */
+#endif
+	if (got != sum)
+		return r_fail(r, "damaged bundle: the checksum of the %s does not match its contents "
+			      "(stored %08x, computed %08x): the file changed after netc wrote it; copy it "
+			      "again or recompile the model", what, sum, got);
 	*sub = *r;
 	sub->end = r->pos + (size_t)len;
 	r->pos = sub->end;
 	return true;
 }
 
-/* A section's records: count then exactly count * size bytes. Returns the count or -1. */
-static int32_t r_count(Rd *r, size_t size, const char *what)
+/* A section's records: count (at most max) then exactly count * size bytes. Returns the count or
+ * -1. */
+static int32_t r_count(Rd *r, size_t size, uint32_t max, const char *what)
 {
 	uint32_t n = r_u32(r, what);
 	if (!r->ok)
 		return -1;
-	if (n > INT32_MAX || (size && (uint64_t)n * size != r_left(r))) {
+	if (n > max) {
+		r_fail(r, "malformed bundle: %s says %u entries, more than the %u netc allows", what, n, max);
+		return -1;
+	}
+	if (size && (uint64_t)n * size != r_left(r)) {
 		r_fail(r, "malformed bundle: %s says %u entries of %zu bytes, its section holds %zu bytes",
 		       what, n, size, r_left(r));
 		return -1;
@@ -389,21 +423,59 @@ static void r_train(Rd *r, TrainConfig *c)
 	c->warmup = r_i64(r, "header");
 	c->accumulate = r_i64(r, "header");
 	c->precision = (PrecisionKind)r_i32(r, "header");
-	if (!r->ok)
-		return;
-	if (c->nmilestones < 0 || c->nmilestones > TRAIN_MAX_MILESTONES || c->t_max < 0 || c->warmup < 0) {
-		r_fail(r, "malformed bundle: %d milestones, t_max %lld, warm-up %lld", c->nmilestones,
-		       (long long)c->t_max, (long long)c->warmup);
-		return;
-	}
-	if (c->accumulate < 1 || (unsigned)c->precision >= PREC_COUNT)
-		r_fail(r, "malformed bundle: accumulation over %lld micro-batches, precision %d",
-		       (long long)c->accumulate, (int)c->precision);
-	else if ((unsigned)c->optimizer >= OPT_COUNT || (unsigned)c->schedule >= SCHED_COUNT)
-		r_fail(r, "malformed bundle: unknown optimizer %d or schedule %d", (int)c->optimizer,
-		       (int)c->schedule);
-	else if (!isfinite(c->lr) || !isfinite(c->gamma))
-		r_fail(r, "malformed bundle: learning rate or gamma is not finite");
+}
+
+typedef struct {
+	const char *name;
+	int64_t value, lo, hi;
+} Range;
+
+/* Each field within [lo, hi]; the first that is not is the error. */
+static void check_ranges(Rd *r, const Range *f, size_t n)
+{
+	for (size_t i = 0; i < n && r->ok; i++)
+		if (f[i].value < f[i].lo || f[i].value > f[i].hi)
+			r_fail(r, "malformed bundle: %s is %lld, outside %lld to %lld", f[i].name,
+			       (long long)f[i].value, (long long)f[i].lo, (long long)f[i].hi);
+}
+
+/* Every number of the header within what a plan can mean: enums known, counts that the training
+ * loop's int64 arithmetic cannot overflow, reals finite. */
+static void check_header(Rd *r, const Bundle *b)
+{
+	const TrainConfig *c = &b->train;
+	const Range count[] = {
+		{"batch", b->batch, 1, MAX_BATCH},
+		{"arena size", b->arena_bytes, 0, MAX_ARENA},
+		{"optimizer", c->optimizer, 0, OPT_COUNT - 1},
+		{"nesterov", c->nesterov, 0, 1},
+		{"schedule", c->schedule, 0, SCHED_COUNT - 1},
+		{"step size", c->step_size, 0, MAX_COUNT},
+		{"training batch", c->batch, 1, MAX_BATCH},
+		{"epochs", c->epochs, 0, MAX_EPOCHS},
+		{"steps", c->steps, 0, MAX_COUNT},
+		{"log interval", c->log_every, 0, MAX_COUNT},
+		{"milestone count", c->nmilestones, 0, TRAIN_MAX_MILESTONES},
+		{"t_max", c->t_max, 0, MAX_COUNT},
+		{"warm-up", c->warmup, 0, MAX_COUNT},
+		{"accumulate", c->accumulate, 1, TRAIN_MAX_ACCUMULATE},
+		{"precision", c->precision, 0, PREC_COUNT - 1},
+	};
+	check_ranges(r, count, sizeof count / sizeof count[0]);
+	for (int i = 0; i < c->nmilestones && r->ok; i++)
+		check_ranges(r, &(Range){"milestone", c->milestones[i], 0, MAX_COUNT}, 1);
+	const struct {
+		const char *name;
+		double value;
+	} real[] = {
+		{"learning rate", c->lr}, {"momentum", c->momentum}, {"dampening", c->dampening},
+		{"weight decay", c->weight_decay}, {"rho", c->rho}, {"eps", c->eps}, {"gamma", c->gamma},
+		{"beta1", c->beta1}, {"beta2", c->beta2}, {"eta_min", c->eta_min},
+		{"FLOPs per step", b->flops_per_step},
+	};
+	for (size_t i = 0; i < sizeof real / sizeof real[0] && r->ok; i++)
+		if (!isfinite(real[i].value))
+			r_fail(r, "malformed bundle: %s is not finite", real[i].name);
 }
 
 static void r_header(Rd *r, Bundle *b)
@@ -421,9 +493,8 @@ static void r_header(Rd *r, Bundle *b)
 		*idx[i] = r_i32(&s, "header");
 	r_train(&s, &b->train);
 	r_section_end(&s, "header");
-	if (s.ok && (b->batch <= 0 || b->arena_bytes < 0))
-		r_fail(&s, "malformed bundle: batch %lld, arena %lld bytes", (long long)b->batch,
-		       (long long)b->arena_bytes);
+	if (s.ok)
+		check_header(&s, b);
 	r->ok = s.ok;
 }
 
@@ -462,11 +533,12 @@ static bool is_permutation(const int32_t *perm, int rank)
 static void check_buffer(Rd *r, const Bundle *b, int i)
 {
 	const BundleBuffer *x = &b->buf[i];
-	if ((unsigned)x->role > BUF_LOSS_SCALE || (unsigned)x->dtype >= DT_COUNT ||
-	    (unsigned)x->rank > BUNDLE_MAX_DIMS || (unsigned)x->init > 2 || !isfinite(x->bound) ||
-	    !is_permutation(x->perm, x->rank)) {
-		r_fail(r, "malformed bundle: buffer %d '%s' has role %d, dtype %d, rank %d, init %d",
-		       i, x->name, x->role, x->dtype, x->rank, x->init);
+	if (x->node < 0 || (unsigned)x->role > BUF_LOSS_SCALE || (unsigned)x->dtype >= DT_COUNT ||
+	    (unsigned)x->rank > BUNDLE_MAX_DIMS || (unsigned)x->init > 2 || !(x->bound >= 0) ||
+	    !isfinite(x->bound) || !is_permutation(x->perm, x->rank)) {
+		r_fail(r, "malformed bundle: buffer %d '%s' has node %d, role %d, dtype %d, rank %d, "
+		       "init %d, bound %g", i, x->name, x->node, x->role, x->dtype, x->rank, x->init,
+		       x->bound);
 		return;
 	}
 	int64_t numel = 1;
@@ -495,7 +567,7 @@ static void r_buffers(Rd *r, Bundle *b)
 	Rd s;
 	if (!r_section(r, "buffer table", &s))
 		return;
-	int32_t n = r_count(&s, BUF_RECORD, "buffer table");
+	int32_t n = r_count(&s, BUF_RECORD, MAX_RECORDS, "buffer table");
 	if (n >= 0 && (b->buf = r_alloc(&s, (size_t)n, sizeof *b->buf)))
 		b->nbuf = n;
 	for (int i = 0; i < b->nbuf && s.ok; i++) {
@@ -506,12 +578,29 @@ static void r_buffers(Rd *r, Bundle *b)
 	r->ok = s.ok;
 }
 
-static void r_kernels(Rd *r, const char *what, BundleKernel **list, int32_t *count)
+/* The largest grid a launch of code c may have. Every work-group writes at least one byte of the
+ * arena, so a grid beyond its bytes runs a kernel past the buffers it was compiled for; a GPU
+ * takes at most 2^31 - 1 blocks (CUDA) or 2^32 - 1 work-items (HIP). */
+static int64_t max_grid(const Bundle *b, const BundleCode *c, int32_t block)
+{
+	int64_t most = b->arena_bytes > 0 ? b->arena_bytes : 1;
+	int64_t driver = c->kind == CODE_PTX ? INT32_MAX : c->kind == CODE_HSACO ? UINT32_MAX / block : most;
+	return most < driver ? most : driver;
+}
+
+/* Work-group sizes: one on the host (the thread pool splits the grid), 1 to 1024 on a GPU. */
+static bool block_fits(const BundleCode *c, int32_t block)
+{
+	return c->kind == CODE_HOST ? block == 1 : block >= 1 && block <= 1024;
+}
+
+static void r_kernels(Rd *r, const Bundle *b, const BundleCode *c, const char *what,
+		      BundleKernel **list, int32_t *count)
 {
 	Rd s;
 	if (!r_section(r, what, &s))
 		return;
-	int32_t n = r_count(&s, KERNEL_RECORD, what);
+	int32_t n = r_count(&s, KERNEL_RECORD, MAX_RECORDS, what);
 	if (n >= 0 && (*list = r_alloc(&s, (size_t)n, sizeof **list)))
 		*count = n;
 	for (int i = 0; i < *count && s.ok; i++) {
@@ -520,9 +609,14 @@ static void r_kernels(Rd *r, const char *what, BundleKernel **list, int32_t *cou
 		k->node = r_i32(&s, what);
 		k->grid = r_i64(&s, what);
 		k->block = r_i32(&s, what);
-		if (s.ok && (!k->name[0] || k->grid < 0 || k->block < 1 || k->block > 1024))
-			r_fail(&s, "malformed bundle: kernel %d of the %s: name '%s', grid %lld, block %d", i,
-			       what, k->name, (long long)k->grid, k->block);
+		if (s.ok && (!k->name[0] || k->node < 0 || !block_fits(c, k->block)))
+			r_fail(&s, "malformed bundle: kernel %d of the %s for '%s': name '%s', node %d, "
+			       "work-group size %d", i, what, c->target, k->name, k->node, k->block);
+		else if (s.ok && (k->grid < 1 || k->grid > max_grid(b, c, k->block)))
+			r_fail(&s, "malformed bundle: kernel '%s' of the %s for '%s' has a grid of %lld "
+			       "work-groups of %d, outside 1 to %lld (the arena has %lld bytes)", k->name,
+			       what, c->target, (long long)k->grid, k->block,
+			       (long long)max_grid(b, c, k->block), (long long)b->arena_bytes);
 	}
 	r->ok = s.ok;
 }
@@ -544,7 +638,7 @@ static void r_code(Rd *r, Bundle *b)
 	Rd s;
 	if (!r_section(r, "code objects", &s))
 		return;
-	int32_t n = r_count(&s, 0, "code objects");
+	int32_t n = r_count(&s, 0, MAX_CODES, "code objects");
 	if (n > 0 && (size_t)n > r_left(&s) / (CODE_TARGET + 8))
 		r_fail(&s, "malformed bundle: %d code objects cannot fit in %zu bytes", n, r_left(&s));
 	if (s.ok && n >= 0 && (b->code = r_alloc(&s, (size_t)n, sizeof *b->code)))
@@ -568,24 +662,43 @@ static void r_code(Rd *r, Bundle *b)
 		}
 		if ((c->data = r_alloc(&s, (size_t)c->size, 1)))
 			memcpy(c->data, r_take(&s, (size_t)c->size, "code object"), (size_t)c->size);
-		r_kernels(&s, "training kernel list", &c->train_kernels, &c->ntrain);
-		r_kernels(&s, "evaluation kernel list", &c->eval_kernels, &c->neval);
-		r_kernels(&s, "accumulation kernel list", &c->accum_kernels, &c->naccum);
+		r_kernels(&s, b, c, "training kernel list", &c->train_kernels, &c->ntrain);
+		r_kernels(&s, b, c, "evaluation kernel list", &c->eval_kernels, &c->neval);
+		r_kernels(&s, b, c, "accumulation kernel list", &c->accum_kernels, &c->naccum);
 	}
 	r_section_end(&s, "code objects");
 	r->ok = s.ok;
 }
 
+/* The buffers the runtime writes into (data, learning rate, dropout key, loss scale) have the role
+ * that says so, and the data buffers hold one batch. */
 static void check_indices(Rd *r, const Bundle *b)
 {
 	const int32_t idx[NINDICES] = {b->image, b->label, b->loss, b->output, b->eval_loss,
 				       b->eval_output, b->lr, b->rng, b->loss_scale, b->finite};
 	static const char *const name[NINDICES] = {"image", "label", "loss", "output", "eval_loss",
 						   "eval_output", "lr", "rng", "loss_scale", "finite"};
-	for (int i = 0; i < NINDICES && r->ok; i++)
-		if (idx[i] < -1 || idx[i] >= b->nbuf || (idx[i] >= 0 && b->buf[idx[i]].offset < 0))
+	/* -1: any role */
+	static const int32_t role[NINDICES] = {BUF_IMAGE, BUF_LABEL, -1, -1, -1, -1, BUF_LR, BUF_RNG,
+					       BUF_LOSS_SCALE, -1};
+	for (int i = 0; i < NINDICES && r->ok; i++) {
+		if (idx[i] < -1 || idx[i] >= b->nbuf || (idx[i] >= 0 && b->buf[idx[i]].offset < 0)) {
 			r_fail(r, "malformed bundle: %s buffer index %d is not one of the %d buffers "
 			       "with storage", name[i], idx[i], b->nbuf);
+			break;
+		}
+		if (idx[i] < 0)
+			continue;
+		const BundleBuffer *x = &b->buf[idx[i]];
+		bool batched = i == 0 || i == 1;
+		if (role[i] >= 0 && x->role != role[i])
+			r_fail(r, "malformed bundle: the %s buffer '%s' has role %d, not %d", name[i], x->name,
+			       x->role, role[i]);
+		else if (batched && (x->rank < 1 || x->dim[0] != b->batch))
+			r_fail(r, "malformed bundle: the %s buffer '%s' has %lld rows, not one per example of "
+			       "the batch of %lld", name[i], x->name, (long long)(x->rank ? x->dim[0] : 0),
+			       (long long)b->batch);
+	}
 }
 
 static void r_magic(Rd *r)

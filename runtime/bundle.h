@@ -12,7 +12,7 @@
 #include "ir/train_config.h"
 
 #define BUNDLE_MAGIC "NETCBNDL"
-#define BUNDLE_VERSION 4
+#define BUNDLE_VERSION 5
 #define BUNDLE_MAX_DIMS 6
 
 typedef enum {

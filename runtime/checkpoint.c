@@ -6,11 +6,15 @@
  * Names are the bundle's: parameters as the .net file names them, optimizer state as
  * "<param>.<slot>". The header's JSON is a restricted subset (objects, strings, integers, arrays of
  * integers), so a small reader here checks it strictly instead of pulling a JSON library into the
- * runtime. Files are written to "<path>.tmp" and renamed, so a crash never leaves a broken file. */
+ * runtime. Files are written to "<path>.tmp", fsynced and renamed, and the folder is fsynced, so
+ * neither a crash nor a power loss leaves a broken file or loses the last good one. */
 #include <errno.h>
+#include <fcntl.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "runtime/layout.h"
 #include "runtime/rt.h"
@@ -48,7 +52,7 @@ static void put_name(FILE *f, const char *s)
 }
 
 /* The JSON header into a memory stream; its length through *len. */
-static char *header_json(const Bundle *b, int64_t step, size_t *len)
+static char *header_json(const Bundle *b, const RtCheckpointMeta *m, size_t *len)
 {
 	char *buf = NULL;
 	FILE *f = open_memstream(&buf, len);
@@ -56,7 +60,12 @@ static char *header_json(const Bundle *b, int64_t step, size_t *len)
 		return NULL;
 	fprintf(f, "{\"__metadata__\":{\"format\":\"netc\",\"model\":");
 	put_name(f, b->model);
-	fprintf(f, ",\"step\":\"%lld\"}", (long long)step);
+	fprintf(f, ",\"step\":\"%lld\"", (long long)m->step);
+	/* %.9g gives a float back exactly */
+	if (m->has_loss_scale)
+		fprintf(f, ",\"loss_scale\":\"%.9g\",\"loss_scale_growth\":\"%lld\",\"skipped_steps\":\"%lld\"",
+			(double)m->loss_scale, (long long)m->loss_scale_growth, (long long)m->skipped_steps);
+	fputc('}', f);
 	int64_t at = 0;
 	for (int i = 0; i < b->nbuf; i++) {
 		const BundleBuffer *x = &b->buf[i];
@@ -123,29 +132,68 @@ static bool write_tensors(Session *s, FILE *f)
 	return true;
 }
 
-bool rt_checkpoint_save(Session *s, const char *path, int64_t step, char *err, size_t errlen)
+/* A fresh path.tmp: a stale one (left by a killed run) is removed first, so that a read-only
+ * file or a link there is replaced rather than written through. */
+static FILE *create_tmp(const char *tmp)
+{
+	if (unlink(tmp) != 0 && errno != ENOENT)
+		return NULL;
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+	FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+	if (fd >= 0 && !f)
+		close(fd);
+	return f;
+}
+
+/* Makes a rename in path's folder durable. Folders whose file system cannot sync them (EINVAL)
+ * have nothing to lose. */
+static bool sync_folder(const char *path)
+{
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		snprintf(dir, sizeof dir, ".");
+	else
+		snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	bool ok = fsync(fd) == 0 || errno == EINVAL;
+	close(fd);
+	return ok;
+}
+
+bool rt_checkpoint_save(Session *s, const char *path, const RtCheckpointMeta *m, char *err, size_t errlen)
 {
 	size_t len;
-	char *json = header_json(rt_bundle(s), step, &len);
+	char *json = header_json(rt_bundle(s), m, &len);
 	if (!json)
 		return fail(err, errlen, "%s: out of memory", path);
 	char tmp[4096];
 	snprintf(tmp, sizeof tmp, "%s.tmp", path);
-	FILE *f = fopen(tmp, "wb");
+	FILE *f = create_tmp(tmp);
 	if (!f) {
 		free(json);
 		return fail(err, errlen, "%s: cannot write: %s", tmp, strerror(errno));
 	}
-	bool ok = write_le64(f, len) && fwrite(json, 1, len, f) == len && write_tensors(s, f);
-	ok = fclose(f) == 0 && ok;
+	/* the data reach the disk before the rename makes them the checkpoint */
+	bool ok = write_le64(f, len) && fwrite(json, 1, len, f) == len && write_tensors(s, f) && fflush(f) == 0 &&
+		  fsync(fileno(f)) == 0;
+	int why = ok ? 0 : errno;
+	if (fclose(f) != 0 && ok) {
+		ok = false;
+		why = errno;
+	}
 	free(json);
 	if (!ok || rt_error(s)) {
 		remove(tmp);
 		return fail(err, errlen, "%s: writing the checkpoint failed: %s", tmp,
-			    rt_error(s) ? rt_error(s) : strerror(errno));
+			    rt_error(s) ? rt_error(s) : strerror(why));
 	}
 	if (rename(tmp, path) != 0)
 		return fail(err, errlen, "%s: cannot rename to %s: %s", tmp, path, strerror(errno));
+	if (!sync_folder(path))
+		return fail(err, errlen, "%s: cannot sync its folder: %s", path, strerror(errno));
 	return true;
 }
 
@@ -213,12 +261,16 @@ static bool json_string(Json *j, char *out, size_t len)
 static bool json_int(Json *j, int64_t *v)
 {
 	ws(j);
-	char *e;
+	/* strtoll reads up to a NUL, and the header has none at its end: it reads a bounded copy */
+	char num[24], *e;
+	size_t n = (size_t)(j->end - j->p) < sizeof num - 1 ? (size_t)(j->end - j->p) : sizeof num - 1;
+	memcpy(num, j->p, n);
+	num[n] = 0;
 	errno = 0;
-	long long x = strtoll(j->p, &e, 10);
-	if (e == j->p || e > j->end || errno || x < 0)
+	long long x = strtoll(num, &e, 10);
+	if (e == num || errno || x < 0)
 		return j->ok = false;
-	j->p = e;
+	j->p += e - num;
 	*v = x;
 	return true;
 }
@@ -249,13 +301,17 @@ typedef struct {
 	bool used;
 } Entry;
 
+/* The metadata keys netc reads (other keys are for people), as the file spells their values. */
+enum { META_STEP, META_LOSS_SCALE, META_LOSS_SCALE_GROWTH, META_SKIPPED_STEPS, META_COUNT };
+static const char *const meta_keys[META_COUNT] = {"step", "loss_scale", "loss_scale_growth", "skipped_steps"};
+
 typedef struct {
 	Entry *e;
 	int n;
-	int64_t step;
+	char meta[META_COUNT][128];
+	bool has[META_COUNT];
 } Header;
 
-/* {"step": "...", ...}: netc reads the step; other keys are for people */
 static void json_metadata(Json *j, Header *h)
 {
 	expect_char(j, '{');
@@ -265,8 +321,11 @@ static void json_metadata(Json *j, Header *h)
 		char key[64], val[128];
 		if (!json_string(j, key, sizeof key) || !expect_char(j, ':') || !json_string(j, val, sizeof val))
 			return;
-		if (!strcmp(key, "step"))
-			h->step = strtoll(val, NULL, 10);
+		for (int k = 0; k < META_COUNT; k++)
+			if (!strcmp(key, meta_keys[k])) {
+				snprintf(h->meta[k], sizeof h->meta[k], "%s", val);
+				h->has[k] = true;
+			}
 	} while (eat(j, ','));
 	expect_char(j, '}');
 }
@@ -362,6 +421,55 @@ static const char *shape_str(int rank, const int64_t *dim, char *buf, size_t len
 	return buf;
 }
 
+/* A count as metadata spells it: decimal digits only (no sign, no space), no overflow. */
+static bool parse_count(const char *s, int64_t *v)
+{
+	int64_t x = 0;
+	for (const char *c = s; *c; c++)
+		if (*c < '0' || *c > '9' || __builtin_mul_overflow(x, 10, &x) || __builtin_add_overflow(x, *c - '0', &x))
+			return false;
+	*v = x;
+	return *s != 0;
+}
+
+/* The metadata netc reads, checked: a resumed run trusts it to know where it stands. */
+static bool read_meta(const Header *h, const char *path, RtCheckpointMeta *m, char *err, size_t errlen)
+{
+	*m = (RtCheckpointMeta){0};
+	int64_t *counts[META_COUNT] = {[META_STEP] = &m->step, [META_LOSS_SCALE_GROWTH] = &m->loss_scale_growth,
+				       [META_SKIPPED_STEPS] = &m->skipped_steps};
+	for (int k = 0; k < META_COUNT; k++)
+		if (h->has[k] && counts[k] && !parse_count(h->meta[k], counts[k]))
+			return fail(err, errlen, "%s: metadata '%s' is '%s', not a count (an integer from 0 up)", path,
+				    meta_keys[k], h->meta[k]);
+	if (h->has[META_LOSS_SCALE]) {
+		const char *v = h->meta[META_LOSS_SCALE];
+		char *end;
+		m->loss_scale = strtof(v, &end);
+		if (end == v || *end || !isfinite(m->loss_scale) || !(m->loss_scale > 0))
+			return fail(err, errlen, "%s: metadata 'loss_scale' is '%s', not a positive finite number", path,
+				    v);
+		m->has_loss_scale = true;
+	}
+	if (m->skipped_steps > m->step)
+		return fail(err, errlen, "%s: metadata 'skipped_steps' is %lld, more than its 'step' (%lld)", path,
+			    (long long)m->skipped_steps, (long long)m->step);
+	return true;
+}
+
+/* The first of n f32 values at p that is NaN or infinite; -1 when all are finite. The data may
+ * sit at any byte offset in a foreign file: read them by copying. */
+static int64_t first_nonfinite(const uint8_t *p, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++) {
+		float v;
+		memcpy(&v, p + 4 * i, sizeof v);
+		if (!isfinite(v))
+			return i;
+	}
+	return -1;
+}
+
 /* One buffer from the file's data section (data, size bytes). */
 static bool load_entry(Session *s, int i, const Entry *e, const uint8_t *data, uint64_t size,
 		       const char *path, char *err, size_t errlen)
@@ -377,6 +485,13 @@ static bool load_entry(Session *s, int i, const Entry *e, const uint8_t *data, u
 			    shape_str(e->rank, e->dim, a, sizeof a), shape_str(x->rank, dim, b, sizeof b));
 	if (e->end - e->begin != x->bytes || (uint64_t)e->end > size)
 		return fail(err, errlen, "%s: tensor '%s' lies outside the file (truncated?)", path, e->name);
+	int64_t bad = first_nonfinite(data + e->begin, x->bytes / 4);
+	if (bad >= 0) {
+		float v;
+		memcpy(&v, data + e->begin + 4 * bad, sizeof v);
+		return fail(err, errlen, "%s: tensor '%s' holds %s at element %lld: the run that saved it diverged "
+			    "(netc loads finite values only)", path, e->name, isnan(v) ? "NaN" : "Inf", (long long)bad);
+	}
 	void *stored = public_order(x, data + e->begin, false);
 	if (!stored)
 		return fail(err, errlen, "%s: out of memory", path);
@@ -440,7 +555,7 @@ static bool read_all(const char *path, uint8_t **out, uint64_t *size, char *err,
 	return true;
 }
 
-bool rt_checkpoint_load(Session *s, const char *path, int64_t *step, char *err, size_t errlen)
+bool rt_checkpoint_load(Session *s, const char *path, RtCheckpointMeta *m, char *err, size_t errlen)
 {
 	uint8_t *file = NULL;
 	uint64_t size = 0;
@@ -456,10 +571,11 @@ bool rt_checkpoint_load(Session *s, const char *path, int64_t *step, char *err, 
 		     (unsigned long long)n, (unsigned long long)size);
 	else if (!(ok = parse_header((const char *)file + 8, n, &h)))
 		fail(err, errlen, "%s: not a safetensors file (its JSON header is malformed)", path);
-	if (ok)
-		ok = load_all(s, &h, file + 8 + n, size - 8 - n, path, err, errlen);
-	if (ok && step)
-		*step = h.step;
+	RtCheckpointMeta meta;
+	ok = ok && read_meta(&h, path, &meta, err, errlen) &&
+	     load_all(s, &h, file + 8 + n, size - 8 - n, path, err, errlen);
+	if (ok && m)
+		*m = meta;
 	free(h.e);
 	free(file);
 	return ok;

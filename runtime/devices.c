@@ -141,6 +141,13 @@ static bool parse_spec(const char *spec, const RtDeviceOps **ops, int *index, ch
 	return true;
 }
 
+bool rt_device_spec_valid(const char *spec, char *err, size_t errlen)
+{
+	const RtDeviceOps *ops;
+	int index;
+	return !spec || !*spec || strcmp(spec, "auto") == 0 || parse_spec(spec, &ops, &index, err, errlen);
+}
+
 static bool bundle_has_kind(const Bundle *b, int kind)
 {
 	for (int i = 0; i < b->ncode; i++)

@@ -46,6 +46,23 @@ bool rt_loss_scale_after_step(RtLossScale *ls, Session *s)
 	return rt_loss_scale_update(ls, finite != 0);
 }
 
+void rt_loss_scale_to_meta(const RtLossScale *ls, RtCheckpointMeta *m)
+{
+	m->has_loss_scale = ls->active;
+	m->loss_scale = ls->scale;
+	m->loss_scale_growth = ls->growth;
+	m->skipped_steps = ls->skipped;
+}
+
+void rt_loss_scale_from_meta(RtLossScale *ls, const RtCheckpointMeta *m)
+{
+	if (!ls->active || !m->has_loss_scale)
+		return;
+	ls->scale = m->loss_scale;
+	ls->growth = m->loss_scale_growth;
+	ls->skipped = m->skipped_steps;
+}
+
 void rt_loss_scale_summary(const RtLossScale *ls, FILE *out)
 {
 	if (ls->active)

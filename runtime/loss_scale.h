@@ -30,6 +30,10 @@ bool rt_loss_scale_update(RtLossScale *ls, bool finite);
 /* Reads Bundle.finite after a step (this waits for it) and applies the policy; true when the
  * update ran (always when inactive). */
 bool rt_loss_scale_after_step(RtLossScale *ls, Session *s);
+/* The scale's state into a checkpoint's metadata, and back from one that has it (a resumed fp16
+ * run goes on with the scale, the growth count and the skipped steps where they were). */
+void rt_loss_scale_to_meta(const RtLossScale *ls, RtCheckpointMeta *m);
+void rt_loss_scale_from_meta(RtLossScale *ls, const RtCheckpointMeta *m);
 /* The run's summary line, "loss scale: 65536, 3 steps skipped (gradient overflow)"; nothing when
  * inactive. */
 void rt_loss_scale_summary(const RtLossScale *ls, FILE *out);

@@ -52,6 +52,9 @@ void rt_write(Session *s, int buf, const void *src, size_t bytes);
 void rt_read(Session *s, int buf, void *dst, size_t bytes);
 
 /* ---- devices (runtime/devices.c) ---- */
+/* Whether spec names a device netc knows (auto, cpu, cuda, cuda:N, hip, hip:N), whether or not it
+ * is there; false with one line in err. The command line checks --device with it up front. */
+bool rt_device_spec_valid(const char *spec, char *err, size_t errlen);
 /* `netc devices`: every GPU found (name, architecture, memory, units, wave size), a line for
  * each backend that has none saying why, and the CPU. Returns the number of devices listed. */
 int rt_devices_print(FILE *out);
@@ -100,8 +103,10 @@ typedef struct {
 	const char *data_dir;  /* NULL: built-in data */
 	const char *device;    /* "auto" */
 	int threads;           /* 0: all cores */
-	int64_t steps;         /* > 0: stop after this many steps */
-	int64_t epochs;        /* > 0: overrides the bundle's */
+	/* The run's length: steps > 0 runs that many optimizer steps, across as many epochs as they
+	 * take; else epochs > 0 that many whole epochs; else the bundle's steps, else its epochs. */
+	int64_t steps;
+	int64_t epochs;
 	uint64_t seed;
 	int64_t log_every;     /* > 0: overrides the bundle's */
 	bool quiet;
@@ -112,7 +117,10 @@ typedef struct {
 	bool overfit_batch;    /* every step on the first batch, augmented alike; no held-out evaluation */
 } TrainOptions;
 
-/* Trains and prints progress lines and a summary; returns 0, or 1 after printing a user error. */
+/* Trains and prints progress lines and a summary; returns 0, or 1 after printing a user error.
+ * A SIGINT or SIGTERM during the steps ends the run after the current step, with its checkpoint
+ * (--save) and log written and one line on stderr saying so: returns 128 + the signal (130, 143).
+ * The first such signal restores the default action, so a second one ends the process at once. */
 int rt_train(const Bundle *b, const TrainOptions *o);
 /* The learning rate of a 0-based step in an epoch of a run of total steps (train.c). */
 double rt_lr_at(const TrainConfig *c, int64_t step, int64_t epoch, int64_t total);
@@ -122,13 +130,26 @@ double rt_lr_at(const TrainConfig *c, int64_t step, int64_t epoch, int64_t total
 int rt_eval(const Bundle *b, const TrainOptions *o);
 
 /* ---- checkpoints in the safetensors format (runtime/checkpoint.c) ---- */
-/* Parameters and optimizer state by name, with the step in the metadata; written to path.tmp,
- * then renamed. */
-bool rt_checkpoint_save(Session *s, const char *path, int64_t step, char *err, size_t errlen);
+/* What a checkpoint's __metadata__ carries besides the tensors, so that a resumed run continues
+ * exactly: the step counter and, for fp16, the dynamic loss scale's state. */
+typedef struct {
+	int64_t step;              /* optimizer steps done */
+	bool has_loss_scale;       /* the loss_scale fields below are saved / were found */
+	float loss_scale;          /* the scale the next step is seeded with */
+	int64_t loss_scale_growth; /* finite steps in a row since the scale last changed */
+	int64_t skipped_steps;     /* steps whose update an overflow skipped (<= step) */
+} RtCheckpointMeta;
+
+/* Parameters and optimizer state by name, with m in the metadata; written to path.tmp (a stale
+ * one is replaced, never written through), fsynced, renamed over path, and the folder fsynced. */
+bool rt_checkpoint_save(Session *s, const char *path, const RtCheckpointMeta *m, char *err, size_t errlen);
 /* Every parameter must be in the file with the model's shape; optimizer state may be missing
  * (it stays zero; a warning says so), names the model lacks are listed in a warning. A truncated
- * or foreign file is an error naming the file. *step: the metadata's step, 0 without one. */
-bool rt_checkpoint_load(Session *s, const char *path, int64_t *step, char *err, size_t errlen);
+ * or foreign file, metadata that is not a number of its kind (a step that is not an integer >= 0,
+ * a loss scale that is not positive and finite) and a tensor holding NaN or Inf are errors naming
+ * the file and the key or tensor. m (may be NULL): the metadata; step 0 and no loss scale for a
+ * file without them (one exported from PyTorch). */
+bool rt_checkpoint_load(Session *s, const char *path, RtCheckpointMeta *m, char *err, size_t errlen);
 
 typedef struct {
 	const char *device;

@@ -4,14 +4,18 @@
  * (augmented as the data set says) in the image and label buffers, writes the step's learning
  * rate and dropout key, runs the training program's kernels and reads the loss and the scores
  * back to report progress (runtime/progress.c). */
+#include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "runtime/hash.h"
+#include "runtime/image_dtype.h"
 #include "runtime/loss_scale.h"
 #include "runtime/progress.h"
 #include "runtime/rt.h"
@@ -123,7 +127,7 @@ static bool has_scores(const Bundle *b, int i)
 static bool check_bundle(const Bundle *b, const Dataset *d, char *err, size_t errlen)
 {
 	const int64_t image[4] = {b->batch, d->c, d->h, d->w}, label[1] = {b->batch};
-	if (!expect(b, b->image, "image input", DT_F32, 4, image, err, errlen) ||
+	if (!expect(b, b->image, "image input", rt_image_dtype(b), 4, image, err, errlen) ||
 	    !expect(b, b->label, "label input", DT_I32, 1, label, err, errlen) ||
 	    !expect(b, b->loss, "loss", DT_F32, -1, NULL, err, errlen) ||
 	    (!d->no_holdout && !check_scores(b, b->output, "output", d->classes, err, errlen)))
@@ -167,6 +171,23 @@ static bool load_synthetic(const Bundle *b, uint64_t seed, Dataset *train, Datas
 	return rt_load_synthetic(seed, c, h, w, classes, train, test);
 }
 
+/* --data names the folder of the data set's files: say so when it names something else. */
+static bool check_data_dir(const char *data_dir, char *err, size_t errlen)
+{
+	struct stat st;
+	if (stat(data_dir, &st) != 0) {
+		snprintf(err, errlen, "--data %s: %s (it names the folder of the data set's files, or 'synthetic')",
+			 data_dir, errno == ENOENT ? "no such directory" : strerror(errno));
+		return false;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "--data %s: not a directory (it names the folder of the data set's files, or "
+			 "'synthetic')", data_dir);
+		return false;
+	}
+	return true;
+}
+
 /* The run's data: --data synthetic, else the bundle's data set (train.dataset) from --data DIR or
  * the built-in generator, shaped after the model's image input. */
 static bool load_data(const Bundle *b, const char *data_dir, uint64_t seed, Dataset *train, Dataset *test,
@@ -181,6 +202,8 @@ static bool load_data(const Bundle *b, const char *data_dir, uint64_t seed, Data
 		}
 		return load_synthetic(b, seed, train, test, err, errlen);
 	}
+	if (data_dir && !check_data_dir(data_dir, err, errlen))
+		return false;
 	if (strcmp(name, "mnist") == 0)
 		return rt_load_mnist(data_dir, seed, train, test, err, errlen);
 	int c = 3, h = 32, w = 32;
@@ -226,7 +249,7 @@ static void load_batch(Loop *L, const Dataset *d, const int32_t *idx, bool train
 	uint64_t key = rt_mix64(L->seed ^ rt_mix64(step + 0xA06));
 	for (int64_t k = 0; k < L->batch; k++)
 		L->labels[k] = rt_dataset_example(d, idx[k], train, key, L->images + k * L->pixels);
-	rt_write(L->s, L->b->image, L->images, (size_t)(L->batch * L->pixels) * sizeof *L->images);
+	rt_write_image(L->s, L->b->image, L->images, L->batch * L->pixels);
 	rt_write(L->s, L->b->label, L->labels, (size_t)L->batch * sizeof *L->labels);
 }
 
@@ -259,24 +282,24 @@ static double row_nll(const float *row, int64_t classes, int32_t label)
 
 /* The learning rate of step `step` (0-based) in epoch `epoch` of a run of `total` steps, as
  * PyTorch's schedulers give it: step and multistep decay per epoch (StepLR, MultiStepLR), cosine
- * anneals per step over t_max steps (CosineAnnealingLR; t_max 0: the whole run). A warm-up of W
+ * anneals per step over t_max steps (CosineAnnealingLR's closed form; t_max 0: the whole run),
+ * and past t_max it keeps following the cosine, rising again, as PyTorch's does. A warm-up of W
  * steps scales the first W steps' rate by (step+1)/W. */
 double rt_lr_at(const TrainConfig *c, int64_t step, int64_t epoch, int64_t total)
 {
 	double lr = c->lr;
-	int decays = 0;
+	double decays = 0; /* a double: epoch / step_size may be past any int */
 	switch (c->schedule) {
 	case SCHED_STEP:
-		decays = c->step_size > 0 ? (int)(epoch / c->step_size) : 0;
+		decays = c->step_size > 0 ? (double)(epoch / c->step_size) : 0;
 		break;
 	case SCHED_MULTISTEP:
-		while (decays < c->nmilestones && epoch >= c->milestones[decays])
+		for (int i = 0; i < c->nmilestones && epoch >= c->milestones[i]; i++)
 			decays++;
 		break;
 	case SCHED_COSINE: {
 		double t_max = (double)(c->t_max > 0 ? c->t_max : total > 0 ? total : 1);
-		double t = (double)step < t_max ? (double)step : t_max;
-		lr = c->eta_min + (c->lr - c->eta_min) * (1 + cos(M_PI * t / t_max)) / 2;
+		lr = c->eta_min + (c->lr - c->eta_min) * (1 + cos(M_PI * (double)step / t_max)) / 2;
 		break;
 	}
 	default:
@@ -326,10 +349,43 @@ static float train_step(Loop *L, const Dataset *d, const int32_t *idx, int64_t e
 	return (float)(loss / (double)L->accumulate);
 }
 
+/* ---- stopping on SIGINT and SIGTERM ---- */
+
+/* The signal that asked the run to stop, 0 while none did. The loop reads it between steps. */
+static volatile sig_atomic_t stop_signal;
+
+/* The first signal restores the default action of both, so a second one ends the process at once
+ * (sigaction is async-signal-safe). */
+static void on_stop_signal(int sig)
+{
+	struct sigaction dfl = {.sa_handler = SIG_DFL};
+	sigaction(SIGINT, &dfl, NULL);
+	sigaction(SIGTERM, &dfl, NULL);
+	stop_signal = sig;
+}
+
+/* Catches SIGINT and SIGTERM for the run's steps; old keeps what was there. SA_RESTART: a signal
+ * that lands in a write or a driver call does not fail it. */
+static void catch_stop_signals(struct sigaction old[2])
+{
+	struct sigaction sa = {.sa_handler = on_stop_signal, .sa_flags = SA_RESTART};
+	sigemptyset(&sa.sa_mask);
+	stop_signal = 0;
+	sigaction(SIGINT, &sa, &old[0]);
+	sigaction(SIGTERM, &sa, &old[1]);
+}
+
+static void restore_signals(const struct sigaction old[2])
+{
+	sigaction(SIGINT, &old[0], NULL);
+	sigaction(SIGTERM, &old[1], NULL);
+}
+
 /* ---- evaluation ---- */
 
 /* The evaluation program over all of d; the last partial batch is padded by repeating examples
- * from the start, and only its real rows count. False when the device fails. */
+ * from the start, and only its real rows count. False when the device fails. A stop signal ends
+ * it early: true, with nothing printed and *accuracy as it was. */
 static bool evaluate(Loop *L, const Dataset *d, bool quiet, double *accuracy)
 {
 	int32_t *idx = malloc((size_t)L->batch * sizeof *idx);
@@ -337,7 +393,7 @@ static bool evaluate(Loop *L, const Dataset *d, bool quiet, double *accuracy)
 		return true; /* no evaluation, no harm to the training */
 	double loss_sum = 0;
 	int64_t hits = 0;
-	for (int64_t start = 0; start < d->n; start += L->batch) {
+	for (int64_t start = 0; start < d->n && !stop_signal; start += L->batch) {
 		int64_t rows = d->n - start < L->batch ? d->n - start : L->batch;
 		for (int64_t k = 0; k < L->batch; k++)
 			idx[k] = (int32_t)((start + k) % d->n);
@@ -360,6 +416,8 @@ static bool evaluate(Loop *L, const Dataset *d, bool quiet, double *accuracy)
 	free(idx);
 	if (rt_error(L->s))
 		return false;
+	if (stop_signal)
+		return true;
 	*accuracy = 100.0 * (double)hits / (double)d->n;
 	if (!quiet)
 		printf("eval: loss %.4f  accuracy %.2f%% (%lld examples)\n", loss_sum / (double)d->n,
@@ -370,9 +428,13 @@ static bool evaluate(Loop *L, const Dataset *d, bool quiet, double *accuracy)
 
 /* ---- the training loop ---- */
 
+/* The order of epoch `epoch`: a shuffle of the identity keyed by (seed, epoch) and nothing else,
+ * so that a resumed run computes any epoch's order as the straight run did. */
 static void shuffle(int32_t *perm, int64_t n, uint64_t seed, int64_t epoch)
 {
 	uint64_t key = rt_mix64(seed ^ rt_mix64((uint64_t)epoch + 0x5EED));
+	for (int64_t i = 0; i < n; i++)
+		perm[i] = (int32_t)i;
 	for (int64_t i = n - 1; i > 0; i--) {
 		int64_t j = (int64_t)(rt_uniform(key, (uint64_t)i) * (double)(i + 1));
 		int32_t t = perm[i];
@@ -384,6 +446,7 @@ static void shuffle(int32_t *perm, int64_t n, uint64_t seed, int64_t epoch)
 typedef struct {
 	int64_t total, per_epoch, epochs, log_every;
 	int64_t first_step; /* where this run started (after --resume), for the ETA */
+	int stopped_by;     /* the signal that stopped the run early, 0 when none did */
 	double t0;
 	double train_s;  /* time in training steps, evaluation excluded */
 	double last_loss;
@@ -412,9 +475,11 @@ static bool maybe_save(const Loop *L, const TrainOptions *o, bool final, char *e
 {
 	if (!o->save || (!final && (o->save_every <= 0 || L->step % o->save_every)))
 		return true;
-	if (!rt_checkpoint_save(L->s, o->save, L->step, err, errlen))
+	RtCheckpointMeta m = {.step = L->step};
+	rt_loss_scale_to_meta(&L->scale, &m);
+	if (!rt_checkpoint_save(L->s, o->save, &m, err, errlen))
 		return false;
-	if (!o->quiet && final)
+	if (!o->quiet && final && !stop_signal)
 		printf("saved: %s (step %lld)\n", o->save, (long long)L->step);
 	return true;
 }
@@ -430,16 +495,15 @@ static bool run_epochs(Loop *L, Plan *p, const Dataset *train, const Dataset *te
 		snprintf(err, errlen, "out of memory");
 		return false;
 	}
-	for (int64_t i = 0; i < train->n; i++)
-		perm[i] = (int32_t)i;
 	Interval iv = {.t_mark = now()};
 	bool ok = true, evaluated = false; /* at the run's last step */
 	const int64_t e0 = L->step / p->per_epoch;
-	for (int64_t e = e0; e < p->epochs && ok && L->step < p->total; e++) {
+	bool stopping = false; /* a stop signal came: the step it came in is the last */
+	for (int64_t e = e0; e < p->epochs && ok && L->step < p->total && !stopping; e++) {
 		/* --overfit-batch keeps epoch 0's order and its first batch throughout */
 		if (!L->overfit || e == e0)
 			shuffle(perm, train->n, L->seed, L->overfit ? 0 : e);
-		for (int64_t k = L->step % p->per_epoch; k < p->per_epoch && L->step < p->total; k++) {
+		for (int64_t k = L->step % p->per_epoch; k < p->per_epoch && L->step < p->total && !stopping; k++) {
 			double t = now();
 			int64_t hits;
 			float loss = train_step(L, train, perm + (L->overfit ? 0 : k) * L->batch * L->accumulate, e, &hits);
@@ -461,9 +525,12 @@ static bool run_epochs(Loop *L, Plan *p, const Dataset *train, const Dataset *te
 			iv.hits += hits;
 			iv.seen += L->batch * L->accumulate;
 			iv.steps++;
-			bool last = L->step == p->total, eval_now = test && (L->step % p->per_epoch == 0 || last);
+			/* a stop signal ends the interval here, without the evaluation */
+			stopping = stop_signal != 0;
+			bool last = L->step == p->total;
+			bool eval_now = test && !stopping && (L->step % p->per_epoch == 0 || last);
 			ProgressRow row = progress_row(L, p, &iv, e);
-			if (L->step % p->log_every && !last && !eval_now) {
+			if (L->step % p->log_every && !last && !eval_now && !stopping) {
 				progress_step(&p->prog, &row);
 				continue;
 			}
@@ -482,10 +549,11 @@ static bool run_epochs(Loop *L, Plan *p, const Dataset *train, const Dataset *te
 			iv = (Interval){.t_mark = now()}; /* the interval's rate counts training only */
 		}
 	}
-	if (ok && test && !evaluated) {
+	if (ok && test && !evaluated && !stop_signal) {
 		progress_break(&p->prog);
 		ok = evaluate(L, test, quiet, &p->accuracy);
 	}
+	p->stopped_by = stop_signal; /* one that came in the evaluation stops the run too */
 	ok = ok && maybe_save(L, o, true, err, errlen);
 	if (!ok && rt_error(L->s) && !strstr(err, rt_error(L->s)))
 		snprintf(err, errlen, "%s (in the evaluation)", rt_error(L->s));
@@ -493,69 +561,97 @@ static bool run_epochs(Loop *L, Plan *p, const Dataset *train, const Dataset *te
 	return ok;
 }
 
+/* The run's length in steps and epochs: --steps (N steps, across epochs) or --epochs (whole
+ * epochs), which exclude each other on the command line and override the file; else the file's
+ * steps, else its epochs. Every count the loop derives from them (micro-batches, examples) must
+ * fit in 64 bits: absurd lengths are an error, never a wrapped count. */
 static bool make_plan(const Bundle *b, const TrainOptions *o, const Dataset *train, Plan *p,
 		      char *err, size_t errlen)
 {
 	*p = (Plan){.accuracy = NAN, .last_loss = NAN};
-	int64_t k = batches_per_step(b);
-	p->per_epoch = train->n / (b->batch * k); /* optimizer steps */
-	if (p->per_epoch == 0) {
-		snprintf(err, errlen, "the training set has %lld examples, fewer than one step of %lld (%lld batch%s "
-			 "of %lld)", (long long)train->n, (long long)(k * b->batch), (long long)k, k == 1 ? "" : "es",
+	int64_t k = batches_per_step(b), step_examples, run_examples;
+	if (__builtin_mul_overflow(b->batch, k, &step_examples)) {
+		snprintf(err, errlen, "a step of %lld batches of %lld examples is more than netc can count", (long long)k,
 			 (long long)b->batch);
 		return false;
 	}
-	p->epochs = o->epochs > 0 ? o->epochs : b->train.epochs > 0 ? b->train.epochs : 1;
-	p->total = p->epochs * p->per_epoch;
-	int64_t limit = o->steps > 0 ? o->steps : b->train.steps;
-	if (limit > 0 && limit < p->total) {
-		p->total = limit;
-		p->epochs = (limit + p->per_epoch - 1) / p->per_epoch;
+	p->per_epoch = train->n / step_examples; /* optimizer steps */
+	if (p->per_epoch == 0) {
+		snprintf(err, errlen, "the training set has %lld examples, fewer than one step of %lld (%lld batch%s "
+			 "of %lld)", (long long)train->n, (long long)step_examples, (long long)k, k == 1 ? "" : "es",
+			 (long long)b->batch);
+		return false;
+	}
+	int64_t steps = o->steps > 0 ? o->steps : o->epochs > 0 ? 0 : b->train.steps;
+	if (steps > 0) {
+		p->total = steps;
+		p->epochs = (steps - 1) / p->per_epoch + 1;
+	} else {
+		p->epochs = o->epochs > 0 ? o->epochs : b->train.epochs > 0 ? b->train.epochs : 1;
+		if (__builtin_mul_overflow(p->epochs, p->per_epoch, &p->total)) {
+			snprintf(err, errlen, "%lld epochs of %lld steps are more steps than netc can count (2^63)",
+				 (long long)p->epochs, (long long)p->per_epoch);
+			return false;
+		}
+	}
+	if (__builtin_mul_overflow(p->total, step_examples, &run_examples)) {
+		snprintf(err, errlen, "%lld steps of %lld examples are more examples than netc can count (2^63)",
+			 (long long)p->total, (long long)step_examples);
+		return false;
 	}
 	p->log_every = o->log_every > 0 ? o->log_every : b->train.log_every > 0 ? b->train.log_every : 50;
 	return true;
 }
 
-static void summary(const Plan *p, int64_t batch)
+static void summary(const Plan *p, int64_t steps, int64_t batch)
 {
 	printf("done: %lld steps, %lld epoch%s in %.1f s; final training loss %.4f", (long long)p->total,
 	       (long long)p->epochs, p->epochs == 1 ? "" : "s", now() - p->t0, p->last_loss);
 	if (!isnan(p->accuracy))
 		printf(", held-out accuracy %.2f%%", p->accuracy);
-	printf(", %.0f examples/s\n", p->train_s > 0 ? (double)(p->total * batch) / p->train_s : 0.0);
+	printf(", %.0f examples/s\n", p->train_s > 0 ? (double)(steps * batch) / p->train_s : 0.0);
 }
 
-/* --resume: the weights, the state and the step counter, so that the schedule, the shuffling and
- * the dropout masks continue where the run stopped. */
+/* --resume: the weights, the state, the step counter and fp16's loss scale, so that the schedule,
+ * the shuffling, the dropout masks and the scaling continue where the run stopped. */
 static bool resume(Loop *L, const TrainOptions *o, const Plan *p, char *err, size_t errlen)
 {
 	if (!o->resume)
 		return true;
-	int64_t step = 0;
-	if (!rt_checkpoint_load(L->s, o->resume, &step, err, errlen))
+	RtCheckpointMeta m;
+	if (!rt_checkpoint_load(L->s, o->resume, &m, err, errlen))
 		return false;
-	if (step < 0 || step > p->total) {
+	if (m.step > p->total) {
 		snprintf(err, errlen, "%s: saved at step %lld; this run has %lld steps", o->resume,
-			 (long long)step, (long long)p->total);
+			 (long long)m.step, (long long)p->total);
 		return false;
 	}
-	L->step = step;
+	L->step = m.step;
+	rt_loss_scale_from_meta(&L->scale, &m);
 	if (!o->quiet)
-		printf("resumed: %s at step %lld\n", o->resume, (long long)step);
+		printf("resumed: %s at step %lld\n", o->resume, (long long)m.step);
 	return true;
 }
 
-static bool train_session(const Bundle *b, const TrainOptions *o, const Dataset *train,
-			  const Dataset *test, char *err, size_t errlen)
+/* The line a run stopped by a signal ends with, on stderr (even with --quiet). */
+static void report_stop(int sig, const Loop *L, const Plan *p, const TrainOptions *o)
 {
+	fprintf(stderr, "netc: stopped by %s after step %lld of %lld; ", sig == SIGINT ? "SIGINT" : "SIGTERM",
+		(long long)L->step, (long long)p->total);
+	if (o->save)
+		fprintf(stderr, "saved %s (--resume %s continues the run)\n", o->save, o->save);
+	else
+		fprintf(stderr, "nothing saved (no --save)\n");
+}
+
+/* Trains on session s; *stopped_by: the signal that stopped the run early, 0 when none did. */
+static bool train_session(Session *s, const TrainOptions *o, const Dataset *train, const Dataset *test,
+			  int *stopped_by, char *err, size_t errlen)
+{
+	const Bundle *b = rt_bundle(s);
 	Plan p;
 	if (!make_plan(b, o, train, &p, err, errlen))
 		return false;
-	Session *s = rt_open(b, o->device ? o->device : "auto", o->threads, err, errlen);
-	if (!s)
-		return false;
-	if (!o->quiet)
-		printf("device: %s%s%s\n", rt_device_info(s), *rt_device_note(s) ? "; " : "", rt_device_note(s));
 	rt_init_params(s, o->seed);
 	Loop L;
 	bool ok = loop_init(&L, s, o->seed);
@@ -574,18 +670,26 @@ static bool train_session(const Bundle *b, const TrainOptions *o, const Dataset 
 		printf("eval: none (synthetic data has no held-out set)\n");
 	/* a terminal gets the bar redrawn in place; pipes and files plain lines */
 	ok = ok && progress_open(&p.prog, stdout, isatty(fileno(stdout)), o->quiet, o->log_csv, err, errlen);
-	ok = ok && run_epochs(&L, &p, train, eval ? test : NULL, o, err, errlen);
+	if (ok) {
+		struct sigaction old[2];
+		catch_stop_signals(old);
+		ok = run_epochs(&L, &p, train, eval ? test : NULL, o, err, errlen);
+		restore_signals(old);
+	}
 	char log_err[512];
 	if (!progress_close(&p.prog, log_err, sizeof log_err) && ok) {
 		snprintf(err, errlen, "%s", log_err);
 		ok = false;
 	}
-	if (ok && !o->quiet)
-		summary(&p, L.batch * L.accumulate);
+	*stopped_by = ok ? p.stopped_by : 0;
+	fflush(stdout);
+	if (*stopped_by)
+		report_stop(*stopped_by, &L, &p, o);
+	else if (ok && !o->quiet)
+		summary(&p, L.step - p.first_step, L.batch * L.accumulate);
 	if (ok && !o->quiet)
 		rt_loss_scale_summary(&L.scale, stdout);
 	loop_free(&L);
-	rt_close(s);
 	return ok;
 }
 
@@ -593,20 +697,27 @@ int rt_train(const Bundle *b, const TrainOptions *o)
 {
 	char err[1024];
 	Dataset train = {0}, test = {0};
-	bool ok = load_data(b, o->data_dir, o->seed, &train, &test, err, sizeof err);
+	int stopped_by = 0;
+	/* the device first: one that is not there is said before a data set is built */
+	Session *s = rt_open(b, o->device ? o->device : "auto", o->threads, err, sizeof err);
+	bool ok = s != NULL;
+	if (ok && !o->quiet)
+		printf("device: %s%s%s\n", rt_device_info(s), *rt_device_note(s) ? "; " : "", rt_device_note(s));
+	ok = ok && load_data(b, o->data_dir, o->seed, &train, &test, err, sizeof err);
 	if (ok && !o->quiet)
 		printf("data: %s\n", train.source);
 	bool eval = has_eval(b) && !test.no_holdout;
 	ok = ok && check_bundle(b, &train, err, sizeof err) &&
 	     (!eval || check_scores(b, b->eval_output, "evaluation output", test.classes, err, sizeof err)) &&
 	     (!eval || expect(b, b->eval_loss, "evaluation loss", DT_F32, -1, NULL, err, sizeof err)) &&
-	     train_session(b, o, &train, &test, err, sizeof err);
+	     train_session(s, o, &train, &test, &stopped_by, err, sizeof err);
 	fflush(stdout);
 	if (!ok)
 		fprintf(stderr, "error: %s\n", err);
+	rt_close(s);
 	rt_dataset_free(&train);
 	rt_dataset_free(&test);
-	return ok ? 0 : 1;
+	return !ok ? 1 : stopped_by ? 128 + stopped_by : 0;
 }
 
 /* ---- netc eval ---- */
@@ -620,14 +731,14 @@ static bool eval_session(const Bundle *b, const TrainOptions *o, const Dataset *
 		printf("device: %s\n", rt_device_info(s));
 	rt_init_params(s, o->seed);
 	Loop L;
-	int64_t step = 0;
+	RtCheckpointMeta m;
 	double accuracy;
 	bool ok = loop_init(&L, s, o->seed);
 	if (!ok)
 		snprintf(err, errlen, "out of memory");
-	ok = ok && rt_checkpoint_load(s, o->resume, &step, err, errlen);
+	ok = ok && rt_checkpoint_load(s, o->resume, &m, err, errlen);
 	if (ok && !o->quiet)
-		printf("checkpoint: %s (step %lld)\n", o->resume, (long long)step);
+		printf("checkpoint: %s (step %lld)\n", o->resume, (long long)m.step);
 	if (ok && !(ok = evaluate(&L, test, false, &accuracy)))
 		snprintf(err, errlen, "%s (in the evaluation)", rt_error(s));
 	loop_free(&L);
@@ -678,7 +789,7 @@ static void random_batch(Loop *L)
 		L->images[i] = (float)(2 * rt_uniform(key, (uint64_t)i) - 1);
 	for (int64_t k = 0; k < L->batch; k++)
 		L->labels[k] = (int32_t)(rt_uniform(key ^ 1, (uint64_t)k) * 10) % (int32_t)(L->classes ? L->classes : 1);
-	rt_write(L->s, L->b->image, L->images, (size_t)(L->batch * L->pixels) * sizeof *L->images);
+	rt_write_image(L->s, L->b->image, L->images, L->batch * L->pixels);
 	rt_write(L->s, L->b->label, L->labels, (size_t)L->batch * sizeof *L->labels);
 	float lr = (float)L->b->train.lr;
 	int32_t rng[2] = {(int32_t)(uint32_t)L->seed, 0};

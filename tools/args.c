@@ -3,8 +3,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ir/train_config.h"
+#include "runtime/rt.h"
 #include "tools/args.h"
 
 typedef struct {
@@ -51,6 +53,9 @@ static const Option options[] = {
 	{"--log", OPT_LOG, true},
 	{"--overfit-batch", OPT_OVERFIT, false},
 	{"--accumulate", OPT_ACCUMULATE, true},
+	{"--log-y", OPT_LOG_Y, false},
+	{"--collapse", OPT_COLLAPSE, true},
+	{"--max-errors", OPT_MAX_ERRORS, true},
 };
 
 static bool parse_count(const char *command, const char *opt, const char *s, int64_t min, int64_t *out)
@@ -75,6 +80,32 @@ static bool parse_range(const char *command, const char *opt, const char *s, int
 		fprintf(stderr, "netc %s: %s is at most %lld, got '%s'\n", command, opt, (long long)max, s);
 		return false;
 	}
+	return true;
+}
+
+/* --threads: 1 up to the machine's cores; more would only share them (NETC_THREADS still may). */
+static bool set_threads(const char *command, const char *v, Args *a)
+{
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	if (!parse_count(command, "--threads", v, 1, &a->threads))
+		return false;
+	if (cores > 0 && a->threads > cores) {
+		fprintf(stderr, "netc %s: --threads is at most %ld (the cores of this machine), got '%s'\n", command, cores,
+			v);
+		return false;
+	}
+	return true;
+}
+
+/* --device: a name netc knows, checked before anything is compiled or loaded */
+static bool set_device(const char *command, const char *v, Args *a)
+{
+	char err[256];
+	if (!rt_device_spec_valid(v, err, sizeof err)) {
+		fprintf(stderr, "netc %s: --device: %s\n", command, err);
+		return false;
+	}
+	a->device = v;
 	return true;
 }
 
@@ -163,17 +194,20 @@ static bool set_option(const Option *o, const char *command, const char *v, Args
 	case OPT_OVERFIT: a->overfit_batch = true; return true;
 	case OPT_ACCUMULATE: return parse_range(command, o->name, v, 1, TRAIN_MAX_ACCUMULATE, &a->accumulate);
 	case OPT_TRAINING: a->training = true; return true;
+	case OPT_LOG_Y: a->log_y = true; return true;
+	case OPT_COLLAPSE: a->collapse = v; return true;
+	case OPT_MAX_ERRORS: return parse_range(command, o->name, v, 0, INT32_MAX, &a->max_errors);
 	case OPT_QUIET: a->quiet = true; return true;
 	case OPT_OUTPUT: a->output = v; return true;
 	case OPT_DATA: a->data = v; return true;
-	case OPT_DEVICE: a->device = v; return true;
+	case OPT_DEVICE: return set_device(command, v, a);
 	case OPT_STEPS: return parse_count(command, o->name, v, 1, &a->steps);
 	case OPT_EPOCHS: return parse_count(command, o->name, v, 1, &a->epochs);
 	case OPT_BATCH: return parse_count(command, o->name, v, 1, &a->batch);
 	case OPT_REPEATS: return parse_count(command, o->name, v, 1, &a->repeats);
 	case OPT_WARMUP: return parse_count(command, o->name, v, 0, &a->warmup);
 	case OPT_LOG_EVERY: return parse_count(command, o->name, v, 1, &a->log_every);
-	case OPT_THREADS: return parse_count(command, o->name, v, 1, &a->threads);
+	case OPT_THREADS: return set_threads(command, v, a);
 	case OPT_SEED:
 		if (!parse_count(command, o->name, v, 0, &n))
 			return false;
@@ -188,6 +222,7 @@ bool args_parse(int argc, char **argv, int first, unsigned allowed, const char *
 {
 	memset(a, 0, sizeof *a);
 	a->precision = -1;
+	a->max_errors = -1;
 	a->device = "auto";
 	a->seed = 1;
 	for (int i = first; i < argc; i++) {
@@ -234,6 +269,11 @@ bool args_parse(int argc, char **argv, int first, unsigned allowed, const char *
 		}
 		if (!set_option(o, command, value, a))
 			return false;
+	}
+	if (a->steps && a->epochs && (allowed & OPT_EPOCHS)) {
+		fprintf(stderr, "netc %s: --steps and --epochs exclude each other (--steps N runs N steps, across "
+			"epochs; --epochs N runs N whole epochs)\n", command);
+		return false;
 	}
 	if (!a->model && !(allowed & OPT_NO_MODEL)) {
 		fprintf(stderr, "netc %s: no model given (see netc %s --help)\n", command, command);

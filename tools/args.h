@@ -33,6 +33,9 @@ enum {
 	OPT_LOG = 1 << 24,      /* --log FILE.csv */
 	OPT_OVERFIT = 1 << 25,  /* --overfit-batch */
 	OPT_ACCUMULATE = 1 << 26, /* --accumulate K */
+	OPT_LOG_Y = 1 << 27,    /* --log-y (netc plot) */
+	OPT_COLLAPSE = 1 << 28, /* --collapse LIST (netc dot) */
+	OPT_MAX_ERRORS = 1 << 29, /* --max-errors N (commands that read .net files) */
 };
 
 typedef struct {
@@ -61,6 +64,9 @@ typedef struct {
 	bool overfit_batch;      /* --overfit-batch: train on the first batch every step */
 	int64_t accumulate;      /* --accumulate: micro-batches per optimizer step; 0: the .net file's */
 	int precision;           /* --precision fp32|fp16|bf16: a PrecisionKind; -1: the .net file's */
+	bool log_y;              /* --log-y: netc plot's loss axis is logarithmic */
+	const char *collapse;    /* --collapse: parts netc dot draws as one box each, comma-separated */
+	int64_t max_errors;      /* --max-errors: .net errors printed before stopping; 0: all; -1: the default */
 	bool training, quiet, help, seed_given;
 	int64_t steps, epochs, batch, repeats, warmup, log_every;
 	int64_t threads;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "ir/ir.h"
+#include "runtime/image_dtype.h"
 #include "runtime/rt.h"
 #include "tools/commands.h"
 #include "tools/model.h"
@@ -79,7 +80,7 @@ static void fill_inputs(Session *s, const Bundle *b, const Graph *g, uint64_t se
 	int64_t classes = g->node[g->output].shape.dim[g->node[g->output].shape.rank - 1];
 	for (int64_t i = 0; i < b->batch; i++)
 		label[i] = (int32_t)(next_random(&st) % (uint64_t)classes);
-	rt_write(s, b->image, image, count * sizeof *image);
+	rt_write_image(s, b->image, image, count);
 	rt_write(s, b->label, label, b->batch * sizeof *label);
 	free(image);
 	free(label);

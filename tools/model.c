@@ -15,15 +15,52 @@
 #include "passes/passes.h"
 #endif
 
+/* A file that starts with the magic, or with at least half of it and ends there (a truncated
+ * bundle), is a bundle: bundle_read says what is wrong with it. */
 bool model_is_bundle(const char *path)
 {
 	char magic[8];
 	FILE *f = fopen(path, "rb");
 	if (!f)
 		return false;
-	bool yes = fread(magic, 1, sizeof magic, f) == sizeof magic && memcmp(magic, BUNDLE_MAGIC, 8) == 0;
+	size_t n = fread(magic, 1, sizeof magic, f);
 	fclose(f);
-	return yes;
+	return n >= 4 && memcmp(magic, BUNDLE_MAGIC, n) == 0;
+}
+
+/* Source text has no control characters but white space; anything else is a damaged bundle or
+ * some other binary file, which the parser must not be shown (it would echo the bytes back). */
+static bool is_binary_byte(int c)
+{
+	return (c < 0x20 && c != '\t' && c != '\n' && c != '\v' && c != '\f' && c != '\r') || c == 0x7f;
+}
+
+/* A file that is not a bundle must be .net source: an empty or binary file is an error naming the
+ * file and what was found. A file that cannot be opened or read (a directory) is left to the
+ * frontend's message. */
+static bool looks_like_source(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return true;
+	long offset = 0;
+	int c;
+	while ((c = getc(f)) != EOF && !is_binary_byte(c))
+		offset++;
+	bool unreadable = ferror(f);
+	fclose(f);
+	if (unreadable)
+		return true;
+	if (c != EOF) {
+		fprintf(stderr, "netc: error: %s: not a netc bundle (bad magic) and not .net source (binary byte "
+				"0x%02x at offset %ld)\n", path, c, offset);
+		return false;
+	}
+	if (offset == 0) {
+		fprintf(stderr, "netc: error: %s: empty file: neither a netc bundle nor .net source\n", path);
+		return false;
+	}
+	return true;
 }
 
 static int64_t accumulate;
@@ -40,6 +77,8 @@ static const char *precision_name(int p) { return p == PREC_FP16 ? "fp16" : p ==
 Graph *model_load_graph(const char *path, int64_t batch, bool training)
 {
 	(void)batch, (void)training;
+	if (!looks_like_source(path))
+		return NULL;
 	fprintf(stderr, "netc: error: %s: this netc is a runtime-only build and cannot compile .net files; "
 			"compile it with a full netc (netc compile) and pass the bundle\n", path);
 	return NULL;
@@ -51,6 +90,8 @@ void model_set_pass_options(const PassOptions *o) { pass_options = o; }
 
 Graph *model_load_graph(const char *path, int64_t batch, bool training)
 {
+	if (!looks_like_source(path))
+		return NULL;
 	Graph *g = fe_load_file(path, batch, stderr);
 	if (g && accumulate > 0)
 		g->train.accumulate = accumulate;

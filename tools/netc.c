@@ -1,4 +1,5 @@
-/* netc.c: the command line. Exit status 0 on success, 1 on a user error, 2 on a usage error. */
+/* netc.c: the command line. Exit status 0 on success, 1 on a user error, 2 on a usage error; a
+ * training run stopped by SIGINT or SIGTERM 128 + the signal (130, 143), its checkpoint saved. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #ifndef NETC_RUNTIME_ONLY
 #include "codegen/amdgpu_info.h"
 #include "codegen/cg.h"
+#include "frontend/frontend.h"
 #include "ir/ir.h"
 #include "passes/passes.h"
 #endif
@@ -482,14 +484,15 @@ static int cmd_bench(const Args *a)
 
 /* the pass manager's options, on every command that runs the passes */
 #define PASS_USAGE "[--passes=LIST] [--disable-pass=NAME] [--print-after=NAME|all] [--time-passes] [-O0]\n" \
-	"                  [--layout nchw|nhwc|auto] [--precision fp32|fp16|bf16]"
+	"                  [--layout nchw|nhwc|auto] [--precision fp32|fp16|bf16] [--max-errors N]"
 #define PASS_HELP                                                                                      \
 	"\n--passes=LIST sets the pass pipeline (`netc passes` lists them; default\n"                    \
 	PASSES_DEFAULT "),\n--disable-pass=NAME takes passes out, -O0 runs no optimization (no fusion, no\n"  \
 	"memory reuse); --print-after=NAME|all prints the training program after those passes and\n"   \
 	"--time-passes each pass's time, both on stderr. --layout picks the layout of convolutions\n"   \
 	"(auto: by the first target, docs/passes.md); --precision what forward and backward compute\n"  \
-	"in (fp16 and bf16 keep fp32 master weights; fp16 scales the loss, docs/training.md)."
+	"in (fp16 and bf16 keep fp32 master weights; fp16 scales the loss, docs/training.md).\n"        \
+	"--max-errors N prints at most N errors of a .net file (default 20; 0: all of them)."
 
 static const Command commands[] = {
 #ifndef NETC_RUNTIME_ONLY
@@ -522,10 +525,12 @@ static const Command commands[] = {
 	 "(default 5). --emit KINDS (comma-separated of hsaco, ptx, ll, asm, so) with --dump-dir DIR also\n"
 	 "writes each code object, its LLVM IR and its assembly as DIR/MODEL.TARGET.EXT (':' in a target\n"
 	 "becomes '_'); --dump-dir alone writes every kind the targets produce." PASS_HELP},
-	{"dot", cmd_dot, OPT_TRAINING | OPT_OUTPUT | OPT_BATCH | OPT_PASSES,
-	 "netc dot MODEL.net [--training] -o FILE.dot [--batch N] " PASS_USAGE,
+	{"dot", cmd_dot, OPT_TRAINING | OPT_OUTPUT | OPT_BATCH | OPT_PASSES | OPT_COLLAPSE,
+	 "netc dot MODEL.net [--training [--collapse backward,optimizer]] -o FILE.dot [--batch N] " PASS_USAGE,
 	 "Writes the graph (with --training the training step) for Graphviz: fused groups as clusters,\n"
-	 "each node labelled with its op and shape. `dot -Tsvg FILE.dot -o FILE.svg` draws it." PASS_HELP},
+	 "each node labelled with its op and shape. `dot -Tsvg FILE.dot -o FILE.svg` draws it.\n"
+	 "--collapse backward,optimizer (either or both) draws the backward pass and the optimizer\n"
+	 "update as one box each, with their node and kernel counts." PASS_HELP},
 	{"passes", cmd_passes, OPT_NO_MODEL, "netc passes",
 	 "Lists every pass the pipeline may name, what it does, whether it is required, and the default\n"
 	 "pipeline. docs/passes.md says how to add one."},
@@ -552,6 +557,9 @@ static const Command commands[] = {
 	 "                  [--save F [--save-every N]] [--resume F] [--overfit-batch]"
 	 RUN_TARGET_USAGE,
 	 "Trains the model on the data set its train section names (data = mnist | cifar10 | synthetic).\n"
+	 "--steps N runs N optimizer steps, across as many epochs as they take; --epochs N runs N whole\n"
+	 "epochs; the two exclude each other and override the file's `steps` and `epochs` (without\n"
+	 "either, the file's steps, else its epochs). --threads is at most the machine's cores.\n"
 	 "Without --data it uses the built-in generator (an MNIST-like or CIFAR-like set); --data DIR\n"
 	 "reads the MNIST IDX files (plain or .gz) or the CIFAR-10 binary files in DIR; --data synthetic\n"
 	 "makes ImageNet-shaped random batches of the model's image shape. On a terminal a progress bar\n"
@@ -562,6 +570,8 @@ static const Command commands[] = {
 	 "first GPU the bundle has code for, else the CPU. --save F writes a safetensors checkpoint\n"
 	 "(parameters and optimizer state) every --save-every steps and at the end; --resume F continues\n"
 	 "a run from one, step counter and schedule included (give the same --seed and --steps).\n"
+	 "Ctrl-C (SIGINT) or SIGTERM ends the run after the current step, with the checkpoint (--save)\n"
+	 "and the log written, and exits 130 or 143; a second Ctrl-C ends it at once.\n"
 	 "--overfit-batch trains every step on the first batch (the same examples and augmentation) and\n"
 	 "skips the held-out evaluation: a sanity check in which the loss must fall.\n"
 	 "--accumulate K (or `accumulate = K` in the train section) averages the gradients of K batches\n"
@@ -574,9 +584,10 @@ static const Command commands[] = {
 	 "Runs the evaluation program (dropout off) over the held-out set with the weights of the\n"
 	 "checkpoint F (netc's own or a safetensors file exported from PyTorch with the same names and\n"
 	 "shapes) and prints the loss and the accuracy." RUN_TARGET_HELP},
-	{"plot", cmd_plot, OPT_OUTPUT | OPT_QUIET, "netc plot LOG.csv -o FILE.svg",
+	{"plot", cmd_plot, OPT_OUTPUT | OPT_QUIET | OPT_LOG_Y, "netc plot LOG.csv -o FILE.svg [--log-y]",
 	 "Draws the training log of `netc train --log LOG.csv` as SVG: the loss over the steps in one\n"
-	 "panel, the training and held-out accuracy in another."},
+	 "panel, the training and held-out accuracy in another (none when the log has no accuracy, as\n"
+	 "for a regression loss). --log-y draws the loss on a logarithmic axis."},
 	{"bench", cmd_bench,
 	 OPT_BATCH | OPT_STEPS | OPT_REPEATS | OPT_WARMUP | OPT_SEED | OPT_THREADS | OPT_DEVICE | RUN_TARGET_OPTS
 		 | BENCH_COMPARE_OPTS | OPT_ACCUMULATE,
@@ -640,7 +651,9 @@ int main(int argc, char **argv)
 		if (strcmp(argv[1], c->name) != 0)
 			continue;
 		Args a;
-		if (!args_parse(argc, argv, 2, c->options, c->name, &a))
+		/* every command that reads .net files runs the passes */
+		unsigned allowed = c->options | (c->options & OPT_PASSES ? OPT_MAX_ERRORS : 0);
+		if (!args_parse(argc, argv, 2, allowed, c->name, &a))
 			return 2;
 		if (a.help) {
 			printf("usage: %s\n\n%s\n", c->usage, c->help);
@@ -651,6 +664,8 @@ int main(int argc, char **argv)
 #ifndef NETC_RUNTIME_ONLY
 		if (!set_pass_options(c, &a))
 			return 2;
+		if (a.max_errors >= 0)
+			fe_set_max_errors((int)a.max_errors);
 #endif
 		model_set_accumulate(a.accumulate);
 		model_set_precision(a.precision);

@@ -1,5 +1,6 @@
-/* plot.c: `netc plot LOG.csv -o FILE.svg`: the loss curve and the accuracy curves (training and
- * held-out) of a `netc train --log` file, in two panels over the step, as SVG written by hand. */
+/* plot.c: `netc plot LOG.csv -o FILE.svg [--log-y]`: the loss curve and the accuracy curves
+ * (training and held-out) of a `netc train --log` file, in two panels over the step, as SVG
+ * written by hand; the loss alone when the log has no accuracy (a regression loss). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -142,10 +143,12 @@ static bool read_log(const char *path, Log *g)
 #define H 600
 #define LEFT 80
 #define RIGHT 730
+#define MAX_TICKS 64
 
 typedef struct {
-	double x0, x1, y0, y1; /* data ranges */
+	double x0, x1, y0, y1; /* data ranges; y0 > 0 on a log axis */
 	int top, bottom;       /* the panel's pixel rows */
+	bool log_y;            /* y is drawn as log10(y) */
 } Panel;
 
 /* A step of 1, 2 or 5 times a power of ten that cuts span in about 5. */
@@ -155,6 +158,37 @@ static double nice_step(double span)
 	return p * (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10);
 }
 
+/* The ticks i*step within [lo, hi], computed from the index so that no sum drifts. */
+static int linear_ticks(double lo, double hi, double step, double *tick)
+{
+	int n = 0;
+	for (double i = ceil(lo / step - 1e-9); i * step <= hi + step * 1e-9 && n < MAX_TICKS; i++)
+		tick[n++] = i * step;
+	return n;
+}
+
+/* Decades 10^k within [lo, hi], with 2 and 5 times each over a range of at most two decades,
+ * and only every few decades over a wide one, so that about 3 to 8 labels show. */
+static int log_ticks(double lo, double hi, double *tick)
+{
+	int k0 = (int)floor(log10(lo) + 1e-9), k1 = (int)ceil(log10(hi) - 1e-9);
+	int every = (k1 - k0 + 7) / 8, n = 0;
+	static const double mantissas[] = {1, 2, 5};
+	for (int k = k0; k <= k1 && n < MAX_TICKS - 3; k++)
+		for (int m = 0; m < (k1 - k0 <= 2 ? 3 : 1); m++) {
+			double v = mantissas[m] * pow(10, k);
+			if ((k - k0) % every == 0 && v >= lo * (1 - 1e-9) && v <= hi * (1 + 1e-9))
+				tick[n++] = v;
+		}
+	return n;
+}
+
+/* A tick's text: a value that rounds to zero at the ticks' spacing is 0, never "-0". */
+static void tick_text(char *buf, size_t len, double v, double spacing)
+{
+	snprintf(buf, len, "%g", fabs(v) < spacing * 1e-6 ? 0.0 : v);
+}
+
 static double px_x(const Panel *p, double x)
 {
 	return LEFT + (RIGHT - LEFT) * (x - p->x0) / (p->x1 - p->x0);
@@ -162,22 +196,30 @@ static double px_x(const Panel *p, double x)
 
 static double px_y(const Panel *p, double y)
 {
-	return p->bottom - (p->bottom - p->top) * (y - p->y0) / (p->y1 - p->y0);
+	double f = p->log_y ? log10(y / p->y0) / log10(p->y1 / p->y0) : (y - p->y0) / (p->y1 - p->y0);
+	return p->bottom - (p->bottom - p->top) * f;
 }
 
 static void axes(FILE *o, const Panel *p, const char *ylabel, bool xlabel)
 {
 	fprintf(o, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#444\"/>\n", LEFT,
 		p->top, RIGHT - LEFT, p->bottom - p->top);
-	double ys = nice_step(p->y1 - p->y0), xs = nice_step(p->x1 - p->x0);
-	for (double y = ceil(p->y0 / ys - 1e-9) * ys; y <= p->y1 + ys * 1e-9; y += ys)
+	double tick[MAX_TICKS], ys = nice_step(p->y1 - p->y0), xs = nice_step(p->x1 - p->x0);
+	char text[32];
+	int n = p->log_y ? log_ticks(p->y0, p->y1, tick) : linear_ticks(p->y0, p->y1, ys, tick);
+	for (int i = 0; i < n; i++) {
+		tick_text(text, sizeof text, tick[i], p->log_y ? tick[i] : ys);
 		fprintf(o, "<line class=\"grid\" x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
-			"<text class=\"tick\" x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n", LEFT, RIGHT,
-			px_y(p, y), px_y(p, y), LEFT - 6, px_y(p, y) + 4, fabs(y) < ys * 1e-9 ? 0 : y);
-	for (double x = ceil(p->x0 / xs - 1e-9) * xs; x <= p->x1 + xs * 1e-9; x += xs)
+			"<text class=\"tick\" x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", LEFT, RIGHT,
+			px_y(p, tick[i]), px_y(p, tick[i]), LEFT - 6, px_y(p, tick[i]) + 4, text);
+	}
+	n = linear_ticks(p->x0, p->x1, xs, tick);
+	for (int i = 0; i < n; i++) {
+		tick_text(text, sizeof text, tick[i], xs);
 		fprintf(o, "<line class=\"grid\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#ddd\"/>"
-			"<text class=\"tick\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n", px_x(p, x),
-			px_x(p, x), p->top, p->bottom, px_x(p, x), p->bottom + 16, x);
+			"<text class=\"tick\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", px_x(p, tick[i]),
+			px_x(p, tick[i]), p->top, p->bottom, px_x(p, tick[i]), p->bottom + 16, text);
+	}
 	fprintf(o, "<text class=\"label\" x=\"20\" y=\"%d\" transform=\"rotate(-90 20 %d)\" text-anchor=\"middle\">%s</text>\n",
 		(p->top + p->bottom) / 2, (p->top + p->bottom) / 2, ylabel);
 	if (xlabel)
@@ -185,25 +227,49 @@ static void axes(FILE *o, const Panel *p, const char *ylabel, bool xlabel)
 			(LEFT + RIGHT) / 2, p->bottom + 36);
 }
 
-/* The points of column c that have a value; returns how many. */
-static int curve(FILE *o, const Panel *p, const Log *g, int c, const char *cls, const char *color)
+/* Whether row i has a value in column c that the panel can draw. */
+static bool drawable(const Panel *p, const Log *g, int c, int i)
+{
+	return !isnan(g->v[c][i]) && !(p->log_y && g->v[c][i] <= 0);
+}
+
+/* The points of column c that have a value as a polyline, and as dots too where dots is set or
+ * there is one point only (a polyline of one point draws nothing); returns how many. */
+static int curve(FILE *o, const Panel *p, const Log *g, int c, const char *cls, const char *color, bool dots)
 {
 	int n = 0;
 	fprintf(o, "<polyline class=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"", cls, color);
 	for (int i = 0; i < g->n; i++)
-		if (!isnan(g->v[c][i]))
+		if (drawable(p, g, c, i))
 			fprintf(o, "%s%.1f,%.1f", n++ ? " " : "", px_x(p, g->v[COL_STEP][i]), px_y(p, g->v[c][i]));
 	fprintf(o, "\"/>\n");
+	for (int i = 0; i < g->n && (dots || n == 1); i++)
+		if (drawable(p, g, c, i))
+			fprintf(o, "<circle class=\"%s point\" cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\"/>\n", cls,
+				px_x(p, g->v[COL_STEP][i]), px_y(p, g->v[c][i]), color);
 	return n;
 }
 
-/* The loss panel's range: the data's, widened to whole ticks. */
-static void loss_range(const Log *g, Panel *p)
+/* The loss panel's range: the data's, widened to whole ticks (whole decades on a log axis,
+ * which has only the positive losses). Returns how many rows the panel cannot draw. */
+static int loss_range(const Log *g, Panel *p)
 {
 	double lo = INFINITY, hi = -INFINITY;
+	int left_out = 0;
 	for (int i = 0; i < g->n; i++) {
+		if (!drawable(p, g, COL_LOSS, i)) {
+			left_out++;
+			continue;
+		}
 		lo = fmin(lo, g->v[COL_LOSS][i]);
 		hi = fmax(hi, g->v[COL_LOSS][i]);
+	}
+	if (p->log_y) {
+		p->y0 = pow(10, floor(log10(lo) + 1e-9));
+		p->y1 = pow(10, ceil(log10(hi) - 1e-9));
+		if (p->y1 <= p->y0)
+			p->y1 = p->y0 * 10;
+		return left_out;
 	}
 	if (hi - lo < 1e-12 * fmax(1, fabs(hi))) {
 		lo -= 1;
@@ -212,28 +278,61 @@ static void loss_range(const Log *g, Panel *p)
 	double s = nice_step(hi - lo);
 	p->y0 = floor(lo / s) * s;
 	p->y1 = ceil(hi / s) * s;
+	return left_out;
 }
 
-static void draw(FILE *o, const char *title, const Log *g)
+/* Whether the log has any accuracy: a model without class scores (a regression loss) logs
+ * empty accuracy cells, and a log may lack both columns. */
+static bool has_accuracy(const Log *g)
 {
-	Panel loss = {.top = 60, .bottom = 270}, acc = {.top = 330, .bottom = 540, .y0 = 0, .y1 = 100};
-	loss.x0 = acc.x0 = fmin(0, g->v[COL_STEP][0]);
-	loss.x1 = acc.x1 = g->v[COL_STEP][g->n - 1] > loss.x0 ? g->v[COL_STEP][g->n - 1] : loss.x0 + 1;
-	loss_range(g, &loss);
+	for (int i = 0; i < g->n; i++)
+		if (!isnan(g->v[COL_ACC][i]) || !isnan(g->v[COL_EVAL][i]))
+			return true;
+	return false;
+}
+
+static void draw(FILE *o, const char *title, const Log *g, const Panel *loss_panel)
+{
+	Panel loss = *loss_panel, acc = {.top = 330, .bottom = 540, .y0 = 0, .y1 = 100};
+	bool accuracy = has_accuracy(g);
+	loss.top = 60;
+	loss.bottom = accuracy ? 270 : 540;
+	acc.x0 = loss.x0;
+	acc.x1 = loss.x1;
 	fprintf(o, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
 		"font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
 		W, H, W, H);
 	fprintf(o, "<title>%s</title>\n<text class=\"title\" x=\"%d\" y=\"30\" text-anchor=\"middle\" "
 		"font-size=\"16\">%s</text>\n", title, W / 2, title);
-	axes(o, &loss, "training loss", false);
-	curve(o, &loss, g, COL_LOSS, "loss", "#c0392b");
-	axes(o, &acc, "accuracy (%)", true);
-	curve(o, &acc, g, COL_ACC, "accuracy", "#2471a3");
-	int evals = curve(o, &acc, g, COL_EVAL, "eval_accuracy", "#1e8449");
-	fprintf(o, "<text x=\"%d\" y=\"%d\" fill=\"#2471a3\">training accuracy</text>\n", LEFT + 10, acc.top + 18);
-	if (evals)
-		fprintf(o, "<text x=\"%d\" y=\"%d\" fill=\"#1e8449\">held-out accuracy</text>\n", LEFT + 10, acc.top + 34);
+	axes(o, &loss, loss.log_y ? "training loss (log scale)" : "training loss", !accuracy);
+	curve(o, &loss, g, COL_LOSS, "loss", "#c0392b", false);
+	if (accuracy) {
+		axes(o, &acc, "accuracy (%)", true);
+		curve(o, &acc, g, COL_ACC, "accuracy", "#2471a3", false);
+		int evals = curve(o, &acc, g, COL_EVAL, "eval_accuracy", "#1e8449", true);
+		fprintf(o, "<text x=\"%d\" y=\"%d\" fill=\"#2471a3\">training accuracy</text>\n", LEFT + 10, acc.top + 18);
+		if (evals)
+			fprintf(o, "<text x=\"%d\" y=\"%d\" fill=\"#1e8449\">held-out accuracy</text>\n", LEFT + 10,
+				acc.top + 34);
+	}
 	fprintf(o, "</svg>\n");
+}
+
+/* The loss panel's ranges, or false when a log scale has no positive loss to draw. */
+static bool loss_panel(const char *path, const Log *g, bool log_y, Panel *p)
+{
+	*p = (Panel){.log_y = log_y};
+	p->x0 = fmin(0, g->v[COL_STEP][0]);
+	p->x1 = g->v[COL_STEP][g->n - 1] > p->x0 ? g->v[COL_STEP][g->n - 1] : p->x0 + 1;
+	int left_out = loss_range(g, p);
+	if (left_out == g->n) {
+		fprintf(stderr, "netc plot: error: %s: --log-y: no loss above 0 to draw on a log scale\n", path);
+		return false;
+	}
+	if (left_out)
+		fprintf(stderr, "netc plot: warning: %s: --log-y leaves out %d row%s with a loss of 0 or below\n", path,
+			left_out, left_out == 1 ? "" : "s");
+	return true;
 }
 
 /* The title: the log's file name, with what SVG text must escape left out. */
@@ -254,15 +353,16 @@ int cmd_plot(const Args *a)
 		return 2;
 	}
 	Log g = {0};
+	Panel loss;
 	int rc = 1;
-	if (read_log(a->model, &g)) {
+	if (read_log(a->model, &g) && loss_panel(a->model, &g, a->log_y, &loss)) {
 		FILE *o = fopen(a->output, "w");
 		char title[256];
 		make_title(a->model, title, sizeof title);
 		if (!o) {
 			fprintf(stderr, "netc plot: error: %s: %s\n", a->output, strerror(errno));
 		} else {
-			draw(o, title, &g);
+			draw(o, title, &g, &loss);
 			rc = fclose(o) == 0 ? 0 : 1;
 			if (rc)
 				fprintf(stderr, "netc plot: error: writing %s failed: %s\n", a->output, strerror(errno));

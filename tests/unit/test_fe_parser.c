@@ -208,6 +208,140 @@ static void test_recovery(void)
 	ir_graph_free(g);
 }
 
+static int count_errors(const char *errs)
+{
+	int n = 0;
+	for (const char *p = errs; (p = strstr(p, "error:")); p++)
+		n++;
+	return n;
+}
+
+/* At most DIAG_MAX_ERRORS errors, then one line; fe_set_max_errors changes the limit (0: none). */
+static void test_error_limit(void)
+{
+	int broken = DIAG_MAX_ERRORS + 5 + (int)tu_below(20);
+	size_t cap = (size_t)broken * 16 + 64, len = 0;
+	char *text = malloc(cap);
+	len += (size_t)snprintf(text + len, cap - len, "network m {\n");
+	for (int i = 0; i < broken; i++)
+		len += (size_t)snprintf(text + len, cap - len, "relu @%d\n", i);
+	len += (size_t)snprintf(text + len, cap - len, "}\n");
+	int limits[3] = {-1, 1 + (int)tu_below(DIAG_MAX_ERRORS), 0};
+	for (int k = 0; k < 3; k++) {
+		if (limits[k] >= 0)
+			fe_set_max_errors(limits[k]);
+		int shown = limits[k] < 0 ? DIAG_MAX_ERRORS : limits[k] == 0 ? broken : limits[k];
+		char *errs;
+		Graph *g = load(text, len, 0, &errs);
+		const char *fatal = strstr(errs, "t.net: fatal error: too many errors emitted, stopping now (use --max-errors N)");
+		CHECK(!g && count_errors(errs) == shown + (shown < broken), "limit %d: %d errors of %d\n%s", limits[k],
+		      count_errors(errs), broken, errs);
+		CHECK((fatal != NULL) == (shown < broken) && (!fatal || !strstr(strchr(fatal, '\n'), "error:")),
+		      "limit %d: the last line says the rest is left out\n%s", limits[k], errs);
+		free(errs);
+	}
+	fe_set_max_errors(DIAG_MAX_ERRORS);
+	free(text);
+}
+
+/* A failed statement is reported once: what uses it, and the network's loss, stay silent. */
+static void test_no_follow_on(void)
+{
+	static const ErrorCase cases[] = {
+		{NET("c = conv3d(4)\nrelu(c)\nd = relu(c)\nflatten(d)\ndense(10)\n"), "4:5: error: unknown op 'conv3d'"},
+		{"network m {\ninput x: f32[b, 4]\ninput y: i32[b]\nloss l = cross_entropy3(x, y)\n}\n",
+		 "4:10: error: unknown op 'cross_entropy3'"},
+		{"network m {\ninput x: f32[b, 4]\ninput y: i32[b]\nloss 3 + 4\n}\n",
+		 "4:8: error: expected a layer such as relu or dense(10)"},
+		{NET("const k = 4 / 0\nflatten\ndense(k)\nrelu\nconst j = k + 1\n"), "4:13: error: division by zero"},
+		{"network m {\ninput x: f32[b, 4]\ninput x: i32[b]\nloss mean(x)\n}\n", "3:7: error: 'x' is already defined"},
+		{NET("flatten\nc = dense(1e3)\nrelu(c)\n"), "5:11: error: argument 'out_features' of dense must be"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char *errs, want[256];
+		Graph *g = load(cases[i].text, strlen(cases[i].text), 2, &errs);
+		snprintf(want, sizeof want, "t.net:%s", cases[i].want);
+		CHECK(!g && !strncmp(errs, want, strlen(want)) && count_errors(errs) == 1,
+		      "case %zu: want only\n  %s\ngot\n%s", i, want, errs);
+		ir_graph_free(g);
+		free(errs);
+	}
+}
+
+/* A UTF-8 byte-order mark at the start is no character of the file: skipped, columns after it. */
+static void test_bom(void)
+{
+	const char *body = NET("flatten\ndense(10)\n");
+	size_t len = strlen(body);
+	char *text = malloc(len + 4);
+	memcpy(text, "\xef\xbb\xbf", 3);
+	memcpy(text + 3, body, len + 1);
+	char *errs;
+	Graph *g = load(text, len + 3, 2, &errs);
+	CHECK(g && !*errs, "a file with a byte-order mark:\n%s", errs);
+	ir_graph_free(g);
+	free(errs);
+	const char *bad = "\xef\xbb\xbfnetwork m @\n";
+	g = load(bad, strlen(bad), 2, &errs);
+	CHECK(!g && !strncmp(errs, "t.net:1:11: error: unexpected character '@'", 43) && count_errors(errs) == 1,
+	      "columns count from after the mark:\n%s", errs);
+	free(errs);
+	free(text);
+}
+
+/* A float input of another type is stored as declared and read through one cast to f32. */
+static void test_input_dtypes(void)
+{
+	const DType types[] = {DT_F16, DT_BF16, DT_F64, DT_F32};
+	for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+		char text[512];
+		snprintf(text, sizeof text, "network m {\ninput x: %s[b, 2, 6, 6]\ninput y: i32[b]\n"
+			 "conv2d(3, 3)\nrelu\nflatten\nz = dense(10)\nw = add(z, z)\nloss cross_entropy(y)\n}\n",
+			 dtype_name(types[i]));
+		char *errs;
+		Graph *g = load(text, strlen(text), 1 + (int64_t)tu_below(8), &errs);
+		CHECK(g, "%s input:\n%s", dtype_name(types[i]), errs);
+		free(errs);
+		if (!g)
+			continue;
+		const Node *x = &g->node[g->image], *cast = node(g, "x.f32");
+		CHECK(x->op == OP_input && x->dtype == types[i], "%s: the input keeps its dtype", dtype_name(types[i]));
+		CHECK((cast != NULL) == (types[i] != DT_F32) && count_op(g, OP_cast) == (types[i] != DT_F32),
+		      "%s: one cast", dtype_name(types[i]));
+		CHECK(!cast || (cast->dtype == DT_F32 && cast->in[0] == g->image && shape_eq(&cast->shape, &x->shape)),
+		      "%s: the cast is f32 of the input's shape", dtype_name(types[i]));
+		for (int k = 0; k < g->nnodes; k++)
+			CHECK(k == g->image || k == g->label || g->node[k].dtype == DT_F32, "%s: %s is %s",
+			      dtype_name(types[i]), g->node[k].name, dtype_name(g->node[k].dtype));
+		ir_graph_free(g);
+	}
+}
+
+/* Tensors past 2^40 elements: an error at the layer that makes them, never a wrapped size. */
+static void test_size_limits(void)
+{
+	static const ErrorCase cases[] = {
+		{"network m {\ninput x: f32[b, 3, 1024, 1024]\ninput y: i32[b]\nconv2d(2048, 1)\nflatten\ndense(10)\n"
+		 "loss cross_entropy(y)\n}\n", "4:1: error: conv2d: the result [1024, 2048, 1024, 1024] has more than 2^40 elements"},
+		{NET("conv2d(8, 3, padding=1000000)\nflatten\n"), "4:1: error: conv2d: the result [1024, 8, 2000006, 2000006] has more than 2^40 elements"},
+		{NET("conv2d(8, 3, padding=3000000000)\nflatten\n"), "4:1: error: conv2d: pad_h must be at most 2147483647, got 3000000000"},
+		{NET("conv2d(1000, kernel=1099511627776)\nflatten\n"), "4:1: error: parameter conv2d_1.weight would be [1000, 1, 1099511627776, 1099511627776], more than 2^40 elements"},
+		{NET("conv2d(4, 3, dilation=2147483647)\nflatten\n"), "4:1: error: conv2d: kernel 3x3 (dilation 2147483647x2147483647) is larger"},
+		{NET("flatten\ndense(1099511627776)\n"), "5:1: error: parameter dense_1.weight would be [1099511627776, 64], more than 2^40 elements"},
+		{NET("reshape(1099511627776, 1099511627776, -1)\n"), "4:1: error: reshape cannot make 65536 elements"},
+		{NET("max_pool2d(3000000000)\n"), "4:1: error: max_pool2d: k_h must be at most 2147483647, got 3000000000"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char *errs, want[256];
+		Graph *g = load(cases[i].text, strlen(cases[i].text), 1024, &errs);
+		snprintf(want, sizeof want, "t.net:%s", cases[i].want);
+		CHECK(!g && !strncmp(errs, want, strlen(want)) && count_errors(errs) == 1,
+		      "case %zu: want only\n  %s\ngot\n%s", i, want, errs);
+		ir_graph_free(g);
+		free(errs);
+	}
+}
+
 /* Random bytes and random cuts of a good file: an error or a graph, never a crash. */
 static void test_fuzz(void)
 {
@@ -250,6 +384,11 @@ int main(void)
 	test_all_layers();
 	test_errors();
 	test_recovery();
+	test_error_limit();
+	test_no_follow_on();
+	test_bom();
+	test_input_dtypes();
+	test_size_limits();
 	test_fuzz();
 	test_files();
 	return tu_finish("test_fe_parser");

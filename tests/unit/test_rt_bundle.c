@@ -1,6 +1,8 @@
-/* test_rt_bundle.c: bundle files round-trip; every truncation, a foreign file, a newer version
- * and damaged fields are errors naming the file, never crashes. */
+/* test_rt_bundle.c: bundle files round-trip; every truncation, a foreign file, a newer version,
+ * random damage of any byte and fields outside their limits (checksums made to match) are errors
+ * naming the file, never crashes or clean reads. */
 #include "runtime/bundle.h"
+#include "runtime/crc32.h"
 #include "tests/unit/test_util.h"
 
 /* A made-up bundle with random contents that still passes validation. */
@@ -38,6 +40,17 @@ static void make_bundle(Bundle *b)
 	b->arena_bytes = offset;
 	b->image = 0, b->label = 1, b->loss = 2, b->output = 2;
 	b->eval_loss = -1, b->eval_output = -1, b->lr = -1, b->rng = b->nbuf - 1;
+	/* the buffers the runtime writes into have their roles, the data one row per example */
+	const int32_t role[3][2] = {{b->image, BUF_IMAGE}, {b->label, BUF_LABEL}, {b->rng, BUF_RNG}};
+	for (int i = 0; i < 3; i++)
+		b->buf[role[i][0]].role = role[i][1];
+	for (int i = 0; i < 2; i++) {
+		BundleBuffer *x = &b->buf[i];
+		x->bytes = x->bytes / x->dim[0] * b->batch;
+		x->dim[0] = b->batch;
+		x->offset = b->arena_bytes;
+		b->arena_bytes += x->bytes;
+	}
 	b->loss_scale = -1, b->finite = 1;
 	b->train.accumulate = 1 + (int64_t)tu_below(8);
 	b->train.precision = (PrecisionKind)tu_below(PREC_COUNT);
@@ -65,7 +78,7 @@ static void make_bundle(Bundle *b)
 								      : &c->accum_kernels[k - c->ntrain - c->neval];
 			snprintf(kk->name, sizeof kk->name, "k%d_op%u", k, (unsigned)tu_below(50));
 			kk->node = (int32_t)tu_below(100);
-			kk->grid = 1 + tu_below(100000);
+			kk->grid = 1 + (int64_t)tu_below((uint64_t)b->arena_bytes);
 			kk->block = i ? 256 : 1;
 		}
 	}
@@ -136,6 +149,8 @@ static uint8_t *slurp(const char *path, size_t *size)
 
 static void spit(const char *path, const uint8_t *data, size_t size)
 {
+	/* a new file rather than a truncated one, which ext4 flushes to disk on close */
+	remove(path);
 	FILE *f = fopen(path, "wb");
 	if (!f || fwrite(data, 1, size, f) != size)
 		abort();
@@ -156,9 +171,200 @@ static void expect_error(const char *path, const uint8_t *data, size_t size, con
 		bundle_free(&b);
 }
 
+/* ---- checksums: the test's own walk over the format, to hand-edit a field and still reach the
+ * range checks behind the section checksums ---- */
+
+#define SECTION_HEAD 12 /* u64 length, u32 crc32 */
+
+static uint64_t get_u64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+static void put_u64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Recomputes the checksum of the section at data[at] (after any nested ones); returns its end. */
+static size_t reseal_section(uint8_t *data, size_t at)
+{
+	size_t len = (size_t)get_u64(data + at);
+	uint32_t sum = rt_crc32(0, data + at + SECTION_HEAD, len);
+	for (int i = 0; i < 4; i++)
+		data[at + 8 + i] = (uint8_t)(sum >> (8 * i));
+	return at + SECTION_HEAD + len;
+}
+
+/* Every section's checksum made to match its (edited) contents. */
+static void reseal(uint8_t *data, const Bundle *a)
+{
+	size_t header = 12, buffers = header + SECTION_HEAD + (size_t)get_u64(data + header);
+	size_t code = buffers + SECTION_HEAD + (size_t)get_u64(data + buffers);
+	reseal_section(data, header);
+	reseal_section(data, buffers);
+	size_t at = code + SECTION_HEAD + 4;
+	for (int i = 0; i < a->ncode; i++) {
+		at += 32 + 32 + 4 + 4;
+		at += 8 + (size_t)get_u64(data + at);
+		for (int list = 0; list < 3; list++)
+			at = reseal_section(data, at);
+	}
+	reseal_section(data, code);
+}
+
+/* The byte offset of the first occurrence of a kernel name, the start of its record. */
+static size_t find_name(const uint8_t *data, size_t size, const char *name)
+{
+	size_t n = strlen(name) + 1;
+	for (size_t i = 0; i + n <= size; i++)
+		if (memcmp(data + i, name, n) == 0)
+			return i;
+	abort();
+}
+
+/* A kernel's grid set by hand in the file, the checksums made to match: refused by the range
+ * check. */
+static void expect_grid_refused(const char *path, const char *bad, const Bundle *a, const BundleKernel *k,
+				int64_t grid)
+{
+	size_t size;
+	uint8_t *d = slurp(path, &size);
+	size_t rec = find_name(d, size, k->name);
+	CHECK(get_u64(d + rec + 64 + 4) == (uint64_t)k->grid, "kernel record of %s not found", k->name);
+	put_u64(d + rec + 64 + 4, (uint64_t)grid);
+	reseal(d, a);
+	expect_error(bad, d, size, "has a grid of");
+	free(d);
+}
+
+/* A bundle written with one field changed: the writer seals it, the reader must refuse it. */
+static void expect_field_refused(const char *path, const char *bad, const Bundle *c, const char *want)
+{
+	char err[512];
+	size_t size;
+	CHECK(bundle_write(c, path, err, sizeof err), "write: %s", err);
+	uint8_t *d = slurp(path, &size);
+	expect_error(bad, d, size, want);
+	free(d);
+}
+
+static void test_crc32(void)
+{
+	CHECK(rt_crc32(0, "123456789", 9) == 0xcbf43926u, "check value %08x", rt_crc32(0, "123456789", 9));
+	CHECK(rt_crc32_portable(0, "123456789", 9) == 0xcbf43926u, "portable check value");
+	uint8_t buf[4096];
+	for (size_t i = 0; i < sizeof buf; i++)
+		buf[i] = (uint8_t)tu_next();
+	size_t n = 1 + tu_below(sizeof buf), cut = tu_below(n);
+	uint32_t whole = rt_crc32(0, buf, n);
+	CHECK(rt_crc32_portable(0, buf, n) == whole, "portable and zlib differ over %zu bytes", n);
+	CHECK(rt_crc32(rt_crc32(0, buf, cut), buf + cut, n - cut) == whole, "chained at %zu", cut);
+}
+
+/* Random damage of each kind: changed bytes, a truncation, inserted bytes. Every copy must be
+ * refused with a message naming the file; what was done is printed on failure, and the seed
+ * replays the run. */
+static void test_random_damage(const char *path, const char *bad, int copies)
+{
+	size_t size;
+	uint8_t *data = slurp(path, &size);
+	uint8_t *m = malloc(size + 16);
+	int kinds[3] = {0};
+	for (int t = 0; t < copies; t++) {
+		int kind = (int)tu_below(3);
+		size_t n = size, at = tu_below(size), count = 1 + tu_below(8);
+		char what[96];
+		memcpy(m, data, size);
+		if (kind == 0) {
+			count = 1 + tu_below(4);
+			snprintf(what, sizeof what, "%zu bytes changed, the first at %zu", count, at);
+			for (size_t k = 0; k < count; k++, at = tu_below(size))
+				m[at] ^= (uint8_t)(1 + tu_below(255));
+		} else if (kind == 1) {
+			n = at;
+			snprintf(what, sizeof what, "truncated to %zu of %zu bytes", n, size);
+		} else {
+			memmove(m + at + count, data + at, size - at);
+			for (size_t k = 0; k < count; k++)
+				m[at + k] = (uint8_t)tu_next();
+			n = size + count;
+			snprintf(what, sizeof what, "%zu bytes inserted at %zu", count, at);
+		}
+		kinds[kind]++;
+		spit(bad, m, n);
+		Bundle b;
+		char err[512] = "";
+		if (bundle_read(&b, bad, err, sizeof err)) {
+			FAIL("copy %d (%s) read as a clean bundle", t, what);
+			bundle_free(&b);
+		} else {
+			CHECK(strstr(err, bad) == err, "copy %d (%s): message does not name the file: %s", t, what, err);
+		}
+	}
+	printf("random damage: %d copies refused (%d changed, %d truncated, %d inserted)\n", copies, kinds[0],
+	       kinds[1], kinds[2]);
+	free(m);
+	free(data);
+}
+
+/* Header fields and kernel grids beyond what the plan implies, each behind a matching checksum. */
+static void test_ranges(const char *path, const char *bad, const Bundle *a)
+{
+	Bundle c = *a;
+	c.train.epochs = INT64_MAX;
+	expect_field_refused(path, bad, &c, "epochs is 9223372036854775807, outside 0 to");
+	c = *a;
+	c.train.accumulate = INT64_MAX;
+	expect_field_refused(path, bad, &c, "accumulate is 9223372036854775807, outside 1 to 4096");
+	c = *a;
+	c.train.steps = -2;
+	expect_field_refused(path, bad, &c, "steps is -2");
+	c = *a;
+	c.batch = (int64_t)1 << 40;
+	expect_field_refused(path, bad, &c, "batch is 1099511627776");
+	c = *a;
+	c.arena_bytes = INT64_MAX;
+	expect_field_refused(path, bad, &c, "arena size is 9223372036854775807");
+	c = *a;
+	c.train.momentum = NAN;
+	expect_field_refused(path, bad, &c, "momentum is not finite");
+	c = *a;
+	c.image = c.rng;
+	expect_field_refused(path, bad, &c, "the image buffer");
+	c = *a;
+	c.batch = a->batch + 1;
+	expect_field_refused(path, bad, &c, "rows, not one per example of the batch");
+
+	/* by hand in the file: the kernel lists of the host and the AMD code object */
+	char err[512];
+	CHECK(bundle_write(a, path, err, sizeof err), "write: %s", err);
+	for (int i = 0; i < a->ncode; i++) {
+		const BundleKernel *k = &a->code[i].train_kernels[tu_below((uint64_t)a->code[i].ntrain)];
+		expect_grid_refused(path, bad, a, k, (int64_t)1 << 31);
+		expect_grid_refused(path, bad, a, k, (int64_t)1 << 62);
+		expect_grid_refused(path, bad, a, k, 0);
+	}
+	/* and the hand edit, unchanged, reads back: the test's resealing is right */
+	size_t size;
+	uint8_t *d = slurp(path, &size);
+	reseal(d, a);
+	spit(bad, d, size);
+	Bundle b;
+	CHECK(bundle_read(&b, bad, err, sizeof err), "resealed unchanged bundle: %s", err);
+	if (b.ncode)
+		bundle_free(&b);
+	free(d);
+}
+
 int main(void)
 {
 	tu_start("test_rt_bundle");
+	test_crc32();
 	const char *tmp = tu_tmpdir();
 	char path[512], bad[512];
 	snprintf(path, sizeof path, "%s/test_rt_bundle_%d.bundle", tmp, (int)getpid());
@@ -186,6 +392,13 @@ int main(void)
 	memcpy(copy, data, size);
 	copy[8] = BUNDLE_VERSION + 1;
 	expect_error(bad, copy, size, "newer");
+	memcpy(copy, data, size);
+	copy[8] = BUNDLE_VERSION - 1;
+	expect_error(bad, copy, size, "older than this netc reads");
+	/* one changed byte of a code object: the checksum names the section */
+	memcpy(copy, data, size);
+	copy[find_name(copy, size, a.code[1].target) + 64 + 8 + 8 + tu_below(a.code[1].size)] ^= 0x10;
+	expect_error(bad, copy, size, "damaged bundle: the checksum of the code objects does not match");
 	free(copy);
 	free(data);
 
@@ -208,22 +421,9 @@ int main(void)
 	free(d);
 	free(c.buf);
 
-	/* random damage: errors or clean reads, never a crash (the sanitizer build checks memory) */
+	test_ranges(path, bad, &a);
 	CHECK(bundle_write(&a, path, err, sizeof err), "write: %s", err);
-	data = slurp(path, &size);
-	for (int t = 0; t < 300; t++) {
-		uint8_t *m = malloc(size);
-		memcpy(m, data, size);
-		for (int k = 0; k < 1 + (int)tu_below(4); k++)
-			m[tu_below(size)] = (uint8_t)tu_next();
-		spit(bad, m, size);
-		if (bundle_read(&b, bad, err, sizeof err))
-			bundle_free(&b);
-		else
-			CHECK(strstr(err, bad) == err, "message does not name the file: %s", err);
-		free(m);
-	}
-	free(data);
+	test_random_damage(path, bad, 1000);
 
 	CHECK(!bundle_read(&b, "/nonexistent/x.bundle", err, sizeof err) && strstr(err, "/nonexistent/x.bundle"),
 	      "missing file: %s", err);

@@ -1,5 +1,6 @@
 /* test_rt_schedule.c: the learning rate of every schedule, step by step, against the formulas
- * PyTorch's schedulers use (StepLR, MultiStepLR, CosineAnnealingLR) and a linear warm-up. */
+ * PyTorch's schedulers use (StepLR, MultiStepLR, CosineAnnealingLR) and a linear warm-up. Cosine
+ * keeps following the cosine past t_max, rising again, as CosineAnnealingLR does. */
 #include <math.h>
 
 #include "runtime/rt.h"
@@ -32,10 +33,9 @@ static double expected(const TrainConfig *c, int64_t step, int64_t epoch, int64_
 			passed += epoch >= c->milestones[i];
 		lr = c->lr * pow(c->gamma, passed);
 	}
-	if (c->schedule == SCHED_COSINE) {
+	if (c->schedule == SCHED_COSINE) { /* CosineAnnealingLR's closed form, for every step */
 		double t_max = (double)(c->t_max ? c->t_max : total);
-		double t = fmin((double)step, t_max);
-		lr = c->eta_min + (c->lr - c->eta_min) * (1 + cos(M_PI * t / t_max)) / 2;
+		lr = c->eta_min + (c->lr - c->eta_min) * (1 + cos(M_PI * (double)step / t_max)) / 2;
 	}
 	if (step < c->warmup)
 		lr *= (double)(step + 1) / (double)c->warmup;
@@ -67,5 +67,15 @@ int main(void)
 	CHECK_NEAR(rt_lr_at(&w, 0, 0, 100), 0.01, 1e-15);
 	CHECK_NEAR(rt_lr_at(&w, 9, 0, 100), 0.1, 1e-15);
 	CHECK_NEAR(rt_lr_at(&w, 50, 0, 100), 0.1, 1e-15);
+	/* past t_max: PyTorch's CosineAnnealingLR(SGD(lr=0.1), T_max=10, eta_min=0.001) gives these
+	 * (eta_min + (base - eta_min) * (1 + cos(pi * t / T_max)) / 2, evaluated in float64) */
+	TrainConfig cos_c = train_config_default();
+	cos_c.lr = 0.1, cos_c.schedule = SCHED_COSINE, cos_c.t_max = 10, cos_c.eta_min = 0.001;
+	const struct { int64_t t; double lr; } torch[] = {
+		{10, 0.001}, {13, 0.021404630011522575}, {15, 0.05049999999999999}, {20, 0.1}, {27, 0.021404630011522593},
+	};
+	for (size_t i = 0; i < sizeof torch / sizeof *torch; i++)
+		CHECK_NEAR(rt_lr_at(&cos_c, torch[i].t, 0, 1000), torch[i].lr, 1e-15);
+	CHECK(rt_lr_at(&cos_c, 11, 0, 1000) > rt_lr_at(&cos_c, 10, 0, 1000), "cosine rises again past t_max");
 	return tu_finish("test_rt_schedule");
 }
