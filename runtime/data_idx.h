@@ -27,6 +27,9 @@ extern const char *const rt_mnist_names[MNIST_NFILES];
 /* data_mnist.c: the four IDX files to the two data sets, normalized. */
 bool rt_mnist_parse(const IdxBlob f[MNIST_NFILES], Dataset *train, Dataset *test, char *err, size_t errlen);
 void rt_blobs_free(IdxBlob *f, int n);
+/* data_mnist.c: a gzipped blob (told by its magic bytes, not its name) replaced by its inflated
+ * bytes; other blobs stay as they are. f->data must be malloc'd. */
+bool rt_idx_inflate(IdxBlob *f, char *err, size_t errlen);
 
 /* data_synth.c: an MNIST-like set of ntrain and ntest 28x28 digits as the four IDX files,
  * deterministic from seed. False when out of memory. */

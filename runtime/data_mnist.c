@@ -182,6 +182,13 @@ static bool gunzip(IdxBlob *f, char *err, size_t errlen)
 }
 #endif
 
+bool rt_idx_inflate(IdxBlob *f, char *err, size_t errlen)
+{
+	if (f->size >= 2 && f->data[0] == 0x1f && f->data[1] == 0x8b)
+		return gunzip(f, err, errlen);
+	return true;
+}
+
 static bool exists(const char *path)
 {
 	struct stat st;
@@ -200,11 +207,7 @@ static bool load_file(const char *dir, const char *name, IdxBlob *f, char *err, 
 			return rt_file_error(err, errlen, plain, "no such file (nor %s.gz): MNIST needs %s, %s, %s and %s",
 				    name, rt_mnist_names[0], rt_mnist_names[1], rt_mnist_names[2], rt_mnist_names[3]);
 	}
-	if (!rt_read_file(f->name, &f->data, &f->size, err, errlen))
-		return false;
-	if (f->size >= 2 && f->data[0] == 0x1f && f->data[1] == 0x8b)
-		return gunzip(f, err, errlen);
-	return true;
+	return rt_read_file(f->name, &f->data, &f->size, err, errlen) && rt_idx_inflate(f, err, errlen);
 }
 
 void rt_blobs_free(IdxBlob *f, int n)

@@ -216,6 +216,20 @@ static int count_errors(const char *errs)
 	return n;
 }
 
+/* Each case fails to load at the given batch with exactly one error, its first line cases[i].want. */
+static void expect_only_errors(const ErrorCase *cases, size_t n, int64_t batch)
+{
+	for (size_t i = 0; i < n; i++) {
+		char *errs, want[256];
+		Graph *g = load(cases[i].text, strlen(cases[i].text), batch, &errs);
+		snprintf(want, sizeof want, "t.net:%s", cases[i].want);
+		CHECK(!g && !strncmp(errs, want, strlen(want)) && count_errors(errs) == 1,
+		      "case %zu: want only\n  %s\ngot\n%s", i, want, errs);
+		ir_graph_free(g);
+		free(errs);
+	}
+}
+
 /* At most DIAG_MAX_ERRORS errors, then one line; fe_set_max_errors changes the limit (0: none). */
 static void test_error_limit(void)
 {
@@ -257,15 +271,7 @@ static void test_no_follow_on(void)
 		{"network m {\ninput x: f32[b, 4]\ninput x: i32[b]\nloss mean(x)\n}\n", "3:7: error: 'x' is already defined"},
 		{NET("flatten\nc = dense(1e3)\nrelu(c)\n"), "5:11: error: argument 'out_features' of dense must be"},
 	};
-	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		char *errs, want[256];
-		Graph *g = load(cases[i].text, strlen(cases[i].text), 2, &errs);
-		snprintf(want, sizeof want, "t.net:%s", cases[i].want);
-		CHECK(!g && !strncmp(errs, want, strlen(want)) && count_errors(errs) == 1,
-		      "case %zu: want only\n  %s\ngot\n%s", i, want, errs);
-		ir_graph_free(g);
-		free(errs);
-	}
+	expect_only_errors(cases, sizeof cases / sizeof cases[0], 2);
 }
 
 /* A UTF-8 byte-order mark at the start is no character of the file: skipped, columns after it. */
@@ -331,15 +337,7 @@ static void test_size_limits(void)
 		{NET("reshape(1099511627776, 1099511627776, -1)\n"), "4:1: error: reshape cannot make 65536 elements"},
 		{NET("max_pool2d(3000000000)\n"), "4:1: error: max_pool2d: k_h must be at most 2147483647, got 3000000000"},
 	};
-	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		char *errs, want[256];
-		Graph *g = load(cases[i].text, strlen(cases[i].text), 1024, &errs);
-		snprintf(want, sizeof want, "t.net:%s", cases[i].want);
-		CHECK(!g && !strncmp(errs, want, strlen(want)) && count_errors(errs) == 1,
-		      "case %zu: want only\n  %s\ngot\n%s", i, want, errs);
-		ir_graph_free(g);
-		free(errs);
-	}
+	expect_only_errors(cases, sizeof cases / sizeof cases[0], 1024);
 }
 
 /* Random bytes and random cuts of a good file: an error or a graph, never a crash. */
