@@ -657,13 +657,18 @@ static void train_data(Builder *b, const Expr *e, TrainConfig *c)
 	snprintf(c->dataset, sizeof c->dataset, "%s", e->name);
 }
 
-static void train_int(Builder *b, const Expr *e, const char *key, bool zero_ok, int64_t *out)
+/* A whole number in [zero_ok ? 0 : 1, max]; max 0: the frontend's integer limit alone. */
+static void train_int(Builder *b, const Expr *e, const char *key, bool zero_ok, int64_t max, int64_t *out)
 {
 	Value v;
 	if (!eval_number(b, e, &v))
 		return;
 	if (!v.is_int || v.v < 0 || (v.v == 0 && !zero_ok)) {
 		diag_error(b->d, e->loc, "%s must be %s integer, got %.17g", key, zero_ok ? "a non-negative" : "a positive", v.v);
+		return;
+	}
+	if (max > 0 && v.v > (double)max) {
+		diag_error(b->d, e->loc, "%s must be at most %lld, got %.17g", key, (long long)max, v.v);
 		return;
 	}
 	*out = (int64_t)v.v;
@@ -673,7 +678,7 @@ static void train_int(Builder *b, const Expr *e, const char *key, bool zero_ok, 
 static void train_accumulate(Builder *b, const Expr *e, TrainConfig *c)
 {
 	int64_t k = 0;
-	train_int(b, e, "accumulate", false, &k);
+	train_int(b, e, "accumulate", false, 0, &k);
 	if (k > TRAIN_MAX_ACCUMULATE)
 		diag_error(b->d, e->loc, "accumulate must be at most %d micro-batches, got %lld", TRAIN_MAX_ACCUMULATE,
 			   (long long)k);
@@ -723,10 +728,10 @@ static void train_stmt(Builder *b, const Stmt *st, TrainConfig *c, const Stmt **
 	case 0: train_optimizer(b, st->value, c); break;
 	case 1: train_schedule(b, st->value, c); break;
 	case 2: train_data(b, st->value, c); break;
-	case 3: train_int(b, st->value, "batch", false, &c->batch); break;
-	case 4: train_int(b, st->value, "epochs", false, &c->epochs); break;
-	case 5: train_int(b, st->value, "steps", true, &c->steps); break;
-	case 6: train_int(b, st->value, "log_every", false, &c->log_every); break;
+	case 3: train_int(b, st->value, "batch", false, TRAIN_MAX_BATCH, &c->batch); break;
+	case 4: train_int(b, st->value, "epochs", false, TRAIN_MAX_EPOCHS, &c->epochs); break;
+	case 5: train_int(b, st->value, "steps", true, 0, &c->steps); break;
+	case 6: train_int(b, st->value, "log_every", false, 0, &c->log_every); break;
 	case 7: train_accumulate(b, st->value, c); break;
 	case 8: train_precision(b, st->value, c); break;
 	}

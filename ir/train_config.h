@@ -14,6 +14,11 @@ typedef enum { PREC_FP32, PREC_FP16, PREC_BF16, PREC_COUNT } PrecisionKind;
 #define TRAIN_MAX_MILESTONES 6
 /* The most micro-batches one step accumulates: more is surely a typo, not a plan. */
 #define TRAIN_MAX_ACCUMULATE 4096
+/* The largest batch and number of epochs: the frontend, the command line and the bundle reader
+ * agree, so whatever compiles also reads back, and epochs times a data set's examples (u32
+ * counts) stays below 2^63 in the training loop. */
+#define TRAIN_MAX_BATCH (INT64_C(1) << 24)
+#define TRAIN_MAX_EPOCHS (INT64_C(1) << 31)
 
 typedef struct {
 	OptimizerKind optimizer;

@@ -35,9 +35,9 @@
 
 /* Limits of what a bundle may say, far beyond any real plan, so that the runtime's int64
  * arithmetic cannot overflow on what passed the reader. */
-#define MAX_BATCH (INT64_C(1) << 24)
+#define MAX_BATCH TRAIN_MAX_BATCH
 #define MAX_ARENA (INT64_C(1) << 48)  /* 256 TiB: more than any device holds */
-#define MAX_EPOCHS (INT64_C(1) << 31) /* epochs times a data set's examples (u32 counts) < 2^63 */
+#define MAX_EPOCHS TRAIN_MAX_EPOCHS
 #define MAX_COUNT (INT64_C(1) << 40)  /* steps, intervals, milestones: the frontend's integer limit */
 #define MAX_RECORDS (1u << 20)        /* buffers, or kernels in one list */
 #define MAX_CODES 64u                 /* code objects (targets) */

@@ -202,8 +202,8 @@ static bool set_option(const Option *o, const char *command, const char *v, Args
 	case OPT_DATA: a->data = v; return true;
 	case OPT_DEVICE: return set_device(command, v, a);
 	case OPT_STEPS: return parse_count(command, o->name, v, 1, &a->steps);
-	case OPT_EPOCHS: return parse_count(command, o->name, v, 1, &a->epochs);
-	case OPT_BATCH: return parse_count(command, o->name, v, 1, &a->batch);
+	case OPT_EPOCHS: return parse_range(command, o->name, v, 1, TRAIN_MAX_EPOCHS, &a->epochs);
+	case OPT_BATCH: return parse_range(command, o->name, v, 1, TRAIN_MAX_BATCH, &a->batch);
 	case OPT_REPEATS: return parse_count(command, o->name, v, 1, &a->repeats);
 	case OPT_WARMUP: return parse_count(command, o->name, v, 0, &a->warmup);
 	case OPT_LOG_EVERY: return parse_count(command, o->name, v, 1, &a->log_every);

@@ -20,7 +20,8 @@ typedef struct {
 	bool quiet;               /* no line per written file */
 } ModelTargets;
 
-/* Whether path starts with the bundle magic (a compiled artifact rather than a .net file). */
+/* Whether path is a bundle (a compiled artifact rather than a .net file): it starts with the
+ * bundle magic, or is a truncated bundle (4 to 7 bytes of it and nothing after). */
 bool model_is_bundle(const char *path);
 
 /* The pass options (passes/passes.h) the loads below use from now on; NULL: the default
