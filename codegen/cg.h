@@ -21,12 +21,31 @@
 
 #include "ir/ir.h"
 
+/* Which family of targets: only the target table (codegen/targets.c) and the target files
+ * (codegen/target_*.c) compare it; everything else asks the target's ops (codegen/target.h). */
 typedef enum { CG_HOST, CG_AMDGPU, CG_NVPTX } CgTargetKind;
+
+/* The matrix and dot-product instructions an architecture has, as bits: what the GEMM templates
+ * may build on (docs/targets.md). */
+typedef enum {
+	CG_MATRIX_NONE = 0,
+	CG_MATRIX_MMA = 1 << 0,        /* NVIDIA sm_80+: warp-level mma.sync (f16, bf16, tf32) */
+	CG_MATRIX_WGMMA = 1 << 1,      /* NVIDIA sm_90: warp-group wgmma */
+	CG_MATRIX_MFMA = 1 << 2,       /* AMD CDNA gfx908/gfx90a/gfx942: matrix cores */
+	CG_MATRIX_WMMA_GFX11 = 1 << 3, /* AMD RDNA 3 gfx11: WMMA */
+	CG_MATRIX_WMMA_GFX12 = 1 << 4, /* AMD RDNA 4 gfx12: WMMA (its own encodings, fp8) */
+	CG_MATRIX_DOT2 = 1 << 5,       /* AMD gfx906, gfx10.3, gfx11: v_dot2_f32_f16 */
+	CG_MATRIX_PACKED_F16 = 1 << 6, /* AMD gfx9+: packed f16 arithmetic (v_pk_fma_f16) */
+} CgMatrixCaps;
+
+struct CgTargetOps;
 
 typedef struct {
 	char name[32];     /* canonical, as bundles record it: "host", "gfx906", "gfx90a:xnack-", "sm_90" */
 	char arch[32];     /* what a device reports: "host", "gfx90a", "sm_90" */
 	CgTargetKind kind;
+	const struct CgTargetOps *ops; /* how code for it is made (codegen/target.h) */
+	unsigned matrix;   /* CgMatrixCaps bits */
 	char triple[64];
 	char cpu[64];      /* LLVM CPU name: host CPU, gfxNNN, sm_NN */
 	char features[1024];
@@ -71,8 +90,8 @@ typedef struct Cg {
  * adds the return. Each op's lowering is named in ir/ops.def. */
 typedef int64_t (*LowerFn)(Cg *cg, const Node *n);
 
-/* ---- targets (codegen/targets.c) ---- */
-bool cg_target_host(CgTarget *t);
+/* ---- targets (codegen/targets.c, codegen/target_*.c) ---- */
+bool cg_target_host(CgTarget *t); /* codegen/target_host.c */
 typedef struct {
 	int wave;                /* 0: the chip's default; 32 or 64 */
 	int code_object_version; /* 0: 5 */

@@ -1,5 +1,5 @@
-/* cg_core.c: the codegen driver (target machine, module, host and GPU kernels, optimization,
- * code objects) and the small helpers every lowering uses. */
+/* cg_core.c: the codegen driver (target machine, module, kernels, optimization, code objects:
+ * what differs by target is its ops, codegen/target.h) and the small helpers every lowering uses. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,37 +11,19 @@
 #include "codegen/cg_util.h"
 #include "codegen/link.h"
 #include "codegen/lower_table.h"
+#include "codegen/target.h"
+#include "ir/ops.h"
 
 #define CG_FAIL(...) (fprintf(stderr, "%s:%d: internal error: ", __FILE__, __LINE__), \
 		      fprintf(stderr, __VA_ARGS__), fputc('\n', stderr), abort())
 
 /* ---- target machine ---- */
 
-static bool init_llvm_target(CgTargetKind kind)
-{
-	switch (kind) {
-	case CG_AMDGPU:
-		LLVMInitializeAMDGPUTargetInfo();
-		LLVMInitializeAMDGPUTarget();
-		LLVMInitializeAMDGPUTargetMC();
-		LLVMInitializeAMDGPUAsmPrinter();
-		return true;
-	case CG_NVPTX:
-		LLVMInitializeNVPTXTargetInfo();
-		LLVMInitializeNVPTXTarget();
-		LLVMInitializeNVPTXTargetMC();
-		LLVMInitializeNVPTXAsmPrinter();
-		return true;
-	default:
-		return !LLVMInitializeNativeTarget() && !LLVMInitializeNativeAsmPrinter();
-	}
-}
-
 static LLVMTargetMachineRef make_machine(const CgTarget *t, char *err, size_t errlen)
 {
 	LLVMTargetRef target;
 	char *msg = NULL;
-	if (!init_llvm_target(t->kind)) {
+	if (!t->ops->init_llvm()) {
 		snprintf(err, errlen, "LLVM has no native target");
 		return NULL;
 	}
@@ -50,9 +32,8 @@ static LLVMTargetMachineRef make_machine(const CgTarget *t, char *err, size_t er
 		LLVMDisposeMessage(msg);
 		return NULL;
 	}
-	LLVMRelocMode reloc = t->kind == CG_NVPTX ? LLVMRelocDefault : LLVMRelocPIC;
-	return LLVMCreateTargetMachine(target, t->triple, t->cpu, t->features, LLVMCodeGenLevelAggressive, reloc,
-				       LLVMCodeModelDefault);
+	return LLVMCreateTargetMachine(target, t->triple, t->cpu, t->features, LLVMCodeGenLevelAggressive,
+				       t->ops->reloc, LLVMCodeModelDefault);
 }
 
 /* ---- helpers ---- */
@@ -96,8 +77,8 @@ LLVMValueRef cg_load(Cg *cg, int id, LLVMValueRef index)
 	const Node *n = &cg->g->node[id];
 	LLVMTypeRef ct = cg_compute_type(cg, n->dtype);
 	if (n->op == OP_const)
-		return n->dtype == DT_I32 ? LLVMConstInt(ct, (unsigned long long)(int64_t)n->attr[0], 1)
-					  : cg_real(cg, ct, n->attr[0]);
+		return n->dtype == DT_I32 ? LLVMConstInt(ct, (unsigned long long)(int64_t)ir_const_value(n), 1)
+					  : cg_real(cg, ct, ir_const_value(n));
 	LLVMTypeRef st = cg_storage_type(cg, n->dtype);
 	LLVMValueRef v = LLVMBuildLoad2(cg->b, st, cg_ptr(cg, id, index), "");
 	LLVMSetAlignment(v, (unsigned)dtype_size(n->dtype));
@@ -363,13 +344,13 @@ bool cg_has_kernel(const Node *n)
 	       (n->group < 0 || n->group == n->id);
 }
 
-static void add_fn_attr(Cg *cg, const char *key, const char *value)
+void cg_fn_attr(Cg *cg, const char *key, const char *value)
 {
 	LLVMAttributeRef a = LLVMCreateStringAttribute(cg->ctx, key, (unsigned)strlen(key), value, (unsigned)strlen(value));
 	LLVMAddAttributeAtIndex(cg->fn, LLVMAttributeFunctionIndex, a);
 }
 
-static void add_enum_attr(Cg *cg, LLVMValueRef fn, unsigned index, const char *name)
+void cg_enum_attr(Cg *cg, LLVMValueRef fn, unsigned index, const char *name)
 {
 	unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
 	LLVMAddAttributeAtIndex(fn, index, LLVMCreateEnumAttribute(cg->ctx, kind, 0));
@@ -382,98 +363,6 @@ static void allow_contract(LLVMValueRef fn)
 		for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i))
 			if (LLVMCanValueUseFastMathFlags(i))
 				LLVMSetFastMathFlags(i, LLVMGetFastMathFlags(i) | LLVMFastMathAllowContract);
-}
-
-/* The host signature: (ptr noalias arena, i64 wg_begin, i64 wg_end). */
-static void host_signature(Cg *cg, const char *name)
-{
-	LLVMTypeRef params[3] = {cg->t_ptr, cg->t_i64, cg->t_i64};
-	cg->fn = LLVMAddFunction(cg->mod, name, LLVMFunctionType(cg->t_void, params, 3, 0));
-	add_enum_attr(cg, cg->fn, 1, "noalias");
-	cg->arena = LLVMGetParam(cg->fn, 0);
-	cg->wg_begin = LLVMGetParam(cg->fn, 1);
-	cg->wg_end = LLVMGetParam(cg->fn, 2);
-	LLVMSetValueName2(cg->wg_begin, "wg_begin", 8);
-	LLVMSetValueName2(cg->wg_end, "wg_end", 6);
-}
-
-/* The GPU signature: (ptr addrspace(1) arena), not noalias (every buffer lives in it), 64-byte
- * aligned as device.h promises of alloc. */
-static void gpu_signature(Cg *cg, const char *name)
-{
-	LLVMTypeRef arena = LLVMPointerTypeInContext(cg->ctx, 1);
-	cg->fn = LLVMAddFunction(cg->mod, name, LLVMFunctionType(cg->t_void, &arena, 1, 0));
-	LLVMSetFunctionCallConv(cg->fn, cg->target->kind == CG_AMDGPU ? LLVMAMDGPUKERNELCallConv : LLVMPTXKernelCallConv);
-	add_enum_attr(cg, cg->fn, 1, "nocapture");
-	add_enum_attr(cg, cg->fn, 1, "noundef");
-	unsigned align = LLVMGetEnumAttributeKindForName("align", 5);
-	LLVMAddAttributeAtIndex(cg->fn, 1, LLVMCreateEnumAttribute(cg->ctx, align, 64));
-	cg->arena = LLVMGetParam(cg->fn, 0);
-}
-
-/* wg_begin = work-group id * CG_GPU_BLOCK + work-item id, first in the entry block (which the
- * lowering may extend with cg_local) */
-static void gpu_ids(Cg *cg)
-{
-	LLVMPositionBuilderAtEnd(cg->b, cg->entry);
-	LLVMValueRef wg = LLVMBuildZExt(cg->b, cg_workgroup_id(cg), cg->t_i64, "");
-	LLVMValueRef wi = LLVMBuildZExt(cg->b, cg_workitem_id(cg), cg->t_i64, "");
-	cg->wg_begin = LLVMBuildNUWAdd(cg->b, LLVMBuildNUWMul(cg->b, wg, cg_i64(cg, CG_GPU_BLOCK), ""), wi, "wg_begin");
-	cg->wg_end = LLVMBuildNUWAdd(cg->b, cg->wg_begin, cg_i64(cg, 1), "wg_end");
-}
-
-/* netc's AMD kernels are 1-D, call nothing and never read the implicit arguments: saying so
- * spares the SGPRs the ABI would set up for them. The grid is whole work-groups. */
-static void amdgpu_kernel_attrs(Cg *cg)
-{
-	static const char *const unused[] = {
-		"amdgpu-no-dispatch-ptr", "amdgpu-no-queue-ptr", "amdgpu-no-dispatch-id", "amdgpu-no-implicitarg-ptr",
-		"amdgpu-no-workitem-id-y", "amdgpu-no-workitem-id-z", "amdgpu-no-workgroup-id-y",
-		"amdgpu-no-workgroup-id-z", "amdgpu-no-hostcall-ptr", "amdgpu-no-heap-ptr",
-		"amdgpu-no-multigrid-sync-arg", "amdgpu-no-lds-kernel-id", "amdgpu-no-default-queue",
-		"amdgpu-no-completion-action"};
-	for (size_t i = 0; i < sizeof unused / sizeof unused[0]; i++)
-		add_fn_attr(cg, unused[i], "");
-	add_fn_attr(cg, "uniform-work-group-size", "true");
-}
-
-/* NVPTX marks kernels and their block size in the nvvm.annotations metadata. */
-static void nvvm_annotate(Cg *cg, const char *key, int value)
-{
-	LLVMMetadataRef md[3] = {LLVMValueAsMetadata(cg->fn), LLVMMDStringInContext2(cg->ctx, key, strlen(key)),
-				 LLVMValueAsMetadata(cg_i32(cg, value))};
-	LLVMValueRef node = LLVMMetadataAsValue(cg->ctx, LLVMMDNodeInContext2(cg->ctx, md, 3));
-	LLVMAddNamedMetadataOperand(cg->mod, "nvvm.annotations", node);
-}
-
-/* Closes a GPU kernel whose lowering returned ret: sets its launch and block-size attributes and,
- * for a lowering that is not GPU-native, guards the work-items past its ret work-groups. */
-static void gpu_finish(Cg *cg, CgKernel *k, int64_t ret, LLVMBasicBlockRef body)
-{
-	LLVMPositionBuilderAtEnd(cg->b, cg->entry);
-	if (cg->gpu_native) {
-		k->grid = ret;
-		k->block = cg->block;
-		LLVMBuildBr(cg->b, body);
-	} else {
-		k->grid = (ret + CG_GPU_BLOCK - 1) / CG_GPU_BLOCK;
-		k->block = CG_GPU_BLOCK;
-		LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "done");
-		LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntULT, cg->wg_begin, cg_i64(cg, ret), ""), body, done);
-		LLVMPositionBuilderAtEnd(cg->b, done);
-		LLVMBuildRetVoid(cg->b);
-	}
-	if (k->block < 1 || k->block > 1024)
-		CG_FAIL("kernel %s has block %d", k->name, k->block);
-	char size[32];
-	snprintf(size, sizeof size, "1,%d", k->block);
-	if (cg->target->kind == CG_AMDGPU) {
-		add_fn_attr(cg, "amdgpu-flat-work-group-size", size);
-		amdgpu_kernel_attrs(cg);
-	} else {
-		nvvm_annotate(cg, "kernel", 1);
-		nvvm_annotate(cg, "maxntidx", k->block);
-	}
 }
 
 /* The kernels compiled so far (a group's lowering may add several, cg_kernel_next) and the one
@@ -521,20 +410,17 @@ static void kernel_open(Cg *cg, int node, const char *name)
 	KernelState *kst = &cg->emit->kernels;
 	int index = kernel_add(cg, node, name);
 	const CgKernel *k = &kst->out->kernels[index];
-	bool gpu = cg_is_gpu(cg);
+	const CgTargetOps *ops = cg->target->ops;
 	cg->gpu_native = false;
 	cg->block = 0;
-	if (gpu)
-		gpu_signature(cg, k->name);
-	else
-		host_signature(cg, k->name);
+	ops->signature(cg, k->name);
 	LLVMSetValueName2(cg->arena, "arena", 5);
-	add_enum_attr(cg, cg->fn, LLVMAttributeFunctionIndex, "nounwind");
-	add_fn_attr(cg, "target-cpu", cg->target->cpu);
-	add_fn_attr(cg, "target-features", cg->target->features);
+	cg_enum_attr(cg, cg->fn, LLVMAttributeFunctionIndex, "nounwind");
+	cg_fn_attr(cg, "target-cpu", cg->target->cpu);
+	cg_fn_attr(cg, "target-features", cg->target->features);
 	cg->entry = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "entry");
-	if (gpu)
-		gpu_ids(cg);
+	if (ops->kernel_entry)
+		ops->kernel_entry(cg);
 	kst->body = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "body");
 	LLVMPositionBuilderAtEnd(cg->b, kst->body);
 }
@@ -547,14 +433,7 @@ static void kernel_close(Cg *cg, int64_t ret)
 	if (ret < 1)
 		CG_FAIL("lowering of %s gave grid %lld", k->name, (long long)ret);
 	LLVMBuildRetVoid(cg->b);
-	if (cg_is_gpu(cg)) {
-		gpu_finish(cg, k, ret, kst->body);
-	} else {
-		k->grid = ret;
-		k->block = 1;
-		LLVMPositionBuilderAtEnd(cg->b, cg->entry);
-		LLVMBuildBr(cg->b, kst->body);
-	}
+	cg->target->ops->kernel_finish(cg, k, ret, kst->body);
 	allow_contract(cg->fn);
 }
 
@@ -607,10 +486,8 @@ static void cg_init(Cg *cg, const Graph *g, const CgTarget *t, LLVMTargetMachine
 	cg->t_f32 = LLVMFloatTypeInContext(cg->ctx);
 	cg->t_f64 = LLVMDoubleTypeInContext(cg->ctx);
 	cg->t_ptr = LLVMPointerTypeInContext(cg->ctx, 0);
-	/* LLVM spells code-object version 5 as 500 */
-	if (t->kind == CG_AMDGPU)
-		LLVMAddModuleFlag(cg->mod, LLVMModuleFlagBehaviorError, "amdhsa_code_object_version", 26,
-				  LLVMValueAsMetadata(cg_i32(cg, t->code_object_version * 100)));
+	if (t->ops->module_flags)
+		t->ops->module_flags(cg);
 }
 
 static void cg_dispose(Cg *cg)
@@ -645,8 +522,7 @@ static bool optimize(Cg *cg, LLVMTargetMachineRef tm, char *err, size_t errlen)
 	return true;
 }
 
-/* The target's code in one form (object or assembly) in a malloc'd buffer. */
-static bool emit_file(LLVMTargetMachineRef tm, LLVMModuleRef mod, LLVMCodeGenFileType type, uint8_t **data,
+bool cg_emit_file(LLVMTargetMachineRef tm, LLVMModuleRef mod, LLVMCodeGenFileType type, uint8_t **data,
 		      size_t *size, char *err, size_t errlen)
 {
 	char *msg = NULL;
@@ -675,27 +551,19 @@ static bool emit_assembly(Cg *cg, LLVMTargetMachineRef tm, CgOutput *out, char *
 	LLVMModuleRef copy = LLVMCloneModule(cg->mod);
 	uint8_t *text;
 	size_t size;
-	bool ok = emit_file(tm, copy, LLVMAssemblyFile, &text, &size, err, errlen);
+	bool ok = cg_emit_file(tm, copy, LLVMAssemblyFile, &text, &size, err, errlen);
 	LLVMDisposeModule(copy);
 	out->assembly = ok ? (char *)text : NULL;
 	return ok;
 }
 
-/* host: object -> shared object; amdgcn: object -> .hsaco; nvptx: the PTX text, with its NUL
- * (what the CUDA driver loads). */
-static bool emit_code(Cg *cg, LLVMTargetMachineRef tm, CgOutput *out, char *err, size_t errlen)
+bool cg_emit_linked(Cg *cg, LLVMTargetMachineRef tm, bool gpu, CgOutput *out, char *err, size_t errlen)
 {
-	if (cg->target->kind == CG_NVPTX) {
-		if (!emit_file(tm, cg->mod, LLVMAssemblyFile, &out->code, &out->size, err, errlen))
-			return false;
-		out->size++;
-		return true;
-	}
 	uint8_t *obj;
 	size_t size;
-	if (!emit_file(tm, cg->mod, LLVMObjectFile, &obj, &size, err, errlen))
+	if (!cg_emit_file(tm, cg->mod, LLVMObjectFile, &obj, &size, err, errlen))
 		return false;
-	bool ok = cg_link_shared(obj, size, cg->target->kind == CG_AMDGPU, &out->code, &out->size, err, errlen);
+	bool ok = cg_link_shared(obj, size, gpu, &out->code, &out->size, err, errlen);
 	free(obj);
 	return ok;
 }
@@ -726,10 +594,11 @@ bool cg_compile(const Graph *g, const CgTarget *t, bool want_ir, CgOutput *out, 
 		out->ir = strdup(ir);
 		LLVMDisposeMessage(ir);
 	}
-	if (ok && want_ir && t->kind != CG_NVPTX)
+	/* where the code object is the assembly (PTX), it is emitted once */
+	if (ok && want_ir && !t->ops->code_is_text)
 		ok = emit_assembly(&cg, tm, out, err, errlen);
-	ok = ok && emit_code(&cg, tm, out, err, errlen);
-	if (ok && want_ir && t->kind == CG_NVPTX)
+	ok = ok && t->ops->emit_code(&cg, tm, out, err, errlen);
+	if (ok && want_ir && t->ops->code_is_text)
 		out->assembly = strdup((const char *)out->code);
 	cg_dispose(&cg);
 	LLVMDisposeTargetMachine(tm);

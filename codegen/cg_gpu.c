@@ -1,17 +1,15 @@
 /* cg_gpu.c: what GPU lowerings build on: work-item and work-group ids, the work-group barrier
- * and work-group-shared arrays, for AMDGPU and NVPTX. */
+ * and work-group-shared arrays (each through the target's ops, codegen/target.h), and the kernel
+ * signature and launch shape the GPU targets share. */
 #include <stdlib.h>
 #include <string.h>
 
-#include <llvm-c/IRReader.h>
-#include <llvm-c/Linker.h>
-
 #include "codegen/cg_util.h"
+#include "codegen/target.h"
 
-bool cg_is_gpu(const Cg *cg) { return cg->target->kind != CG_HOST; }
+bool cg_is_gpu(const Cg *cg) { return cg->target->ops->gpu; }
 
-/* Calls a target intrinsic that is not overloaded. */
-static LLVMValueRef call0(Cg *cg, const char *name)
+LLVMValueRef cg_call_intrinsic0(Cg *cg, const char *name)
 {
 	unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
 	if (!id) {
@@ -22,73 +20,68 @@ static LLVMValueRef call0(Cg *cg, const char *name)
 	return LLVMBuildCall2(cg->b, LLVMIntrinsicGetType(cg->ctx, id, NULL, 0), fn, NULL, 0, "");
 }
 
-LLVMValueRef cg_workitem_id(Cg *cg)
-{
-	return call0(cg, cg->target->kind == CG_AMDGPU ? "llvm.amdgcn.workitem.id.x" : "llvm.nvvm.read.ptx.sreg.tid.x");
-}
-
-LLVMValueRef cg_workgroup_id(Cg *cg)
-{
-	return call0(cg, cg->target->kind == CG_AMDGPU ? "llvm.amdgcn.workgroup.id.x" : "llvm.nvvm.read.ptx.sreg.ctaid.x");
-}
-
-/* The C API of LLVM 19 cannot give a fence a sync scope, and a system-scope fence would flush
- * caches at every barrier: the AMD barrier is a small IR function, parsed once per module and
- * inlined everywhere. */
-static const char amd_barrier_ir[] =
-	"define void @netc.barrier() alwaysinline convergent nounwind {\n"
-	"  fence syncscope(\"workgroup\") release\n"
-	"  call void @llvm.amdgcn.s.barrier()\n"
-	"  fence syncscope(\"workgroup\") acquire\n"
-	"  ret void\n"
-	"}\n"
-	"declare void @llvm.amdgcn.s.barrier() convergent nounwind\n";
-
-static LLVMValueRef amd_barrier_fn(Cg *cg)
-{
-	LLVMValueRef fn = LLVMGetNamedFunction(cg->mod, "netc.barrier");
-	if (fn)
-		return fn;
-	LLVMMemoryBufferRef buf =
-		LLVMCreateMemoryBufferWithMemoryRangeCopy(amd_barrier_ir, sizeof amd_barrier_ir - 1, "netc.barrier");
-	LLVMModuleRef m = NULL;
-	char *msg = NULL;
-	if (LLVMParseIRInContext(cg->ctx, buf, &m, &msg)) {
-		fprintf(stderr, "internal error: barrier IR: %s\n", msg ? msg : "?");
-		abort();
-	}
-	LLVMSetTarget(m, LLVMGetTarget(cg->mod));
-	LLVMSetDataLayout(m, LLVMGetDataLayoutStr(cg->mod));
-	if (LLVMLinkModules2(cg->mod, m)) {
-		fprintf(stderr, "internal error: cannot link the barrier IR\n");
-		abort();
-	}
-	/* linked as an external definition (the linker drops unused internal ones), then made internal */
-	fn = LLVMGetNamedFunction(cg->mod, "netc.barrier");
-	LLVMSetLinkage(fn, LLVMInternalLinkage);
-	return fn;
-}
-
-void cg_barrier(Cg *cg)
-{
-	if (cg->target->kind == CG_NVPTX) {
-		call0(cg, "llvm.nvvm.barrier0");
-		return;
-	}
-	LLVMValueRef fn = amd_barrier_fn(cg);
-	LLVMValueRef call = LLVMBuildCall2(cg->b, LLVMGlobalGetValueType(fn), fn, NULL, 0, "");
-	unsigned kind = LLVMGetEnumAttributeKindForName("convergent", 10);
-	LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(cg->ctx, kind, 0));
-}
+LLVMValueRef cg_workitem_id(Cg *cg) { return cg->target->ops->workitem_id(cg); }
+LLVMValueRef cg_workgroup_id(Cg *cg) { return cg->target->ops->workgroup_id(cg); }
+void cg_barrier(Cg *cg) { cg->target->ops->barrier(cg); }
 
 LLVMValueRef cg_shared_array(Cg *cg, LLVMTypeRef elem, int64_t count, const char *name)
 {
 	LLVMTypeRef t = LLVMArrayType2(elem, (uint64_t)count);
-	LLVMValueRef g = LLVMAddGlobalInAddressSpace(cg->mod, t, name, 3);
+	LLVMValueRef g = LLVMAddGlobalInAddressSpace(cg->mod, t, name, cg->target->ops->shared_addrspace);
 	LLVMSetInitializer(g, LLVMGetUndef(t));
 	LLVMSetLinkage(g, LLVMInternalLinkage);
 	LLVMSetAlignment(g, 16);
 	return g;
+}
+
+/* ---- the GPU kernel ABI of cg.h, for the target files (target.h) ---- */
+
+/* (ptr addrspace(1) arena), not noalias (every buffer lives in it), 64-byte aligned as device.h
+ * promises of alloc. */
+void cg_gpu_signature(Cg *cg, const char *name, LLVMCallConv cc)
+{
+	LLVMTypeRef arena = LLVMPointerTypeInContext(cg->ctx, 1);
+	cg->fn = LLVMAddFunction(cg->mod, name, LLVMFunctionType(cg->t_void, &arena, 1, 0));
+	LLVMSetFunctionCallConv(cg->fn, cc);
+	cg_enum_attr(cg, cg->fn, 1, "nocapture");
+	cg_enum_attr(cg, cg->fn, 1, "noundef");
+	unsigned align = LLVMGetEnumAttributeKindForName("align", 5);
+	LLVMAddAttributeAtIndex(cg->fn, 1, LLVMCreateEnumAttribute(cg->ctx, align, 64));
+	cg->arena = LLVMGetParam(cg->fn, 0);
+}
+
+/* wg_begin = work-group id * CG_GPU_BLOCK + work-item id, first in the entry block (which the
+ * lowering may extend with cg_local) */
+void cg_gpu_kernel_entry(Cg *cg)
+{
+	LLVMPositionBuilderAtEnd(cg->b, cg->entry);
+	LLVMValueRef wg = LLVMBuildZExt(cg->b, cg_workgroup_id(cg), cg->t_i64, "");
+	LLVMValueRef wi = LLVMBuildZExt(cg->b, cg_workitem_id(cg), cg->t_i64, "");
+	cg->wg_begin = LLVMBuildNUWAdd(cg->b, LLVMBuildNUWMul(cg->b, wg, cg_i64(cg, CG_GPU_BLOCK), ""), wi, "wg_begin");
+	cg->wg_end = LLVMBuildNUWAdd(cg->b, cg->wg_begin, cg_i64(cg, 1), "wg_end");
+}
+
+/* The grid and block of a kernel whose lowering returned ret and the end of its entry block: for a
+ * lowering that is not GPU-native, a guard for the work-items past its ret work-groups. */
+void cg_gpu_launch(Cg *cg, CgKernel *k, int64_t ret, LLVMBasicBlockRef body)
+{
+	LLVMPositionBuilderAtEnd(cg->b, cg->entry);
+	if (cg->gpu_native) {
+		k->grid = ret;
+		k->block = cg->block;
+		LLVMBuildBr(cg->b, body);
+	} else {
+		k->grid = (ret + CG_GPU_BLOCK - 1) / CG_GPU_BLOCK;
+		k->block = CG_GPU_BLOCK;
+		LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "done");
+		LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntULT, cg->wg_begin, cg_i64(cg, ret), ""), body, done);
+		LLVMPositionBuilderAtEnd(cg->b, done);
+		LLVMBuildRetVoid(cg->b);
+	}
+	if (k->block < 1 || k->block > 1024) {
+		fprintf(stderr, "internal error: kernel %s has block %d\n", k->name, k->block);
+		abort();
+	}
 }
 
 /* ---- for GPU-native lowerings (cg_util.h) ---- */

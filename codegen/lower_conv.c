@@ -5,6 +5,7 @@
  * (cg_group_epilogue), so elementwise consumers fused after the anchor cost no extra pass. */
 #include "codegen/cg_util.h"
 #include "codegen/gemm_gpu.h"
+#include "ir/ops.h"
 
 /* ---- operands ---- */
 
@@ -254,12 +255,12 @@ static int64_t gemm(Cg *cg, const GemmSpec *s, const Node *n)
 
 static const Shape *shape_of(Cg *cg, const Node *n, int i) { return &cg->g->node[n->in[i]].shape; }
 
-/* The window of a convolution with attributes a[0..6) over planes of node src. */
+/* The window of convolution n (any of the three ops) over planes of node src. */
 static Window conv_window(const Node *n, int src, const Shape *plane, int64_t kh, int64_t kw)
 {
+	ConvGeom c = ir_conv_geom(n);
 	Window w = {.src = src, .chans = plane->dim[1], .h = plane->dim[2], .w = plane->dim[3], .kh = kh, .kw = kw,
-		    .sh = (int64_t)n->attr[0], .sw = (int64_t)n->attr[1], .ph = (int64_t)n->attr[2],
-		    .pw = (int64_t)n->attr[3], .dh = (int64_t)n->attr[4], .dw = (int64_t)n->attr[5]};
+		    .sh = c.sh, .sw = c.sw, .ph = c.ph, .pw = c.pw, .dh = c.dh, .dw = c.dw};
 	return w;
 }
 
@@ -281,9 +282,9 @@ static GemmSpec spec(Cg *cg, const Node *n, int64_t batch, int64_t m, int64_t nn
 /* An NHWC window over node src (shape [N, H, W, C]) whose q runs along the columns. */
 static Window nhwc_window(const Node *n, int src, const Shape *s, int64_t kh, int64_t kw, int64_t gh, int64_t gw)
 {
+	ConvGeom c = ir_conv_geom(n);
 	Window w = {.src = src, .chans = s->dim[3], .h = s->dim[1], .w = s->dim[2], .gh = gh, .gw = gw, .kh = kh,
-		    .kw = kw, .sh = (int64_t)n->attr[0], .sw = (int64_t)n->attr[1], .ph = (int64_t)n->attr[2],
-		    .pw = (int64_t)n->attr[3], .dh = (int64_t)n->attr[4], .dw = (int64_t)n->attr[5],
+		    .kw = kw, .sh = c.sh, .sw = c.sw, .ph = c.ph, .pw = c.pw, .dh = c.dh, .dw = c.dw,
 		    .fold_batch = true, .nhwc = true};
 	return w;
 }
@@ -433,7 +434,8 @@ int64_t cg_lower_conv2d_grad_weight(Cg *cg, const Node *n)
 int64_t cg_lower_matmul(Cg *cg, const Node *n)
 {
 	const Shape *as = shape_of(cg, n, 0), *bs = shape_of(cg, n, 1);
-	bool ta = n->attr[0] != 0, tb = n->attr[1] != 0;
+	MatmulFlags f = ir_matmul_flags(n);
+	bool ta = f.ta, tb = f.tb;
 	int64_t m = n->shape.dim[0], nn = n->shape.dim[1], k = ta ? as->dim[0] : as->dim[1];
 	Dense a = {.src = n->in[0], .ld = as->dim[1], .t = ta};
 	Dense b = {.src = n->in[1], .ld = bs->dim[1], .t = tb};

@@ -15,6 +15,7 @@
 #include "codegen/cg_util.h"
 #include "codegen/lower_lrn.h"
 #include "codegen/math.h"
+#include "ir/ops.h"
 
 #define PHILOX_M0 0xD2511F53u
 #define PHILOX_M1 0xCD9E8D57u
@@ -67,10 +68,10 @@ static bool is_concat(const Node *n) { return n->op == OP_concat2 || n->op == OP
 static int64_t piece_start(const Cg *cg, const Node *n, int k)
 {
 	if (n->op == OP_slice)
-		return (int64_t)n->attr[1];
+		return ir_slice_range(n).start;
 	int64_t start = 0;
 	for (int j = 0; j < k; j++)
-		start += cg->g->node[n->in[j]].shape.dim[(int)n->attr[0]];
+		start += cg->g->node[n->in[j]].shape.dim[ir_axis(n)];
 	return start;
 }
 
@@ -79,7 +80,7 @@ static int64_t piece_start(const Cg *cg, const Node *n, int k)
 static LLVMValueRef piece_index(Cg *cg, const Node *n, int k, ElemIndex *at)
 {
 	const Shape *in = &cg->g->node[n->in[k]].shape;
-	int axis = (int)n->attr[0];
+	int axis = ir_axis(n);
 	LLVMValueRef *idx = index_idx(cg, at), sub[IR_MAX_DIMS];
 	for (int d = 0; d < in->rank; d++)
 		sub[d] = idx[d];
@@ -100,8 +101,10 @@ static LLVMValueRef piece_index(Cg *cg, const Node *n, int k, ElemIndex *at)
 static LLVMValueRef transpose_index(Cg *cg, const Node *n, const Shape *in, ElemIndex *at)
 {
 	LLVMValueRef *idx = index_idx(cg, at), src[IR_MAX_DIMS];
+	int perm[4];
+	ir_transpose_perm(n, perm);
 	for (int d = 0; d < 4; d++)
-		src[(int)n->attr[d]] = idx[d];
+		src[perm[d]] = idx[d];
 	return cg_linear(cg, in, src);
 }
 
@@ -117,7 +120,7 @@ static LLVMValueRef operand_index(Cg *cg, const Node *n, int k, ElemIndex *at)
 	if (same_shape(in, n) || n->op == OP_reshape || n->op == OP_assign)
 		return index_lin(cg, at);
 	if (n->op == OP_bias_add)
-		return index_axis(cg, at, cg_axis(n->attr[0], n->shape.rank));
+		return index_axis(cg, at, cg_axis(ir_axis(n), n->shape.rank));
 	return cg_broadcast_index(cg, &in->shape, &n->shape, index_idx(cg, at));
 }
 
@@ -196,7 +199,8 @@ static LLVMValueRef philox(Cg *cg, LLVMValueRef seed, LLVMValueRef step, uint32_
 /* x / (1 - p) where the draw's top 24 bits, scaled to [0, 1), are >= p; else 0. */
 static LLVMValueRef emit_dropout(Cg *cg, const Node *n, ElemIndex *at)
 {
-	double p = n->attr[0];
+	DropoutParams d = ir_dropout_params(n);
+	double p = d.p;
 	LLVMValueRef x = operand(cg, n, 0, at);
 	if (p <= 0)
 		return x;
@@ -204,7 +208,7 @@ static LLVMValueRef emit_dropout(Cg *cg, const Node *n, ElemIndex *at)
 	LLVMValueRef seed = cg_load_uniform(cg, n->in[1], 0);
 	LLVMValueRef step = cg_load_uniform(cg, n->in[1], 1);
 	LLVMValueRef index = LLVMBuildTrunc(cg->b, lin, cg->t_i32, "");
-	LLVMValueRef draw = philox(cg, seed, step, (uint32_t)(int64_t)n->attr[1], index);
+	LLVMValueRef draw = philox(cg, seed, step, d.stream, index);
 	/* u = k 2^-24 >= p  <=>  k >= ceil(p 2^24), exact in integers */
 	double t = fmin(ceil(p * 16777216.0), 16777216.0);
 	LLVMValueRef k = LLVMBuildLShr(cg->b, draw, cg_i32(cg, 8), "");
@@ -217,7 +221,7 @@ static LLVMValueRef emit_dropout(Cg *cg, const Node *n, ElemIndex *at)
 /* The input whose piece holds the output index: the last piece starting at or before it. */
 static LLVMValueRef emit_concat(Cg *cg, const Node *n, ElemIndex *at)
 {
-	LLVMValueRef pos = index_idx(cg, at)[(int)n->attr[0]], v = operand(cg, n, 0, at);
+	LLVMValueRef pos = index_idx(cg, at)[ir_axis(n)], v = operand(cg, n, 0, at);
 	for (int k = 1; k < n->nin; k++) {
 		LLVMValueRef here = LLVMBuildICmp(cg->b, LLVMIntSGE, pos, cg_i64(cg, piece_start(cg, n, k)), "");
 		v = LLVMBuildSelect(cg->b, here, operand(cg, n, k, at), v, "");

@@ -7,6 +7,7 @@
 #include "codegen/cg_util.h"
 #include "codegen/lower_lrn.h"
 #include "codegen/math.h"
+#include "ir/ops.h"
 
 #define LRN_MAX_SPAN 129 /* channels the gradient's window of windows reads: 4r + 1 */
 
@@ -89,7 +90,8 @@ static LLVMValueRef emit_grad(Cg *cg, const Lrn *p, const Node *n, LLVMValueRef 
 
 LLVMValueRef cg_emit_lrn(Cg *cg, const Node *n, LLVMValueRef lin, LLVMValueRef c)
 {
-	Lrn p = {(int64_t)n->attr[0], n->shape.dim[1], n->shape.dim[2] * n->shape.dim[3], n->attr[1], n->attr[2], n->attr[3],
+	LrnParams a = ir_lrn_params(n);
+	Lrn p = {a.depth_radius, n->shape.dim[1], n->shape.dim[2] * n->shape.dim[3], a.bias, a.alpha, a.beta,
 		 cg_compute_type(cg, n->dtype)};
 	if (4 * p.r + 1 > LRN_MAX_SPAN) {
 		fprintf(stderr, "netc: lrn depth_radius %lld is more than the %d this lowering unrolls\n", (long long)p.r,

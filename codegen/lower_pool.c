@@ -7,6 +7,7 @@
  * Every store is the group's epilogue (cg_group_epilogue): fused elementwise consumers follow it. */
 #include "codegen/cg_util.h"
 #include "codegen/gemm_gpu.h"
+#include "ir/ops.h"
 
 typedef struct {
 	int x;                                  /* pooled input node */
@@ -31,22 +32,15 @@ static LLVMValueRef imax(Cg *cg, LLVMValueRef a, LLVMValueRef b)
 	return LLVMBuildSelect(cg->b, LLVMBuildICmp(cg->b, LLVMIntSGT, a, b, ""), a, b, "");
 }
 
-static bool pool_flag(const Node *n, const char *attr)
-{
-	int i = ir_attr_index(n->op, attr);
-	return i >= 0 && n->attr[i] != 0;
-}
-
 static Pool pool_of(Cg *cg, const Node *n, int xin)
 {
 	const Node *x = &cg->g->node[n->in[xin]];
 	const Node *y = xin ? &cg->g->node[n->in[0]] : n; /* the pooled shape: output, or dy */
+	PoolGeom a = ir_pool_geom(n);
 	Pool p = {.x = x->id, .planes = x->shape.dim[0] * x->shape.dim[1], .h = x->shape.dim[2],
 		  .w = x->shape.dim[3], .oh = y->shape.dim[2], .ow = y->shape.dim[3],
-		  .kh = (int64_t)n->attr[0], .kw = (int64_t)n->attr[1], .sh = (int64_t)n->attr[2],
-		  .sw = (int64_t)n->attr[3], .ph = (int64_t)n->attr[4], .pw = (int64_t)n->attr[5],
-		  .include_pad = pool_flag(n, "count_include_pad")};
-	p.clip = p.include_pad && pool_flag(n, "ceil_mode");
+		  .kh = a.kh, .kw = a.kw, .sh = a.sh, .sw = a.sw, .ph = a.ph, .pw = a.pw,
+		  .include_pad = a.count_include_pad, .clip = a.count_include_pad && a.ceil_mode};
 	return p;
 }
 

@@ -14,6 +14,7 @@
 
 #include "codegen/cg_util.h"
 #include "codegen/math.h"
+#include "ir/ops.h"
 
 /* Reductions up to this many elements take one GPU work-item; longer ones a work-group. */
 #define GPU_SERIAL_MAX 64
@@ -160,7 +161,7 @@ static unsigned reduce_mask(const Cg *cg, const Node *n)
 {
 	if (n->op == OP_all_finite)
 		return (1u << cg->g->node[n->in[0]].shape.rank) - 1;
-	return (unsigned)n->attr[0];
+	return ir_reduce_axes(n);
 }
 
 static void reduce_loops(Cg *cg, const Node *n, const Axis *red, int nred, LLVMValueRef off, LLVMValueRef acc)
@@ -383,7 +384,7 @@ static int64_t lower_softmax_gpu(Cg *cg, const Node *n, int64_t rows, int64_t in
 
 int64_t cg_lower_softmax(Cg *cg, const Node *n)
 {
-	int axis = cg_axis(n->attr[0], n->shape.rank);
+	int axis = cg_axis(ir_axis(n), n->shape.rank);
 	int64_t outer = 1, inner = 1, len = n->shape.dim[axis];
 	for (int d = 0; d < n->shape.rank; d++)
 		if (d != axis)
@@ -474,7 +475,7 @@ int64_t cg_lower_loss(Cg *cg, const Node *n)
 	bool grad = n->op == OP_nll_loss_grad || n->op == OP_cross_entropy_grad;
 	const Shape *xs = &cg->g->node[n->in[grad ? 1 : 0]].shape;
 	int64_t rows = xs->dim[0], cols = xs->dim[1];
-	double scale = n->attr[0] == 0 && rows > 0 ? 1.0 / (double)rows : 1.0;
+	double scale = ir_loss_is_mean(n) && rows > 0 ? 1.0 / (double)rows : 1.0;
 	if (rows * cols == 0 && grad)
 		return 1;
 	return grad ? lower_loss_grad(cg, n, rows, cols, scale) : lower_loss_value(cg, n, rows, cols, scale);

@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "codegen/make_bundle.h"
+#include "codegen/target.h"
+#include "ir/ops.h"
 
 static void *xcalloc(size_t n, size_t size)
 {
@@ -29,7 +31,11 @@ static int32_t role_of(const Graph *g, const Node *n)
 	case OP_assign:
 		return BUF_ALIAS;
 	case OP_runtime:
-		return n->attr[0] == RUNTIME_LR ? BUF_LR : n->attr[0] == RUNTIME_RNG ? BUF_RNG : BUF_LOSS_SCALE;
+		switch (ir_runtime_slot(n)) {
+		case RUNTIME_LR: return BUF_LR;
+		case RUNTIME_RNG: return BUF_RNG;
+		default: return BUF_LOSS_SCALE;
+		}
 	default:
 		return BUF_ACTIVATION;
 	}
@@ -51,9 +57,9 @@ static void fill_buffer(const Graph *g, const Node *n, BundleBuffer *b)
 	b->bytes = shape_numel(&n->shape) * (int64_t)dtype_size(n->dtype);
 	b->programs = n->programs;
 	if (n->op == OP_param || n->op == OP_state)
-		b->init = (int32_t)n->attr[0];
+		b->init = (int32_t)ir_leaf_init(n);
 	if (n->op == OP_param)
-		b->bound = n->attr[1];
+		b->bound = ir_param_bound(n);
 }
 
 static BundleKernel *kernel_list(const Graph *g, const CgOutput *code, unsigned prog, int32_t *count)
@@ -74,17 +80,12 @@ static BundleKernel *kernel_list(const Graph *g, const CgOutput *code, unsigned 
 	return list;
 }
 
-static int32_t code_kind(CgTargetKind k)
-{
-	return k == CG_AMDGPU ? CODE_HSACO : k == CG_NVPTX ? CODE_PTX : CODE_HOST;
-}
-
 static void fill_code(const Graph *g, const CgTarget *t, const CgOutput *out, BundleCode *c)
 {
 	snprintf(c->target, sizeof c->target, "%s", t->name);
 	snprintf(c->arch, sizeof c->arch, "%s", t->arch[0] ? t->arch : t->name);
-	c->kind = code_kind(t->kind);
-	c->wave = t->kind == CG_HOST ? 0 : t->wave;
+	c->kind = t->ops->code_kind;
+	c->wave = t->wave; /* 0 on the host */
 	c->train_kernels = kernel_list(g, out, PROG_TRAIN, &c->ntrain);
 	c->eval_kernels = kernel_list(g, out, PROG_EVAL, &c->neval);
 	c->accum_kernels = kernel_list(g, out, PROG_ACCUM, &c->naccum);

@@ -1,11 +1,12 @@
-/* targets.h: what netc knows of each target beyond CgTarget: products, wave sizes, and the
- * register and LDS budgets that `netc info` turns into occupancy (codegen/targets.c). */
+/* targets.h: what netc knows of each target beyond CgTarget: products, wave sizes, matrix
+ * instructions, and the register and LDS budgets that `netc info` turns into occupancy
+ * (codegen/targets.c). How code is made for a kind of target is its CgTargetOps (target.h). */
 #ifndef NETC_TARGETS_H
 #define NETC_TARGETS_H
 
 #include "codegen/cg.h"
 
-typedef struct {
+typedef struct CgTargetInfo {
 	const char *name;       /* architecture: "gfx906", "sm_90", "host" */
 	const char *aliases;    /* comma-separated product names: "radeon-vii,mi50" */
 	CgTargetKind kind;
@@ -23,6 +24,7 @@ typedef struct {
 	int sgprs_simd, max_sgprs, sgpr_granule;
 	int max_waves_simd;     /* wave slots per SIMD (NVIDIA: warps per SM) */
 	int ptx_version;        /* NVIDIA: PTX ISA version the code declares (78 = 7.8) */
+	unsigned matrix;        /* CgMatrixCaps: its matrix and dot-product instructions */
 } CgTargetInfo;
 
 /* The row of an architecture ("gfx90a", not "gfx90a:xnack-"; no aliases), or NULL. */

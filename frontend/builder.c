@@ -3,6 +3,7 @@
  * section into the graph's TrainConfig. A failed layer leaves a poisoned name behind so the
  * statements that use it stay quiet instead of piling up follow-on errors. */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -657,33 +658,24 @@ static void train_data(Builder *b, const Expr *e, TrainConfig *c)
 	snprintf(c->dataset, sizeof c->dataset, "%s", e->name);
 }
 
-/* A whole number in [zero_ok ? 0 : 1, max]; max 0: the frontend's integer limit alone. */
-static void train_int(Builder *b, const Expr *e, const char *key, bool zero_ok, int64_t max, int64_t *out)
+/* key = N: a whole number in [parse == TP_NONNEG ? 0 : 1, hi] */
+static void train_int(Builder *b, const Expr *e, const char *key, TrainParse parse, int64_t hi, const char *unit,
+		      int64_t *out)
 {
 	Value v;
 	if (!eval_number(b, e, &v))
 		return;
+	bool zero_ok = parse == TP_NONNEG;
 	if (!v.is_int || v.v < 0 || (v.v == 0 && !zero_ok)) {
 		diag_error(b->d, e->loc, "%s must be %s integer, got %.17g", key, zero_ok ? "a non-negative" : "a positive", v.v);
 		return;
 	}
-	if (max > 0 && v.v > (double)max) {
-		diag_error(b->d, e->loc, "%s must be at most %lld, got %.17g", key, (long long)max, v.v);
+	if (v.v > (double)hi) {
+		diag_error(b->d, e->loc, "%s must be at most %lld%s%s, got %.17g", key, (long long)hi, unit ? " " : "",
+			   unit ? unit : "", v.v);
 		return;
 	}
 	*out = (int64_t)v.v;
-}
-
-/* accumulate = K: micro-batches per optimizer step (passes/accumulate.c) */
-static void train_accumulate(Builder *b, const Expr *e, TrainConfig *c)
-{
-	int64_t k = 0;
-	train_int(b, e, "accumulate", false, 0, &k);
-	if (k > TRAIN_MAX_ACCUMULATE)
-		diag_error(b->d, e->loc, "accumulate must be at most %d micro-batches, got %lld", TRAIN_MAX_ACCUMULATE,
-			   (long long)k);
-	else if (k > 0)
-		c->accumulate = k;
 }
 
 /* precision = fp32|fp16|bf16: what the forward and backward passes compute in
@@ -701,8 +693,29 @@ static void train_precision(Builder *b, const Expr *e, TrainConfig *c)
 	c->precision = (PrecisionKind)k;
 }
 
-static const char *const train_keys[] = {"optimizer", "schedule", "data", "batch", "epochs", "steps", "log_every",
-					 "accumulate", "precision"};
+/* The train section's keys: the rows of ir/train_fields.def, of which those with a key count. */
+typedef struct {
+	const char *key; /* NULL: no key of its own */
+	TrainParse parse;
+	size_t offset;   /* of the member in TrainConfig */
+	int64_t hi;
+	const char *unit;
+} TrainKey;
+
+/* A whole-number key's member is int64_t, which train_int writes. */
+#define IS_I64(member) _Generic(((TrainConfig *)0)->member, int64_t: 1, default: 0)
+#define TRAIN_FIELD(wire, member, what, lo, hi, key, parse, unit)                                 \
+	_Static_assert(((parse) != TP_POSITIVE && (parse) != TP_NONNEG) || IS_I64(member),        \
+		       "train key of " #member ": a whole number needs an int64_t member");
+#define TRAIN_LIST(...)
+#include "ir/train_fields.def"
+#undef IS_I64
+
+static const TrainKey train_keys[] = {
+#define TRAIN_FIELD(wire, member, what, lo, hi, key, parse, unit) {key, parse, offsetof(TrainConfig, member), hi, unit},
+#define TRAIN_LIST(...)
+#include "ir/train_fields.def"
+};
 #define NKEYS ((int)(sizeof train_keys / sizeof train_keys[0]))
 
 static void train_stmt(Builder *b, const Stmt *st, TrainConfig *c, const Stmt **seen)
@@ -712,7 +725,7 @@ static void train_stmt(Builder *b, const Stmt *st, TrainConfig *c, const Stmt **
 		return;
 	}
 	int k = 0;
-	while (k < NKEYS && strcmp(st->name, train_keys[k]))
+	while (k < NKEYS && !(train_keys[k].key && strcmp(st->name, train_keys[k].key) == 0))
 		k++;
 	if (k == NKEYS) {
 		diag_error(b->d, st->name_loc, "unknown key '%s' in train section", st->name);
@@ -724,16 +737,17 @@ static void train_stmt(Builder *b, const Stmt *st, TrainConfig *c, const Stmt **
 		return;
 	}
 	seen[k] = st;
-	switch (k) {
-	case 0: train_optimizer(b, st->value, c); break;
-	case 1: train_schedule(b, st->value, c); break;
-	case 2: train_data(b, st->value, c); break;
-	case 3: train_int(b, st->value, "batch", false, TRAIN_MAX_BATCH, &c->batch); break;
-	case 4: train_int(b, st->value, "epochs", false, TRAIN_MAX_EPOCHS, &c->epochs); break;
-	case 5: train_int(b, st->value, "steps", true, 0, &c->steps); break;
-	case 6: train_int(b, st->value, "log_every", false, 0, &c->log_every); break;
-	case 7: train_accumulate(b, st->value, c); break;
-	case 8: train_precision(b, st->value, c); break;
+	const TrainKey *key = &train_keys[k];
+	switch (key->parse) {
+	case TP_OPTIMIZER: train_optimizer(b, st->value, c); break;
+	case TP_SCHEDULE: train_schedule(b, st->value, c); break;
+	case TP_DATA: train_data(b, st->value, c); break;
+	case TP_PRECISION: train_precision(b, st->value, c); break;
+	case TP_POSITIVE:
+	case TP_NONNEG:
+		train_int(b, st->value, key->key, key->parse, key->hi, key->unit, (int64_t *)((char *)c + key->offset));
+		break;
+	case TP_NONE: break; /* no key: never matched */
 	}
 }
 

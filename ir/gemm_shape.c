@@ -1,5 +1,5 @@
 /* gemm_shape.c: the matrix product inside each GEMM-shaped op, and when its K is worth splitting. */
-#include "ir/ir.h"
+#include "ir/ops.h"
 
 bool ir_gemm_shape(const Graph *g, const Node *n, int64_t *batch, int64_t *m, int64_t *nn, int64_t *k)
 {
@@ -21,7 +21,7 @@ bool ir_gemm_shape(const Graph *g, const Node *n, int64_t *batch, int64_t *m, in
 		return true;
 	case OP_matmul:
 		*batch = 1, *m = out->dim[0], *nn = out->dim[1];
-		*k = n->attr[0] ? a->dim[0] : a->dim[1];
+		*k = ir_matmul_flags(n).ta ? a->dim[0] : a->dim[1];
 		return true;
 	default:
 		return false;

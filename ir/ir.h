@@ -202,8 +202,25 @@ int ir_split_k(const Graph *g, const Node *n);
 
 /* ---- checking and printing ---- */
 bool ir_verify(const Graph *g, char *err, size_t errlen);                 /* ir/verify.c */
-/* Prints the nodes of the given programs (0: every node) as text. */
+/* Prints the nodes of the given programs as text; 0: every node, the text form ir_parse_text
+ * reads back (docs/passes.md). */
 void ir_print(FILE *out, const Graph *g, unsigned programs);             /* ir/print.c */
+/* The training settings passes read (the optimizer and its hyper-parameters, accumulate,
+ * precision), by the names of the text form's `train` line (ir/print.c, ir/parse_ir.c). */
+typedef enum { TRAIN_FIELD_DOUBLE, TRAIN_FIELD_INT, TRAIN_FIELD_I64, TRAIN_FIELD_ENUM } TrainFieldKind;
+typedef struct {
+	const char *name;
+	size_t offset;             /* in TrainConfig */
+	TrainFieldKind kind;
+	const char *const *values; /* TRAIN_FIELD_ENUM: the names of 0..hi */
+	int64_t lo, hi;            /* the integers allowed; enums: 0..hi */
+} TrainField;
+extern const TrainField ir_train_fields[];
+extern const int ir_ntrain_fields;
+/* Reads the text ir_print writes (docs/passes.md) into a graph, through ir_add and ir_leaf so
+ * shapes are inferred and checked, then ir_verify; NULL after "file:line:col: error: ..." lines
+ * on d for text it cannot read (ir/parse_ir.c). text must end with a NUL. */
+Graph *ir_parse_text(const char *text, Diag *d);
 double ir_flops(const Graph *g, unsigned programs);                      /* ir/graph.c */
 int64_t ir_param_count(const Graph *g);                                  /* ir/graph.c */
 

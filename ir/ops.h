@@ -1,9 +1,66 @@
-/* ops.h: the functions ir/ops.def names in its shape, reference, gradient and flops columns, and
- * the few helpers the ops files share (internal to ir/). */
+/* ops.h: the functions ir/ops.def names in its shape, reference, gradient and flops columns, the
+ * few helpers the ops files share (internal to ir/), and the attribute decoders everyone uses. */
 #ifndef NETC_OPS_H
 #define NETC_OPS_H
 
 #include "ir/ir.h"
+
+/* ---- attribute decoders ----
+ * ops.def lists each op's attributes by name and position; these decoders, defined next to the op
+ * in its ir/ops_*.c file, are the only readers of those positions outside the shape functions.
+ * They read attributes a verified graph's shape functions have checked (and normalized). */
+
+/* conv2d, conv2d_grad_input, conv2d_grad_weight */
+typedef struct {
+	int64_t sh, sw, ph, pw, dh, dw; /* stride, padding, dilation per spatial axis */
+	int layout;                     /* LAYOUT_NCHW or LAYOUT_NHWC */
+} ConvGeom;
+ConvGeom ir_conv_geom(const Node *n);
+/* max_pool2d, avg_pool2d and their gradients */
+typedef struct {
+	int64_t kh, kw, sh, sw, ph, pw; /* kernel, stride, padding per spatial axis */
+	bool count_include_pad;         /* avg: padding counts in the divisor (false for max) */
+	bool ceil_mode;                 /* the output size rounds up (Caffe) */
+} PoolGeom;
+PoolGeom ir_pool_geom(const Node *n);
+/* matmul: whether each operand is read transposed */
+typedef struct {
+	bool ta, tb;
+} MatmulFlags;
+MatmulFlags ir_matmul_flags(const Node *n);
+/* lrn and lrn_grad (TensorFlow's parameters) */
+typedef struct {
+	int64_t depth_radius;
+	double bias, alpha, beta;
+} LrnParams;
+LrnParams ir_lrn_params(const Node *n);
+/* The axis of bias_add, softmax, log_softmax and their gradients, concat and slice. */
+int ir_axis(const Node *n);
+/* sum and mean: the bit mask of reduced axes. */
+unsigned ir_reduce_axes(const Node *n);
+/* The losses and their gradients: whether the loss is the mean over the batch (else the sum). */
+bool ir_loss_is_mean(const Node *n);
+/* slice: keeps [start, start + len) of axis. */
+typedef struct {
+	int axis;
+	int64_t start, len;
+} SliceRange;
+SliceRange ir_slice_range(const Node *n);
+/* transpose: output axis d is input axis perm[d]. */
+void ir_transpose_perm(const Node *n, int perm[4]);
+/* dropout: the drop probability and the Philox stream. */
+typedef struct {
+	double p;
+	uint32_t stream;
+} DropoutParams;
+DropoutParams ir_dropout_params(const Node *n);
+/* const: the value. */
+double ir_const_value(const Node *n);
+/* param and state: the InitKind their storage starts from; param: its uniform bound. */
+int ir_leaf_init(const Node *n);
+double ir_param_bound(const Node *n);
+/* runtime: the RuntimeSlot the runtime writes before each step. */
+int ir_runtime_slot(const Node *n);
 
 /* ---- helpers shared by ir/ops_*.c (ir/ops_elemwise.c) ---- */
 

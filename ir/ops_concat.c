@@ -6,6 +6,11 @@
 
 bool op_is_concat(OpId op) { return op == OP_concat2 || op == OP_concat3 || op == OP_concat4; }
 
+SliceRange ir_slice_range(const Node *n)
+{
+	return (SliceRange){.axis = (int)n->attr[0], .start = (int64_t)n->attr[1], .len = (int64_t)n->attr[2]};
+}
+
 bool shape_concat(Node *n, const Graph *g, char *err, size_t errlen)
 {
 	const Node *first = op_in(g, n, 0);

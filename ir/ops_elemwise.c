@@ -10,6 +10,8 @@
 
 /* ---- helpers shared by the ops files ---- */
 
+int ir_axis(const Node *n) { return (int)n->attr[ir_attr_index(n->op, "axis")]; }
+
 bool op_fail(const Node *n, char *err, size_t errlen, const char *fmt, ...)
 {
 	int k = snprintf(err, errlen, "%s: ", ir_ops[n->op].name);
@@ -234,7 +236,9 @@ static double f_mul(double a, double b) { return a * b; }
 static double f_div(double a, double b) { return a / b; }
 static double f_relu_grad(double dy, double x) { return x > 0 ? dy : 0; }
 
-void ref_const(const Graph *g, const Node *n, const double *const *in, double *out) { out[0] = n->attr[0]; }
+double ir_const_value(const Node *n) { return n->attr[0]; }
+
+void ref_const(const Graph *g, const Node *n, const double *const *in, double *out) { out[0] = ir_const_value(n); }
 void ref_neg(const Graph *g, const Node *n, const double *const *in, double *out) { map1(n, in[0], out, f_neg); }
 void ref_exp(const Graph *g, const Node *n, const double *const *in, double *out) { map1(n, in[0], out, exp); }
 void ref_log(const Graph *g, const Node *n, const double *const *in, double *out) { map1(n, in[0], out, log); }
@@ -257,12 +261,18 @@ void ref_assign(const Graph *g, const Node *n, const double *const *in, double *
 	map1(n, in[1], out, f_copy);
 }
 
+DropoutParams ir_dropout_params(const Node *n)
+{
+	return (DropoutParams){.p = n->attr[0], .stream = (uint32_t)(int64_t)n->attr[1]};
+}
+
 void ref_dropout(const Graph *g, const Node *n, const double *const *in, double *out)
 {
-	double p = n->attr[0];
+	DropoutParams d = ir_dropout_params(n);
+	double p = d.p;
 	/* rng holds i32 values: go through int64 so negative seeds keep their bits */
 	uint32_t seed = (uint32_t)(int64_t)in[1][0], step = (uint32_t)(int64_t)in[1][1];
-	uint32_t stream = (uint32_t)(int64_t)n->attr[1];
+	uint32_t stream = d.stream;
 	int64_t m = shape_numel(&n->shape);
 	for (int64_t i = 0; i < m; i++)
 		out[i] = p == 0 ? in[0][i] : philox_keep(p, seed, step, stream, (uint32_t)i) ? in[0][i] / (1 - p) : 0;

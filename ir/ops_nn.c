@@ -22,12 +22,19 @@ typedef struct {
 	int64_t n, cin, h, w, cout, kh, kw, oh, ow;
 	int64_t sh, sw, ph, pw, dh, dw;
 	bool nhwc; /* x, y NHWC and w [Cout, KH, KW, Cin] */
-} ConvGeom;
+} ConvDims;
 
 int ir_layout(const Node *n)
 {
 	int i = ir_attr_index(n->op, "layout");
 	return i < 0 ? LAYOUT_NCHW : (int)n->attr[i];
+}
+
+ConvGeom ir_conv_geom(const Node *n)
+{
+	return (ConvGeom){.sh = (int64_t)n->attr[0], .sw = (int64_t)n->attr[1], .ph = (int64_t)n->attr[2],
+			  .pw = (int64_t)n->attr[3], .dh = (int64_t)n->attr[4], .dw = (int64_t)n->attr[5],
+			  .layout = ir_layout(n)};
 }
 
 /* An activation [N, C, H, W] or a weight [O, I, KH, KW] in layout lay's order. */
@@ -41,7 +48,7 @@ static int chan_axis(int lay) { return lay == LAYOUT_NHWC ? 3 : 1; }
 /* The first spatial axis (H, or KH): the second follows it. */
 static int spatial_axis(int lay) { return lay == LAYOUT_NHWC ? 1 : 2; }
 
-static bool conv_attrs(const Node *n, ConvGeom *c, char *err, size_t errlen)
+static bool conv_attrs(const Node *n, ConvDims *c, char *err, size_t errlen)
 {
 	int64_t lay;
 	int li = ir_attr_index(n->op, "layout");
@@ -69,7 +76,7 @@ static int64_t conv_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d)
 
 /* The geometry from x [N, Cin, H, W] and w [Cout, Cin, KH, KW] (or their NHWC and OHWI forms)
  * and the attributes. */
-static void conv_geom(const Node *n, const Shape *x, const Shape *w, ConvGeom *c)
+static void conv_geom(const Node *n, const Shape *x, const Shape *w, ConvDims *c)
 {
 	char err[8];
 	conv_attrs(n, c, err, sizeof err);
@@ -88,7 +95,7 @@ static Shape shape4(int64_t a, int64_t b, int64_t c, int64_t d)
 bool shape_conv2d(Node *n, const Graph *g, char *err, size_t errlen)
 {
 	const Shape *x = &op_in(g, n, 0)->shape, *w = &op_in(g, n, 1)->shape;
-	ConvGeom c;
+	ConvDims c;
 	char sx[96], sw[96];
 	if (!need_4d(n, g, 0, "input", err, errlen) || !need_4d(n, g, 1, "weight", err, errlen) ||
 	    !op_binary_dtype(n, g, err, errlen) || !conv_attrs(n, &c, err, errlen))
@@ -108,7 +115,7 @@ bool shape_conv2d(Node *n, const Graph *g, char *err, size_t errlen)
 }
 
 /* Checks that dy [N, Cout, OH, OW] is what conv2d makes of geometry c. */
-static bool conv_check_dy(const Node *n, const Shape *dy, const ConvGeom *c, char *err, size_t errlen)
+static bool conv_check_dy(const Node *n, const Shape *dy, const ConvDims *c, char *err, size_t errlen)
 {
 	char sd[96], se[96];
 	Shape want = shape_in_layout(c->nhwc, c->n, c->cout, c->oh, c->ow);
@@ -123,7 +130,7 @@ bool shape_conv2d_grad_input(Node *n, const Graph *g, char *err, size_t errlen)
 {
 	const Shape *dy = &op_in(g, n, 0)->shape, *w = &op_in(g, n, 1)->shape;
 	int64_t ih, iw;
-	ConvGeom c;
+	ConvDims c;
 	if (!need_4d(n, g, 0, "dy", err, errlen) || !need_4d(n, g, 1, "weight", err, errlen) ||
 	    !op_binary_dtype(n, g, err, errlen) || !conv_attrs(n, &c, err, errlen) ||
 	    !op_attr_int(n, 6, 1, IR_MAX_NUMEL, &ih, err, errlen) || !op_attr_int(n, 7, 1, IR_MAX_NUMEL, &iw, err, errlen))
@@ -141,7 +148,7 @@ bool shape_conv2d_grad_weight(Node *n, const Graph *g, char *err, size_t errlen)
 {
 	const Shape *dy = &op_in(g, n, 0)->shape, *x = &op_in(g, n, 1)->shape;
 	int64_t kh, kw;
-	ConvGeom c;
+	ConvDims c;
 	if (!need_4d(n, g, 0, "dy", err, errlen) || !need_4d(n, g, 1, "input", err, errlen) ||
 	    !op_binary_dtype(n, g, err, errlen) || !conv_attrs(n, &c, err, errlen) ||
 	    !op_attr_int(n, 6, 1, IR_MAX_NUMEL, &kh, err, errlen) || !op_attr_int(n, 7, 1, IR_MAX_NUMEL, &kw, err, errlen))
@@ -159,7 +166,7 @@ typedef enum { CONV_FWD, CONV_DX, CONV_DW } ConvMode;
 
 /* Every product of the convolution: y[b,co,oh,ow] pairs with x[b,ci,ih,iw] and w[co,ci,kh,kw].
  * The mode says which of the three is accumulated into out from the other two. */
-static void conv_loop(const ConvGeom *c, const double *x, const double *w, const double *y, double *out, ConvMode mode)
+static void conv_loop(const ConvDims *c, const double *x, const double *w, const double *y, double *out, ConvMode mode)
 {
 	for (int64_t b = 0; b < c->n; b++)
 	for (int64_t co = 0; co < c->cout; co++)
@@ -195,7 +202,7 @@ static void zero(const Node *n, double *out)
 
 void ref_conv2d(const Graph *g, const Node *n, const double *const *in, double *out)
 {
-	ConvGeom c;
+	ConvDims c;
 	conv_geom(n, &op_in(g, n, 0)->shape, &op_in(g, n, 1)->shape, &c);
 	zero(n, out);
 	conv_loop(&c, in[0], in[1], NULL, out, CONV_FWD);
@@ -203,7 +210,7 @@ void ref_conv2d(const Graph *g, const Node *n, const double *const *in, double *
 
 void ref_conv2d_grad_input(const Graph *g, const Node *n, const double *const *in, double *out)
 {
-	ConvGeom c;
+	ConvDims c;
 	conv_geom(n, &n->shape, &op_in(g, n, 1)->shape, &c);
 	zero(n, out);
 	conv_loop(&c, NULL, in[1], in[0], out, CONV_DX);
@@ -211,7 +218,7 @@ void ref_conv2d_grad_input(const Graph *g, const Node *n, const double *const *i
 
 void ref_conv2d_grad_weight(const Graph *g, const Node *n, const double *const *in, double *out)
 {
-	ConvGeom c;
+	ConvDims c;
 	conv_geom(n, &op_in(g, n, 1)->shape, &n->shape, &c);
 	zero(n, out);
 	conv_loop(&c, in[1], NULL, in[0], out, CONV_DW);
@@ -252,6 +259,8 @@ double flops_conv2d_grad(const Graph *g, const Node *n)
 
 /* ---- matmul ---- */
 
+MatmulFlags ir_matmul_flags(const Node *n) { return (MatmulFlags){.ta = n->attr[0] != 0, .tb = n->attr[1] != 0}; }
+
 bool shape_matmul(Node *n, const Graph *g, char *err, size_t errlen)
 {
 	const Shape *a = &op_in(g, n, 0)->shape, *b = &op_in(g, n, 1)->shape;
@@ -273,7 +282,8 @@ bool shape_matmul(Node *n, const Graph *g, char *err, size_t errlen)
 void ref_matmul(const Graph *g, const Node *n, const double *const *in, double *out)
 {
 	const Shape *a = &op_in(g, n, 0)->shape;
-	bool ta = n->attr[0] != 0, tb = n->attr[1] != 0;
+	MatmulFlags f = ir_matmul_flags(n);
+	bool ta = f.ta, tb = f.tb;
 	int64_t m = n->shape.dim[0], nn = n->shape.dim[1], k = a->dim[ta ? 0 : 1];
 	for (int64_t i = 0; i < m; i++)
 		for (int64_t j = 0; j < nn; j++) {
@@ -295,7 +305,8 @@ static int emit_matmul(Graph *g, int a, int b, int ta, int tb)
 void grad_matmul(GradContext *gc, const Node *n, int dc)
 {
 	Graph *g = gc_graph(gc);
-	int a = n->in[0], b = n->in[1], ta = n->attr[0] != 0, tb = n->attr[1] != 0;
+	MatmulFlags f = ir_matmul_flags(n);
+	int a = n->in[0], b = n->in[1], ta = f.ta, tb = f.tb;
 	int da, db;
 	if (!ta && !tb) {        /* C = A B:     dA = dC B^T,   dB = A^T dC */
 		da = emit_matmul(g, dc, b, 0, 1);
@@ -317,7 +328,7 @@ void grad_matmul(GradContext *gc, const Node *n, int dc)
 double flops_matmul(const Graph *g, const Node *n)
 {
 	const Shape *a = &op_in(g, n, 0)->shape;
-	int64_t k = a->dim[n->attr[0] != 0 ? 0 : 1];
+	int64_t k = a->dim[ir_matmul_flags(n).ta ? 0 : 1];
 	return 2.0 * (double)shape_numel(&n->shape) * (double)k;
 }
 
@@ -328,7 +339,7 @@ typedef struct {
 	int64_t kh, kw, sh, sw, ph, pw;
 	bool include_pad;             /* avg: padding counts in the divisor */
 	bool ceil;                    /* ceil mode: the output size rounds up (Caffe) */
-} PoolGeom;
+} PoolDims;
 
 /* A 0/1 attribute of the pooling ops by name (absent: 0). */
 static bool pool_flag(const Node *n, const char *attr, bool *out, char *err, size_t errlen)
@@ -339,6 +350,14 @@ static bool pool_flag(const Node *n, const char *attr, bool *out, char *err, siz
 		return false;
 	*out = v != 0;
 	return true;
+}
+
+PoolGeom ir_pool_geom(const Node *n)
+{
+	int inc = ir_attr_index(n->op, "count_include_pad"), ceil = ir_attr_index(n->op, "ceil_mode");
+	return (PoolGeom){.kh = (int64_t)n->attr[0], .kw = (int64_t)n->attr[1], .sh = (int64_t)n->attr[2],
+			  .sw = (int64_t)n->attr[3], .ph = (int64_t)n->attr[4], .pw = (int64_t)n->attr[5],
+			  .count_include_pad = inc >= 0 && n->attr[inc] != 0, .ceil_mode = ceil >= 0 && n->attr[ceil] != 0};
 }
 
 /* Output size along one axis. Ceil mode rounds up, as long as the last window starts inside the
@@ -353,7 +372,7 @@ static int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t pad, bool ceil
 }
 
 /* Reads the attributes and checks them against x; floor mode unless ceil_mode. */
-static bool pool_geom(const Node *n, const Shape *x, PoolGeom *p, char *err, size_t errlen)
+static bool pool_geom(const Node *n, const Shape *x, PoolDims *p, char *err, size_t errlen)
 {
 	char sx[96];
 	int64_t *field[6] = {&p->kh, &p->kw, &p->sh, &p->sw, &p->ph, &p->pw};
@@ -379,7 +398,7 @@ static bool pool_geom(const Node *n, const Shape *x, PoolGeom *p, char *err, siz
 bool shape_pool2d(Node *n, const Graph *g, char *err, size_t errlen)
 {
 	const Shape *x = &op_in(g, n, 0)->shape;
-	PoolGeom p;
+	PoolDims p;
 	if (!need_4d(n, g, 0, "input", err, errlen) || !op_need_float(n, g, 0, err, errlen) ||
 	    !pool_geom(n, x, &p, err, errlen))
 		return false;
@@ -392,7 +411,7 @@ bool shape_pool2d(Node *n, const Graph *g, char *err, size_t errlen)
 bool shape_pool2d_grad(Node *n, const Graph *g, char *err, size_t errlen)
 {
 	const Shape *dy = &op_in(g, n, 0)->shape, *x = &op_in(g, n, 1)->shape;
-	PoolGeom p;
+	PoolDims p;
 	char sd[96], sw[96];
 	if (!need_4d(n, g, 1, "input", err, errlen) || !op_binary_dtype(n, g, err, errlen) ||
 	    !pool_geom(n, x, &p, err, errlen))
@@ -406,7 +425,7 @@ bool shape_pool2d_grad(Node *n, const Graph *g, char *err, size_t errlen)
 }
 
 /* Offsets within a plane of the in-bounds elements of window (oh, ow), in row-major order. */
-static int64_t pool_window(const PoolGeom *p, int64_t oh, int64_t ow, int64_t *idx)
+static int64_t pool_window(const PoolDims *p, int64_t oh, int64_t ow, int64_t *idx)
 {
 	int64_t k = 0;
 	for (int64_t i = 0; i < p->kh; i++)
@@ -423,7 +442,7 @@ typedef enum { POOL_MAX, POOL_AVG, POOL_MAX_GRAD, POOL_AVG_GRAD } PoolMode;
 /* The average's divisor for window (oh, ow) holding k input elements: with count_include_pad
  * the window clipped to the padded input, as Caffe divides (kh * kw but in ceil mode's last
  * windows), else k. */
-static double pool_divisor(const PoolGeom *p, int64_t oh, int64_t ow, int64_t k)
+static double pool_divisor(const PoolDims *p, int64_t oh, int64_t ow, int64_t k)
 {
 	if (!p->include_pad)
 		return (double)k;
@@ -462,7 +481,7 @@ static void pool_ref(const Graph *g, const Node *n, const double *const *in, dou
 {
 	bool grad = mode == POOL_MAX_GRAD || mode == POOL_AVG_GRAD;
 	const double *x = in[grad ? 1 : 0], *dy = grad ? in[0] : NULL;
-	PoolGeom p;
+	PoolDims p;
 	char err[8];
 	pool_geom(n, &op_in(g, n, grad ? 1 : 0)->shape, &p, err, sizeof err);
 	int64_t *idx = malloc((size_t)(p.kh * p.kw) * sizeof *idx);
@@ -516,5 +535,6 @@ void grad_avg_pool2d(GradContext *gc, const Node *n, int dy) { grad_pool(gc, n, 
 double flops_pool2d(const Graph *g, const Node *n)
 {
 	const Shape *y = n->nin == 2 ? &op_in(g, n, 0)->shape : &n->shape;
-	return (double)shape_numel(y) * n->attr[0] * n->attr[1];
+	PoolGeom p = ir_pool_geom(n);
+	return (double)shape_numel(y) * (double)p.kh * (double)p.kw;
 }

@@ -12,6 +12,11 @@ typedef struct {
 	double bias, alpha, beta;
 } LrnGeom;
 
+LrnParams ir_lrn_params(const Node *n)
+{
+	return (LrnParams){.depth_radius = (int64_t)n->attr[0], .bias = n->attr[1], .alpha = n->attr[2], .beta = n->attr[3]};
+}
+
 static bool lrn_attrs(const Node *n, LrnGeom *p, char *err, size_t errlen)
 {
 	if (!op_attr_int(n, 0, 0, 32, &p->r, err, errlen)) /* codegen unrolls the window */
@@ -118,7 +123,7 @@ void grad_lrn(GradContext *gc, const Node *n, int dy)
 /* per element: the window's squares and sum, then the power and the product */
 double flops_lrn(const Graph *g, const Node *n)
 {
-	double w = 2 * n->attr[0] + 1;
+	double w = 2 * (double)ir_lrn_params(n).depth_radius + 1;
 	double per = n->op == OP_lrn ? 2 * w + 4 : (w + 1) * (2 * w + 6);
 	return per * (double)shape_numel(&n->shape);
 }

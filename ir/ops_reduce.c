@@ -4,6 +4,11 @@
 
 #include "ir/ops.h"
 
+unsigned ir_reduce_axes(const Node *n) { return (unsigned)n->attr[0]; }
+
+/* reduction 0 = mean, 1 = sum */
+bool ir_loss_is_mean(const Node *n) { return n->attr[0] == 0; }
+
 /* ---- sum, mean ---- */
 
 bool shape_reduce(Node *n, const Graph *g, char *err, size_t errlen)
@@ -46,7 +51,7 @@ void ref_sum(const Graph *g, const Node *n, const double *const *in, double *out
 	for (int64_t i = 0; i < m; i++)
 		out[i] = 0;
 	for (int64_t i = 0; i < total; i++)
-		out[reduce_index(x, (unsigned)n->attr[0], i)] += in[0][i];
+		out[reduce_index(x, ir_reduce_axes(n), i)] += in[0][i];
 }
 
 void ref_mean(const Graph *g, const Node *n, const double *const *in, double *out)
@@ -82,7 +87,7 @@ void grad_sum(GradContext *gc, const Node *n, int dy)
 	Graph *g = gc_graph(gc);
 	int x = n->in[0];
 	Shape xs = g->node[x].shape;
-	gc_accumulate(gc, x, spread(g, &xs, (unsigned)n->attr[0], dy));
+	gc_accumulate(gc, x, spread(g, &xs, ir_reduce_axes(n), dy));
 }
 
 void grad_mean(GradContext *gc, const Node *n, int dy)
@@ -91,7 +96,7 @@ void grad_mean(GradContext *gc, const Node *n, int dy)
 	int x = n->in[0];
 	Shape xs = g->node[x].shape;
 	double count = (double)shape_numel(&xs) / (double)shape_numel(&n->shape);
-	int in[2] = {spread(g, &xs, (unsigned)n->attr[0], dy), ir_const(g, 1 / count)};
+	int in[2] = {spread(g, &xs, ir_reduce_axes(n), dy), ir_const(g, 1 / count)};
 	gc_accumulate(gc, x, ir_emit(g, OP_mul, in, NULL));
 }
 
@@ -110,7 +115,7 @@ typedef void (*RowFn)(const double *const *in, double *out, int64_t len, int64_t
 static void each_row(const Graph *g, const Node *n, const double *const *in, double *out, RowFn f)
 {
 	int64_t outer, len, inner;
-	op_axis_split(&n->shape, (int)n->attr[0], &outer, &len, &inner);
+	op_axis_split(&n->shape, ir_axis(n), &outer, &len, &inner);
 	for (int64_t o = 0; o < outer; o++)
 		for (int64_t k = 0; k < inner; k++) {
 			int64_t base = o * len * inner + k;
@@ -251,7 +256,7 @@ static double loss_dims(const Graph *g, const Node *n, int s, int64_t *rows, int
 	const Shape *x = &op_in(g, n, s)->shape;
 	*rows = x->dim[0];
 	*cols = x->dim[1];
-	return n->attr[0] == 0 ? 1.0 / (double)*rows : 1.0;
+	return ir_loss_is_mean(n) ? 1.0 / (double)*rows : 1.0;
 }
 
 void ref_nll_loss(const Graph *g, const Node *n, const double *const *in, double *out)

@@ -2,6 +2,12 @@
  * (and between OIHW and OHWI). Output axis d is input axis p<d>. */
 #include "ir/ops.h"
 
+void ir_transpose_perm(const Node *n, int perm[4])
+{
+	for (int d = 0; d < 4; d++)
+		perm[d] = (int)n->attr[d];
+}
+
 /* The permutation in the attributes; false unless it is one of 0..3. */
 static bool perm_of(const Node *n, int p[4], char *err, size_t errlen)
 {

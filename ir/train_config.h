@@ -19,7 +19,22 @@ typedef enum { PREC_FP32, PREC_FP16, PREC_BF16, PREC_COUNT } PrecisionKind;
  * counts) stays below 2^63 in the training loop. */
 #define TRAIN_MAX_BATCH (INT64_C(1) << 24)
 #define TRAIN_MAX_EPOCHS (INT64_C(1) << 31)
+/* Steps, intervals, milestones: a .net file's integer limit (frontend/ast.h's FE_MAX_INT). */
+#define TRAIN_MAX_COUNT (INT64_C(1) << 40)
 
+/* How the frontend reads a train-section key's value (the parse column of ir/train_fields.def). */
+typedef enum {
+	TP_NONE,     /* no key of its own: set by another key, such as optimizer(lr=...) */
+	TP_POSITIVE, /* a whole number in [1, hi] */
+	TP_NONNEG,   /* a whole number in [0, hi] */
+	TP_OPTIMIZER,
+	TP_SCHEDULE,
+	TP_DATA,
+	TP_PRECISION,
+} TrainParse;
+
+/* Every member has its row in ir/train_fields.def, which the train section, the bundle writer and
+ * the bundle reader are generated from. */
 typedef struct {
 	OptimizerKind optimizer;
 	double lr;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/ops.h"
 #include "passes/passes.h"
 
 #define ACC_SLOT "grad_acc"
@@ -25,9 +26,8 @@ static int bin(Graph *g, OpId op, int a, int b) { return ir_emit(g, op, (int[]){
 /* A zero of shape s: the constant broadcast, so the reset is elementwise like the update. */
 static int zeros(Graph *g, Shape s)
 {
-	double attr[IR_MAX_ATTRS] = {s.rank};
-	for (int d = 0; d < s.rank; d++)
-		attr[1 + d] = (double)s.dim[d];
+	double attr[IR_MAX_ATTRS] = {0};
+	op_shape_attrs(&s, attr);
 	return ir_emit(g, OP_broadcast_to, (int[]){ir_const(g, 0.0)}, attr);
 }
 

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "ir/rebuild.h"
+#include "ir/ops.h"
 #include "passes/passes.h"
 
 static const double to_nhwc[IR_MAX_ATTRS] = {0, 2, 3, 1}; /* NCHW -> NHWC, OIHW -> OHWI */
@@ -62,7 +63,7 @@ static bool goes_nhwc(const Graph *g, const Layout *L, int id)
 	if (is_unary(n->op))
 		return L->nhwc[n->in[0]];
 	if (n->op == OP_bias_add)
-		return L->nhwc[n->in[0]] && n->shape.rank == 4 && (int)n->attr[0] == 1;
+		return L->nhwc[n->in[0]] && n->shape.rank == 4 && ir_axis(n) == 1;
 	if (is_binary(n->op)) {
 		const Node *a = &g->node[n->in[0]], *b = &g->node[n->in[1]];
 		bool sa = shape_numel(&a->shape) == 1, sb = shape_numel(&b->shape) == 1;
@@ -150,7 +151,7 @@ static int rewrite(Graph *dst, const Graph *src, int id, const int *map, void *c
 		if (n->op == OP_conv2d)
 			attr[ir_attr_index(OP_conv2d, "layout")] = LAYOUT_NHWC;
 		if (n->op == OP_bias_add)
-			attr[0] = 3;
+			attr[ir_attr_index(OP_bias_add, "axis")] = 3;
 		nid = copy_with(dst, src, id, in, attr);
 	} else {
 		for (int k = 0; k < n->nin; k++)
@@ -179,14 +180,14 @@ static bool has_conv(const Graph *g)
 static int choose_layout(const Graph *g)
 {
 	double all = 0, strided = 0;
-	int sh = ir_attr_index(OP_conv2d, "stride_h"), sw = ir_attr_index(OP_conv2d, "stride_w");
 	for (int i = 0; i < g->nnodes; i++) {
 		const Node *n = &g->node[i];
 		if (n->op != OP_conv2d)
 			continue;
 		double f = ir_ops[OP_conv2d].flops(g, n);
 		all += f;
-		if (n->attr[sh] > 1 || n->attr[sw] > 1)
+		ConvGeom c = ir_conv_geom(n);
+		if (c.sh > 1 || c.sw > 1)
 			strided += f;
 	}
 	return strided > 0.5 * all ? LAYOUT_NHWC : LAYOUT_NCHW;

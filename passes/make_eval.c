@@ -6,6 +6,7 @@
  * clones. */
 #include <stdlib.h>
 
+#include "ir/ops.h"
 #include "passes/passes.h"
 
 /* swap[i]: the state that node i reads as in evaluation, or -1. */
@@ -47,9 +48,8 @@ static char *eval_live(const Graph *g, const int *swap)
 static int reshaped_state(Graph *g, int id, int state)
 {
 	Shape s = g->node[id].shape;
-	double attr[1 + IR_MAX_DIMS] = {s.rank};
-	for (int d = 0; d < s.rank; d++)
-		attr[1 + d] = (double)s.dim[d];
+	double attr[1 + IR_MAX_DIMS];
+	op_shape_attrs(&s, attr);
 	int in[1] = {state};
 	int r = ir_emit(g, OP_reshape, in, attr);
 	char name[160];

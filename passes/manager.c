@@ -182,8 +182,11 @@ bool passes_resolve(const PassOptions *o, const PassInfo **list, int max, int *n
 	static const PassOptions plain = {0};
 	if (!o)
 		o = &plain;
-	if (!parse_pipeline(o->passes ? o->passes : PASSES_DEFAULT, list, max, n, err, errlen) ||
-	    !disable(o->disable, list, n, err, errlen))
+	*n = 0;
+	if ((o->passes || !o->listed_only) &&
+	    !parse_pipeline(o->passes ? o->passes : PASSES_DEFAULT, list, max, n, err, errlen))
+		return false;
+	if (!disable(o->disable, list, n, err, errlen))
 		return false;
 	if (o->O0) {
 		int k = 0;
@@ -192,7 +195,7 @@ bool passes_resolve(const PassOptions *o, const PassInfo **list, int max, int *n
 				list[k++] = list[i];
 		*n = k;
 	}
-	return check_required(list, *n, err, errlen) && check_order(list, *n, err, errlen) &&
+	return (o->listed_only || check_required(list, *n, err, errlen)) && check_order(list, *n, err, errlen) &&
 	       check_print_after(o->print_after, list, *n, err, errlen);
 }
 

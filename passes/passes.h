@@ -24,6 +24,8 @@ typedef struct PassOptions {
 	FILE *log;               /* where --print-after and --time-passes write; NULL: stderr */
 	int layout;              /* LAYOUT_NCHW, LAYOUT_NHWC (ir.h) or LAYOUT_AUTO: the layout pass
 	                          * picks from the graph (passes/layout.c) */
+	bool listed_only;        /* netc opt: run exactly --passes (none without it) on a graph read
+	                          * as text; no pass is required */
 } PassOptions;
 
 typedef bool (*PassFn)(Graph *g, const PassOptions *o, Diag *d);

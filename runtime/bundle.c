@@ -5,7 +5,8 @@
  * there, and against accidental damage, before it trusts a count or a size in it:
  *
  *   "NETCBNDL"  u32 version
- *   header               section: the scalar fields of Bundle and its TrainConfig
+ *   header               section: the scalar fields of Bundle, then its TrainConfig in
+ *                        ir/train_fields.def's order
  *   buffer table         section: u32 count, count records of BUF_RECORD bytes
  *   code objects         section: u32 count, then each: target[32], arch[32], i32 kind, i32 wave,
  *                        u64 size, size bytes, training, evaluation and accumulation kernel lists
@@ -35,10 +36,7 @@
 
 /* Limits of what a bundle may say, far beyond any real plan, so that the runtime's int64
  * arithmetic cannot overflow on what passed the reader. */
-#define MAX_BATCH TRAIN_MAX_BATCH
 #define MAX_ARENA (INT64_C(1) << 48)  /* 256 TiB: more than any device holds */
-#define MAX_EPOCHS TRAIN_MAX_EPOCHS
-#define MAX_COUNT (INT64_C(1) << 40)  /* steps, intervals, milestones: the frontend's integer limit */
 #define MAX_RECORDS (1u << 20)        /* buffers, or kernels in one list */
 #define MAX_CODES 64u                 /* code objects (targets) */
 
@@ -117,34 +115,22 @@ static void w_end(Wr *w, size_t at)
 		w->p[at + 8 + i] = (uint8_t)(sum >> (8 * i));
 }
 
+/* The fields in ir/train_fields.def's order. */
 static void w_train(Wr *w, const TrainConfig *c)
 {
-	w_i32(w, c->optimizer);
-	w_f64(w, c->lr);
-	w_f64(w, c->momentum);
-	w_f64(w, c->dampening);
-	w_i32(w, c->nesterov);
-	w_f64(w, c->weight_decay);
-	w_f64(w, c->rho);
-	w_f64(w, c->eps);
-	w_i32(w, c->schedule);
-	w_i64(w, c->step_size);
-	w_f64(w, c->gamma);
-	w_i64(w, c->batch);
-	w_i64(w, c->epochs);
-	w_i64(w, c->steps);
-	w_bytes(w, c->dataset, sizeof c->dataset);
-	w_i64(w, c->log_every);
-	w_f64(w, c->beta1);
-	w_f64(w, c->beta2);
-	w_i32(w, c->nmilestones);
-	for (int i = 0; i < TRAIN_MAX_MILESTONES; i++)
-		w_i64(w, c->milestones[i]);
-	w_i64(w, c->t_max);
-	w_f64(w, c->eta_min);
-	w_i64(w, c->warmup);
-	w_i64(w, c->accumulate);
-	w_i32(w, c->precision);
+#define W_i32(m) w_i32(w, c->m)
+#define W_i64(m) w_i64(w, c->m)
+#define W_f64(m) w_f64(w, c->m)
+#define W_str(m) w_bytes(w, c->m, sizeof c->m)
+#define TRAIN_FIELD(wire, member, ...) W_##wire(member);
+#define TRAIN_LIST(member, ...)                                                                   \
+	for (size_t i = 0; i < sizeof c->member / sizeof c->member[0]; i++)                      \
+		w_i64(w, c->member[i]);
+#include "ir/train_fields.def"
+#undef W_i32
+#undef W_i64
+#undef W_f64
+#undef W_str
 }
 
 static void w_header(Wr *w, const Bundle *b)
@@ -395,87 +381,74 @@ static void r_section_end(Rd *sub, const char *what)
 		r_fail(sub, "malformed bundle: %zu unread bytes at the end of the %s", r_left(sub), what);
 }
 
+/* The fields in ir/train_fields.def's order, as w_train wrote them. */
 static void r_train(Rd *r, TrainConfig *c)
 {
-	c->optimizer = (OptimizerKind)r_i32(r, "header");
-	c->lr = r_f64(r, "header");
-	c->momentum = r_f64(r, "header");
-	c->dampening = r_f64(r, "header");
-	c->nesterov = r_i32(r, "header");
-	c->weight_decay = r_f64(r, "header");
-	c->rho = r_f64(r, "header");
-	c->eps = r_f64(r, "header");
-	c->schedule = (ScheduleKind)r_i32(r, "header");
-	c->step_size = r_i64(r, "header");
-	c->gamma = r_f64(r, "header");
-	c->batch = r_i64(r, "header");
-	c->epochs = r_i64(r, "header");
-	c->steps = r_i64(r, "header");
-	r_str(r, c->dataset, sizeof c->dataset, "training data set name");
-	c->log_every = r_i64(r, "header");
-	c->beta1 = r_f64(r, "header");
-	c->beta2 = r_f64(r, "header");
-	c->nmilestones = r_i32(r, "header");
-	for (int i = 0; i < TRAIN_MAX_MILESTONES; i++)
-		c->milestones[i] = r_i64(r, "header");
-	c->t_max = r_i64(r, "header");
-	c->eta_min = r_f64(r, "header");
-	c->warmup = r_i64(r, "header");
-	c->accumulate = r_i64(r, "header");
-	c->precision = (PrecisionKind)r_i32(r, "header");
+#define R_i32(m, what) c->m = r_i32(r, "header")
+#define R_i64(m, what) c->m = r_i64(r, "header")
+#define R_f64(m, what) c->m = r_f64(r, "header")
+#define R_str(m, what) r_str(r, c->m, sizeof c->m, what)
+#define TRAIN_FIELD(wire, member, what, ...) R_##wire(member, what);
+#define TRAIN_LIST(member, ...)                                                                   \
+	for (size_t i = 0; i < sizeof c->member / sizeof c->member[0]; i++)                      \
+		c->member[i] = r_i64(r, "header");
+#include "ir/train_fields.def"
+#undef R_i32
+#undef R_i64
+#undef R_f64
+#undef R_str
 }
 
-typedef struct {
-	const char *name;
-	int64_t value, lo, hi;
-} Range;
-
-/* Each field within [lo, hi]; the first that is not is the error. */
-static void check_ranges(Rd *r, const Range *f, size_t n)
+/* value within [lo, hi], or the error; past the first error, nothing more. */
+static void check_range(Rd *r, const char *name, int64_t value, int64_t lo, int64_t hi)
 {
-	for (size_t i = 0; i < n && r->ok; i++)
-		if (f[i].value < f[i].lo || f[i].value > f[i].hi)
-			r_fail(r, "malformed bundle: %s is %lld, outside %lld to %lld", f[i].name,
-			       (long long)f[i].value, (long long)f[i].lo, (long long)f[i].hi);
+	if (r->ok && (value < lo || value > hi))
+		r_fail(r, "malformed bundle: %s is %lld, outside %lld to %lld", name, (long long)value,
+		       (long long)lo, (long long)hi);
+}
+
+static void check_finite(Rd *r, const char *name, double value)
+{
+	if (r->ok && !isfinite(value))
+		r_fail(r, "malformed bundle: %s is not finite", name);
 }
 
 /* Every number of the header within what a plan can mean: enums known, counts that the training
- * loop's int64 arithmetic cannot overflow, reals finite. */
+ * loop's int64 arithmetic cannot overflow, reals finite. The integers go first, so that a list's
+ * count is known good before its elements are read. */
 static void check_header(Rd *r, const Bundle *b)
 {
 	const TrainConfig *c = &b->train;
-	const Range count[] = {
-		{"batch", b->batch, 1, MAX_BATCH},
-		{"arena size", b->arena_bytes, 0, MAX_ARENA},
-		{"optimizer", c->optimizer, 0, OPT_COUNT - 1},
-		{"nesterov", c->nesterov, 0, 1},
-		{"schedule", c->schedule, 0, SCHED_COUNT - 1},
-		{"step size", c->step_size, 0, MAX_COUNT},
-		{"training batch", c->batch, 1, MAX_BATCH},
-		{"epochs", c->epochs, 0, MAX_EPOCHS},
-		{"steps", c->steps, 0, MAX_COUNT},
-		{"log interval", c->log_every, 0, MAX_COUNT},
-		{"milestone count", c->nmilestones, 0, TRAIN_MAX_MILESTONES},
-		{"t_max", c->t_max, 0, MAX_COUNT},
-		{"warm-up", c->warmup, 0, MAX_COUNT},
-		{"accumulate", c->accumulate, 1, TRAIN_MAX_ACCUMULATE},
-		{"precision", c->precision, 0, PREC_COUNT - 1},
-	};
-	check_ranges(r, count, sizeof count / sizeof count[0]);
-	for (int i = 0; i < c->nmilestones && r->ok; i++)
-		check_ranges(r, &(Range){"milestone", c->milestones[i], 0, MAX_COUNT}, 1);
-	const struct {
-		const char *name;
-		double value;
-	} real[] = {
-		{"learning rate", c->lr}, {"momentum", c->momentum}, {"dampening", c->dampening},
-		{"weight decay", c->weight_decay}, {"rho", c->rho}, {"eps", c->eps}, {"gamma", c->gamma},
-		{"beta1", c->beta1}, {"beta2", c->beta2}, {"eta_min", c->eta_min},
-		{"FLOPs per step", b->flops_per_step},
-	};
-	for (size_t i = 0; i < sizeof real / sizeof real[0] && r->ok; i++)
-		if (!isfinite(real[i].value))
-			r_fail(r, "malformed bundle: %s is not finite", real[i].name);
+	check_range(r, "batch", b->batch, 1, TRAIN_MAX_BATCH);
+	check_range(r, "arena size", b->arena_bytes, 0, MAX_ARENA);
+#define CHECK_i32(m, what, lo, hi) check_range(r, what, c->m, lo, hi)
+#define CHECK_i64(m, what, lo, hi) check_range(r, what, c->m, lo, hi)
+#define CHECK_f64(m, what, lo, hi)
+#define CHECK_str(m, what, lo, hi)
+#define TRAIN_FIELD(wire, member, what, lo, hi, ...) CHECK_##wire(member, what, lo, hi);
+#define TRAIN_LIST(...)
+#include "ir/train_fields.def"
+#undef CHECK_i32
+#undef CHECK_i64
+#undef CHECK_f64
+#undef CHECK_str
+#define TRAIN_FIELD(...)
+#define TRAIN_LIST(member, count, what, lo, hi)                                                   \
+	for (int i = 0; i < c->count && r->ok; i++)                                               \
+		check_range(r, what, c->member[i], lo, hi);
+#include "ir/train_fields.def"
+#define TRAIN_FIELD(wire, member, what, ...) FINITE_##wire(member, what);
+#define FINITE_i32(m, what)
+#define FINITE_i64(m, what)
+#define FINITE_f64(m, what) check_finite(r, what, c->m)
+#define FINITE_str(m, what)
+#define TRAIN_LIST(...)
+#include "ir/train_fields.def"
+#undef FINITE_i32
+#undef FINITE_i64
+#undef FINITE_f64
+#undef FINITE_str
+	check_finite(r, "FLOPs per step", b->flops_per_step);
 }
 
 static void r_header(Rd *r, Bundle *b)

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "ir/ir.h"
+#include "ir/ops.h"
 #include "runtime/image_dtype.h"
 #include "runtime/rt.h"
 #include "tools/commands.h"
@@ -118,7 +119,7 @@ static double *const_value(const Node *n)
 	double *v = malloc(sizeof *v);
 	if (!v)
 		abort();
-	*v = n->attr[0];
+	*v = ir_const_value(n);
 	return v;
 }
 

@@ -6,5 +6,8 @@
 
 int cmd_check(const Args *a); /* tools/check.c */
 int cmd_dot(const Args *a);   /* tools/dot.c: the graph with fused groups as Graphviz clusters */
+struct PassOptions;
+/* tools/opt.c: a text graph through exactly the passes of o, printed back */
+int cmd_opt(const Args *a, const struct PassOptions *o);
 
 #endif

@@ -11,6 +11,7 @@
 
 #ifndef NETC_RUNTIME_ONLY
 #include "codegen/make_bundle.h"
+#include "codegen/target.h"
 #include "frontend/frontend.h"
 #include "passes/passes.h"
 #endif
@@ -131,7 +132,7 @@ static bool lookup_target(const char *spec, const ModelTargets *t, CgTarget *out
 	if (!cg_target_lookup(spec, &plain, out, err, errlen))
 		return false;
 	/* wave size and code-object version are AMD's: other targets keep their defaults */
-	if (out->kind == CG_AMDGPU && (asked.wave || asked.code_object_version))
+	if (out->ops->amd_options && (asked.wave || asked.code_object_version))
 		return cg_target_lookup(spec, &asked, out, err, errlen);
 	return true;
 }
@@ -166,7 +167,7 @@ static bool parse_targets(const ModelTargets *t, CgTarget **out, int *n)
 				fprintf(stderr, "netc: error: --target '%s' names %s twice\n", list, c->name);
 				return false;
 			}
-		amd |= c->kind == CG_AMDGPU;
+		amd |= c->ops->amd_options;
 		(*n)++;
 		p += k;
 		if (!*p)
@@ -196,18 +197,22 @@ static const struct {
 	{"so", EMIT_SO, "host shared objects (the target host)"},
 };
 
-/* The kinds of file that targets of this kind produce. */
-static unsigned emit_made_by(CgTargetKind k)
+/* The kinds of file that the target produces: its code object (named as its extension) and the
+ * text forms. */
+static unsigned emit_made_by(const CgTarget *t)
 {
-	unsigned code = k == CG_AMDGPU ? EMIT_HSACO : k == CG_NVPTX ? EMIT_PTX : EMIT_SO;
-	return code | EMIT_LL | EMIT_ASM;
+	unsigned made = EMIT_LL | EMIT_ASM;
+	for (size_t e = 0; e < sizeof emit_kinds / sizeof *emit_kinds; e++)
+		if (strcmp(emit_kinds[e].name, t->ops->code_ext) == 0)
+			made |= emit_kinds[e].bit;
+	return made;
 }
 
 static bool parse_emit(const char *list, const CgTarget *tg, int n, unsigned *out)
 {
 	unsigned made = 0;
 	for (int i = 0; i < n; i++)
-		made |= emit_made_by(tg[i].kind);
+		made |= emit_made_by(&tg[i]);
 	*out = made;
 	if (!list)
 		return true;
@@ -272,14 +277,16 @@ static bool dump_one(const char *dir, const char *model, const CgTarget *t, cons
 static bool dump_target(const ModelTargets *mt, const char *model, const CgTarget *t, const CgOutput *o, unsigned emit)
 {
 	const char *dir = mt->dump_dir;
-	/* PTX is NVIDIA's assembly: asking for either writes the one .ptx file */
-	if (t->kind == CG_NVPTX && (emit & EMIT_ASM))
-		emit = (emit | EMIT_PTX) & ~(unsigned)EMIT_ASM;
-	unsigned own = emit & emit_made_by(t->kind) & (EMIT_HSACO | EMIT_PTX | EMIT_SO);
-	const char *code_ext = t->kind == CG_AMDGPU ? "hsaco" : t->kind == CG_NVPTX ? "ptx" : "so";
+	/* PTX is NVIDIA's assembly: where the code is the assembly, asking for either writes the
+	 * one code file */
+	unsigned code = emit_made_by(t) & (EMIT_HSACO | EMIT_PTX | EMIT_SO);
+	if (t->ops->code_is_text && (emit & EMIT_ASM))
+		emit = (emit | code) & ~(unsigned)EMIT_ASM;
+	unsigned own = emit & code;
+	const char *code_ext = t->ops->code_ext;
 	size_t code_size = o->size;
-	/* PTX is text: the file ends where the text does */
-	if (t->kind == CG_NVPTX)
+	/* text: the file ends where the text does */
+	if (t->ops->code_is_text)
 		code_size = strnlen((const char *)o->code, o->size);
 	if (own && !dump_one(dir, model, t, code_ext, o->code, code_size, mt->quiet))
 		return false;

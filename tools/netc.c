@@ -33,12 +33,7 @@ static int cmd_print(const Args *a)
 	Graph *g = model_load_graph(a->model, a->batch, a->training);
 	if (!g)
 		return 1;
-	ir_print(stdout, g, a->training ? PROG_TRAIN : 0);
-	if (a->training && g->train.accumulate > 1) {
-		printf("; accumulation micro-batch (%lld per step, the last runs the step above):\n",
-		       (long long)g->train.accumulate);
-		ir_print(stdout, g, PROG_ACCUM);
-	}
+	ir_print(stdout, g, 0); /* the whole graph, each node with its programs: `netc opt` reads it */
 	ir_graph_free(g);
 	return 0;
 }
@@ -429,6 +424,8 @@ static int bench_compare(const Args *a, const PassOptions *base)
 }
 
 static PassOptions pass_options; /* of this run, from the command line (main) */
+
+static int run_opt(const Args *a) { return cmd_opt(a, &pass_options); }
 #endif
 
 static int cmd_bench(const Args *a)
@@ -498,9 +495,10 @@ static const Command commands[] = {
 #ifndef NETC_RUNTIME_ONLY
 	{"print", cmd_print, OPT_TRAINING | OPT_BATCH | OPT_PASSES | OPT_ACCUMULATE,
 	 "netc print MODEL.net [--training] [--batch N] [--accumulate K] " PASS_USAGE,
-	 "Prints the forward graph, or with --training the training step (forward, backward, optimizer\n"
-	 "update), one node per line; with gradient accumulation (--accumulate K or `accumulate = K`)\n"
-	 "also the accumulation micro-batch's program." PASS_HELP},
+	 "Prints the forward graph, or with --training the compiled graph (forward, backward, optimizer\n"
+	 "update, evaluation and, with --accumulate K or `accumulate = K`, the accumulation micro-batch),\n"
+	 "one node per line with the programs it runs in, its fused group and arena offset: the text\n"
+	 "form `netc opt` reads (docs/passes.md)." PASS_HELP},
 	{"info", cmd_info, OPT_BATCH | OPT_PASSES | OPT_PLAN, "netc info MODEL.net|FILE [--batch N] [--plan] " PASS_USAGE,
 	 "Summarizes a model: parameters, forward FLOPs per example, training step FLOPs, kernels and\n"
 	 "the bytes they read and write, arena bytes, and the memory plan: the arena against the sum of\n"
@@ -531,6 +529,10 @@ static const Command commands[] = {
 	 "each node labelled with its op and shape. `dot -Tsvg FILE.dot -o FILE.svg` draws it.\n"
 	 "--collapse backward,optimizer (either or both) draws the backward pass and the optimizer\n"
 	 "update as one box each, with their node and kernel counts." PASS_HELP},
+	{"opt", run_opt, OPT_PASSES, "netc opt FILE.ir " PASS_USAGE,
+	 "Reads a graph in the text form `netc print` writes (docs/passes.md), runs exactly the passes\n"
+	 "--passes lists (none without it; no pass is required, so one pass can be tested alone) and\n"
+	 "prints the graph in the same form. --precision sets the graph's `train precision`."},
 	{"passes", cmd_passes, OPT_NO_MODEL, "netc passes",
 	 "Lists every pass the pipeline may name, what it does, whether it is required, and the default\n"
 	 "pipeline. docs/passes.md says how to add one."},
@@ -622,7 +624,7 @@ static bool set_pass_options(const Command *c, const Args *a)
 	pass_options = (PassOptions){
 		.passes = a->passes, .disable = a->disable_pass, .print_after = a->print_after,
 		.time_passes = a->time_passes, .O0 = a->O0, .no_reuse = c->run == cmd_check,
-		.layout = layout_of(a),
+		.layout = layout_of(a), .listed_only = c->run == run_opt,
 	};
 	const PassInfo *list[64];
 	int n;

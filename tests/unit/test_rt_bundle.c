@@ -76,7 +76,8 @@ static void make_bundle(Bundle *b)
 			BundleKernel *kk = k < c->ntrain ? &c->train_kernels[k]
 					   : k < c->ntrain + c->neval ? &c->eval_kernels[k - c->ntrain]
 								      : &c->accum_kernels[k - c->ntrain - c->neval];
-			snprintf(kk->name, sizeof kk->name, "k%d_op%u", k, (unsigned)tu_below(50));
+			/* unique names: expect_grid_refused finds a kernel's record by its name */
+			snprintf(kk->name, sizeof kk->name, "c%d_k%d_op%u", i, k, (unsigned)tu_below(50));
 			kk->node = (int32_t)tu_below(100);
 			kk->grid = 1 + (int64_t)tu_below((uint64_t)b->arena_bytes);
 			kk->block = i ? 256 : 1;
@@ -361,6 +362,151 @@ static void test_ranges(const char *path, const char *bad, const Bundle *a)
 	free(d);
 }
 
+/* ---- the train fields: every row of ir/train_fields.def is written, read and range-checked ---- */
+
+/* Every field drawn within what the reader accepts. */
+static void random_train(TrainConfig *c)
+{
+#define DRAW_INT(m, lo, hi) c->m = (lo) + (int64_t)tu_below((uint64_t)((hi) - (lo)) + 1)
+#define DRAW_i32(m, lo, hi) DRAW_INT(m, lo, hi)
+#define DRAW_i64(m, lo, hi) DRAW_INT(m, lo, hi)
+#define DRAW_f64(m, lo, hi) c->m = tu_uniform(-2, 2)
+#define DRAW_str(m, lo, hi) snprintf(c->m, sizeof c->m, "set%u", (unsigned)tu_below(1000))
+#define TRAIN_FIELD(wire, member, what, lo, hi, ...) DRAW_##wire(member, lo, hi);
+#define TRAIN_LIST(member, count, what, lo, hi)                                                   \
+	for (size_t i = 0; i < sizeof c->member / sizeof c->member[0]; i++)                      \
+		DRAW_INT(member[i], lo, hi);
+#include "ir/train_fields.def"
+#undef DRAW_INT
+#undef DRAW_i32
+#undef DRAW_i64
+#undef DRAW_f64
+#undef DRAW_str
+}
+
+static void check_train_equal(const TrainConfig *a, const TrainConfig *b)
+{
+#define SAME_i32(m) CHECK(a->m == b->m, #m)
+#define SAME_i64(m) CHECK(a->m == b->m, #m)
+#define SAME_f64(m) CHECK(a->m == b->m, #m)
+#define SAME_str(m) CHECK(strcmp(a->m, b->m) == 0, #m)
+#define TRAIN_FIELD(wire, member, ...) SAME_##wire(member);
+#define TRAIN_LIST(member, ...) CHECK(memcmp(a->member, b->member, sizeof a->member) == 0, #member);
+#include "ir/train_fields.def"
+#undef SAME_i32
+#undef SAME_i64
+#undef SAME_f64
+#undef SAME_str
+}
+
+/* Little-endian writes for the layout the test spells out by hand. */
+static size_t put_le(uint8_t *p, uint64_t v, int bytes)
+{
+	for (int i = 0; i < bytes; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+	return (size_t)bytes;
+}
+
+static size_t put_f64(uint8_t *p, double v)
+{
+	uint64_t u;
+	memcpy(&u, &v, sizeof u);
+	return put_le(p, u, 8);
+}
+
+/* Every field round-trips, and the header holds them in BUNDLE_VERSION 5's order, written out
+ * here apart from the table: reordering its rows changes the format. */
+static void test_train_layout(const char *path, const Bundle *a)
+{
+	Bundle c = *a, b;
+	random_train(&c.train);
+	char err[512];
+	CHECK(bundle_write(&c, path, err, sizeof err), "write: %s", err);
+	CHECK(bundle_read(&b, path, err, sizeof err), "read: %s", err);
+	check_train_equal(&c.train, &b.train);
+	bundle_free(&b);
+
+	const TrainConfig *t = &c.train;
+	uint8_t want[512];
+	size_t n = 0;
+	n += put_le(want + n, (uint64_t)t->optimizer, 4);
+	n += put_f64(want + n, t->lr);
+	n += put_f64(want + n, t->momentum);
+	n += put_f64(want + n, t->dampening);
+	n += put_le(want + n, (uint64_t)t->nesterov, 4);
+	n += put_f64(want + n, t->weight_decay);
+	n += put_f64(want + n, t->rho);
+	n += put_f64(want + n, t->eps);
+	n += put_le(want + n, (uint64_t)t->schedule, 4);
+	n += put_le(want + n, (uint64_t)t->step_size, 8);
+	n += put_f64(want + n, t->gamma);
+	n += put_le(want + n, (uint64_t)t->batch, 8);
+	n += put_le(want + n, (uint64_t)t->epochs, 8);
+	n += put_le(want + n, (uint64_t)t->steps, 8);
+	memcpy(want + n, t->dataset, 32), n += 32;
+	n += put_le(want + n, (uint64_t)t->log_every, 8);
+	n += put_f64(want + n, t->beta1);
+	n += put_f64(want + n, t->beta2);
+	n += put_le(want + n, (uint64_t)t->nmilestones, 4);
+	for (int i = 0; i < 6; i++)
+		n += put_le(want + n, (uint64_t)t->milestones[i], 8);
+	n += put_le(want + n, (uint64_t)t->t_max, 8);
+	n += put_f64(want + n, t->eta_min);
+	n += put_le(want + n, (uint64_t)t->warmup, 8);
+	n += put_le(want + n, (uint64_t)t->accumulate, 8);
+	n += put_le(want + n, (uint64_t)t->precision, 4);
+
+	size_t size;
+	uint8_t *d = slurp(path, &size);
+	/* header contents: model[64], batch, arena, FLOPs, 10 buffer indices, then the train fields */
+	size_t header = 12, at = header + SECTION_HEAD + 64 + 3 * 8 + 10 * 4;
+	CHECK(get_u64(d + header) == at - header - SECTION_HEAD + n, "header holds %llu bytes, want %zu",
+	      (unsigned long long)get_u64(d + header), at - header - SECTION_HEAD + n);
+	CHECK(at + n <= size && memcmp(d + at, want, n) == 0, "train fields out of BUNDLE_VERSION 5's order");
+	free(d);
+}
+
+/* Each integer field just past either end of its range, each real not finite: refused, by name. */
+static void test_train_ranges(const char *path, const char *bad, const Bundle *a)
+{
+	char want[256];
+	Bundle c;
+	int64_t v;
+#define OUTSIDE(base, m, what, lo, hi)                                                            \
+	for (int side = 0; side < 2; side++) {                                                    \
+		c = *(base);                                                                      \
+		c.train.m = side ? (int64_t)(hi) + 1 : (int64_t)(lo) - 1;                         \
+		v = (int64_t)c.train.m; /* as the struct holds it: enums may be unsigned */      \
+		snprintf(want, sizeof want, "%s is %lld, outside %lld to %lld", what, (long long)v, \
+			 (long long)(lo), (long long)(hi));                                       \
+		expect_field_refused(path, bad, &c, want);                                        \
+	}
+#define RANGE_i32(m, what, lo, hi) OUTSIDE(a, m, what, lo, hi)
+#define RANGE_i64(m, what, lo, hi) OUTSIDE(a, m, what, lo, hi)
+#define RANGE_f64(m, what, lo, hi)                                                                \
+	for (int side = 0; side < 2; side++) {                                                    \
+		c = *a;                                                                           \
+		c.train.m = side ? (double)NAN : (double)INFINITY;                                \
+		snprintf(want, sizeof want, "%s is not finite", what);                            \
+		expect_field_refused(path, bad, &c, want);                                        \
+	}
+#define RANGE_str(m, what, lo, hi)
+#define TRAIN_FIELD(wire, member, what, lo, hi, ...) RANGE_##wire(member, what, lo, hi)
+#define TRAIN_LIST(member, count, what, lo, hi)                                                   \
+	{                                                                                         \
+		Bundle used = *a;                                                                 \
+		used.train.count = 1 + (int)tu_below(sizeof a->train.member / sizeof a->train.member[0]); \
+		int i = (int)tu_below((uint64_t)used.train.count);                               \
+		OUTSIDE(&used, member[i], what, lo, hi)                                           \
+	}
+#include "ir/train_fields.def"
+#undef OUTSIDE
+#undef RANGE_i32
+#undef RANGE_i64
+#undef RANGE_f64
+#undef RANGE_str
+}
+
 int main(void)
 {
 	tu_start("test_rt_bundle");
@@ -422,6 +568,8 @@ int main(void)
 	free(c.buf);
 
 	test_ranges(path, bad, &a);
+	test_train_layout(path, &a);
+	test_train_ranges(path, bad, &a);
 	CHECK(bundle_write(&a, path, err, sizeof err), "write: %s", err);
 	test_random_damage(path, bad, 1000);
 

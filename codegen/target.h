@@ -1,0 +1,69 @@
+/* target.h: a target is one struct of functions and facts, in QBE's style (amd64/targ.c).
+ * codegen/target_host.c, target_amdgpu.c and target_nvptx.c each fill one CgTargetOps; the
+ * driver (cg_core.c), the GPU helpers (cg_gpu.c), bundle making and the command line ask a
+ * target's ops instead of branching on its kind. Adding a target: docs/architecture.md. */
+#ifndef NETC_TARGET_H
+#define NETC_TARGET_H
+
+#include <llvm-c/TargetMachine.h>
+
+#include "codegen/targets.h"
+
+typedef struct CgTargetOps {
+	bool gpu;              /* kernels run on work-items (the GPU ABI of cg.h) */
+	int32_t code_kind;     /* BundleCode.kind of its code object: CODE_HOST, CODE_HSACO, CODE_PTX */
+	const char *code_ext;  /* its code object's file extension and --emit name: "so", "hsaco", "ptx" */
+	bool code_is_text;     /* the code object is the assembly (PTX): no separate assembly */
+	bool amd_options;      /* --wave32/--wave64 and --code-object-version apply to it */
+	unsigned shared_addrspace; /* address space of work-group-shared arrays */
+	LLVMRelocMode reloc;
+
+	/* LLVM initialization: registers the target with LLVM; false if LLVM lacks it */
+	bool (*init_llvm)(void);
+	/* Fills t's name, triple, CPU, features and wave from its table row and the features after
+	 * the colon of spec (t->arch, t->cpu, t->kind and t->ops are set already). */
+	bool (*configure)(const CgTargetInfo *ti, const char *spec, const CgTargetOptions *o, CgTarget *t,
+			  char *err, size_t errlen);
+	/* Module-wide flags (AMD: the code-object version); may be NULL. */
+	void (*module_flags)(Cg *cg);
+	/* Adds kernel function `name` with the calling convention and sets cg->fn and cg->arena. */
+	void (*signature)(Cg *cg, const char *name);
+	/* In the entry block: sets cg->wg_begin/wg_end where the signature does not (GPU ids); may be NULL. */
+	void (*kernel_entry)(Cg *cg);
+	/* Closes the kernel whose lowering returned ret: its grid and block, the branch from the entry
+	 * block to body, and the kernel attributes. */
+	void (*kernel_finish)(Cg *cg, CgKernel *k, int64_t ret, LLVMBasicBlockRef body);
+	/* Work-item and work-group ids (i32) and the work-group barrier; NULL on the host. */
+	LLVMValueRef (*workitem_id)(Cg *cg);
+	LLVMValueRef (*workgroup_id)(Cg *cg);
+	void (*barrier)(Cg *cg);
+	/* How the optimized module becomes the code object in out->code. */
+	bool (*emit_code)(Cg *cg, LLVMTargetMachineRef tm, CgOutput *out, char *err, size_t errlen);
+} CgTargetOps;
+
+extern const CgTargetOps cg_target_host_ops;   /* codegen/target_host.c */
+extern const CgTargetOps cg_target_amdgpu_ops; /* codegen/target_amdgpu.c */
+extern const CgTargetOps cg_target_nvptx_ops;  /* codegen/target_nvptx.c */
+
+/* ---- shared by the target files ---- */
+/* codegen/cg_core.c: the module's code in one form (object or assembly) in a malloc'd buffer with
+ * a NUL after its *size bytes; a string function attribute on cg->fn; an enum attribute. */
+bool cg_emit_file(LLVMTargetMachineRef tm, LLVMModuleRef mod, LLVMCodeGenFileType type, uint8_t **data,
+		  size_t *size, char *err, size_t errlen);
+/* The module as an object linked by ld.lld into out->code (gpu: an AMDGPU code object). */
+bool cg_emit_linked(Cg *cg, LLVMTargetMachineRef tm, bool gpu, CgOutput *out, char *err, size_t errlen);
+void cg_fn_attr(Cg *cg, const char *key, const char *value);
+void cg_enum_attr(Cg *cg, LLVMValueRef fn, unsigned index, const char *name);
+/* codegen/cg_gpu.c: the GPU kernel signature (ptr addrspace(1) arena) with calling convention cc;
+ * wg_begin/wg_end from the ids; a lowering's grid and block, closing the entry block; a call of a
+ * target intrinsic that is not overloaded. */
+void cg_gpu_signature(Cg *cg, const char *name, LLVMCallConv cc);
+void cg_gpu_kernel_entry(Cg *cg);
+void cg_gpu_launch(Cg *cg, CgKernel *k, int64_t ret, LLVMBasicBlockRef body);
+LLVMValueRef cg_call_intrinsic0(Cg *cg, const char *name);
+/* codegen/targets.c: whether name[0..len) is one of the comma-separated words of list; whether a
+ * --wave value is 0 (the default), 32 or 64. */
+bool cg_target_in_list(const char *list, const char *name, size_t len);
+bool cg_target_check_wave(int wave, char *err, size_t errlen);
+
+#endif

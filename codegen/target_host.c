@@ -1,0 +1,90 @@
+/* target_host.c: the CPU netc runs on. Kernels are plain functions over a range of work-groups
+ * (cg.h's host ABI), compiled for LLVM's host CPU and features and linked into a shared object. */
+#include <string.h>
+
+#include <llvm-c/Target.h>
+
+#include "codegen/target.h"
+#include "runtime/bundle.h"
+
+bool cg_target_host(CgTarget *t)
+{
+	memset(t, 0, sizeof *t);
+	if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter())
+		return false;
+	char *triple = LLVMGetDefaultTargetTriple();
+	char *cpu = LLVMGetHostCPUName();
+	char *features = LLVMGetHostCPUFeatures();
+	snprintf(t->name, sizeof t->name, "host");
+	snprintf(t->arch, sizeof t->arch, "host");
+	t->kind = CG_HOST;
+	t->ops = &cg_target_host_ops;
+	t->matrix = CG_MATRIX_NONE;
+	snprintf(t->triple, sizeof t->triple, "%s", triple);
+	snprintf(t->cpu, sizeof t->cpu, "%s", cpu);
+	snprintf(t->features, sizeof t->features, "%s", features);
+	/* "+avx512f" must not match "+avx512fp16" alone: look for the name followed by ',' or end */
+	bool avx512 = cg_target_in_list(t->features, "+avx512f", 8);
+	bool avx = cg_target_in_list(t->features, "+avx2", 5) || cg_target_in_list(t->features, "+avx", 4);
+	t->simd_f32 = avx512 ? 16 : avx ? 8 : 4;
+	LLVMDisposeMessage(triple);
+	LLVMDisposeMessage(cpu);
+	LLVMDisposeMessage(features);
+	return true;
+}
+
+static bool init_llvm(void) { return !LLVMInitializeNativeTarget() && !LLVMInitializeNativeAsmPrinter(); }
+
+static bool configure(const CgTargetInfo *ti, const char *spec, const CgTargetOptions *o, CgTarget *t, char *err,
+		      size_t errlen)
+{
+	(void)ti, (void)o;
+	if (spec[strcspn(spec, ":")]) {
+		snprintf(err, errlen, "target host takes no features");
+		return false;
+	}
+	if (!cg_target_host(t)) {
+		snprintf(err, errlen, "LLVM has no native target");
+		return false;
+	}
+	return true;
+}
+
+/* (ptr noalias arena, i64 wg_begin, i64 wg_end) */
+static void signature(Cg *cg, const char *name)
+{
+	LLVMTypeRef params[3] = {cg->t_ptr, cg->t_i64, cg->t_i64};
+	cg->fn = LLVMAddFunction(cg->mod, name, LLVMFunctionType(cg->t_void, params, 3, 0));
+	cg_enum_attr(cg, cg->fn, 1, "noalias");
+	cg->arena = LLVMGetParam(cg->fn, 0);
+	cg->wg_begin = LLVMGetParam(cg->fn, 1);
+	cg->wg_end = LLVMGetParam(cg->fn, 2);
+	LLVMSetValueName2(cg->wg_begin, "wg_begin", 8);
+	LLVMSetValueName2(cg->wg_end, "wg_end", 6);
+}
+
+static void kernel_finish(Cg *cg, CgKernel *k, int64_t ret, LLVMBasicBlockRef body)
+{
+	k->grid = ret;
+	k->block = 1;
+	LLVMPositionBuilderAtEnd(cg->b, cg->entry);
+	LLVMBuildBr(cg->b, body);
+}
+
+/* object -> shared object */
+static bool emit_code(Cg *cg, LLVMTargetMachineRef tm, CgOutput *out, char *err, size_t errlen)
+{
+	return cg_emit_linked(cg, tm, false, out, err, errlen);
+}
+
+const CgTargetOps cg_target_host_ops = {
+	.gpu = false,
+	.code_kind = CODE_HOST,
+	.code_ext = "so",
+	.reloc = LLVMRelocPIC,
+	.init_llvm = init_llvm,
+	.configure = configure,
+	.signature = signature,
+	.kernel_finish = kernel_finish,
+	.emit_code = emit_code,
+};

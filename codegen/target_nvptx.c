@@ -1,0 +1,84 @@
+/* target_nvptx.c: NVIDIA GPUs (nvptx64-nvidia-cuda). Kernels use the PTX kernel calling
+ * convention, nvvm intrinsics and nvvm.annotations; the code object is the PTX text, which the
+ * CUDA driver assembles when it loads it. */
+#include <string.h>
+
+#include <llvm-c/Target.h>
+
+#include "codegen/target.h"
+#include "runtime/bundle.h"
+
+static bool init_llvm(void)
+{
+	LLVMInitializeNVPTXTargetInfo();
+	LLVMInitializeNVPTXTarget();
+	LLVMInitializeNVPTXTargetMC();
+	LLVMInitializeNVPTXAsmPrinter();
+	return true;
+}
+
+/* Warps are 32: a --wave option is checked, and otherwise concerns AMD targets only. */
+static bool configure(const CgTargetInfo *ti, const char *spec, const CgTargetOptions *o, CgTarget *t, char *err,
+		      size_t errlen)
+{
+	if (spec[strcspn(spec, ":")]) {
+		snprintf(err, errlen, "target %s takes no features", ti->name);
+		return false;
+	}
+	if (!cg_target_check_wave(o ? o->wave : 0, err, errlen))
+		return false;
+	t->wave = ti->wave;
+	snprintf(t->name, sizeof t->name, "%s", ti->name);
+	snprintf(t->triple, sizeof t->triple, "nvptx64-nvidia-cuda");
+	snprintf(t->features, sizeof t->features, "+ptx%d", ti->ptx_version);
+	return true;
+}
+
+static void signature(Cg *cg, const char *name) { cg_gpu_signature(cg, name, LLVMPTXKernelCallConv); }
+
+/* NVPTX marks kernels and their block size in the nvvm.annotations metadata. */
+static void annotate(Cg *cg, const char *key, int value)
+{
+	LLVMMetadataRef md[3] = {LLVMValueAsMetadata(cg->fn), LLVMMDStringInContext2(cg->ctx, key, strlen(key)),
+				 LLVMValueAsMetadata(cg_i32(cg, value))};
+	LLVMValueRef node = LLVMMetadataAsValue(cg->ctx, LLVMMDNodeInContext2(cg->ctx, md, 3));
+	LLVMAddNamedMetadataOperand(cg->mod, "nvvm.annotations", node);
+}
+
+static void kernel_finish(Cg *cg, CgKernel *k, int64_t ret, LLVMBasicBlockRef body)
+{
+	cg_gpu_launch(cg, k, ret, body);
+	annotate(cg, "kernel", 1);
+	annotate(cg, "maxntidx", k->block);
+}
+
+static LLVMValueRef workitem_id(Cg *cg) { return cg_call_intrinsic0(cg, "llvm.nvvm.read.ptx.sreg.tid.x"); }
+static LLVMValueRef workgroup_id(Cg *cg) { return cg_call_intrinsic0(cg, "llvm.nvvm.read.ptx.sreg.ctaid.x"); }
+static void barrier(Cg *cg) { cg_call_intrinsic0(cg, "llvm.nvvm.barrier0"); }
+
+/* the PTX text, with its NUL (what the CUDA driver loads) */
+static bool emit_code(Cg *cg, LLVMTargetMachineRef tm, CgOutput *out, char *err, size_t errlen)
+{
+	if (!cg_emit_file(tm, cg->mod, LLVMAssemblyFile, &out->code, &out->size, err, errlen))
+		return false;
+	out->size++;
+	return true;
+}
+
+const CgTargetOps cg_target_nvptx_ops = {
+	.gpu = true,
+	.code_kind = CODE_PTX,
+	.code_ext = "ptx",
+	.code_is_text = true,
+	.shared_addrspace = 3, /* shared memory */
+	.reloc = LLVMRelocDefault,
+	.init_llvm = init_llvm,
+	.configure = configure,
+	.signature = signature,
+	.kernel_entry = cg_gpu_kernel_entry,
+	.kernel_finish = kernel_finish,
+	.workitem_id = workitem_id,
+	.workgroup_id = workgroup_id,
+	.barrier = barrier,
+	.emit_code = emit_code,
+};
