@@ -34,7 +34,7 @@ typedef enum {
 	CG_MATRIX_MFMA = 1 << 2,       /* AMD CDNA gfx908/gfx90a/gfx942: matrix cores */
 	CG_MATRIX_WMMA_GFX11 = 1 << 3, /* AMD RDNA 3 gfx11: WMMA */
 	CG_MATRIX_WMMA_GFX12 = 1 << 4, /* AMD RDNA 4 gfx12: WMMA (its own encodings, fp8) */
-	CG_MATRIX_DOT2 = 1 << 5,       /* AMD gfx906, gfx10.3, gfx11: v_dot2_f32_f16 */
+	CG_MATRIX_DOT2 = 1 << 5,       /* AMD gfx906, CDNA, gfx10.3, gfx11, gfx12: v_dot2_f32_f16 */
 	CG_MATRIX_PACKED_F16 = 1 << 6, /* AMD gfx9+: packed f16 arithmetic (v_pk_fma_f16) */
 } CgMatrixCaps;
 

@@ -1,0 +1,95 @@
+/* test_cg_targets.c: the target table's matrix and dot capabilities (CgMatrixCaps) against what
+ * LLVM 19's AMDGPU backend selects for each architecture: a packed f16 fma becomes v_pk_fma_f16
+ * exactly where the row says packed f16; where a row says dot2 or MFMA, the intrinsic compiles to
+ * that instruction (v_dot2_f32_f16, or its VOP2 form v_dot2c_f32_f16). (Compiling an intrinsic for a chip without it is a fatal LLVM error, so the
+ * absence of dot2 and MFMA is not checked here.) */
+#include <llvm-c/Core.h>
+#include <llvm-c/IRReader.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+
+#include "codegen/targets.h"
+#include "tests/unit/test_util.h"
+
+static const char *const PK_FMA =
+	"define amdgpu_kernel void @k(ptr addrspace(1) %p, <2 x half> %a, <2 x half> %b, <2 x half> %c) {\n"
+	"  %r = call <2 x half> @llvm.fma.v2f16(<2 x half> %a, <2 x half> %b, <2 x half> %c)\n"
+	"  store <2 x half> %r, ptr addrspace(1) %p\n  ret void\n}\n"
+	"declare <2 x half> @llvm.fma.v2f16(<2 x half>, <2 x half>, <2 x half>)\n";
+
+static const char *const DOT2 =
+	"define amdgpu_kernel void @k(ptr addrspace(1) %p, <2 x half> %a, <2 x half> %b) {\n"
+	"  %r = call float @llvm.amdgcn.fdot2(<2 x half> %a, <2 x half> %b, float 1.0, i1 false)\n"
+	"  store float %r, ptr addrspace(1) %p\n  ret void\n}\n"
+	"declare float @llvm.amdgcn.fdot2(<2 x half>, <2 x half>, float, i1)\n";
+
+static const char *const MFMA =
+	"define amdgpu_kernel void @k(ptr addrspace(1) %p, float %a, float %b) {\n"
+	"  %r = call <4 x float> @llvm.amdgcn.mfma.f32.16x16x4f32(float %a, float %b, <4 x float> zeroinitializer, i32 0, i32 0, i32 0)\n"
+	"  store <4 x float> %r, ptr addrspace(1) %p\n  ret void\n}\n"
+	"declare <4 x float> @llvm.amdgcn.mfma.f32.16x16x4f32(float, float, <4 x float>, i32, i32, i32)\n";
+
+/* The assembly LLVM makes of ir for cpu, or NULL (the caller frees it). */
+static char *assemble(const char *ir, const char *cpu)
+{
+	LLVMContextRef ctx = LLVMContextCreate();
+	LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(ir, strlen(ir), "k");
+	LLVMModuleRef m = NULL;
+	char *msg = NULL, *text = NULL;
+	LLVMTargetRef target;
+	if (LLVMParseIRInContext(ctx, buf, &m, &msg) || LLVMGetTargetFromTriple("amdgcn-amd-amdhsa", &target, &msg)) {
+		FAIL("%s: %s", cpu, msg);
+	} else {
+		LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, "amdgcn-amd-amdhsa", cpu, "",
+								  LLVMCodeGenLevelDefault, LLVMRelocPIC, LLVMCodeModelDefault);
+		LLVMMemoryBufferRef out;
+		if (LLVMTargetMachineEmitToMemoryBuffer(tm, m, LLVMAssemblyFile, &msg, &out)) {
+			FAIL("%s: %s", cpu, msg);
+		} else {
+			size_t n = LLVMGetBufferSize(out);
+			text = malloc(n + 1);
+			memcpy(text, LLVMGetBufferStart(out), n);
+			text[n] = 0;
+			LLVMDisposeMemoryBuffer(out);
+		}
+		LLVMDisposeTargetMachine(tm);
+	}
+	LLVMDisposeMessage(msg);
+	if (m)
+		LLVMDisposeModule(m);
+	LLVMContextDispose(ctx);
+	return text;
+}
+
+static bool selects(const char *ir, const char *cpu, const char *instruction)
+{
+	char *text = assemble(ir, cpu);
+	bool found = text && strstr(text, instruction);
+	free(text);
+	return found;
+}
+
+int main(void)
+{
+	tu_start("test_cg_targets");
+	LLVMInitializeAMDGPUTargetInfo();
+	LLVMInitializeAMDGPUTarget();
+	LLVMInitializeAMDGPUTargetMC();
+	LLVMInitializeAMDGPUAsmPrinter();
+	int n, amd = 0;
+	const CgTargetInfo *t = cg_target_table(&n);
+	for (int i = 0; i < n; i++) {
+		if (strncmp(t[i].name, "gfx", 3) != 0)
+			continue;
+		amd++;
+		bool pk = t[i].matrix & CG_MATRIX_PACKED_F16;
+		CHECK(selects(PK_FMA, t[i].name, "v_pk_fma_f16") == pk, "%s: the table says packed f16 %s", t[i].name,
+		      pk ? "yes" : "no");
+		if (t[i].matrix & CG_MATRIX_DOT2)
+			CHECK(selects(DOT2, t[i].name, "v_dot2"), "%s: the table says dot2", t[i].name); /* or v_dot2c */
+		if (t[i].matrix & CG_MATRIX_MFMA)
+			CHECK(selects(MFMA, t[i].name, "v_mfma_f32_16x16x4"), "%s: the table says MFMA", t[i].name);
+	}
+	CHECK(amd >= 10, "%d AMD rows", amd);
+	return tu_finish("test_cg_targets");
+}
