@@ -14,6 +14,7 @@
 
 #include "codegen/cg_util.h"
 #include "codegen/lower_lrn.h"
+#include "codegen/lower_table.h"
 #include "codegen/math.h"
 #include "ir/ops.h"
 
@@ -25,12 +26,12 @@
 
 /* An output index in shape: idx (one value per axis) and/or lin (row-major); whichever is
  * missing is computed when first asked for. */
-typedef struct {
+struct ElemIndex {
 	const Shape *shape;
 	LLVMValueRef *idx;
 	LLVMValueRef lin;
 	LLVMValueRef own[IR_MAX_DIMS];
-} ElemIndex;
+};
 
 static bool same_shape(const Node *a, const Node *b) { return shape_eq(&a->shape, &b->shape); }
 
@@ -61,8 +62,6 @@ static LLVMValueRef index_axis(Cg *cg, ElemIndex *at, int d)
 	LLVMValueRef q = inner == 1 ? at->lin : LLVMBuildUDiv(cg->b, at->lin, cg_i64(cg, inner), "");
 	return d == 0 ? q : LLVMBuildURem(cg->b, q, cg_i64(cg, at->shape->dim[d]), "");
 }
-
-static bool is_concat(const Node *n) { return n->op == OP_concat2 || n->op == OP_concat3 || n->op == OP_concat4; }
 
 /* Where input k of a concat begins along the axis (slice: the start). */
 static int64_t piece_start(const Cg *cg, const Node *n, int k)
@@ -115,7 +114,7 @@ static LLVMValueRef operand_index(Cg *cg, const Node *n, int k, ElemIndex *at)
 		return cg_i64(cg, 0);
 	if (n->op == OP_transpose)
 		return transpose_index(cg, n, &in->shape, at);
-	if (is_concat(n) || n->op == OP_slice)
+	if (op_is_concat(n->op) || n->op == OP_slice)
 		return piece_index(cg, n, k, at);
 	if (same_shape(in, n) || n->op == OP_reshape || n->op == OP_assign)
 		return index_lin(cg, at);
@@ -157,7 +156,7 @@ static LLVMValueRef operand(Cg *cg, const Node *n, int k, ElemIndex *at)
 	int id = n->in[k];
 	const Node *in = &cg->g->node[id];
 	LLVMValueRef v;
-	if (cg_in_group(cg, id) && same_shape(in, n) && !is_concat(n) && n->op != OP_slice && n->op != OP_transpose) {
+	if (cg_in_group(cg, id) && same_shape(in, n) && !op_is_concat(n->op) && n->op != OP_slice && n->op != OP_transpose) {
 		v = member(cg, in, at);
 	} else if (cg_in_group(cg, id)) {
 		ElemIndex sub = {.shape = &in->shape, .lin = operand_index(cg, n, k, at)};
@@ -197,7 +196,7 @@ static LLVMValueRef philox(Cg *cg, LLVMValueRef seed, LLVMValueRef step, uint32_
 }
 
 /* x / (1 - p) where the draw's top 24 bits, scaled to [0, 1), are >= p; else 0. */
-static LLVMValueRef emit_dropout(Cg *cg, const Node *n, ElemIndex *at)
+LLVMValueRef cg_elem_dropout(Cg *cg, const Node *n, ElemIndex *at)
 {
 	DropoutParams d = ir_dropout_params(n);
 	double p = d.p;
@@ -219,7 +218,7 @@ static LLVMValueRef emit_dropout(Cg *cg, const Node *n, ElemIndex *at)
 }
 
 /* The input whose piece holds the output index: the last piece starting at or before it. */
-static LLVMValueRef emit_concat(Cg *cg, const Node *n, ElemIndex *at)
+LLVMValueRef cg_elem_concat(Cg *cg, const Node *n, ElemIndex *at)
 {
 	LLVMValueRef pos = index_idx(cg, at)[ir_axis(n)], v = operand(cg, n, 0, at);
 	for (int k = 1; k < n->nin; k++) {
@@ -229,24 +228,31 @@ static LLVMValueRef emit_concat(Cg *cg, const Node *n, ElemIndex *at)
 	return v;
 }
 
-static LLVMValueRef emit_binary(Cg *cg, const Node *n, ElemIndex *at)
+/* The arithmetic binaries: both operands (in order, so the IR is the same every build), then
+ * the instruction. */
+#define ELEM_ARITH(name, build)                                                  \
+	LLVMValueRef cg_elem_##name(Cg *cg, const Node *n, ElemIndex *at)       \
+	{                                                                        \
+		LLVMValueRef a = operand(cg, n, 0, at), b = operand(cg, n, 1, at); \
+		return build(cg->b, a, b, "");                                   \
+	}
+ELEM_ARITH(add, LLVMBuildFAdd)
+ELEM_ARITH(sub, LLVMBuildFSub)
+ELEM_ARITH(mul, LLVMBuildFMul)
+ELEM_ARITH(div, LLVMBuildFDiv)
+#undef ELEM_ARITH
+
+/* relu_grad(dy, x): dy where x > 0 */
+LLVMValueRef cg_elem_relu_grad(Cg *cg, const Node *n, ElemIndex *at)
 {
 	LLVMValueRef a = operand(cg, n, 0, at), b = operand(cg, n, 1, at);
-	switch (n->op) {
-	case OP_add:
-	case OP_bias_add: return LLVMBuildFAdd(cg->b, a, b, "");
-	case OP_sub: return LLVMBuildFSub(cg->b, a, b, "");
-	case OP_mul: return LLVMBuildFMul(cg->b, a, b, "");
-	case OP_div: return LLVMBuildFDiv(cg->b, a, b, "");
-	default: /* relu_grad(dy, x): dy where x > 0 */
-		return LLVMBuildSelect(cg->b, LLVMBuildFCmp(cg->b, LLVMRealOGT, b, cg_real(cg, LLVMTypeOf(b), 0), ""), a,
-				       cg_real(cg, LLVMTypeOf(a), 0), "");
-	}
+	return LLVMBuildSelect(cg->b, LLVMBuildFCmp(cg->b, LLVMRealOGT, b, cg_real(cg, LLVMTypeOf(b), 0), ""), a,
+			       cg_real(cg, LLVMTypeOf(a), 0), "");
 }
 
 /* cast: through the target's storage type and back, so a cast fused into a kernel rounds as
  * the stored value would. */
-static LLVMValueRef emit_cast(Cg *cg, const Node *n, ElemIndex *at)
+LLVMValueRef cg_elem_cast(Cg *cg, const Node *n, ElemIndex *at)
 {
 	LLVMValueRef x = operand(cg, n, 0, at);
 	return cg_convert(cg, cg_convert(cg, x, cg_storage_type(cg, n->dtype)), cg_compute_type(cg, n->dtype));
@@ -254,44 +260,56 @@ static LLVMValueRef emit_cast(Cg *cg, const Node *n, ElemIndex *at)
 
 /* select(c, a, b): a where the scalar c is nonzero (an unordered compare: NaN picks a too, which
  * never happens for the 0/1 of all_finite) */
-static LLVMValueRef emit_select(Cg *cg, const Node *n, ElemIndex *at)
+LLVMValueRef cg_elem_select(Cg *cg, const Node *n, ElemIndex *at)
 {
 	LLVMValueRef c = operand(cg, n, 0, at);
 	LLVMValueRef nz = LLVMBuildFCmp(cg->b, LLVMRealUNE, c, cg_real(cg, LLVMTypeOf(c), 0), "");
 	return LLVMBuildSelect(cg->b, nz, operand(cg, n, 1, at), operand(cg, n, 2, at), "");
 }
 
+LLVMValueRef cg_elem_neg(Cg *cg, const Node *n, ElemIndex *at)
+{
+	return LLVMBuildFNeg(cg->b, operand(cg, n, 0, at), "");
+}
+
+LLVMValueRef cg_elem_exp(Cg *cg, const Node *n, ElemIndex *at) { return cg_exp(cg, operand(cg, n, 0, at)); }
+
+LLVMValueRef cg_elem_log(Cg *cg, const Node *n, ElemIndex *at) { return cg_log(cg, operand(cg, n, 0, at)); }
+
+LLVMValueRef cg_elem_sqrt(Cg *cg, const Node *n, ElemIndex *at)
+{
+	LLVMValueRef x = operand(cg, n, 0, at);
+	return cg_intrinsic(cg, "sqrt", LLVMTypeOf(x), &x, 1);
+}
+
+LLVMValueRef cg_elem_relu(Cg *cg, const Node *n, ElemIndex *at)
+{
+	LLVMValueRef x = operand(cg, n, 0, at), zero = cg_real(cg, LLVMTypeOf(x), 0);
+	return LLVMBuildSelect(cg->b, LLVMBuildFCmp(cg->b, LLVMRealOGT, x, zero, ""), x, zero, "");
+}
+
+/* Ops that move elements: operand_index maps the output index to the input's. */
+LLVMValueRef cg_elem_first(Cg *cg, const Node *n, ElemIndex *at) { return operand(cg, n, 0, at); }
+
+/* assign(target, value): the value. */
+LLVMValueRef cg_elem_assign(Cg *cg, const Node *n, ElemIndex *at) { return operand(cg, n, 1, at); }
+
+LLVMValueRef cg_elem_lrn(Cg *cg, const Node *n, ElemIndex *at)
+{
+	return cg_emit_lrn(cg, n, index_lin(cg, at), index_axis(cg, at, 1));
+}
+
+/* The op's emitter from ops.def: an op reaching the elemental path without one is a bug in the
+ * fusion rules or the table, never something to guess at. */
 static LLVMValueRef emit_at(Cg *cg, const Node *n, ElemIndex *at)
 {
-	switch (n->op) {
-	case OP_neg: return LLVMBuildFNeg(cg->b, operand(cg, n, 0, at), "");
-	case OP_exp: return cg_exp(cg, operand(cg, n, 0, at));
-	case OP_log: return cg_log(cg, operand(cg, n, 0, at));
-	case OP_sqrt: {
-		LLVMValueRef x = operand(cg, n, 0, at);
-		return cg_intrinsic(cg, "sqrt", LLVMTypeOf(x), &x, 1);
-	}
-	case OP_relu: {
-		LLVMValueRef x = operand(cg, n, 0, at), zero = cg_real(cg, LLVMTypeOf(x), 0);
-		return LLVMBuildSelect(cg->b, LLVMBuildFCmp(cg->b, LLVMRealOGT, x, zero, ""), x, zero, "");
-	}
-	case OP_copy:
-	case OP_reshape:
-	case OP_broadcast_to: return operand(cg, n, 0, at);
-	case OP_assign: return operand(cg, n, 1, at);
-	case OP_dropout: return emit_dropout(cg, n, at);
-	case OP_cast: return emit_cast(cg, n, at);
-	case OP_select: return emit_select(cg, n, at);
-	case OP_concat2: case OP_concat3: case OP_concat4: return emit_concat(cg, n, at);
-	case OP_slice: return operand(cg, n, 0, at);
-	case OP_transpose: return operand(cg, n, 0, at);
-	case OP_lrn: case OP_lrn_grad: return cg_emit_lrn(cg, n, index_lin(cg, at), index_axis(cg, at, 1));
-	case OP_add: case OP_sub: case OP_mul: case OP_div: case OP_bias_add: case OP_relu_grad:
-		return emit_binary(cg, n, at);
-	default:
-		fprintf(stderr, "internal error: no elemental emitter for %s\n", ir_ops[n->op].name);
+	ElemFn emit = cg_elementals[n->op];
+	if (!emit) {
+		fprintf(stderr, "internal error: no elemental emitter for %s (node %d, ir/ops.def)\n", ir_ops[n->op].name,
+			n->id);
 		abort();
 	}
+	return emit(cg, n, at);
 }
 
 LLVMValueRef cg_emit_element(Cg *cg, const Node *n, LLVMValueRef *idx)
@@ -333,7 +351,7 @@ static bool is_flat(const Cg *cg, const Node *n)
 {
 	if (n->op == OP_reshape || n->op == OP_assign)
 		return true;
-	if (n->op == OP_bias_add || n->op == OP_broadcast_to || is_concat(n) || n->op == OP_slice)
+	if (n->op == OP_bias_add || n->op == OP_broadcast_to || op_is_concat(n->op) || n->op == OP_slice)
 		return false;
 	int nin = n->op == OP_dropout ? 1 : n->nin;
 	for (int k = 0; k < nin; k++) {

@@ -1,9 +1,39 @@
-/* lower_table.h: each op's lowering, indexed by OpId (the lowering column of ir/ops.def). */
+/* lower_table.h: each op's lowering and elemental emitter, indexed by OpId (the lowering and
+ * emitter columns of ir/ops.def). */
 #ifndef NETC_LOWER_TABLE_H
 #define NETC_LOWER_TABLE_H
 
 #include "codegen/cg.h"
 
 extern const LowerFn cg_lowerings[OP_COUNT];
+
+/* An output index of a node's shape (codegen/lower_elemwise.c). */
+typedef struct ElemIndex ElemIndex;
+/* Emits one element of n at index at, in n's compute type. */
+typedef LLVMValueRef (*ElemFn)(Cg *cg, const Node *n, ElemIndex *at);
+
+/* NULL for ops with no elemental form (leaves, reductions, anchors). */
+extern const ElemFn cg_elementals[OP_COUNT];
+
+/* ---- emitters named in ir/ops.def (codegen/lower_elemwise.c) ---- */
+#define CG_ELEM(name) LLVMValueRef cg_elem_##name(Cg *cg, const Node *n, ElemIndex *at)
+CG_ELEM(neg);
+CG_ELEM(exp);
+CG_ELEM(log);
+CG_ELEM(sqrt);
+CG_ELEM(relu);
+CG_ELEM(relu_grad);
+CG_ELEM(dropout);
+CG_ELEM(add); /* add and bias_add */
+CG_ELEM(sub);
+CG_ELEM(mul);
+CG_ELEM(div);
+CG_ELEM(first); /* operand 0 at the index the op maps to: copy, reshape, transpose, slice, ... */
+CG_ELEM(assign);
+CG_ELEM(concat);
+CG_ELEM(lrn); /* lrn and lrn_grad */
+CG_ELEM(cast);
+CG_ELEM(select);
+#undef CG_ELEM
 
 #endif

@@ -18,7 +18,7 @@
 #define IR_MAX_EVAL_SWAPS 128
 
 typedef enum {
-#define OP(id, name, pattern, nin, attrs, shape, ref, grad, flops, lower) OP_##id,
+#define OP(id, name, pattern, nin, attrs, shape, ref, grad, flops, lower, emit, traits) OP_##id,
 #include "ir/ops.def"
 #undef OP
 	OP_COUNT
@@ -115,6 +115,7 @@ typedef struct {
 	RefFn ref;
 	GradFn grad;
 	FlopsFn flops;
+	unsigned traits; /* TRAIT_* flags (ir/ops.h) */
 } OpInfo;
 
 extern const OpInfo ir_ops[OP_COUNT];

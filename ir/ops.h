@@ -1,9 +1,25 @@
 /* ops.h: the functions ir/ops.def names in its shape, reference, gradient and flops columns, the
- * few helpers the ops files share (internal to ir/), and the attribute decoders everyone uses. */
+ * trait flags of its traits column, the few helpers the ops files share (internal to ir/), and the
+ * attribute decoders everyone uses. */
 #ifndef NETC_OPS_H
 #define NETC_OPS_H
 
 #include "ir/ir.h"
+
+/* ---- op traits (ir_ops[op].traits): facts passes ask of an op instead of listing ops ---- */
+enum {
+	/* One input, computed element by element at the same index: runs in any layout, so the
+	 * layout pass keeps it in NHWC when its input is (passes/layout.c). */
+	TRAIT_LAYOUT_FREE_UNARY = 1u << 0,
+	/* Two inputs of one shape, or one a scalar, element by element: NHWC when its inputs are. */
+	TRAIT_LAYOUT_FREE_BINARY = 1u << 1,
+	/* Must compute in f32 under mixed precision: reductions, exponentials and the losses, whose
+	 * range or accumulated rounding half types cannot hold (passes/mixed_precision.c). */
+	TRAIT_COMPUTES_F32 = 1u << 2,
+	/* Computes in the half type under mixed precision even from f32 inputs: the matrix ops the
+	 * speed-up comes from. */
+	TRAIT_HALF_COMPUTE = 1u << 3,
+};
 
 /* ---- attribute decoders ----
  * ops.def lists each op's attributes by name and position; these decoders, defined next to the op

@@ -1,13 +1,25 @@
-/* autodiff.c: reverse-mode differentiation over the graph, then the optimizer update.
+/* autodiff.c: reverse-mode differentiation over the graph.
  *
  * Gradients are ordinary nodes made by each op's gradient rule (GradFn in ir/ops.def), so later
  * passes optimize and fuse the backward graph like the forward one. Nodes are visited from the
- * loss back to the leaves; gc_accumulate sums the contributions that reach a value. */
+ * loss back to the leaves; gc_accumulate sums the contributions that reach a value. Each gradient
+ * node records whose gradient it is (Node.grad_of), which is how the optimizer pass
+ * (passes/optimizer.c) finds every parameter's gradient. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "ir/grad_context.h"
 #include "passes/passes.h"
+
+/* Marks d as param p's gradient and returns it; a copy of d where d cannot carry the mark (the
+ * seed, a leaf, or already another param's gradient), so every param has a node of its own. */
+static int own_gradient(Graph *g, int p, int d, int seed)
+{
+	if (d == seed || ir_is_leaf(g->node[d].op) || g->node[d].grad_of >= 0)
+		d = ir_emit(g, OP_copy, (int[]){d}, NULL);
+	g->node[d].grad_of = p;
+	return d;
+}
 
 int *autodiff_gradients(Graph *g, int loss)
 {
@@ -38,6 +50,11 @@ int *autodiff_gradients(Graph *g, int loss)
 		}
 		ir_ops[n.op].grad(&gc, &n, dy);
 	}
+	/* params first: the optimizer pass finds a param's gradient by grad_of, so a node that is the
+	 * gradient of a param and of another value (add passes dy to both inputs) is the param's */
+	for (int i = 0; i < gc.n; i++)
+		if (g->node[i].op == OP_param && gc.grad[i] >= 0)
+			gc.grad[i] = own_gradient(g, i, gc.grad[i], gc.grad[loss]);
 	for (int i = 0; i < gc.n; i++) {
 		int d = gc.grad[i];
 		if (d >= 0 && d != gc.grad[loss] && g->node[d].grad_of < 0 && !ir_is_leaf(g->node[d].op))
@@ -61,6 +78,26 @@ static void name_gradients(Graph *g, int first)
 	}
 }
 
+/* The forward and backward nodes: the loss, the scores (for accuracy), every parameter's gradient
+ * and the frontend's updates (batch norm's running statistics). The optimizer pass adds its
+ * updates to the program. */
+static void mark_training(Graph *g, const int *grad, int first)
+{
+	int *roots = malloc((size_t)(g->nnodes + 2) * sizeof *roots);
+	if (!roots)
+		abort();
+	int nroots = 0;
+	roots[nroots++] = g->loss;
+	roots[nroots++] = g->output;
+	for (int i = 0; i < first; i++)
+		if (g->node[i].op == OP_assign)
+			roots[nroots++] = i;
+		else if (g->node[i].op == OP_param)
+			roots[nroots++] = grad[i];
+	ir_mark_program(g, roots, nroots, PROG_TRAIN);
+	free(roots);
+}
+
 bool pass_autodiff(Graph *g, const PassOptions *o, Diag *d)
 {
 	(void)o;
@@ -70,10 +107,6 @@ bool pass_autodiff(Graph *g, const PassOptions *o, Diag *d)
 	}
 	int first = g->nnodes;
 	int *grad = autodiff_gradients(g, g->loss);
-	if (g->lr < 0) {
-		double slot = RUNTIME_LR;
-		g->lr = ir_leaf(g, OP_runtime, "lr", (Shape){0}, DT_F32, &slot);
-	}
 	int nparams = 0;
 	for (int i = 0; i < first; i++) {
 		if (g->node[i].op != OP_param)
@@ -83,31 +116,11 @@ bool pass_autodiff(Graph *g, const PassOptions *o, Diag *d)
 			free(grad);
 			return false;
 		}
-		grad[i] = accumulate_gradient(g, i, mixed_precision_unscale(g, grad[i]));
 		nparams++;
 	}
-	/* fp16: every update waits for all gradients to be checked finite, so they come after */
-	mixed_precision_finite(g, grad, first);
-	for (int i = 0; i < first; i++)
-		if (g->node[i].op == OP_param)
-			optimizer_emit_update(g, i, grad[i]);
-	free(grad);
 	name_gradients(g, first);
-
-	/* the training step: the loss, the scores (for accuracy) and every update, the optimizer's
-	 * and the frontend's (batch norm's running statistics) */
-	int *roots = malloc((g->nnodes + 2) * sizeof *roots);
-	if (!roots)
-		abort();
-	int nroots = 0;
-	roots[nroots++] = g->loss;
-	roots[nroots++] = g->output;
-	for (int i = 0; i < g->nnodes; i++)
-		if (g->node[i].op == OP_assign)
-			roots[nroots++] = i;
-	ir_mark_program(g, roots, nroots, PROG_TRAIN);
-	free(roots);
-	accumulate_mark_program(g, first);
+	mark_training(g, grad, first);
+	free(grad);
 	if (nparams == 0) {
 		diag_error(d, (SrcLoc){0, 0}, "the network has no parameters to train");
 		return false;

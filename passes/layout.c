@@ -2,7 +2,8 @@
  * that convolutions run in NHWC with OHWI weights (TVM's ConvertLayout, in small):
  *
  * - conv2d takes layout NHWC; elementwise ops, bias_add over channels and scalar-broadcast binaries
- *   whose inputs are NHWC stay NHWC, so a chain of them has no transform inside;
+ *   whose inputs are NHWC stay NHWC (the TRAIT_LAYOUT_FREE_* ops of ir/ops.def), so a chain of
+ *   them has no transform inside;
  * - a transpose to NHWC goes before a conv whose input is NCHW (the image, which the data loaders
  *   write NCHW, or the output of a layer that stays NCHW), and a transpose back to NCHW before the
  *   first reader that needs NCHW order (flatten before dense, pooling, lrn, batch norm, dropout:
@@ -33,13 +34,6 @@ typedef struct {
 	bool *ohwi;   /* old id -> a param stored OHWI */
 } Layout;
 
-static bool is_unary(OpId op)
-{
-	return op == OP_neg || op == OP_exp || op == OP_log || op == OP_sqrt || op == OP_relu || op == OP_copy;
-}
-
-static bool is_binary(OpId op) { return op == OP_add || op == OP_sub || op == OP_mul || op == OP_div; }
-
 /* Whether a param is read by convolutions as their weight and by nothing else. */
 static bool conv_weight_only(const Graph *g, int p)
 {
@@ -60,11 +54,11 @@ static bool goes_nhwc(const Graph *g, const Layout *L, int id)
 	const Node *n = &g->node[id];
 	if (n->op == OP_conv2d)
 		return true;
-	if (is_unary(n->op))
+	if (ir_ops[n->op].traits & TRAIT_LAYOUT_FREE_UNARY)
 		return L->nhwc[n->in[0]];
 	if (n->op == OP_bias_add)
 		return L->nhwc[n->in[0]] && n->shape.rank == 4 && ir_axis(n) == 1;
-	if (is_binary(n->op)) {
+	if (ir_ops[n->op].traits & TRAIT_LAYOUT_FREE_BINARY) {
 		const Node *a = &g->node[n->in[0]], *b = &g->node[n->in[1]];
 		bool sa = shape_numel(&a->shape) == 1, sb = shape_numel(&b->shape) == 1;
 		bool na = L->nhwc[a->id], nb = L->nhwc[b->id];

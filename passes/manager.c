@@ -20,11 +20,14 @@ static const PassInfo table[] = {
 	 false, false, "layout"},
 	{"make-eval", pass_make_eval, "the evaluation program: the forward nodes again, without dropout",
 	 false, false, "layout,mixed-precision"},
-	{"autodiff", pass_autodiff, "gradients by each op's rule and the optimizer update, as graph nodes",
-	 true, false, "layout,mixed-precision,make-eval"},
+	{"autodiff", pass_autodiff, "gradients by each op's rule, as graph nodes", true, false,
+	 "layout,mixed-precision,make-eval"},
+	{"optimizer", pass_optimizer,
+	 "the update of every parameter from its gradient (grad_of), with fp16 unscaling and gradient accumulation",
+	 true, false, "autodiff"},
 	{"fuse", pass_fuse, "groups of nodes that one kernel computes (TVM FuseOps rules)", false, true, NULL},
 	{"plan-memory", pass_plan_memory, "arena offsets: liveness, in-place and best-fit reuse of blocks",
-	 true, false, "make-eval,autodiff,fuse"},
+	 true, false, "make-eval,autodiff,optimizer,fuse"},
 };
 
 #define NPASSES ((int)(sizeof table / sizeof *table))

@@ -5,9 +5,10 @@
  * so what a half value risks is its storage: range (f16 tops out at 65504) and 8 or 11 bits of
  * precision. The pass picks a type per forward node, as PyTorch's autocast does:
  *
- *   half  conv2d and matmul: the work that half precision makes cheaper;
- *   f32   reductions and what can leave half's range or needs its precision: sum, mean, exp, log,
- *         sqrt, softmax, log_softmax, the losses; the scores (Graph.output), the loss and
+ *   half  conv2d and matmul (TRAIT_HALF_COMPUTE in ir/ops.def): the work that half precision makes
+ *         cheaper;
+ *   f32   (TRAIT_COMPUTES_F32) reductions and what can leave half's range or needs its precision:
+ *         sum, mean, exp, log, sqrt, softmax, log_softmax, the losses; the scores (Graph.output), the loss and
  *         everything computed from the scores; batch norm's batch statistics (the evaluation
  *         program swaps them for f32 state) and every assign's value (state is f32);
  *   follow every other op (elementwise, bias, pooling, dropout, reshape, concat, lrn): half when
@@ -24,6 +25,7 @@
  * so an overflowing step changes nothing; the runtime adjusts the scale (runtime/loss_scale.c). */
 #include <stdlib.h>
 
+#include "ir/ops.h"
 #include "ir/rebuild.h"
 #include "passes/passes.h"
 
@@ -32,19 +34,6 @@ typedef struct {
 	char *f32;       /* src nodes that must compute in f32 */
 	int *cast[2];    /* per src node: its cast to half [0] / to f32 [1] in dst, -1 none yet */
 } MpState;
-
-static bool f32_op(OpId op)
-{
-	switch (op) {
-	case OP_sum: case OP_mean: case OP_exp: case OP_log: case OP_sqrt:
-	case OP_softmax: case OP_log_softmax: case OP_nll_loss: case OP_cross_entropy:
-		return true;
-	default:
-		return false;
-	}
-}
-
-static bool half_op(OpId op) { return op == OP_conv2d || op == OP_matmul; }
 
 /* Nodes forced to f32: the scores and all computed from them, the loss, the f32 ops, batch
  * statistics. */
@@ -58,7 +47,7 @@ static char *forced_f32(const Graph *g)
 		tail[i] = i == g->output;
 		for (int k = 0; k < n->nin; k++)
 			tail[i] |= tail[n->in[k]];
-		f[i] = tail[i] || i == g->loss || f32_op(n->op);
+		f[i] = tail[i] || i == g->loss || (ir_ops[n->op].traits & TRAIT_COMPUTES_F32);
 	}
 	for (int k = 0; k < g->neval_swaps; k++)
 		f[g->eval_swap[k].node] = 1;
@@ -82,7 +71,7 @@ static DType choose(const MpState *s, Graph *dst, const Graph *src, int id, cons
 		return src->node[n->in[0]].dtype;
 	if (s->f32[id])
 		return DT_F32;
-	if (half_op(n->op))
+	if (ir_ops[n->op].traits & TRAIT_HALF_COMPUTE)
 		return s->half;
 	for (int k = 0; k < n->nin; k++)
 		if (retypable(src, n, k) && !ir_is_leaf(src->node[n->in[k]].op) && dst->node[map[n->in[k]]].dtype == s->half)

@@ -15,10 +15,15 @@
  * first buffer is g itself, as torch.optim.SGD's buf = clone(g); without dampening the weight is 1
  * on every step and the scalar is not made.
  * State lives in `state` leaves named "<param>.<slot>"; new values are written back with assign
- * nodes, which run after every read of the old value because they come last in node order. */
+ * nodes, which run after every read of the old value because they come last in node order.
+ *
+ * The optimizer pass runs after autodiff: it finds each parameter's gradient by Node.grad_of, lets
+ * loss scaling (fp16: unscale, the finite check, passes/mixed_precision.c) and gradient
+ * accumulation (passes/accumulate.c) turn it into what the update reads, and emits the updates. */
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "passes/passes.h"
 
@@ -149,4 +154,67 @@ void optimizer_emit_update(Graph *g, int p, int grad)
 	 * in the order of their last node, so this one runs after the kernel that reads the old value. */
 	if (started >= 0)
 		assign(g, started, ir_const(g, 1.0));
+}
+
+/* grad[p] for every param p: the node autodiff marked as its gradient (grad_of), -1 elsewhere. */
+static int *param_gradients(const Graph *g)
+{
+	int *grad = malloc((size_t)(g->nnodes ? g->nnodes : 1) * sizeof *grad);
+	if (!grad)
+		abort();
+	for (int i = 0; i < g->nnodes; i++)
+		grad[i] = -1;
+	for (int i = 0; i < g->nnodes; i++) {
+		int of = g->node[i].grad_of;
+		if (of >= 0 && g->node[of].op == OP_param && grad[of] < 0)
+			grad[of] = i;
+	}
+	return grad;
+}
+
+/* The training step: the loss, the scores (for accuracy) and every update, the optimizer's and
+ * the frontend's (batch norm's running statistics). */
+static void mark_training(Graph *g)
+{
+	int *roots = malloc((size_t)(g->nnodes + 2) * sizeof *roots);
+	if (!roots)
+		abort();
+	int nroots = 0;
+	roots[nroots++] = g->loss;
+	roots[nroots++] = g->output;
+	for (int i = 0; i < g->nnodes; i++)
+		if (g->node[i].op == OP_assign)
+			roots[nroots++] = i;
+	ir_mark_program(g, roots, nroots, PROG_TRAIN);
+	free(roots);
+}
+
+bool pass_optimizer(Graph *g, const PassOptions *o, Diag *d)
+{
+	(void)o;
+	int first = g->nnodes;
+	int *grad = param_gradients(g);
+	for (int i = 0; i < first; i++)
+		if (g->node[i].op == OP_param && grad[i] < 0) {
+			diag_error(d, g->node[i].loc, "parameter '%s' has no gradient (no node's grad_of names it): "
+				   "the optimizer pass needs autodiff before it", g->node[i].name);
+			free(grad);
+			return false;
+		}
+	if (g->lr < 0) {
+		double slot = RUNTIME_LR;
+		g->lr = ir_leaf(g, OP_runtime, "lr", (Shape){0}, DT_F32, &slot);
+	}
+	for (int i = 0; i < first; i++)
+		if (g->node[i].op == OP_param)
+			grad[i] = accumulate_gradient(g, i, mixed_precision_unscale(g, grad[i]));
+	/* fp16: every update waits for all gradients to be checked finite, so they come after */
+	mixed_precision_finite(g, grad, first);
+	for (int i = 0; i < first; i++)
+		if (g->node[i].op == OP_param)
+			optimizer_emit_update(g, i, grad[i]);
+	free(grad);
+	mark_training(g);
+	accumulate_mark_program(g, first);
+	return true;
 }

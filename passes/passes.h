@@ -10,7 +10,7 @@
 /* PassOptions.layout only: let the layout pass choose */
 #define LAYOUT_AUTO 2
 
-#define PASSES_DEFAULT "layout,mixed-precision,make-eval,autodiff,fuse,plan-memory"
+#define PASSES_DEFAULT "layout,mixed-precision,make-eval,autodiff,optimizer,fuse,plan-memory"
 
 /* What the command line asks of the passes. All zero: the default pipeline, optimized. */
 typedef struct PassOptions {
@@ -55,9 +55,13 @@ bool passes_run(Graph *g, const PassOptions *o, Diag *d);
 bool passes_run_default(Graph *g, Diag *d);
 
 /* ---- the passes ---- */
-/* autodiff: from the loss, gradient nodes by each op's rule, then the optimizer update of every
- * param as graph nodes (passes/autodiff.c, passes/optimizer.c). Makes the lr runtime node. */
+/* autodiff: from the loss, gradient nodes by each op's rule, each marked with Node.grad_of; the
+ * training program so far (forward and backward) (passes/autodiff.c) */
 bool pass_autodiff(Graph *g, const PassOptions *o, Diag *d);
+/* optimizer: the update of every param as graph nodes, from the gradient grad_of marks, through
+ * loss unscaling and gradient accumulation; the lr runtime node, the training program with the
+ * updates and the accumulation program (passes/optimizer.c) */
+bool pass_optimizer(Graph *g, const PassOptions *o, Diag *d);
 /* layout: conv activations NHWC and weights OHWI when o->layout asks, transposes only where
  * layouts meet (passes/layout.c) */
 bool pass_layout(Graph *g, const PassOptions *o, Diag *d);

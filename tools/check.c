@@ -222,7 +222,7 @@ static void free_values(double **v, int n)
 	free(v);
 }
 
-int cmd_check(const Args *a)
+int cmd_check(const Args *a, const CompileOptions *o)
 {
 	int64_t batch = a->batch ? a->batch : 8;
 	Bundle b;
@@ -231,7 +231,7 @@ int cmd_check(const Args *a)
 		fprintf(stderr, "netc check: error: %s is a compiled bundle; check needs the .net file\n", a->model);
 		return 1;
 	}
-	if (!model_load_bundle(a->model, batch, &b, &g))
+	if (!model_compile(a->model, batch, o, &b, &g))
 		return 1;
 	char err[512];
 	Session *s = rt_open(&b, a->device, (int)a->threads, err, sizeof err);

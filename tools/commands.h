@@ -3,11 +3,12 @@
 #define NETC_TOOLS_COMMANDS_H
 
 #include "tools/args.h"
+#include "tools/model.h"
 
-int cmd_check(const Args *a); /* tools/check.c */
-int cmd_dot(const Args *a);   /* tools/dot.c: the graph with fused groups as Graphviz clusters */
-struct PassOptions;
+/* Each takes the compile options the command line made (tools/netc.c). */
+int cmd_check(const Args *a, const CompileOptions *o); /* tools/check.c */
+int cmd_dot(const Args *a, const CompileOptions *o);   /* tools/dot.c: the graph with fused groups as Graphviz clusters */
 /* tools/opt.c: a text graph through exactly the passes of o, printed back */
-int cmd_opt(const Args *a, const struct PassOptions *o);
+int cmd_opt(const Args *a, const CompileOptions *o);
 
 #endif

@@ -10,7 +10,7 @@
 #include "tools/commands.h"
 #include "tools/model.h"
 
-int cmd_dot(const Args *a)
+int cmd_dot(const Args *a, const CompileOptions *o)
 {
 	if (!a->output) {
 		fprintf(stderr, "netc dot: -o FILE is required\n");
@@ -27,7 +27,7 @@ int cmd_dot(const Args *a)
 		fprintf(stderr, "netc dot: --collapse: %s\n", err);
 		return 2;
 	}
-	Graph *g = model_load_graph(a->model, a->batch, true);
+	Graph *g = model_load_graph(a->model, a->batch, true, o);
 	if (!g)
 		return 1;
 	bool to_stdout = strcmp(a->output, "-") == 0;

@@ -64,20 +64,12 @@ static bool looks_like_source(const char *path)
 	return true;
 }
 
-static int64_t accumulate;
-
-void model_set_accumulate(int64_t k) { accumulate = k; }
-
-static int precision = -1;
-
-void model_set_precision(int p) { precision = p; }
-
 static const char *precision_name(int p) { return p == PREC_FP16 ? "fp16" : p == PREC_BF16 ? "bf16" : "fp32"; }
 
 #ifdef NETC_RUNTIME_ONLY
-Graph *model_load_graph(const char *path, int64_t batch, bool training)
+Graph *model_load_graph(const char *path, int64_t batch, bool training, const CompileOptions *o)
 {
-	(void)batch, (void)training;
+	(void)batch, (void)training, (void)o;
 	if (!looks_like_source(path))
 		return NULL;
 	fprintf(stderr, "netc: error: %s: this netc is a runtime-only build and cannot compile .net files; "
@@ -85,24 +77,22 @@ Graph *model_load_graph(const char *path, int64_t batch, bool training)
 	return NULL;
 }
 #else
-static const PassOptions *pass_options;
-
-void model_set_pass_options(const PassOptions *o) { pass_options = o; }
-
-Graph *model_load_graph(const char *path, int64_t batch, bool training)
+Graph *model_load_graph(const char *path, int64_t batch, bool training, const CompileOptions *o)
 {
 	if (!looks_like_source(path))
 		return NULL;
+	if (o->max_errors >= 0)
+		fe_set_max_errors((int)o->max_errors);
 	Graph *g = fe_load_file(path, batch, stderr);
-	if (g && accumulate > 0)
-		g->train.accumulate = accumulate;
-	if (g && precision >= 0)
-		g->train.precision = (PrecisionKind)precision;
+	if (g && o->accumulate > 0)
+		g->train.accumulate = o->accumulate;
+	if (g && o->precision >= 0)
+		g->train.precision = (PrecisionKind)o->precision;
 	if (!g || !training)
 		return g;
 	Diag d;
 	diag_init(&d, path, NULL);
-	if (!passes_run(g, pass_options, &d)) {
+	if (!passes_run(g, &o->passes, &d)) {
 		ir_graph_free(g);
 		return NULL;
 	}
@@ -118,9 +108,9 @@ static void free_graph(Graph *g)
 }
 
 #ifdef NETC_RUNTIME_ONLY
-static bool compile_graph(Graph *g, const ModelTargets *t, Bundle *b)
+static bool compile_graph(Graph *g, const ModelTargets *mt, Bundle *b)
 {
-	(void)g, (void)t, (void)b;
+	(void)g, (void)mt, (void)b;
 	return false;
 }
 #else
@@ -324,9 +314,6 @@ static bool compile_all(Graph *g, const ModelTargets *mt, const CgTarget *tg, in
 
 static bool compile_graph(Graph *g, const ModelTargets *mt, Bundle *b)
 {
-	static const ModelTargets host = {0};
-	if (!mt)
-		mt = &host;
 	CgTarget *tg = NULL;
 	int n = 0;
 	unsigned emit = 0;
@@ -350,10 +337,13 @@ static bool compile_graph(Graph *g, const ModelTargets *mt, Bundle *b)
 }
 #endif
 
-static bool read_bundle(const char *path, int64_t batch, const ModelTargets *t, Bundle *b)
+static bool read_bundle(const char *path, int64_t batch, const CompileOptions *o, Bundle *b)
 {
 	char err[1024];
-	if (t && ((t->targets && t->targets[0]) || t->wave || t->code_object_version || t->emit || t->dump_dir)) {
+	const ModelTargets *t = &o->targets;
+	int64_t accumulate = o->accumulate;
+	int precision = o->precision;
+	if (((t->targets && t->targets[0]) || t->wave || t->code_object_version || t->emit || t->dump_dir)) {
 		fprintf(stderr, "netc: error: %s is a compiled bundle: its targets were fixed by `netc compile`; "
 				"pass the .net file to compile for other targets\n", path);
 		return false;
@@ -386,24 +376,19 @@ static bool read_bundle(const char *path, int64_t batch, const ModelTargets *t, 
 	return true;
 }
 
-bool model_compile(const char *path, int64_t batch, const ModelTargets *t, Bundle *b, Graph **graph_out)
+bool model_compile(const char *path, int64_t batch, const CompileOptions *o, Bundle *b, Graph **graph_out)
 {
 	if (graph_out)
 		*graph_out = NULL;
 	if (model_is_bundle(path))
-		return read_bundle(path, batch, t, b);
-	Graph *g = model_load_graph(path, batch, true);
+		return read_bundle(path, batch, o, b);
+	Graph *g = model_load_graph(path, batch, true, o);
 	if (!g)
 		return false;
-	bool ok = compile_graph(g, t, b);
+	bool ok = compile_graph(g, &o->targets, b);
 	if (ok && graph_out)
 		*graph_out = g;
 	else
 		free_graph(g);
 	return ok;
-}
-
-bool model_load_bundle(const char *path, int64_t batch, Bundle *b, Graph **graph_out)
-{
-	return model_compile(path, batch, NULL, b, graph_out);
 }

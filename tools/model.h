@@ -5,10 +5,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "passes/passes.h"
 #include "runtime/bundle.h"
-
-typedef struct Graph Graph;
-struct PassOptions;
 
 /* What to compile a .net file for, and which files to write besides the bundle. */
 typedef struct {
@@ -24,28 +22,30 @@ typedef struct {
  * bundle magic, or is a truncated bundle (4 to 7 bytes of it and nothing after). */
 bool model_is_bundle(const char *path);
 
-/* The pass options (passes/passes.h) the loads below use from now on; NULL: the default
- * pipeline. The command line sets them once from its options; o must outlive the loads. */
-void model_set_pass_options(const struct PassOptions *o);
+/* Everything a command asks of the compiler, built once from the command line and passed to
+ * every load: no setting lives in a file-level variable. All zero but precision = -1 and
+ * max_errors = -1 (COMPILE_OPTIONS_DEFAULT): the .net file's settings, the default pipeline, the
+ * host. */
+typedef struct {
+	PassOptions passes;   /* the pipeline and its options, the layout (passes.layout) included */
+	int64_t accumulate;   /* --accumulate K: micro-batches per optimizer step in place of the file's
+	                       * `accumulate`; 0 keeps the file's. A bundle file must have been compiled with K */
+	int precision;        /* --precision: a PrecisionKind in place of the file's; -1 keeps the file's.
+	                       * A bundle file must have been compiled with it */
+	int max_errors;       /* --max-errors: errors of a .net file printed at most; -1: the default */
+	ModelTargets targets; /* what to compile for and which files to write */
+} CompileOptions;
 
-/* --accumulate K for the loads below: the micro-batches per optimizer step, in place of the .net
- * file's `accumulate`; 0 keeps the file's. A bundle file must have been compiled with K. */
-void model_set_accumulate(int64_t k);
-
-/* --precision for the loads below: a PrecisionKind in place of the .net file's `precision`; -1
- * keeps the file's. A bundle file must have been compiled with it. */
-void model_set_precision(int precision);
+#define COMPILE_OPTIONS_DEFAULT ((CompileOptions){.precision = -1, .max_errors = -1})
 
 /* A .net file through the frontend and the pass pipeline (training graph, planned memory).
  * training false stops at the forward graph. Prints errors and returns NULL on failure. */
-Graph *model_load_graph(const char *path, int64_t batch, bool training);
+Graph *model_load_graph(const char *path, int64_t batch, bool training, const CompileOptions *o);
 
-/* A bundle from either a .net file (compiled now for t's targets; t NULL: the host) or a bundle
- * file (t must name no targets). batch > 0 must match a bundle file's. Prints errors and returns
+/* A bundle from either a .net file (compiled now for o's targets) or a bundle file (o must name
+ * no targets, and its accumulate and precision, where set, must be the bundle's). batch > 0 must match a bundle file's. Prints errors and returns
  * false on failure. graph_out, if not NULL, gets the graph of a .net file (NULL for a bundle
  * file); the caller frees it. */
-bool model_compile(const char *path, int64_t batch, const ModelTargets *t, Bundle *b, Graph **graph_out);
-/* model_compile for the host. */
-bool model_load_bundle(const char *path, int64_t batch, Bundle *b, Graph **graph_out);
+bool model_compile(const char *path, int64_t batch, const CompileOptions *o, Bundle *b, Graph **graph_out);
 
 #endif

@@ -14,23 +14,22 @@
 #ifndef NETC_RUNTIME_ONLY
 #include "codegen/amdgpu_info.h"
 #include "codegen/cg.h"
-#include "frontend/frontend.h"
 #include "ir/ir.h"
 #include "passes/passes.h"
 #endif
 
 typedef struct {
 	const char *name;
-	int (*run)(const Args *a);
+	int (*run)(const Args *a, const CompileOptions *o);
 	unsigned options;
 	const char *usage;
 	const char *help;
 } Command;
 
 #ifndef NETC_RUNTIME_ONLY
-static int cmd_print(const Args *a)
+static int cmd_print(const Args *a, const CompileOptions *o)
 {
-	Graph *g = model_load_graph(a->model, a->batch, a->training);
+	Graph *g = model_load_graph(a->model, a->batch, a->training, o);
 	if (!g)
 		return 1;
 	ir_print(stdout, g, 0); /* the whole graph, each node with its programs: `netc opt` reads it */
@@ -49,9 +48,9 @@ static double forward_flops(const Graph *g)
 	return fwd;
 }
 
-static int info_model(const Args *a)
+static int info_model(const Args *a, const CompileOptions *o)
 {
-	Graph *g = model_load_graph(a->model, a->batch, true);
+	Graph *g = model_load_graph(a->model, a->batch, true, o);
 	if (!g)
 		return 1;
 	PassTraffic t = passes_traffic(g, PROG_TRAIN);
@@ -141,10 +140,10 @@ static int64_t param_count(const Bundle *b)
 	return n;
 }
 
-static int info_bundle(const Args *a)
+static int info_bundle(const Args *a, const CompileOptions *o)
 {
 	Bundle b;
-	if (!model_load_bundle(a->model, a->batch, &b, NULL))
+	if (!model_compile(a->model, a->batch, o, &b, NULL))
 		return 1;
 	printf("model: %s\n", b.model);
 	printf("batch: %lld\n", (long long)b.batch);
@@ -167,43 +166,33 @@ static int info_bundle(const Args *a)
 	return rc;
 }
 
-static int cmd_info(const Args *a)
+static int cmd_info(const Args *a, const CompileOptions *o)
 {
-	return model_is_bundle(a->model) ? info_bundle(a) : info_model(a);
+	return model_is_bundle(a->model) ? info_bundle(a, o) : info_model(a, o);
 }
 
-static int cmd_passes(const Args *a)
+static int cmd_passes(const Args *a, const CompileOptions *o)
 {
-	(void)a;
+	(void)a, (void)o;
 	passes_list(stdout);
 	return 0;
 }
 
-static int cmd_targets(const Args *a)
+static int cmd_targets(const Args *a, const CompileOptions *o)
 {
-	(void)a;
+	(void)a, (void)o;
 	cg_targets_print(stdout);
 	return 0;
 }
 
-static ModelTargets targets_of(const Args *a)
-{
-	ModelTargets t = {
-		.targets = a->target, .wave = a->wave, .code_object_version = a->code_object_version,
-		.emit = a->emit, .dump_dir = a->dump_dir, .quiet = a->quiet,
-	};
-	return t;
-}
-
-static int cmd_compile(const Args *a)
+static int cmd_compile(const Args *a, const CompileOptions *o)
 {
 	if (!a->output) {
 		fprintf(stderr, "netc compile: -o FILE is required\n");
 		return 2;
 	}
 	Bundle b;
-	ModelTargets t = targets_of(a);
-	if (!model_compile(a->model, a->batch, &t, &b, NULL))
+	if (!model_compile(a->model, a->batch, o, &b, NULL))
 		return 1;
 	char err[1024];
 	int rc = 0;
@@ -225,28 +214,19 @@ static int cmd_compile(const Args *a)
 }
 #endif
 
-static int cmd_devices(const Args *a)
+static int cmd_devices(const Args *a, const CompileOptions *o)
 {
-	(void)a;
+	(void)a, (void)o;
 	rt_devices_print(stdout);
 	return 0;
 }
 
-/* train and bench: a bundle file, or a .net file compiled now for --target (the host by default) */
-static bool load_for_run(const Args *a, Bundle *b)
-{
-#ifdef NETC_RUNTIME_ONLY
-	return model_load_bundle(a->model, a->batch, b, NULL);
-#else
-	ModelTargets t = targets_of(a);
-	return model_compile(a->model, a->batch, &t, b, NULL);
-#endif
-}
-
-static int cmd_train(const Args *a)
+/* train, eval and bench take a bundle file, or a .net file compiled now for --target (the host by
+ * default) */
+static int cmd_train(const Args *a, const CompileOptions *co)
 {
 	Bundle b;
-	if (!load_for_run(a, &b))
+	if (!model_compile(a->model, a->batch, co, &b, NULL))
 		return 1;
 	TrainOptions o = {
 		.data_dir = a->data, .device = a->device, .threads = (int)a->threads, .steps = a->steps,
@@ -259,14 +239,14 @@ static int cmd_train(const Args *a)
 	return rc;
 }
 
-static int cmd_eval(const Args *a)
+static int cmd_eval(const Args *a, const CompileOptions *co)
 {
 	if (!a->checkpoint) {
 		fprintf(stderr, "netc eval: --checkpoint F is required\n");
 		return 2;
 	}
 	Bundle b;
-	if (!load_for_run(a, &b))
+	if (!model_compile(a->model, a->batch, co, &b, NULL))
 		return 1;
 	TrainOptions o = {.data_dir = a->data, .device = a->device, .threads = (int)a->threads,
 			  .seed = a->seed, .quiet = a->quiet, .resume = a->checkpoint};
@@ -297,14 +277,14 @@ typedef struct {
 	BenchResult r;
 } CompareColumn;
 
-/* The pass options of one column: the command's, with the column's pipeline. */
-static bool compare_options(const char *name, const PassOptions *base, PassOptions *o)
+/* The compile options of one column: the command's, with the column's pipeline. */
+static bool compare_options(const char *name, const CompileOptions *base, CompileOptions *o)
 {
 	*o = *base;
 	if (strcmp(name, "unfused") == 0)
-		o->disable = "fuse";
+		o->passes.disable = "fuse";
 	else if (strcmp(name, "O0") == 0)
-		o->O0 = true;
+		o->passes.O0 = true;
 	else if (strcmp(name, "fused") != 0) {
 		fprintf(stderr, "netc bench: --compare: unknown pipeline '%s' (unfused, fused, O0)\n", name);
 		return false;
@@ -312,14 +292,12 @@ static bool compare_options(const char *name, const PassOptions *base, PassOptio
 	return true;
 }
 
-static bool compare_column(const Args *a, const PassOptions *o, CompareColumn *c)
+static bool compare_column(const Args *a, const CompileOptions *o, CompareColumn *c)
 {
 	Bundle b;
 	Graph *g;
-	ModelTargets t = targets_of(a);
 	BenchOptions bo = bench_options(a);
-	model_set_pass_options(o);
-	if (!model_compile(a->model, a->batch, &t, &b, &g))
+	if (!model_compile(a->model, a->batch, o, &b, &g))
 		return false;
 	c->kernels = b.code[0].ntrain;
 	c->traffic = passes_traffic(g, PROG_TRAIN);
@@ -388,7 +366,7 @@ static bool compare_args(const Args *a)
 	return true;
 }
 
-static int bench_compare(const Args *a, const PassOptions *base)
+static int bench_compare(const Args *a, const CompileOptions *base)
 {
 	CompareColumn c[COMPARE_MAX];
 	int n = 0;
@@ -407,7 +385,7 @@ static int bench_compare(const Args *a, const PassOptions *base)
 		if (!*p)
 			break;
 	}
-	PassOptions o[COMPARE_MAX];
+	CompileOptions o[COMPARE_MAX];
 	for (int i = 0; i < n; i++)
 		if (!compare_options(c[i].name, base, &o[i]))
 			return 2;
@@ -418,24 +396,19 @@ static int bench_compare(const Args *a, const PassOptions *base)
 	for (int i = 0; i < n; i++)
 		if (!compare_column(a, &o[i], &c[i]))
 			return 1;
-	model_set_pass_options(base);
 	compare_print(a, c, n);
 	return 0;
 }
-
-static PassOptions pass_options; /* of this run, from the command line (main) */
-
-static int run_opt(const Args *a) { return cmd_opt(a, &pass_options); }
 #endif
 
-static int cmd_bench(const Args *a)
+static int cmd_bench(const Args *a, const CompileOptions *co)
 {
 #ifndef NETC_RUNTIME_ONLY
 	if (a->compare)
-		return bench_compare(a, &pass_options);
+		return bench_compare(a, co);
 #endif
 	Bundle b;
-	if (!load_for_run(a, &b))
+	if (!model_compile(a->model, a->batch, co, &b, NULL))
 		return 1;
 	BenchOptions o = bench_options(a);
 	BenchResult r;
@@ -491,6 +464,12 @@ static int cmd_bench(const Args *a)
 	"in (fp16 and bf16 keep fp32 master weights; fp16 scales the loss, docs/training.md).\n"        \
 	"--max-errors N prints at most N errors of a .net file (default 20; 0: all of them)."
 
+static int run_plot(const Args *a, const CompileOptions *o)
+{
+	(void)o;
+	return cmd_plot(a);
+}
+
 static const Command commands[] = {
 #ifndef NETC_RUNTIME_ONLY
 	{"print", cmd_print, OPT_TRAINING | OPT_BATCH | OPT_PASSES | OPT_ACCUMULATE,
@@ -529,7 +508,7 @@ static const Command commands[] = {
 	 "each node labelled with its op and shape. `dot -Tsvg FILE.dot -o FILE.svg` draws it.\n"
 	 "--collapse backward,optimizer (either or both) draws the backward pass and the optimizer\n"
 	 "update as one box each, with their node and kernel counts." PASS_HELP},
-	{"opt", run_opt, OPT_PASSES, "netc opt FILE.ir " PASS_USAGE,
+	{"opt", cmd_opt, OPT_PASSES, "netc opt FILE.ir " PASS_USAGE,
 	 "Reads a graph in the text form `netc print` writes (docs/passes.md), runs exactly the passes\n"
 	 "--passes lists (none without it; no pass is required, so one pass can be tested alone) and\n"
 	 "prints the graph in the same form. --precision sets the graph's `train precision`."},
@@ -586,7 +565,7 @@ static const Command commands[] = {
 	 "Runs the evaluation program (dropout off) over the held-out set with the weights of the\n"
 	 "checkpoint F (netc's own or a safetensors file exported from PyTorch with the same names and\n"
 	 "shapes) and prints the loss and the accuracy." RUN_TARGET_HELP},
-	{"plot", cmd_plot, OPT_OUTPUT | OPT_QUIET | OPT_LOG_Y, "netc plot LOG.csv -o FILE.svg [--log-y]",
+	{"plot", run_plot, OPT_OUTPUT | OPT_QUIET | OPT_LOG_Y, "netc plot LOG.csv -o FILE.svg [--log-y]",
 	 "Draws the training log of `netc train --log LOG.csv` as SVG: the loss over the steps in one\n"
 	 "panel, the training and held-out accuracy in another (none when the log has no accuracy, as\n"
 	 "for a regression loss). --log-y draws the loss on a logarithmic axis."},
@@ -619,24 +598,42 @@ static int layout_of(const Args *a)
 
 /* The pass options of this run for every .net file it loads, checked before anything is loaded.
  * check reads every value after a step, so its plan gives each value a block of its own. */
-static bool set_pass_options(const Command *c, const Args *a)
+static bool pass_options_of(const Command *c, const Args *a, PassOptions *o)
 {
-	pass_options = (PassOptions){
+	*o = (PassOptions){
 		.passes = a->passes, .disable = a->disable_pass, .print_after = a->print_after,
 		.time_passes = a->time_passes, .O0 = a->O0, .no_reuse = c->run == cmd_check,
-		.layout = layout_of(a), .listed_only = c->run == run_opt,
+		.layout = layout_of(a), .listed_only = c->run == cmd_opt,
 	};
 	const PassInfo *list[64];
 	int n;
 	char err[512];
-	if ((c->options & OPT_PASSES) && !passes_resolve(&pass_options, list, 64, &n, err, sizeof err)) {
+	if ((c->options & OPT_PASSES) && !passes_resolve(o, list, 64, &n, err, sizeof err)) {
 		fprintf(stderr, "netc %s: error: %s\n", c->name, err);
 		return false;
 	}
-	model_set_pass_options(&pass_options);
 	return true;
 }
 #endif
+
+/* Everything this run asks of the compiler, from its options. */
+static bool compile_options_of(const Command *c, const Args *a, CompileOptions *o)
+{
+	*o = COMPILE_OPTIONS_DEFAULT;
+	o->accumulate = a->accumulate;
+	o->precision = a->precision;
+	o->max_errors = (int)a->max_errors;
+	o->targets = (ModelTargets){
+		.targets = a->target, .wave = a->wave, .code_object_version = a->code_object_version,
+		.emit = a->emit, .dump_dir = a->dump_dir, .quiet = a->quiet,
+	};
+#ifdef NETC_RUNTIME_ONLY
+	(void)c;
+	return true;
+#else
+	return pass_options_of(c, a, &o->passes);
+#endif
+}
 
 int main(int argc, char **argv)
 {
@@ -663,15 +660,10 @@ int main(int argc, char **argv)
 		}
 		if (!a.seed_given && strcmp(c->name, "check") == 0)
 			a.seed = (uint64_t)time(NULL);
-#ifndef NETC_RUNTIME_ONLY
-		if (!set_pass_options(c, &a))
+		CompileOptions o;
+		if (!compile_options_of(c, &a, &o))
 			return 2;
-		if (a.max_errors >= 0)
-			fe_set_max_errors((int)a.max_errors);
-#endif
-		model_set_accumulate(a.accumulate);
-		model_set_precision(a.precision);
-		return c->run(&a);
+		return c->run(&a, &o);
 	}
 	fprintf(stderr, "netc: unknown command '%s'\n", argv[1]);
 	usage(stderr);

@@ -45,7 +45,7 @@ static char *read_text(const char *path)
 	return buf;
 }
 
-int cmd_opt(const Args *a, const PassOptions *o)
+int cmd_opt(const Args *a, const CompileOptions *o)
 {
 	char *text = read_text(a->model);
 	if (!text)
@@ -62,9 +62,9 @@ int cmd_opt(const Args *a, const PassOptions *o)
 		ir_graph_free(g);
 		g = NULL;
 	}
-	if (g && a->precision >= 0)
-		g->train.precision = (PrecisionKind)a->precision; /* as for a .net file (tools/model.c) */
-	if (g && !passes_run(g, o, &d)) {
+	if (g && o->precision >= 0)
+		g->train.precision = (PrecisionKind)o->precision; /* as for a .net file (tools/model.c) */
+	if (g && !passes_run(g, &o->passes, &d)) {
 		ir_graph_free(g);
 		g = NULL;
 	}
