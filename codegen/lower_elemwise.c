@@ -288,6 +288,40 @@ LLVMValueRef cg_elem_relu(Cg *cg, const Node *n, ElemIndex *at)
 	return LLVMBuildSelect(cg->b, LLVMBuildFCmp(cg->b, LLVMRealOGT, x, zero, ""), x, zero, "");
 }
 
+/* 1/(1+e) for x >= 0 and e/(1+e) below, e = exp(-|x|) in (0, 1]: never inf/inf at large |x|. */
+LLVMValueRef cg_elem_sigmoid(Cg *cg, const Node *n, ElemIndex *at)
+{
+	LLVMValueRef x = operand(cg, n, 0, at);
+	LLVMTypeRef t = LLVMTypeOf(x);
+	LLVMValueRef one = cg_real(cg, t, 1);
+	LLVMValueRef e = cg_exp(cg, LLVMBuildFNeg(cg->b, cg_intrinsic(cg, "fabs", t, &x, 1), ""));
+	LLVMValueRef r = LLVMBuildFDiv(cg->b, one, LLVMBuildFAdd(cg->b, one, e, ""), "");
+	LLVMValueRef nonneg = LLVMBuildFCmp(cg->b, LLVMRealOGE, x, cg_real(cg, t, 0), "");
+	return LLVMBuildSelect(cg->b, nonneg, r, LLVMBuildFMul(cg->b, e, r, ""), "");
+}
+
+/* tanh |x| = (1-e)/(1+e), e = exp(-2|x|), with x's sign; near 0, where 1-e cancels, its Taylor
+ * series to x^9 instead (the bound keeps the series' error below the type's rounding). Not
+ * llvm.tanh: that is a libm call on the host and has no lowering on GPUs. */
+LLVMValueRef cg_elem_tanh(Cg *cg, const Node *n, ElemIndex *at)
+{
+	static const double taylor[] = {62.0 / 2835, -17.0 / 315, 2.0 / 15, -1.0 / 3};
+	LLVMValueRef x = operand(cg, n, 0, at);
+	LLVMTypeRef t = LLVMTypeOf(x);
+	LLVMValueRef a = cg_intrinsic(cg, "fabs", t, &x, 1), one = cg_real(cg, t, 1);
+	LLVMValueRef e = cg_exp(cg, LLVMBuildFMul(cg->b, a, cg_real(cg, t, -2), ""));
+	LLVMValueRef far = LLVMBuildFDiv(cg->b, LLVMBuildFSub(cg->b, one, e, ""),
+					 LLVMBuildFAdd(cg->b, one, e, ""), "");
+	LLVMValueRef a2 = LLVMBuildFMul(cg->b, a, a, ""), p = cg_real(cg, t, taylor[0]);
+	for (size_t i = 1; i < sizeof taylor / sizeof *taylor; i++)
+		p = LLVMBuildFAdd(cg->b, LLVMBuildFMul(cg->b, p, a2, ""), cg_real(cg, t, taylor[i]), "");
+	LLVMValueRef near = LLVMBuildFAdd(cg->b, a, LLVMBuildFMul(cg->b, a, LLVMBuildFMul(cg->b, a2, p, ""), ""), "");
+	LLVMValueRef bound = cg_real(cg, t, t == cg->t_f64 ? 0.04 : 0.3);
+	LLVMValueRef small = LLVMBuildFCmp(cg->b, LLVMRealOLT, a, bound, "");
+	LLVMValueRef args[2] = {LLVMBuildSelect(cg->b, small, near, far, ""), x};
+	return cg_intrinsic(cg, "copysign", t, args, 2);
+}
+
 /* Ops that move elements: operand_index maps the output index to the input's. */
 LLVMValueRef cg_elem_first(Cg *cg, const Node *n, ElemIndex *at) { return operand(cg, n, 0, at); }
 

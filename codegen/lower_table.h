@@ -22,6 +22,8 @@ CG_ELEM(exp);
 CG_ELEM(log);
 CG_ELEM(sqrt);
 CG_ELEM(relu);
+CG_ELEM(sigmoid);
+CG_ELEM(tanh);
 CG_ELEM(relu_grad);
 CG_ELEM(dropout);
 CG_ELEM(add); /* add and bias_add */

@@ -230,6 +230,12 @@ static void map2(const Graph *g, const Node *n, const double *const *in, double 
 static double f_neg(double x) { return -x; }
 static double f_relu(double x) { return x > 0 ? x : 0; }
 static double f_copy(double x) { return x; }
+/* exp of a negative magnitude only, so large |x| gives 0 or 1, never inf/inf */
+static double f_sigmoid(double x)
+{
+	double e = exp(-fabs(x));
+	return x >= 0 ? 1 / (1 + e) : e / (1 + e);
+}
 static double f_add(double a, double b) { return a + b; }
 static double f_sub(double a, double b) { return a - b; }
 static double f_mul(double a, double b) { return a * b; }
@@ -245,6 +251,8 @@ void ref_log(const Graph *g, const Node *n, const double *const *in, double *out
 void ref_sqrt(const Graph *g, const Node *n, const double *const *in, double *out) { map1(n, in[0], out, sqrt); }
 void ref_relu(const Graph *g, const Node *n, const double *const *in, double *out) { map1(n, in[0], out, f_relu); }
 void ref_copy(const Graph *g, const Node *n, const double *const *in, double *out) { map1(n, in[0], out, f_copy); }
+void ref_sigmoid(const Graph *g, const Node *n, const double *const *in, double *out) { map1(n, in[0], out, f_sigmoid); }
+void ref_tanh(const Graph *g, const Node *n, const double *const *in, double *out) { map1(n, in[0], out, tanh); }
 void ref_add(const Graph *g, const Node *n, const double *const *in, double *out) { map2(g, n, in, out, f_add); }
 void ref_sub(const Graph *g, const Node *n, const double *const *in, double *out) { map2(g, n, in, out, f_sub); }
 void ref_mul(const Graph *g, const Node *n, const double *const *in, double *out) { map2(g, n, in, out, f_mul); }
@@ -337,6 +345,21 @@ void grad_relu(GradContext *gc, const Node *n, int dy)
 void grad_copy(GradContext *gc, const Node *n, int dy)
 {
 	gc_accumulate(gc, n->in[0], dy);
+}
+
+/* sigmoid' = s (1 - s) and tanh' = 1 - t^2, both from the output y */
+void grad_sigmoid(GradContext *gc, const Node *n, int dy)
+{
+	int x = n->in[0], y = n->id;
+	int one = ir_const(gc_graph(gc), 1);
+	gc_accumulate(gc, x, emit2(gc, OP_mul, dy, emit2(gc, OP_mul, y, emit2(gc, OP_sub, one, y))));
+}
+
+void grad_tanh(GradContext *gc, const Node *n, int dy)
+{
+	int x = n->in[0], y = n->id;
+	int one = ir_const(gc_graph(gc), 1);
+	gc_accumulate(gc, x, emit2(gc, OP_mul, dy, emit2(gc, OP_sub, one, emit2(gc, OP_mul, y, y))));
 }
 
 /* Dropout is linear for fixed draws: the same mask and scale apply to dy. */

@@ -15,7 +15,7 @@ static void run(CgHarness *h)
 
 static void unary_ops(const char *dims, DType dt)
 {
-	static const OpId ops[] = {OP_neg, OP_exp, OP_log, OP_sqrt, OP_relu, OP_copy};
+	static const OpId ops[] = {OP_neg, OP_exp, OP_log, OP_sqrt, OP_relu, OP_copy, OP_sigmoid, OP_tanh};
 	for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
 		char name[96];
 		snprintf(name, sizeof name, "%s [%s] %s", ir_ops[ops[i]].name, dims, dtype_name(dt));
@@ -25,6 +25,8 @@ static void unary_ops(const char *dims, DType dt)
 			ch_range(h, x, 0.01, 20);
 		else if (ops[i] == OP_exp)
 			ch_range(h, x, -10, 10);
+		else if (ops[i] == OP_sigmoid || ops[i] == OP_tanh)
+			ch_range(h, x, -50, 50);
 		ch_op(h, ops[i], NULL, x);
 		run(h);
 	}
@@ -118,12 +120,12 @@ static void dropout(const char *dims, double p)
 }
 
 /* Worst relative error of op over values v, each element against the float64 result. */
-static double accuracy(OpId op, const double *v, int64_t n)
+static double accuracy(OpId op, DType dt, const double *v, int64_t n)
 {
 	char dims[32];
 	snprintf(dims, sizeof dims, "%lld", (long long)n);
 	CgHarness *h = ch_new(ir_ops[op].name);
-	int x = ch_param(h, DT_F32, dims);
+	int x = ch_param(h, dt, dims);
 	ch_set(h, x, v);
 	int y = ch_op(h, op, NULL, x);
 	tu_failures += ch_run(h);
@@ -142,15 +144,36 @@ static void math_accuracy(void)
 	double *v = malloc(N * sizeof *v);
 	for (int i = 0; i < N; i++)
 		v[i] = ch_uniform(-87.3, 88.7); /* results stay normal floats */
-	double e = accuracy(OP_exp, v, N);
+	double e = accuracy(OP_exp, DT_F32, v, N);
 	for (int i = 0; i < N; i++)
 		v[i] = exp(ch_uniform(-87, 88)) * (ch_next() & 1 ? 1 : 1e-7); /* normal and denormal */
-	double l = accuracy(OP_log, v, N);
+	double l = accuracy(OP_log, DT_F32, v, N);
 	for (int i = 0; i < N; i++)
 		v[i] = ch_uniform(0.5, 2); /* near 1, where log is small */
-	double l1 = accuracy(OP_log, v, N);
+	double l1 = accuracy(OP_log, DT_F32, v, N);
 	printf("exp: max relative error %.3g, log: %.3g (near 1: %.3g)\n", e, l, l1);
 	CHECK(e < 2e-7 && l < 2e-7 && l1 < 2e-7, "math accuracy: seed %llu: limit 2e-7", ch_seed);
+	free(v);
+}
+
+/* sigmoid and tanh element by element: saturated (|x| up to 50), moderate and near 0, where
+ * tanh's 1 - e^-2|x| would cancel; ch_run also fails on any NaN or inf. */
+static void sigmoid_tanh_accuracy(void)
+{
+	enum { N = 30000 };
+	static const double limit[2][2] = {{3e-7, 1e-15}, {5e-7, 1e-14}}; /* [sigmoid, tanh][f32, f64] */
+	double *v = malloc(N * sizeof *v);
+	for (int i = 0; i < N; i++) {
+		double r = (double[]){50, 3, 0.35, 1e-3}[i % 4];
+		v[i] = ch_uniform(-r, r);
+	}
+	for (int op = 0; op < 2; op++)
+		for (int t = 0; t < 2; t++) {
+			OpId id = op ? OP_tanh : OP_sigmoid;
+			double e = accuracy(id, t ? DT_F64 : DT_F32, v, N);
+			printf("%s %s: max relative error %.3g\n", ir_ops[id].name, t ? "f64" : "f32", e);
+			CHECK(e < limit[op][t], "%s accuracy: seed %llu: limit %g", ir_ops[id].name, ch_seed, limit[op][t]);
+		}
 	free(v);
 }
 
@@ -158,15 +181,19 @@ static void special_values(void)
 {
 	static const double ve[] = {INFINITY, -INFINITY, NAN, 0, -0.0, 88.72, 89, 200, -103.9, -104, -1000, 1e-40, -1e-40};
 	static const double vl[] = {INFINITY, 0, -0.0, -1, NAN, -INFINITY, 1e-40, 1.4e-45, FLT_MIN, FLT_MAX, 1};
-	const double *v[2] = {ve, vl};
-	int64_t n[2] = {sizeof ve / sizeof *ve, sizeof vl / sizeof *vl};
-	for (int k = 0; k < 2; k++) {
-		CgHarness *h = ch_new(k ? "log special values" : "exp special values");
+	static const double vs[] = {INFINITY, -INFINITY, NAN, 0, -0.0, 1e-40, -1e-40, 200, -200, 1000, -1000, FLT_MAX, -FLT_MAX};
+	static const OpId ops[] = {OP_exp, OP_log, OP_sigmoid, OP_tanh};
+	const double *v[4] = {ve, vl, vs, vs};
+	int64_t n[4] = {sizeof ve / sizeof *ve, sizeof vl / sizeof *vl, sizeof vs / sizeof *vs, sizeof vs / sizeof *vs};
+	for (int k = 0; k < 4; k++) {
+		char name[64];
+		snprintf(name, sizeof name, "%s special values", ir_ops[ops[k]].name);
+		CgHarness *h = ch_new(name);
 		char dims[16];
 		snprintf(dims, sizeof dims, "%lld", (long long)n[k]);
 		int x = ch_param(h, DT_F32, dims);
 		ch_set(h, x, v[k]);
-		ch_op(h, k ? OP_log : OP_exp, NULL, x);
+		ch_op(h, ops[k], NULL, x);
 		run(h);
 	}
 }
@@ -220,6 +247,7 @@ int main(void)
 	dropout("40000", 0.5);
 	dropout("3,7", 0);
 	math_accuracy();
+	sigmoid_tanh_accuracy();
 	special_values();
 	vectorized();
 	return tu_finish("test_cg_elemwise");

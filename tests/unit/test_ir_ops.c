@@ -215,6 +215,28 @@ static void test_ref_elemwise(void)
 	ir_graph_free(g);
 }
 
+/* sigmoid and tanh on random inputs up to |x| = 50: the textbook formulas (valid here in
+ * float64), saturating to exactly 0, 1 or +-1 without NaN or inf. */
+static void test_ref_sigmoid_tanh(void)
+{
+	Graph *g = ir_graph_new("t");
+	int x = leaf(g, S(1, 64), DT_F32);
+	int sg = tu_add(g, OP_sigmoid, &x, NULL), th = tu_add(g, OP_tanh, &x, NULL);
+	double **v = values_new(g);
+	fill(v[x], 64, 0.01, 50);
+	for (int i = 0; i < 32; i++)
+		v[x][2 * i] = -v[x][2 * i];
+	ir_interp(g, 0, v);
+	for (int i = 0; i < 64; i++) {
+		double xi = v[x][i];
+		CHECK(isfinite(v[sg][i]) && isfinite(v[th][i]), "x %g", xi);
+		CHECK_NEAR(v[sg][i], 1 / (1 + exp(-xi)), 1e-15);
+		CHECK_NEAR(v[th][i], (exp(xi) - exp(-xi)) / (exp(xi) + exp(-xi)), 1e-15);
+	}
+	values_free(g, v);
+	ir_graph_free(g);
+}
+
 static void test_ref_injective_reduce(void)
 {
 	Graph *g = ir_graph_new("t");
@@ -534,6 +556,7 @@ int main(void)
 	test_shapes_injective_reduce();
 	test_shapes_nn();
 	test_ref_elemwise();
+	test_ref_sigmoid_tanh();
 	test_ref_injective_reduce();
 	test_ref_softmax_losses();
 	test_ref_conv();

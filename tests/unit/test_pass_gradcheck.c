@@ -15,6 +15,7 @@ typedef enum {
 	POS,      /* (0.5, 2): log, sqrt */
 	AWAY,     /* |x| in (0.5, 2): denominators */
 	KINK,     /* |x| in (0.01, 1): relu away from its kink */
+	WIDE,     /* (-4, 4): sigmoid and tanh into their curved tails */
 	DISTINCT, /* values at least 0.01 apart: max_pool away from ties */
 	LABELS,   /* class indices */
 	SEED      /* the rng (seed, step) */
@@ -53,6 +54,7 @@ static void fill(double *x, int64_t m, Fill f, int classes)
 		case POS: x[i] = tu_uniform(0.5, 2); break;
 		case AWAY: x[i] = s * tu_uniform(0.5, 2); break;
 		case KINK: x[i] = s * tu_uniform(0.01, 1); break;
+		case WIDE: x[i] = tu_uniform(-4, 4); break;
 		case DISTINCT: x[i] = (double)i * 0.02 + tu_uniform(0, 0.01); break;
 		case LABELS: x[i] = (int)tu_uniform(0, classes); break;
 		case SEED: x[i] = (int)tu_uniform(-2e9, 2e9); break;
@@ -181,6 +183,8 @@ static void test_elemwise(void)
 	unary("log", OP_log, S(2, 3, 4), POS);
 	unary("sqrt", OP_sqrt, S(2, 3, 4), POS);
 	unary("relu", OP_relu, S(3, 2, 3, 4), KINK);
+	unary("sigmoid", OP_sigmoid, S(2, 3, 4), WIDE);
+	unary("tanh", OP_tanh, S(2, 3, 4), WIDE);
 	unary("copy", OP_copy, S(1, 5), ANY);
 	binary("add", OP_add, S(2, 3, 4), S(2, 3, 4), ANY);
 	binary("add broadcast [3,4,5] + [4,1]", OP_add, S(3, 3, 4, 5), S(2, 4, 1), ANY);
