@@ -60,17 +60,9 @@ void accumulate_mark_program(Graph *g, int first)
 {
 	if (g->train.accumulate <= 1)
 		return;
-	int end = g->nnodes;
-	int *roots = malloc((size_t)(end + 2) * sizeof *roots);
-	if (!roots)
-		abort();
-	int nroots = 0;
-	roots[nroots++] = g->loss;
-	roots[nroots++] = g->output;
+	int end = g->nnodes, nroots;
 	/* the frontend's own updates (batch norm's running statistics) run every micro-batch */
-	for (int i = 0; i < first; i++)
-		if (g->node[i].op == OP_assign)
-			roots[nroots++] = i;
+	int *roots = passes_step_roots(g, first, &nroots);
 	for (int i = first; i < end; i++) {
 		if (!is_train_sum(g, i))
 			continue;

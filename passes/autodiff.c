@@ -78,21 +78,29 @@ static void name_gradients(Graph *g, int first)
 	}
 }
 
+int *passes_step_roots(const Graph *g, int upto, int *n)
+{
+	int *roots = malloc((size_t)(g->nnodes + 2) * sizeof *roots);
+	if (!roots)
+		abort();
+	*n = 0;
+	roots[(*n)++] = g->loss;
+	roots[(*n)++] = g->output;
+	for (int i = 0; i < upto; i++)
+		if (g->node[i].op == OP_assign)
+			roots[(*n)++] = i;
+	return roots;
+}
+
 /* The forward and backward nodes: the loss, the scores (for accuracy), every parameter's gradient
  * and the frontend's updates (batch norm's running statistics). The optimizer pass adds its
  * updates to the program. */
 static void mark_training(Graph *g, const int *grad, int first)
 {
-	int *roots = malloc((size_t)(g->nnodes + 2) * sizeof *roots);
-	if (!roots)
-		abort();
-	int nroots = 0;
-	roots[nroots++] = g->loss;
-	roots[nroots++] = g->output;
+	int nroots;
+	int *roots = passes_step_roots(g, first, &nroots);
 	for (int i = 0; i < first; i++)
-		if (g->node[i].op == OP_assign)
-			roots[nroots++] = i;
-		else if (g->node[i].op == OP_param)
+		if (g->node[i].op == OP_param)
 			roots[nroots++] = grad[i];
 	ir_mark_program(g, roots, nroots, PROG_TRAIN);
 	free(roots);

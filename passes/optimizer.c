@@ -176,15 +176,8 @@ static int *param_gradients(const Graph *g)
  * the frontend's (batch norm's running statistics). */
 static void mark_training(Graph *g)
 {
-	int *roots = malloc((size_t)(g->nnodes + 2) * sizeof *roots);
-	if (!roots)
-		abort();
-	int nroots = 0;
-	roots[nroots++] = g->loss;
-	roots[nroots++] = g->output;
-	for (int i = 0; i < g->nnodes; i++)
-		if (g->node[i].op == OP_assign)
-			roots[nroots++] = i;
+	int nroots;
+	int *roots = passes_step_roots(g, g->nnodes, &nroots);
 	ir_mark_program(g, roots, nroots, PROG_TRAIN);
 	free(roots);
 }

@@ -58,6 +58,10 @@ bool passes_run_default(Graph *g, Diag *d);
 /* autodiff: from the loss, gradient nodes by each op's rule, each marked with Node.grad_of; the
  * training program so far (forward and backward) (passes/autodiff.c) */
 bool pass_autodiff(Graph *g, const PassOptions *o, Diag *d);
+/* The roots every step program shares: the loss, the scores (for accuracy) and the assigns among
+ * nodes [0, upto) (the frontend's, such as batch norm's running statistics; the optimizer's).
+ * Returns a malloc'd array with room for nnodes + 2 roots, for the caller's own; *n gets the count. */
+int *passes_step_roots(const Graph *g, int upto, int *n);
 /* optimizer: the update of every param as graph nodes, from the gradient grad_of marks, through
  * loss unscaling and gradient accumulation; the lr runtime node, the training program with the
  * updates and the accumulation program (passes/optimizer.c) */
