@@ -9,14 +9,10 @@
 
 #define FE_MAX_FILE (64u << 20) /* no network description comes near this */
 
-static int max_errors = DIAG_MAX_ERRORS;
-
-void fe_set_max_errors(int n) { max_errors = n; }
-
 /* A UTF-8 byte-order mark, which some editors write at the start of a text file. */
 static const char utf8_bom[3] = {'\xef', '\xbb', '\xbf'};
 
-Graph *fe_load_string(const char *name, const char *text, size_t len, int64_t batch, FILE *errout)
+Graph *fe_load_string(const char *name, const char *text, size_t len, int64_t batch, int max_errors, FILE *errout)
 {
 	/* skipped, as compilers do: it is no character of the file, so columns start after it */
 	if (len >= sizeof utf8_bom && !memcmp(text, utf8_bom, sizeof utf8_bom))
@@ -83,7 +79,7 @@ static char *read_file(const char *path, size_t *len, int *err)
 	return buf;
 }
 
-Graph *fe_load_file(const char *path, int64_t batch, FILE *errout)
+Graph *fe_load_file(const char *path, int64_t batch, int max_errors, FILE *errout)
 {
 	size_t len = 0;
 	int err = 0;
@@ -97,7 +93,7 @@ Graph *fe_load_file(const char *path, int64_t batch, FILE *errout)
 			   err == EFBIG ? "file is too large" : strerror(err));
 		return NULL;
 	}
-	Graph *g = fe_load_string(path, text, len, batch, errout);
+	Graph *g = fe_load_string(path, text, len, batch, max_errors, errout);
 	free(text);
 	return g;
 }

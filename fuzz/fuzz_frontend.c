@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!out && !(out = open_memstream(&messages, &messages_len)))
 		abort();
 	rewind(out);
-	Graph *g = fe_load_string("fuzz.net", (const char *)data, size, 0, out);
+	Graph *g = fe_load_string("fuzz.net", (const char *)data, size, 0, DIAG_MAX_ERRORS, out);
 	if (!g)
 		return 0;
 	/* netc's default: the layout pass chooses, as `netc info` without --layout */

@@ -10,7 +10,10 @@
  *
  * The accumulation add is a node of its own in each program (not one node both read), so the
  * training side fuses into the optimizer's elementwise update and the accumulation side into its
- * assign: one kernel per parameter in each program. K = 1 leaves the graph as it is. */
+ * assign: one kernel per parameter in each program. Two passes make them: accumulate-gradients
+ * (the training side, before the optimizer, which reads the mean as the gradient) and
+ * accumulation-program (after the optimizer, so the accumulation side's kernels come last, where
+ * the memory plan's shared timeline expects them). K = 1 leaves the graph as it is. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,15 +34,24 @@ static int zeros(Graph *g, Shape s)
 	return ir_emit(g, OP_broadcast_to, (int[]){ir_const(g, 0.0)}, attr);
 }
 
-int accumulate_gradient(Graph *g, int p, int grad)
+bool pass_accumulate_gradients(Graph *g, const PassOptions *o, Diag *d)
 {
+	(void)o;
+	(void)d;
 	int64_t k = g->train.accumulate;
 	if (k <= 1)
-		return grad;
-	int acc = ir_state_for(g, p, ACC_SLOT, g->node[grad].shape);
-	int mean = bin(g, OP_mul, bin(g, OP_add, acc, grad), ir_const(g, 1.0 / (double)k));
-	bin(g, OP_assign, acc, zeros(g, g->node[acc].shape));
-	return mean;
+		return true;
+	int n = g->nnodes, *grad = passes_param_gradients(g);
+	for (int p = 0; p < n; p++) {
+		if (grad[p] < 0)
+			continue;
+		int acc = ir_state_for(g, p, ACC_SLOT, g->node[grad[p]].shape);
+		passes_set_gradient(g, p, bin(g, OP_mul, bin(g, OP_add, acc, grad[p]), ir_const(g, 1.0 / (double)k)));
+		/* after the read above in node order, so the reset runs after the update reads acc */
+		bin(g, OP_assign, acc, zeros(g, g->node[acc].shape));
+	}
+	free(grad);
+	return true;
 }
 
 static bool is_accumulator(const Graph *g, int id)
@@ -56,12 +68,19 @@ static bool is_train_sum(const Graph *g, int id)
 	return n->op == OP_add && is_accumulator(g, n->in[0]) && (n->programs & PROG_TRAIN);
 }
 
-void accumulate_mark_program(Graph *g, int first)
+bool pass_accumulation_program(Graph *g, const PassOptions *o, Diag *d)
 {
+	(void)o;
+	(void)d;
 	if (g->train.accumulate <= 1)
-		return;
+		return true;
+	/* the frontend's own updates (batch norm's running statistics) run every micro-batch: they
+	 * are the assigns before the first accumulator (autodiff and unscaling make none) */
+	int first = g->nnodes;
+	for (int i = 0; i < g->nnodes && first == g->nnodes; i++)
+		if (is_accumulator(g, i))
+			first = i;
 	int end = g->nnodes, nroots;
-	/* the frontend's own updates (batch norm's running statistics) run every micro-batch */
 	int *roots = passes_step_roots(g, first, &nroots);
 	for (int i = first; i < end; i++) {
 		if (!is_train_sum(g, i))
@@ -71,4 +90,5 @@ void accumulate_mark_program(Graph *g, int first)
 	}
 	ir_mark_program(g, roots, nroots, PROG_ACCUM);
 	free(roots);
+	return true;
 }

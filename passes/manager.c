@@ -22,12 +22,21 @@ static const PassInfo table[] = {
 	 false, false, "layout,mixed-precision"},
 	{"autodiff", pass_autodiff, "gradients by each op's rule, as graph nodes", true, false,
 	 "layout,mixed-precision,make-eval"},
-	{"optimizer", pass_optimizer,
-	 "the update of every parameter from its gradient (grad_of), with fp16 unscaling and gradient accumulation",
-	 true, false, "autodiff"},
+	{"unscale-gradients", pass_unscale_gradients, "fp16: every gradient divided by the loss scale", true, false,
+	 "autodiff"},
+	{"accumulate-gradients", pass_accumulate_gradients,
+	 "accumulate K > 1: gradient sums over micro-batches, their mean is what the update reads", true, false,
+	 "autodiff,unscale-gradients"},
+	{"check-finite", pass_check_finite, "fp16: whether every gradient is finite (an overflowing step is skipped)",
+	 true, false, "autodiff,unscale-gradients,accumulate-gradients"},
+	{"optimizer", pass_optimizer, "the update of every parameter from its gradient (grad_of)", true, false,
+	 "autodiff,unscale-gradients,accumulate-gradients,check-finite"},
+	{"accumulation-program", pass_accumulation_program,
+	 "accumulate K > 1: the micro-batch program, forward and backward adding to the sums", true, false,
+	 "accumulate-gradients,optimizer"},
 	{"fuse", pass_fuse, "groups of nodes that one kernel computes (TVM FuseOps rules)", false, true, NULL},
 	{"plan-memory", pass_plan_memory, "arena offsets: liveness, in-place and best-fit reuse of blocks",
-	 true, false, "make-eval,autodiff,optimizer,fuse"},
+	 true, false, "make-eval,autodiff,optimizer,accumulation-program,fuse"},
 };
 
 #define NPASSES ((int)(sizeof table / sizeof *table))
@@ -52,7 +61,7 @@ void passes_list(FILE *out)
 {
 	fprintf(out, "passes (default pipeline %s):\n", PASSES_DEFAULT);
 	for (int i = 0; i < NPASSES; i++)
-		fprintf(out, "  %-16s %-9s %s%s\n", table[i].name, table[i].required ? "required" : "",
+		fprintf(out, "  %-20s %-9s %s%s\n", table[i].name, table[i].required ? "required" : "",
 			table[i].what, table[i].optimization ? " (-O0 leaves it out)" : "");
 }
 

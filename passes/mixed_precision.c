@@ -1,5 +1,5 @@
 /* mixed_precision.c: the forward graph computed in f16 or bf16 with f32 master weights (the
- * mixed-precision pass), and the fp16 loss scaling that autodiff and the optimizer apply.
+ * mixed-precision pass).
  *
  * Every kernel computes in f32 and rounds what it stores (codegen's storage and compute types),
  * so what a half value risks is its storage: range (f16 tops out at 65504) and 8 or 11 bits of
@@ -19,10 +19,9 @@
  * master copy the optimizer updates. autodiff then derives the backward pass in the same types
  * (the gradient of a cast is a cast back), so parameter gradients arrive in f32.
  *
- * fp16 (not bf16, whose range is f32's) scales the loss: the backward pass is seeded with the
- * runtime value Graph.loss_scale, the optimizer reads gradient / loss_scale, Graph.finite is 1
- * when every gradient it reads is finite, and every update it makes is select(finite, new, old),
- * so an overflowing step changes nothing; the runtime adjusts the scale (runtime/loss_scale.c). */
+ * fp16 (not bf16, whose range is f32's) scales the loss: this pass makes the runtime value
+ * Graph.loss_scale, autodiff seeds the backward pass with it, and passes/loss_scale.c unscales
+ * the gradients and guards the update. */
 #include <stdlib.h>
 
 #include "ir/ops.h"
@@ -136,40 +135,4 @@ bool pass_mixed_precision(Graph *g, const PassOptions *o, Diag *d)
 		g->loss_scale = ir_leaf(g, OP_runtime, "loss_scale", (Shape){0}, DT_F32, &slot);
 	}
 	return true;
-}
-
-/* ---- fp16 loss scaling, for autodiff and the optimizer ---- */
-
-int mixed_precision_unscale(Graph *g, int grad)
-{
-	if (g->loss_scale < 0)
-		return grad;
-	int in[2] = {grad, g->loss_scale};
-	return ir_emit(g, OP_div, in, NULL);
-}
-
-void mixed_precision_finite(Graph *g, const int *grad, int n)
-{
-	if (g->loss_scale < 0)
-		return;
-	int all = -1;
-	for (int i = 0; i < n; i++) {
-		if (grad[i] < 0 || g->node[i].op != OP_param)
-			continue;
-		int f = ir_emit(g, OP_all_finite, &grad[i], NULL);
-		int in[2] = {all, f};
-		all = all < 0 ? f : ir_emit(g, OP_mul, in, NULL);
-	}
-	if (all >= 0) {
-		g->finite = all;
-		ir_set_name(g, all, "finite");
-	}
-}
-
-int mixed_precision_guard(Graph *g, int target, int value)
-{
-	if (g->finite < 0)
-		return value;
-	int in[3] = {g->finite, value, target};
-	return ir_emit(g, OP_select, in, NULL);
 }

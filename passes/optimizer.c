@@ -17,9 +17,10 @@
  * State lives in `state` leaves named "<param>.<slot>"; new values are written back with assign
  * nodes, which run after every read of the old value because they come last in node order.
  *
- * The optimizer pass runs after autodiff: it finds each parameter's gradient by Node.grad_of, lets
- * loss scaling (fp16: unscale, the finite check, passes/mixed_precision.c) and gradient
- * accumulation (passes/accumulate.c) turn it into what the update reads, and emits the updates. */
+ * The optimizer pass runs after autodiff and the passes that rewrite gradients (fp16 unscaling and
+ * the finite check, passes/loss_scale.c; accumulation, passes/accumulate.c): it reads each
+ * parameter's gradient where Node.grad_of last marks it, and emits the updates, each guarded by
+ * Graph.finite when there is one. */
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -40,7 +41,7 @@ static int state(Graph *g, int p, const char *slot) { return ir_state_for(g, p, 
 /* (fp16: only when the step's gradients are finite) */
 static void assign(Graph *g, int target, int value)
 {
-	int in[2] = {target, mixed_precision_guard(g, target, value)};
+	int in[2] = {target, loss_scale_guard(g, target, value)};
 	ir_emit(g, OP_assign, in, NULL);
 }
 
@@ -156,22 +157,6 @@ void optimizer_emit_update(Graph *g, int p, int grad)
 		assign(g, started, ir_const(g, 1.0));
 }
 
-/* grad[p] for every param p: the node autodiff marked as its gradient (grad_of), -1 elsewhere. */
-static int *param_gradients(const Graph *g)
-{
-	int *grad = malloc((size_t)(g->nnodes ? g->nnodes : 1) * sizeof *grad);
-	if (!grad)
-		abort();
-	for (int i = 0; i < g->nnodes; i++)
-		grad[i] = -1;
-	for (int i = 0; i < g->nnodes; i++) {
-		int of = g->node[i].grad_of;
-		if (of >= 0 && g->node[of].op == OP_param && grad[of] < 0)
-			grad[of] = i;
-	}
-	return grad;
-}
-
 /* The training step: the loss, the scores (for accuracy) and every update, the optimizer's and
  * the frontend's (batch norm's running statistics). */
 static void mark_training(Graph *g)
@@ -186,7 +171,7 @@ bool pass_optimizer(Graph *g, const PassOptions *o, Diag *d)
 {
 	(void)o;
 	int first = g->nnodes;
-	int *grad = param_gradients(g);
+	int *grad = passes_param_gradients(g);
 	for (int i = 0; i < first; i++)
 		if (g->node[i].op == OP_param && grad[i] < 0) {
 			diag_error(d, g->node[i].loc, "parameter '%s' has no gradient (no node's grad_of names it): "
@@ -200,14 +185,8 @@ bool pass_optimizer(Graph *g, const PassOptions *o, Diag *d)
 	}
 	for (int i = 0; i < first; i++)
 		if (g->node[i].op == OP_param)
-			grad[i] = accumulate_gradient(g, i, mixed_precision_unscale(g, grad[i]));
-	/* fp16: every update waits for all gradients to be checked finite, so they come after */
-	mixed_precision_finite(g, grad, first);
-	for (int i = 0; i < first; i++)
-		if (g->node[i].op == OP_param)
 			optimizer_emit_update(g, i, grad[i]);
 	free(grad);
 	mark_training(g);
-	accumulate_mark_program(g, first);
 	return true;
 }

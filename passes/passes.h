@@ -10,7 +10,9 @@
 /* PassOptions.layout only: let the layout pass choose */
 #define LAYOUT_AUTO 2
 
-#define PASSES_DEFAULT "layout,mixed-precision,make-eval,autodiff,optimizer,fuse,plan-memory"
+#define PASSES_DEFAULT                                                                              \
+	"layout,mixed-precision,make-eval,autodiff,unscale-gradients,accumulate-gradients,check-finite,optimizer," \
+	"accumulation-program,fuse,plan-memory"
 
 /* What the command line asks of the passes. All zero: the default pipeline, optimized. */
 typedef struct PassOptions {
@@ -62,9 +64,27 @@ bool pass_autodiff(Graph *g, const PassOptions *o, Diag *d);
  * nodes [0, upto) (the frontend's, such as batch norm's running statistics; the optimizer's).
  * Returns a malloc'd array with room for nnodes + 2 roots, for the caller's own; *n gets the count. */
 int *passes_step_roots(const Graph *g, int upto, int *n);
-/* optimizer: the update of every param as graph nodes, from the gradient grad_of marks, through
- * loss unscaling and gradient accumulation; the lr runtime node, the training program with the
- * updates and the accumulation program (passes/optimizer.c) */
+/* grad[p] for every param p: the gradient the update reads, the node Node.grad_of marks last
+ * (autodiff's, or a rewrite of it); -1 elsewhere. Caller frees. */
+int *passes_param_gradients(const Graph *g);
+/* Marks grad as param p's gradient from now on (a pass that rewrites gradients). */
+void passes_set_gradient(Graph *g, int p, int grad);
+/* unscale-gradients: fp16: every param's gradient divided by Graph.loss_scale (passes/loss_scale.c) */
+bool pass_unscale_gradients(Graph *g, const PassOptions *o, Diag *d);
+/* accumulate-gradients: train.accumulate = K > 1: per-param accumulators "<p>.grad_acc", the
+ * gradient the update reads becomes (acc + grad) / K, and the training step resets acc
+ * (passes/accumulate.c) */
+bool pass_accumulate_gradients(Graph *g, const PassOptions *o, Diag *d);
+/* accumulation-program: after the optimizer, PROG_ACCUM: forward, backward, acc += grad for every
+ * accumulator and the frontend's updates, no optimizer step; nothing when K = 1 (passes/accumulate.c) */
+bool pass_accumulation_program(Graph *g, const PassOptions *o, Diag *d);
+/* check-finite: fp16: Graph.finite, whether every gradient the update reads is finite (passes/loss_scale.c) */
+bool pass_check_finite(Graph *g, const PassOptions *o, Diag *d);
+/* With Graph.finite: select(finite, value, target), so a step whose gradients overflowed leaves
+ * target unchanged; value itself otherwise (passes/loss_scale.c) */
+int loss_scale_guard(Graph *g, int target, int value);
+/* optimizer: the update of every param as graph nodes, from the gradients passes_param_gradients
+ * gives; the lr runtime node and the training program with the updates (passes/optimizer.c) */
 bool pass_optimizer(Graph *g, const PassOptions *o, Diag *d);
 /* layout: conv activations NHWC and weights OHWI when o->layout asks, transposes only where
  * layouts meet (passes/layout.c) */
@@ -90,21 +110,6 @@ void optimizer_emit_update(Graph *g, int p, int grad);
 /* mixed-precision: the forward graph in train.precision's half type, f32 master weights, the
  * loss-scale runtime node for fp16; nothing for fp32 */
 bool pass_mixed_precision(Graph *g, const PassOptions *o, Diag *d);
-/* fp16: the gradient the optimizer reads, grad / loss_scale; grad itself without loss scaling */
-int mixed_precision_unscale(Graph *g, int grad);
-/* fp16: Graph.finite, 1 when the gradient grad[i] of every param i < n is finite, else 0 */
-void mixed_precision_finite(Graph *g, const int *grad, int n);
-/* With Graph.finite: select(finite, value, target), so a step whose gradients overflowed leaves
- * target unchanged; value itself otherwise */
-int mixed_precision_guard(Graph *g, int target, int value);
-
-/* ---- gradient accumulation over train.accumulate = K micro-batches (passes/accumulate.c) ---- */
-/* What the optimizer reads in place of param p's gradient grad: grad itself when K = 1, else
- * (acc + grad) / K with the accumulator "<p>.grad_acc" (state), which PROG_TRAIN resets to 0. */
-int accumulate_gradient(Graph *g, int p, int grad);
-/* After PROG_TRAIN is marked: the PROG_ACCUM program (forward, backward, acc += grad for every
- * accumulator, the updates of nodes before first, no optimizer step); nothing when K = 1. */
-void accumulate_mark_program(Graph *g, int first);
 
 /* ---- lifetimes of stored values (passes/liveness.c) ---- */
 /* How a value is stored. */

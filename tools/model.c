@@ -81,9 +81,7 @@ Graph *model_load_graph(const char *path, int64_t batch, bool training, const Co
 {
 	if (!looks_like_source(path))
 		return NULL;
-	if (o->max_errors >= 0)
-		fe_set_max_errors((int)o->max_errors);
-	Graph *g = fe_load_file(path, batch, stderr);
+	Graph *g = fe_load_file(path, batch, o->max_errors >= 0 ? o->max_errors : DIAG_MAX_ERRORS, stderr);
 	if (g && o->accumulate > 0)
 		g->train.accumulate = o->accumulate;
 	if (g && o->precision >= 0)

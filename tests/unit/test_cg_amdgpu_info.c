@@ -117,7 +117,7 @@ static Graph *tiny_graph(void)
 {
 	char path[1024];
 	tu_source_path("tests/lit/inputs/tiny.net", path, sizeof path);
-	Graph *g = fe_load_file(path, 0, stderr);
+	Graph *g = fe_load_file(path, 0, DIAG_MAX_ERRORS, stderr);
 	if (!g)
 		return NULL;
 	Diag d;

@@ -3,13 +3,18 @@
 #include "tests/unit/test_util.h"
 
 /* Builds text named t.net, capturing the error stream into *errs (caller frees). */
-static Graph *load(const char *text, size_t len, int64_t batch, char **errs)
+static Graph *load_limited(const char *text, size_t len, int64_t batch, int max_errors, char **errs)
 {
 	size_t n;
 	FILE *f = open_memstream(errs, &n);
-	Graph *g = fe_load_string("t.net", text, len, batch, f);
+	Graph *g = fe_load_string("t.net", text, len, batch, max_errors, f);
 	fclose(f);
 	return g;
+}
+
+static Graph *load(const char *text, size_t len, int64_t batch, char **errs)
+{
+	return load_limited(text, len, batch, DIAG_MAX_ERRORS, errs);
 }
 
 static const Node *node(const Graph *g, const char *name)
@@ -30,7 +35,7 @@ static void test_mnist_model(void)
 {
 	char path[4096];
 	tu_source_path("models/mnist.net", path, sizeof path);
-	Graph *g = fe_load_file(path, 0, stdout);
+	Graph *g = fe_load_file(path, 0, DIAG_MAX_ERRORS, stdout);
 	CHECK(g, "models/mnist.net does not build");
 	if (!g)
 		return;
@@ -56,7 +61,7 @@ static void test_mnist_model(void)
 	CHECK(c->epochs == 14 && c->log_every == 100 && !strcmp(c->dataset, "mnist"), "train keys");
 	ir_graph_free(g);
 
-	g = fe_load_file(path, 7, stdout);
+	g = fe_load_file(path, 7, DIAG_MAX_ERRORS, stdout);
 	CHECK(g && g->batch == 7 && g->node[g->image].shape.dim[0] == 7, "batch override");
 	ir_graph_free(g);
 }
@@ -230,7 +235,7 @@ static void expect_only_errors(const ErrorCase *cases, size_t n, int64_t batch)
 	}
 }
 
-/* At most DIAG_MAX_ERRORS errors, then one line; fe_set_max_errors changes the limit (0: none). */
+/* At most DIAG_MAX_ERRORS errors, then one line; the loader's max_errors changes the limit (0: none). */
 static void test_error_limit(void)
 {
 	int broken = DIAG_MAX_ERRORS + 5 + (int)tu_below(20);
@@ -242,11 +247,9 @@ static void test_error_limit(void)
 	len += (size_t)snprintf(text + len, cap - len, "}\n");
 	int limits[3] = {-1, 1 + (int)tu_below(DIAG_MAX_ERRORS), 0};
 	for (int k = 0; k < 3; k++) {
-		if (limits[k] >= 0)
-			fe_set_max_errors(limits[k]);
 		int shown = limits[k] < 0 ? DIAG_MAX_ERRORS : limits[k] == 0 ? broken : limits[k];
 		char *errs;
-		Graph *g = load(text, len, 0, &errs);
+		Graph *g = load_limited(text, len, 0, limits[k] < 0 ? DIAG_MAX_ERRORS : limits[k], &errs);
 		const char *fatal = strstr(errs, "t.net: fatal error: too many errors emitted, stopping now (use --max-errors N)");
 		CHECK(!g && count_errors(errs) == shown + (shown < broken), "limit %d: %d errors of %d\n%s", limits[k],
 		      count_errors(errs), broken, errs);
@@ -254,7 +257,6 @@ static void test_error_limit(void)
 		      "limit %d: the last line says the rest is left out\n%s", limits[k], errs);
 		free(errs);
 	}
-	fe_set_max_errors(DIAG_MAX_ERRORS);
 	free(text);
 }
 
@@ -365,8 +367,8 @@ static void test_files(void)
 	char *errs;
 	size_t n;
 	FILE *f = open_memstream(&errs, &n);
-	Graph *g = fe_load_file("/", 0, f);
-	g = g ? g : fe_load_file("/nonexistent/x.net", 0, f);
+	Graph *g = fe_load_file("/", 0, DIAG_MAX_ERRORS, f);
+	g = g ? g : fe_load_file("/nonexistent/x.net", 0, DIAG_MAX_ERRORS, f);
 	fclose(f);
 	CHECK(!g, "a directory or missing file builds");
 	CHECK(strstr(errs, "/: error: cannot read '/': Is a directory"), "directory:\n%s", errs);

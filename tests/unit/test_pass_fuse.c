@@ -124,7 +124,7 @@ static void check_fused(const Graph *g, const char *what)
 
 static void check_model(const char *path)
 {
-	Graph *g = fe_load_file(path, 0, stderr);
+	Graph *g = fe_load_file(path, 0, DIAG_MAX_ERRORS, stderr);
 	EXPECT(g, "%s does not load", path);
 	if (!g)
 		return;

@@ -229,7 +229,7 @@ static int check_plan(const Graph *g, const char *what, int64_t *sum)
 
 static Graph *load(const char *path, int64_t batch, const PassOptions *o)
 {
-	Graph *g = fe_load_file(path, batch, stdout);
+	Graph *g = fe_load_file(path, batch, DIAG_MAX_ERRORS, stdout);
 	Diag d;
 	diag_init(&d, path, NULL);
 	d.out = stdout;
