@@ -322,6 +322,27 @@ LLVMValueRef cg_elem_tanh(Cg *cg, const Node *n, ElemIndex *at)
 	return cg_intrinsic(cg, "copysign", t, args, 2);
 }
 
+/* v where x > 0, else negative_slope * v: leaky_relu (v = x) and leaky_relu_grad(dy, x) */
+static LLVMValueRef leaky(Cg *cg, const Node *n, LLVMValueRef v, LLVMValueRef x)
+{
+	LLVMTypeRef t = LLVMTypeOf(x);
+	LLVMValueRef pos = LLVMBuildFCmp(cg->b, LLVMRealOGT, x, cg_real(cg, t, 0), "");
+	LLVMValueRef scaled = LLVMBuildFMul(cg->b, v, cg_real(cg, t, ir_leaky_relu_slope(n)), "");
+	return LLVMBuildSelect(cg->b, pos, v, scaled, "");
+}
+
+LLVMValueRef cg_elem_leaky_relu(Cg *cg, const Node *n, ElemIndex *at)
+{
+	LLVMValueRef x = operand(cg, n, 0, at);
+	return leaky(cg, n, x, x);
+}
+
+LLVMValueRef cg_elem_leaky_relu_grad(Cg *cg, const Node *n, ElemIndex *at)
+{
+	LLVMValueRef dy = operand(cg, n, 0, at), x = operand(cg, n, 1, at);
+	return leaky(cg, n, dy, x);
+}
+
 /* Ops that move elements: operand_index maps the output index to the input's. */
 LLVMValueRef cg_elem_first(Cg *cg, const Node *n, ElemIndex *at) { return operand(cg, n, 0, at); }
 

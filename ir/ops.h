@@ -70,6 +70,8 @@ typedef struct {
 	uint32_t stream;
 } DropoutParams;
 DropoutParams ir_dropout_params(const Node *n);
+/* leaky_relu and leaky_relu_grad: the slope below 0. */
+double ir_leaky_relu_slope(const Node *n);
 /* const: the value. */
 double ir_const_value(const Node *n);
 /* param and state: the InitKind their storage starts from; param: its uniform bound. */
@@ -153,6 +155,8 @@ OP_REF(copy);
 OP_REF(sigmoid);
 OP_REF(tanh);
 OP_REF(relu_grad);
+OP_REF(leaky_relu);
+OP_REF(leaky_relu_grad);
 OP_REF(dropout);
 OP_REF(add);
 OP_REF(sub);
@@ -200,6 +204,7 @@ OP_GRAD(relu);
 OP_GRAD(copy);
 OP_GRAD(sigmoid);
 OP_GRAD(tanh);
+OP_GRAD(leaky_relu);
 OP_GRAD(dropout);
 OP_GRAD(add);
 OP_GRAD(sub);

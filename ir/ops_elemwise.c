@@ -227,6 +227,19 @@ static void map2(const Graph *g, const Node *n, const double *const *in, double 
 		out[i] = f(in[0][op_bcast_offset(&n->shape, sa, i)], in[1][op_bcast_offset(&n->shape, sb, i)]);
 }
 
+/* map2 for rules with one numeric parameter (an attribute) */
+typedef double (*Fn2Arg)(double, double, double);
+
+static void map2_arg(const Graph *g, const Node *n, const double *const *in, double *out, Fn2Arg f, double arg)
+{
+	int64_t sa[IR_MAX_DIMS], sb[IR_MAX_DIMS];
+	int64_t m = shape_numel(&n->shape);
+	op_bcast_strides(&op_in(g, n, 0)->shape, &n->shape, sa);
+	op_bcast_strides(&op_in(g, n, 1)->shape, &n->shape, sb);
+	for (int64_t i = 0; i < m; i++)
+		out[i] = f(in[0][op_bcast_offset(&n->shape, sa, i)], in[1][op_bcast_offset(&n->shape, sb, i)], arg);
+}
+
 static double f_neg(double x) { return -x; }
 static double f_relu(double x) { return x > 0 ? x : 0; }
 static double f_copy(double x) { return x; }
@@ -261,6 +274,25 @@ void ref_div(const Graph *g, const Node *n, const double *const *in, double *out
 void ref_relu_grad(const Graph *g, const Node *n, const double *const *in, double *out)
 {
 	map2(g, n, in, out, f_relu_grad);
+}
+
+double ir_leaky_relu_slope(const Node *n) { return n->attr[0]; }
+
+/* v where x > 0 (NaN x gives slope * v, as PyTorch's x > 0 does): the forward with v = x, the
+ * gradient with v = dy */
+static double f_leaky(double v, double x, double slope) { return x > 0 ? v : slope * v; }
+
+void ref_leaky_relu(const Graph *g, const Node *n, const double *const *in, double *out)
+{
+	double slope = ir_leaky_relu_slope(n);
+	int64_t m = shape_numel(&n->shape);
+	for (int64_t i = 0; i < m; i++)
+		out[i] = f_leaky(in[0][i], in[0][i], slope);
+}
+
+void ref_leaky_relu_grad(const Graph *g, const Node *n, const double *const *in, double *out)
+{
+	map2_arg(g, n, in, out, f_leaky, ir_leaky_relu_slope(n));
 }
 
 /* The assign node stands for its target's storage after the write: it holds the value. */
@@ -360,6 +392,13 @@ void grad_tanh(GradContext *gc, const Node *n, int dy)
 	int x = n->in[0], y = n->id;
 	int one = ir_const(gc_graph(gc), 1);
 	gc_accumulate(gc, x, emit2(gc, OP_mul, dy, emit2(gc, OP_sub, one, emit2(gc, OP_mul, y, y))));
+}
+
+void grad_leaky_relu(GradContext *gc, const Node *n, int dy)
+{
+	int x = n->in[0];
+	double slope = ir_leaky_relu_slope(n);
+	gc_accumulate(gc, x, ir_emit(gc_graph(gc), OP_leaky_relu_grad, (int[]){dy, x}, &slope));
 }
 
 /* Dropout is linear for fixed draws: the same mask and scale apply to dy. */

@@ -13,9 +13,20 @@ static void run(CgHarness *h)
 	ch_free(h);
 }
 
+/* The attributes of an op in the lists below: random where the op has any, else NULL. */
+static const double *attrs_of(OpId op, double attr[IR_MAX_ATTRS])
+{
+	if (op == OP_leaky_relu || op == OP_leaky_relu_grad) {
+		attr[0] = ch_uniform(0.01, 1.5); /* negative_slope */
+		return attr;
+	}
+	return NULL;
+}
+
 static void unary_ops(const char *dims, DType dt)
 {
-	static const OpId ops[] = {OP_neg, OP_exp, OP_log, OP_sqrt, OP_relu, OP_copy, OP_sigmoid, OP_tanh};
+	static const OpId ops[] = {OP_neg, OP_exp, OP_log, OP_sqrt, OP_relu, OP_copy, OP_sigmoid, OP_tanh,
+				   OP_leaky_relu};
 	for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
 		char name[96];
 		snprintf(name, sizeof name, "%s [%s] %s", ir_ops[ops[i]].name, dims, dtype_name(dt));
@@ -27,20 +38,22 @@ static void unary_ops(const char *dims, DType dt)
 			ch_range(h, x, -10, 10);
 		else if (ops[i] == OP_sigmoid || ops[i] == OP_tanh)
 			ch_range(h, x, -50, 50);
-		ch_op(h, ops[i], NULL, x);
+		double attr[IR_MAX_ATTRS];
+		ch_op(h, ops[i], attrs_of(ops[i], attr), x);
 		run(h);
 	}
 }
 
 static void binary_ops(const char *da, const char *db, DType dt)
 {
-	static const OpId ops[] = {OP_add, OP_sub, OP_mul, OP_div, OP_relu_grad};
+	static const OpId ops[] = {OP_add, OP_sub, OP_mul, OP_div, OP_relu_grad, OP_leaky_relu_grad};
 	for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
 		char name[96];
 		snprintf(name, sizeof name, "%s [%s] [%s] %s", ir_ops[ops[i]].name, da, db, dtype_name(dt));
 		CgHarness *h = ch_new(name);
 		int a = ch_param(h, dt, da), b = ch_param(h, dt, db);
-		ch_op(h, ops[i], NULL, a, b);
+		double attr[IR_MAX_ATTRS];
+		ch_op(h, ops[i], attrs_of(ops[i], attr), a, b);
 		run(h);
 	}
 }
@@ -182,10 +195,11 @@ static void special_values(void)
 	static const double ve[] = {INFINITY, -INFINITY, NAN, 0, -0.0, 88.72, 89, 200, -103.9, -104, -1000, 1e-40, -1e-40};
 	static const double vl[] = {INFINITY, 0, -0.0, -1, NAN, -INFINITY, 1e-40, 1.4e-45, FLT_MIN, FLT_MAX, 1};
 	static const double vs[] = {INFINITY, -INFINITY, NAN, 0, -0.0, 1e-40, -1e-40, 200, -200, 1000, -1000, FLT_MAX, -FLT_MAX};
-	static const OpId ops[] = {OP_exp, OP_log, OP_sigmoid, OP_tanh};
-	const double *v[4] = {ve, vl, vs, vs};
-	int64_t n[4] = {sizeof ve / sizeof *ve, sizeof vl / sizeof *vl, sizeof vs / sizeof *vs, sizeof vs / sizeof *vs};
-	for (int k = 0; k < 4; k++) {
+	static const OpId ops[] = {OP_exp, OP_log, OP_sigmoid, OP_tanh, OP_leaky_relu};
+	const double *v[] = {ve, vl, vs, vs, vs};
+	int64_t n[] = {sizeof ve / sizeof *ve, sizeof vl / sizeof *vl, sizeof vs / sizeof *vs, sizeof vs / sizeof *vs,
+		       sizeof vs / sizeof *vs};
+	for (size_t k = 0; k < sizeof ops / sizeof *ops; k++) {
 		char name[64];
 		snprintf(name, sizeof name, "%s special values", ir_ops[ops[k]].name);
 		CgHarness *h = ch_new(name);
@@ -193,7 +207,8 @@ static void special_values(void)
 		snprintf(dims, sizeof dims, "%lld", (long long)n[k]);
 		int x = ch_param(h, DT_F32, dims);
 		ch_set(h, x, v[k]);
-		ch_op(h, ops[k], NULL, x);
+		double attr[IR_MAX_ATTRS];
+		ch_op(h, ops[k], attrs_of(ops[k], attr), x);
 		run(h);
 	}
 }

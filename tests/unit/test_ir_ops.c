@@ -1,6 +1,7 @@
 /* test_ir_ops.c: every op's shape inference (results and error messages), its float64 reference
  * against formulas written here independently, dropout masks, FLOP counts and the interpreter.
  * Inputs are random; the seed is printed (NETC_TEST_SEED=n replays a run). */
+#include "ir/ops.h"
 #include "tests/unit/test_ir_util.h"
 
 /* ---- building graphs ---- */
@@ -232,6 +233,45 @@ static void test_ref_sigmoid_tanh(void)
 		CHECK(isfinite(v[sg][i]) && isfinite(v[th][i]), "x %g", xi);
 		CHECK_NEAR(v[sg][i], 1 / (1 + exp(-xi)), 1e-15);
 		CHECK_NEAR(v[th][i], (exp(xi) - exp(-xi)) / (exp(xi) + exp(-xi)), 1e-15);
+	}
+	values_free(g, v);
+	ir_graph_free(g);
+}
+
+/* leaky_relu and leaky_relu_grad: hand-computed values at slope 0.1, then random inputs of both
+ * signs at a random slope against the definition. */
+static void test_ref_leaky_relu(void)
+{
+	Graph *g = ir_graph_new("t");
+	int x = leaf(g, S(1, 4), DT_F32), dy = leaf(g, S(1, 4), DT_F32);
+	int y = tu_add(g, OP_leaky_relu, &x, A(0.1)), dx = tu_add(g, OP_leaky_relu_grad, (int[]){dy, x}, A(0.1));
+	double **v = values_new(g);
+	memcpy(v[x], (double[]){-2.5, -0.3, 0.7, 4}, sizeof(double[4]));
+	memcpy(v[dy], (double[]){1.5, -2, 3, -0.5}, sizeof(double[4]));
+	ir_interp(g, 0, v);
+	const double want_y[4] = {-0.25, -0.03, 0.7, 4}, want_dx[4] = {0.15, -0.2, 3, -0.5};
+	for (int i = 0; i < 4; i++) {
+		CHECK_NEAR(v[y][i], want_y[i], 1e-15);
+		CHECK_NEAR(v[dx][i], want_dx[i], 1e-15);
+	}
+	values_free(g, v);
+	ir_graph_free(g);
+
+	g = ir_graph_new("t");
+	double slope = tu_uniform(0.01, 2);
+	x = leaf(g, S(1, 64), DT_F32), dy = leaf(g, S(1, 64), DT_F32);
+	y = tu_add(g, OP_leaky_relu, &x, A(slope)), dx = tu_add(g, OP_leaky_relu_grad, (int[]){dy, x}, A(slope));
+	CHECK(ir_leaky_relu_slope(&g->node[y]) == slope && ir_leaky_relu_slope(&g->node[dx]) == slope);
+	v = values_new(g);
+	fill(v[x], 64, 0.01, 20);
+	fill(v[dy], 64, -3, 3);
+	for (int i = 0; i < 32; i++)
+		v[x][2 * i] = -v[x][2 * i];
+	ir_interp(g, 0, v);
+	for (int i = 0; i < 64; i++) {
+		double xi = v[x][i];
+		CHECK_NEAR(v[y][i], xi > 0 ? xi : slope * xi, 1e-15);
+		CHECK_NEAR(v[dx][i], xi > 0 ? v[dy][i] : slope * v[dy][i], 1e-15);
 	}
 	values_free(g, v);
 	ir_graph_free(g);
@@ -557,6 +597,7 @@ int main(void)
 	test_shapes_nn();
 	test_ref_elemwise();
 	test_ref_sigmoid_tanh();
+	test_ref_leaky_relu();
 	test_ref_injective_reduce();
 	test_ref_softmax_losses();
 	test_ref_conv();

@@ -155,12 +155,14 @@ static void gradcheck(const char *what, Graph *g, int y)
 
 /* ---- cases ---- */
 
-static void unary(const char *what, OpId op, Shape s, Fill f)
+static void unary_attr(const char *what, OpId op, Shape s, Fill f, const double *attr)
 {
 	Graph *g = ir_graph_new(what);
 	int x = param(g, s, f);
-	gradcheck(what, g, tu_add(g, op, &x, NULL));
+	gradcheck(what, g, tu_add(g, op, &x, attr));
 }
+
+static void unary(const char *what, OpId op, Shape s, Fill f) { unary_attr(what, op, s, f, NULL); }
 
 static void binary(const char *what, OpId op, Shape sa, Shape sb, Fill fb)
 {
@@ -185,6 +187,8 @@ static void test_elemwise(void)
 	unary("relu", OP_relu, S(3, 2, 3, 4), KINK);
 	unary("sigmoid", OP_sigmoid, S(2, 3, 4), WIDE);
 	unary("tanh", OP_tanh, S(2, 3, 4), WIDE);
+	unary_attr("leaky_relu slope 0.2", OP_leaky_relu, S(3, 2, 3, 4), KINK, A(0.2));
+	unary_attr("leaky_relu slope -1.5", OP_leaky_relu, S(2, 3, 4), KINK, A(-1.5));
 	unary("copy", OP_copy, S(1, 5), ANY);
 	binary("add", OP_add, S(2, 3, 4), S(2, 3, 4), ANY);
 	binary("add broadcast [3,4,5] + [4,1]", OP_add, S(3, 3, 4, 5), S(2, 4, 1), ANY);
