@@ -201,6 +201,8 @@ static bool check_kind(Builder *b, const Signature *s, int i, const Value *v, Sr
 	};
 	ArgKind k = s->arg[i].kind;
 	bool ok;
+	if (k == ARG_WORD)
+		return true; /* eval_word checked it */
 	if (k == ARG_BOOL)
 		ok = v->kind == V_BOOL;
 	else if (v->kind != V_NUM)
@@ -215,6 +217,28 @@ static bool check_kind(Builder *b, const Signature *s, int i, const Value *v, Sr
 			   want[k], value_str(v, buf, sizeof buf));
 	}
 	return ok;
+}
+
+/* An ARG_WORD argument: a bare name among the argument's words (as `data = synthetic`), bound as
+ * its index in the list, which is what the layer's attribute stores. */
+static bool eval_word(Builder *b, const Signature *s, int i, const Expr *e, Value *out)
+{
+	const char *const *words = arg_words[(int)s->arg[i].def];
+	char list[128] = "";
+	for (int k = 0; words[k]; k++) {
+		if (e->kind == E_NAME && !strcmp(e->name, words[k])) {
+			*out = (Value){V_NUM, k, true, -1};
+			return true;
+		}
+		strncat(list, k ? ", " : "", sizeof list - strlen(list) - 1);
+		strncat(list, words[k], sizeof list - strlen(list) - 1);
+	}
+	if (e->kind == E_NAME)
+		diag_error(b->d, e->loc, "argument '%s' of %s must be one of %s, got '%s'", s->arg[i].name, s->name,
+			   list, e->name);
+	else
+		diag_error(b->d, e->loc, "argument '%s' of %s must be one of %s", s->arg[i].name, s->name, list);
+	return false;
 }
 
 static int arg_index(const Signature *s, const char *key)
@@ -247,7 +271,7 @@ static bool bind_one(Builder *b, const Signature *s, const Arg *a, int *npos, Bo
 		out->var[out->nvar++] = (int64_t)v.v;
 		return true;
 	}
-	if (!eval(b, a->val, &v))
+	if (i < s->nargs && s->arg[i].kind == ARG_WORD ? !eval_word(b, s, i, a->val, &v) : !eval(b, a->val, &v))
 		return false;
 	if (i >= s->nargs) {
 		diag_error(b->d, a->loc, "too many positional arguments for %s (it takes %d)", s->name, s->nargs);
@@ -291,7 +315,7 @@ static bool bind(Builder *b, const Signature *s, const Arg *args, const Arg *con
 			diag_error(b->d, loc, "%s needs argument '%s'", s->name, sa->name);
 			return false;
 		}
-		out->v[i] = (sa->flags & ARG_SAME) ? out->v[(int)sa->def] : sa->def;
+		out->v[i] = sa->kind == ARG_WORD ? 0 : (sa->flags & ARG_SAME) ? out->v[(int)sa->def] : sa->def;
 	}
 	return true;
 }

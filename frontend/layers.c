@@ -382,6 +382,9 @@ static int build_batch_norm(const Layer *l, LayerCall *c)
 	return out;
 }
 
+static const char *const words_approximate[] = {"none", "tanh", NULL};
+const char *const *const arg_words[WORDS_COUNT] = {[WORDS_APPROXIMATE] = words_approximate};
+
 #define UNARY(id) {{#id, 0, {{0}}, false}, 1, OP_##id, build_op}
 #define BINARY(id) {{#id, 0, {{0}}, false}, 2, OP_##id, build_op}
 #define LOSS(id) {{#id, 0, {{0}}, false}, 2, OP_##id, build_op}

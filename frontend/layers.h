@@ -20,6 +20,7 @@ typedef enum {
 	ARG_POS,    /* integer > 0 */
 	ARG_NONNEG, /* integer >= 0 */
 	ARG_BOOL,   /* true or false */
+	ARG_WORD,   /* a bare word from the list arg_words[def], bound as its index there */
 } ArgKind;
 
 enum {
@@ -31,9 +32,16 @@ enum {
 typedef struct {
 	const char *name;
 	ArgKind kind;
-	double def;
+	double def; /* the default; ARG_WORD: its ArgWords list (the default is the list's first word) */
 	unsigned flags;
 } SigArg;
+
+/* The word lists of ARG_WORD arguments, NULL-terminated (frontend/layers.c). */
+typedef enum {
+	WORDS_APPROXIMATE, /* PyTorch's GELU approximations: none, tanh */
+	WORDS_COUNT
+} ArgWords;
+extern const char *const *const arg_words[WORDS_COUNT];
 
 typedef struct {
 	const char *name;
