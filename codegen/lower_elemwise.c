@@ -303,10 +303,9 @@ LLVMValueRef cg_elem_sigmoid(Cg *cg, const Node *n, ElemIndex *at)
 /* tanh |x| = (1-e)/(1+e), e = exp(-2|x|), with x's sign; near 0, where 1-e cancels, its Taylor
  * series to x^9 instead (the bound keeps the series' error below the type's rounding). Not
  * llvm.tanh: that is a libm call on the host and has no lowering on GPUs. */
-LLVMValueRef cg_elem_tanh(Cg *cg, const Node *n, ElemIndex *at)
+static LLVMValueRef tanh_of(Cg *cg, LLVMValueRef x)
 {
 	static const double taylor[] = {62.0 / 2835, -17.0 / 315, 2.0 / 15, -1.0 / 3};
-	LLVMValueRef x = operand(cg, n, 0, at);
 	LLVMTypeRef t = LLVMTypeOf(x);
 	LLVMValueRef a = cg_intrinsic(cg, "fabs", t, &x, 1), one = cg_real(cg, t, 1);
 	LLVMValueRef e = cg_exp(cg, LLVMBuildFMul(cg->b, a, cg_real(cg, t, -2), ""));
@@ -320,6 +319,62 @@ LLVMValueRef cg_elem_tanh(Cg *cg, const Node *n, ElemIndex *at)
 	LLVMValueRef small = LLVMBuildFCmp(cg->b, LLVMRealOLT, a, bound, "");
 	LLVMValueRef args[2] = {LLVMBuildSelect(cg->b, small, near, far, ""), x};
 	return cg_intrinsic(cg, "copysign", t, args, 2);
+}
+
+LLVMValueRef cg_elem_tanh(Cg *cg, const Node *n, ElemIndex *at) { return tanh_of(cg, operand(cg, n, 0, at)); }
+
+#define GELU_KAPPA 0.044715
+
+/* The pieces both gelu and gelu_grad need, as PyTorch's kernels compute them: the exact form's
+ * Phi(x) = (1 + erf(x / sqrt 2)) / 2, or the tanh form's t = tanh(sqrt(2/pi) (x + kappa x^3)). */
+static LLVMValueRef gelu_erf_cdf(Cg *cg, LLVMValueRef x)
+{
+	LLVMTypeRef t = LLVMTypeOf(x);
+	LLVMValueRef e = cg_erf(cg, LLVMBuildFMul(cg->b, x, cg_real(cg, t, M_SQRT1_2), ""));
+	return LLVMBuildFMul(cg->b, cg_real(cg, t, 0.5), LLVMBuildFAdd(cg->b, cg_real(cg, t, 1), e, ""), "");
+}
+
+static LLVMValueRef gelu_tanh_inner(Cg *cg, LLVMValueRef x)
+{
+	LLVMTypeRef t = LLVMTypeOf(x);
+	LLVMValueRef x3 = LLVMBuildFMul(cg->b, LLVMBuildFMul(cg->b, x, x, ""), x, "");
+	LLVMValueRef inner = LLVMBuildFAdd(cg->b, x, LLVMBuildFMul(cg->b, cg_real(cg, t, GELU_KAPPA), x3, ""), "");
+	return tanh_of(cg, LLVMBuildFMul(cg->b, cg_real(cg, t, sqrt(2 / M_PI)), inner, ""));
+}
+
+/* gelu: x Phi(x), or x/2 (1 + t) */
+LLVMValueRef cg_elem_gelu(Cg *cg, const Node *n, ElemIndex *at)
+{
+	LLVMValueRef x = operand(cg, n, 0, at);
+	LLVMTypeRef t = LLVMTypeOf(x);
+	if (!ir_gelu_is_tanh(n))
+		return LLVMBuildFMul(cg->b, x, gelu_erf_cdf(cg, x), "");
+	LLVMValueRef half_x = LLVMBuildFMul(cg->b, cg_real(cg, t, 0.5), x, "");
+	return LLVMBuildFMul(cg->b, half_x, LLVMBuildFAdd(cg->b, cg_real(cg, t, 1), gelu_tanh_inner(cg, x), ""), "");
+}
+
+/* gelu_grad(dy, x): dy (Phi(x) + x e^(-x^2/2) / sqrt(2 pi)), or
+ * dy ((1 + t)/2 + x/2 (1 - t^2) sqrt(2/pi) (1 + 3 kappa x^2)) */
+LLVMValueRef cg_elem_gelu_grad(Cg *cg, const Node *n, ElemIndex *at)
+{
+	LLVMValueRef dy = operand(cg, n, 0, at), x = operand(cg, n, 1, at);
+	LLVMTypeRef t = LLVMTypeOf(x);
+	LLVMBuilderRef b = cg->b;
+	LLVMValueRef one = cg_real(cg, t, 1), half = cg_real(cg, t, 0.5), x2 = LLVMBuildFMul(b, x, x, ""), d;
+	if (!ir_gelu_is_tanh(n)) {
+		LLVMValueRef pdf = LLVMBuildFMul(b, cg_exp(cg, LLVMBuildFMul(b, cg_real(cg, t, -0.5), x2, "")),
+						 cg_real(cg, t, 1 / sqrt(2 * M_PI)), "");
+		d = LLVMBuildFAdd(b, gelu_erf_cdf(cg, x), LLVMBuildFMul(b, x, pdf, ""), "");
+	} else {
+		LLVMValueRef th = gelu_tanh_inner(cg, x);
+		LLVMValueRef inner_d = LLVMBuildFMul(b, cg_real(cg, t, sqrt(2 / M_PI)),
+						     LLVMBuildFAdd(b, one, LLVMBuildFMul(b, cg_real(cg, t, 3 * GELU_KAPPA), x2, ""), ""), "");
+		LLVMValueRef left = LLVMBuildFMul(b, half, x, "");
+		LLVMValueRef right_d = LLVMBuildFMul(b, LLVMBuildFMul(b, left, LLVMBuildFSub(b, one, LLVMBuildFMul(b, th, th, ""), ""), ""),
+						     inner_d, "");
+		d = LLVMBuildFAdd(b, LLVMBuildFMul(b, half, LLVMBuildFAdd(b, one, th, ""), ""), right_d, "");
+	}
+	return LLVMBuildFMul(b, dy, d, "");
 }
 
 /* v where x > 0, else negative_slope * v: leaky_relu (v = x) and leaky_relu_grad(dy, x) */

@@ -27,6 +27,8 @@ CG_ELEM(tanh);
 CG_ELEM(relu_grad);
 CG_ELEM(leaky_relu);
 CG_ELEM(leaky_relu_grad);
+CG_ELEM(gelu);
+CG_ELEM(gelu_grad);
 CG_ELEM(dropout);
 CG_ELEM(add); /* add and bias_add */
 CG_ELEM(sub);

@@ -176,3 +176,55 @@ LLVMValueRef cg_log(Cg *cg, LLVMValueRef x)
 		return log_f32(cg, x);
 	return LLVMTypeOf(x) == cg->t_f64 && cg_is_gpu(cg) ? log_f64(cg, x) : unary(cg, "log", x);
 }
+
+/* ---- erf ---- */
+
+/* x P(x^2) / Q(x^2) on x clamped to [-4, 4] (Eigen's generic_fast_erf_float) */
+static LLVMValueRef erf_f32(Cg *cg, LLVMValueRef x)
+{
+	static const double p[] = {-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06,
+				   -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03,
+				   -1.60960333262415e-02};
+	static const double q[] = {-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
+				   -7.37332916720468e-03, -1.42647390514189e-02};
+	LLVMValueRef xc = binary(cg, "minnum", binary(cg, "maxnum", x, fconst(cg, -4.0)), fconst(cg, 4.0));
+	LLVMValueRef x2 = LLVMBuildFMul(cg->b, xc, xc, "");
+	LLVMValueRef r = LLVMBuildFDiv(cg->b, LLVMBuildFMul(cg->b, xc, horner(cg, x2, p, 7), ""), horner(cg, x2, q, 5), "");
+	/* the rounding of P/Q near |x| = 4 must not step past +-1, where 1 + erf x would change sign */
+	r = binary(cg, "minnum", binary(cg, "maxnum", r, fconst(cg, -1.0)), fconst(cg, 1.0));
+	return LLVMBuildSelect(cg->b, LLVMBuildFCmp(cg->b, LLVMRealUNO, x, x, ""), x, r, "");
+}
+
+#define ERF_SERIES_MAX 2.0 /* the series below this |x|, the continued fraction above */
+
+/* |x| <= 2: erf x = 2/sqrt(pi) sum (-1)^n x^(2n+1) / (n! (2n+1)), 38 terms (the rest < 1e-19).
+ * |x| > 2: erfc x = e^(-x^2)/sqrt(pi) / (x + (1/2)/(x + 1/(x + (3/2)/(x + ...)))), 50 levels. */
+static LLVMValueRef erf_f64(Cg *cg, LLVMValueRef x)
+{
+	enum { TERMS = 38, LEVELS = 50 };
+	LLVMBuilderRef b = cg->b;
+	LLVMValueRef a = unary(cg, "fabs", x);
+	double c[TERMS], f = 1;
+	for (int n = 0; n < TERMS; n++) {
+		c[TERMS - 1 - n] = (n % 2 ? -2 : 2) / (sqrt(M_PI) * f * (2 * n + 1));
+		f *= n + 1;
+	}
+	LLVMValueRef s = binary(cg, "minnum", a, dconst(cg, ERF_SERIES_MAX));
+	LLVMValueRef series = LLVMBuildFMul(b, s, horner(cg, LLVMBuildFMul(b, s, s, ""), c, TERMS), "");
+	LLVMValueRef t = binary(cg, "maxnum", a, dconst(cg, ERF_SERIES_MAX));
+	LLVMValueRef frac = t;
+	for (int k = LEVELS; k >= 1; k--)
+		frac = LLVMBuildFAdd(b, t, LLVMBuildFDiv(b, dconst(cg, k / 2.0), frac, ""), "");
+	LLVMValueRef e = cg_exp(cg, LLVMBuildFNeg(b, LLVMBuildFMul(b, t, t, ""), ""));
+	LLVMValueRef erfc = LLVMBuildFDiv(b, e, LLVMBuildFMul(b, frac, dconst(cg, sqrt(M_PI)), ""), "");
+	LLVMValueRef tail = LLVMBuildFSub(b, dconst(cg, 1.0), erfc, "");
+	LLVMValueRef near = LLVMBuildFCmp(b, LLVMRealOLE, a, dconst(cg, ERF_SERIES_MAX), "");
+	LLVMValueRef args[2] = {LLVMBuildSelect(b, near, series, tail, ""), x};
+	LLVMValueRef r = cg_intrinsic(cg, "copysign", cg->t_f64, args, 2);
+	return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), x, r, "");
+}
+
+LLVMValueRef cg_erf(Cg *cg, LLVMValueRef x)
+{
+	return LLVMTypeOf(x) == cg->t_f64 ? erf_f64(cg, x) : erf_f32(cg, x);
+}

@@ -398,6 +398,7 @@ static const Layer layers[] = {
 	 1, OP_matmul, build_dense},
 	UNARY(relu), UNARY(sigmoid), UNARY(tanh), UNARY(exp), UNARY(log), UNARY(sqrt), UNARY(neg),
 	{{"leaky_relu", 1, {{"negative_slope", ARG_NUM, 0.01, 0}}, false}, 1, OP_leaky_relu, build_op},
+	{{"gelu", 1, {{"approximate", ARG_WORD, WORDS_APPROXIMATE, 0}}, false}, 1, OP_gelu, build_op},
 	{{"max_pool2d", 4, {{"kernel", ARG_POS, 0, ARG_REQUIRED}, {"stride", ARG_POS, 0, ARG_SAME},
 			    {"padding", ARG_NONNEG, 0, 0}, {"ceil_mode", ARG_BOOL, 0, 0}}, false},
 	 1, OP_max_pool2d, build_pool2d},

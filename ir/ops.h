@@ -72,6 +72,9 @@ typedef struct {
 DropoutParams ir_dropout_params(const Node *n);
 /* leaky_relu and leaky_relu_grad: the slope below 0. */
 double ir_leaky_relu_slope(const Node *n);
+/* gelu and gelu_grad: whether the tanh approximation is used (approximate nonzero; else the
+ * exact erf form). */
+bool ir_gelu_is_tanh(const Node *n);
 /* const: the value. */
 double ir_const_value(const Node *n);
 /* param and state: the InitKind their storage starts from; param: its uniform bound. */
@@ -157,6 +160,8 @@ OP_REF(tanh);
 OP_REF(relu_grad);
 OP_REF(leaky_relu);
 OP_REF(leaky_relu_grad);
+OP_REF(gelu);
+OP_REF(gelu_grad);
 OP_REF(dropout);
 OP_REF(add);
 OP_REF(sub);
@@ -205,6 +210,7 @@ OP_GRAD(copy);
 OP_GRAD(sigmoid);
 OP_GRAD(tanh);
 OP_GRAD(leaky_relu);
+OP_GRAD(gelu);
 OP_GRAD(dropout);
 OP_GRAD(add);
 OP_GRAD(sub);

@@ -295,6 +295,45 @@ void ref_leaky_relu_grad(const Graph *g, const Node *n, const double *const *in,
 	map2_arg(g, n, in, out, f_leaky, ir_leaky_relu_slope(n));
 }
 
+bool ir_gelu_is_tanh(const Node *n) { return n->attr[0] != 0; }
+
+#define GELU_KAPPA 0.044715
+
+/* PyTorch's GeluKernel: x Phi(x) = x/2 (1 + erf(x / sqrt 2)), or with tanh(sqrt(2/pi)(x + kappa x^3))
+ * in place of the erf */
+static double gelu(double x, double tanh_form)
+{
+	if (tanh_form)
+		return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + GELU_KAPPA * x * x * x)));
+	return 0.5 * x * (1 + erf(x * M_SQRT1_2));
+}
+
+/* PyTorch's GeluBackwardKernel: dy (Phi(x) + x phi(x)); tanh form: dy (left' + right') of
+ * left = x/2, right = 1 + tanh(inner) */
+static double gelu_grad(double dy, double x, double tanh_form)
+{
+	if (tanh_form) {
+		double inner = sqrt(2 / M_PI) * (x + GELU_KAPPA * x * x * x), t = tanh(inner);
+		double inner_d = sqrt(2 / M_PI) * (1 + 3 * GELU_KAPPA * x * x);
+		return dy * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * inner_d);
+	}
+	double cdf = 0.5 * (1 + erf(x * M_SQRT1_2)), pdf = exp(-0.5 * x * x) / sqrt(2 * M_PI);
+	return dy * (cdf + x * pdf);
+}
+
+void ref_gelu(const Graph *g, const Node *n, const double *const *in, double *out)
+{
+	double tanh_form = ir_gelu_is_tanh(n);
+	int64_t m = shape_numel(&n->shape);
+	for (int64_t i = 0; i < m; i++)
+		out[i] = gelu(in[0][i], tanh_form);
+}
+
+void ref_gelu_grad(const Graph *g, const Node *n, const double *const *in, double *out)
+{
+	map2_arg(g, n, in, out, gelu_grad, ir_gelu_is_tanh(n));
+}
+
 /* The assign node stands for its target's storage after the write: it holds the value. */
 void ref_assign(const Graph *g, const Node *n, const double *const *in, double *out)
 {
@@ -399,6 +438,13 @@ void grad_leaky_relu(GradContext *gc, const Node *n, int dy)
 	int x = n->in[0];
 	double slope = ir_leaky_relu_slope(n);
 	gc_accumulate(gc, x, ir_emit(gc_graph(gc), OP_leaky_relu_grad, (int[]){dy, x}, &slope));
+}
+
+void grad_gelu(GradContext *gc, const Node *n, int dy)
+{
+	int x = n->in[0];
+	double approximate = ir_gelu_is_tanh(n);
+	gc_accumulate(gc, x, ir_emit(gc_graph(gc), OP_gelu_grad, (int[]){dy, x}, &approximate));
 }
 
 /* Dropout is linear for fixed draws: the same mask and scale apply to dy. */

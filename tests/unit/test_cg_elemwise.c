@@ -20,13 +20,17 @@ static const double *attrs_of(OpId op, double attr[IR_MAX_ATTRS])
 		attr[0] = ch_uniform(0.01, 1.5); /* negative_slope */
 		return attr;
 	}
+	if (op == OP_gelu || op == OP_gelu_grad) {
+		attr[0] = (double)(ch_next() & 1); /* approximate: none or tanh */
+		return attr;
+	}
 	return NULL;
 }
 
 static void unary_ops(const char *dims, DType dt)
 {
 	static const OpId ops[] = {OP_neg, OP_exp, OP_log, OP_sqrt, OP_relu, OP_copy, OP_sigmoid, OP_tanh,
-				   OP_leaky_relu};
+				   OP_leaky_relu, OP_gelu};
 	for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
 		char name[96];
 		snprintf(name, sizeof name, "%s [%s] %s", ir_ops[ops[i]].name, dims, dtype_name(dt));
@@ -38,6 +42,8 @@ static void unary_ops(const char *dims, DType dt)
 			ch_range(h, x, -10, 10);
 		else if (ops[i] == OP_sigmoid || ops[i] == OP_tanh)
 			ch_range(h, x, -50, 50);
+		else if (ops[i] == OP_gelu) /* below -3, 1 + erf cancels (as PyTorch's): gelu_accuracy */
+			ch_range(h, x, -3, 6);
 		double attr[IR_MAX_ATTRS];
 		ch_op(h, ops[i], attrs_of(ops[i], attr), x);
 		run(h);
@@ -46,7 +52,7 @@ static void unary_ops(const char *dims, DType dt)
 
 static void binary_ops(const char *da, const char *db, DType dt)
 {
-	static const OpId ops[] = {OP_add, OP_sub, OP_mul, OP_div, OP_relu_grad, OP_leaky_relu_grad};
+	static const OpId ops[] = {OP_add, OP_sub, OP_mul, OP_div, OP_relu_grad, OP_leaky_relu_grad, OP_gelu_grad};
 	for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
 		char name[96];
 		snprintf(name, sizeof name, "%s [%s] [%s] %s", ir_ops[ops[i]].name, da, db, dtype_name(dt));
@@ -132,23 +138,29 @@ static void dropout(const char *dims, double p)
 	ch_free(h);
 }
 
-/* Worst relative error of op over values v, each element against the float64 result. */
-static double accuracy(OpId op, DType dt, const double *v, int64_t n)
+/* Worst error of op over values v, each element against the float64 result: relative to that
+ * result, or with per_x relative to x (for x f(x), the error of f). */
+static double accuracy_per(OpId op, const double *attr, DType dt, const double *v, int64_t n, bool per_x)
 {
 	char dims[32];
 	snprintf(dims, sizeof dims, "%lld", (long long)n);
 	CgHarness *h = ch_new(ir_ops[op].name);
 	int x = ch_param(h, dt, dims);
 	ch_set(h, x, v);
-	int y = ch_op(h, op, NULL, x);
+	int y = ch_op(h, op, attr, x);
 	tu_failures += ch_run(h);
 	double worst = 0;
 	for (int64_t i = 0; h->got[y] && i < n; i++)
-		worst = fmax(worst, fabs(h->got[y][i] - h->want[y][i]) / fabs(h->want[y][i]));
+		worst = fmax(worst, fabs(h->got[y][i] - h->want[y][i]) / fabs(per_x ? v[i] : h->want[y][i]));
 	if (!h->got[y])
 		worst = INFINITY;
 	ch_free(h);
 	return worst;
+}
+
+static double accuracy(OpId op, DType dt, const double *v, int64_t n)
+{
+	return accuracy_per(op, NULL, dt, v, n, false);
 }
 
 static void math_accuracy(void)
@@ -190,15 +202,38 @@ static void sigmoid_tanh_accuracy(void)
 	free(v);
 }
 
+/* gelu = x Phi(x) in both forms, element by element as the error of Phi (relative to x: below 0
+ * the 1 + erf of PyTorch's formula cancels, in the reference too), from the saturated tails
+ * (|x| up to 12) to near 0. */
+static void gelu_accuracy(void)
+{
+	enum { N = 30000 };
+	static const double limit[2][2] = {{3e-7, 1e-15}, {5e-7, 1e-15}}; /* [none, tanh][f32, f64] */
+	double *v = malloc(N * sizeof *v);
+	for (int i = 0; i < N; i++) {
+		double r = (double[]){12, 3, 0.35, 1e-3}[i % 4];
+		v[i] = ch_uniform(-r, r);
+	}
+	for (int form = 0; form < 2; form++)
+		for (int t = 0; t < 2; t++) {
+			double attr[1] = {form};
+			double e = accuracy_per(OP_gelu, attr, t ? DT_F64 : DT_F32, v, N, true);
+			printf("gelu %s %s: max error of Phi %.3g\n", form ? "tanh" : "none", t ? "f64" : "f32", e);
+			CHECK(e < limit[form][t], "gelu %s accuracy: seed %llu: limit %g", form ? "tanh" : "none", ch_seed,
+			      limit[form][t]);
+		}
+	free(v);
+}
+
 static void special_values(void)
 {
 	static const double ve[] = {INFINITY, -INFINITY, NAN, 0, -0.0, 88.72, 89, 200, -103.9, -104, -1000, 1e-40, -1e-40};
 	static const double vl[] = {INFINITY, 0, -0.0, -1, NAN, -INFINITY, 1e-40, 1.4e-45, FLT_MIN, FLT_MAX, 1};
 	static const double vs[] = {INFINITY, -INFINITY, NAN, 0, -0.0, 1e-40, -1e-40, 200, -200, 1000, -1000, FLT_MAX, -FLT_MAX};
-	static const OpId ops[] = {OP_exp, OP_log, OP_sigmoid, OP_tanh, OP_leaky_relu};
-	const double *v[] = {ve, vl, vs, vs, vs};
+	static const OpId ops[] = {OP_exp, OP_log, OP_sigmoid, OP_tanh, OP_leaky_relu, OP_gelu, OP_gelu};
+	const double *v[] = {ve, vl, vs, vs, vs, vs, vs};
 	int64_t n[] = {sizeof ve / sizeof *ve, sizeof vl / sizeof *vl, sizeof vs / sizeof *vs, sizeof vs / sizeof *vs,
-		       sizeof vs / sizeof *vs};
+		       sizeof vs / sizeof *vs, sizeof vs / sizeof *vs, sizeof vs / sizeof *vs};
 	for (size_t k = 0; k < sizeof ops / sizeof *ops; k++) {
 		char name[64];
 		snprintf(name, sizeof name, "%s special values", ir_ops[ops[k]].name);
@@ -208,7 +243,10 @@ static void special_values(void)
 		int x = ch_param(h, DT_F32, dims);
 		ch_set(h, x, v[k]);
 		double attr[IR_MAX_ATTRS];
-		ch_op(h, ops[k], attrs_of(ops[k], attr), x);
+		const double *a = attrs_of(ops[k], attr);
+		if (ops[k] == OP_gelu)
+			attr[0] = ops[k - 1] == OP_gelu; /* both forms */
+		ch_op(h, ops[k], a, x);
 		run(h);
 	}
 }
@@ -263,6 +301,7 @@ int main(void)
 	dropout("3,7", 0);
 	math_accuracy();
 	sigmoid_tanh_accuracy();
+	gelu_accuracy();
 	special_values();
 	vectorized();
 	return tu_finish("test_cg_elemwise");

@@ -142,6 +142,29 @@ static void test_all_layers(void)
 	ir_graph_free(g);
 }
 
+/* Word arguments: bare, by keyword or position, default the list's first word, stored as the
+ * word's index. */
+static void test_word_args(void)
+{
+	const char *text = "network w { input x: f32[b, 6]; input y: i32[b]\n"
+			   "g0 = gelu; g1 = gelu(approximate=tanh); g2 = gelu(tanh); g3 = gelu(approximate=none)\n"
+			   "loss cross_entropy(g3, y) }\n";
+	char *errs;
+	Graph *g = load(text, strlen(text), 2, &errs);
+	CHECK(g, "word arguments:\n%s", errs);
+	free(errs);
+	if (!g)
+		return;
+	static const double want[4] = {0, 1, 1, 0};
+	for (int i = 0; i < 4; i++) {
+		char name[8];
+		snprintf(name, sizeof name, "g%d", i);
+		const Node *n = node(g, name);
+		CHECK(n && n->op == OP_gelu && n->attr[0] == want[i], "%s: approximate %g", name, n ? n->attr[0] : -1);
+	}
+	ir_graph_free(g);
+}
+
 typedef struct {
 	const char *text;
 	const char *want; /* the first error line, after "t.net:" */
@@ -152,6 +175,8 @@ typedef struct {
 static const ErrorCase errors[] = {
 	{NET("a = conv2d(32, kernel=3 relu\n"), "4:25: error: expected ')' or ',' before 'relu'"},
 	{NET("conv3d(3)\n"), "4:1: error: unknown op 'conv3d'"},
+	{NET("gelu(approximate=fast)\n"), "4:18: error: argument 'approximate' of gelu must be one of none, tanh, got 'fast'"},
+	{NET("gelu(1)\n"), "4:6: error: argument 'approximate' of gelu must be one of none, tanh"},
 	{NET("conv2d(4, kernal=3)\n"), "4:11: error: unknown argument 'kernal' for conv2d"},
 	{NET("c = relu\nc = relu\n"), "5:1: error: 'c' is already defined"},
 	{NET("relu(x, x)\n"), "4:1: error: relu takes 1 tensor input, got 2"},
@@ -382,6 +407,7 @@ int main(void)
 	test_mnist_model();
 	test_random_sizes();
 	test_all_layers();
+	test_word_args();
 	test_errors();
 	test_recovery();
 	test_error_limit();

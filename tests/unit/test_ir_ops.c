@@ -277,6 +277,48 @@ static void test_ref_leaky_relu(void)
 	ir_graph_free(g);
 }
 
+/* gelu and gelu_grad in both forms at x = 1, -1, 2, -0.5: the exact form from the normal table
+ * (Phi(1) = 0.8413447461, Phi(2) = 0.9772498681, phi(1) = 0.2419707245), the tanh form and the
+ * gradients from the formulas evaluated separately; then the definitions on random inputs. */
+static void test_ref_gelu(void)
+{
+	static const double xs[4] = {1, -1, 2, -0.5};
+	static const double want[2][2][4] = {
+		{{0.8413447461, -0.1586552539, 2 * 0.9772498681, -0.15426876936299344},
+		 {0.8413447461 + 0.2419707245, 0.1586552539 - 0.2419707245, 1.085231801078197, 0.13250487534383712}},
+		{{0.8411919906082768, -0.15880800939172324, 1.954597694087775, -0.15428599017485606},
+		 {1.0829640838457826, -0.08296408384578255, 1.0860992566236183, 0.13263009646535764}},
+	}; /* [none, tanh][gelu, gelu_grad of dy = 1][x] */
+	for (int form = 0; form < 2; form++) {
+		Graph *g = ir_graph_new("t");
+		int x = leaf(g, S(1, 4), DT_F32), dy = leaf(g, S(1, 4), DT_F32);
+		int y = tu_add(g, OP_gelu, &x, A(form)), dx = tu_add(g, OP_gelu_grad, (int[]){dy, x}, A(form));
+		CHECK(ir_gelu_is_tanh(&g->node[y]) == form && ir_gelu_is_tanh(&g->node[dx]) == form);
+		double **v = values_new(g);
+		memcpy(v[x], xs, sizeof xs);
+		for (int i = 0; i < 4; i++)
+			v[dy][i] = 1;
+		ir_interp(g, 0, v);
+		for (int i = 0; i < 4; i++) {
+			CHECK_NEAR(v[y][i], want[form][0][i], 1e-9);
+			CHECK_NEAR(v[dx][i], want[form][1][i], 1e-9);
+		}
+		/* random x and dy: x Phi(x) and dy (Phi + x phi) for none; tanh's x/2 (1 + t) */
+		fill(v[x], 4, -6, 6);
+		fill(v[dy], 4, -3, 3);
+		ir_interp(g, 0, v);
+		for (int i = 0; i < 4; i++) {
+			double xi = v[x][i], cdf = 0.5 * erfc(-xi / sqrt(2)), pdf = exp(-xi * xi / 2) / sqrt(2 * M_PI);
+			double t = tanh(sqrt(2 / M_PI) * (xi + 0.044715 * pow(xi, 3)));
+			CHECK_NEAR(v[y][i], form ? xi / 2 * (1 + t) : xi * cdf, 1e-12);
+			if (!form)
+				CHECK_NEAR(v[dx][i], v[dy][i] * (cdf + xi * pdf), 1e-12);
+		}
+		values_free(g, v);
+		ir_graph_free(g);
+	}
+}
+
 static void test_ref_injective_reduce(void)
 {
 	Graph *g = ir_graph_new("t");
@@ -598,6 +640,7 @@ int main(void)
 	test_ref_elemwise();
 	test_ref_sigmoid_tanh();
 	test_ref_leaky_relu();
+	test_ref_gelu();
 	test_ref_injective_reduce();
 	test_ref_softmax_losses();
 	test_ref_conv();

@@ -189,6 +189,8 @@ static void test_elemwise(void)
 	unary("tanh", OP_tanh, S(2, 3, 4), WIDE);
 	unary_attr("leaky_relu slope 0.2", OP_leaky_relu, S(3, 2, 3, 4), KINK, A(0.2));
 	unary_attr("leaky_relu slope -1.5", OP_leaky_relu, S(2, 3, 4), KINK, A(-1.5));
+	unary_attr("gelu", OP_gelu, S(2, 3, 4), WIDE, A(0));
+	unary_attr("gelu approximate=tanh", OP_gelu, S(2, 3, 4), WIDE, A(1));
 	unary("copy", OP_copy, S(1, 5), ANY);
 	binary("add", OP_add, S(2, 3, 4), S(2, 3, 4), ANY);
 	binary("add broadcast [3,4,5] + [4,1]", OP_add, S(3, 3, 4, 5), S(2, 4, 1), ANY);
