@@ -289,15 +289,23 @@ LLVMValueRef cg_elem_relu(Cg *cg, const Node *n, ElemIndex *at)
 }
 
 /* 1/(1+e) for x >= 0 and e/(1+e) below, e = exp(-|x|) in (0, 1]: never inf/inf at large |x|. */
-LLVMValueRef cg_elem_sigmoid(Cg *cg, const Node *n, ElemIndex *at)
+static LLVMValueRef sigmoid_of(Cg *cg, LLVMValueRef x)
 {
-	LLVMValueRef x = operand(cg, n, 0, at);
 	LLVMTypeRef t = LLVMTypeOf(x);
 	LLVMValueRef one = cg_real(cg, t, 1);
 	LLVMValueRef e = cg_exp(cg, LLVMBuildFNeg(cg->b, cg_intrinsic(cg, "fabs", t, &x, 1), ""));
 	LLVMValueRef r = LLVMBuildFDiv(cg->b, one, LLVMBuildFAdd(cg->b, one, e, ""), "");
 	LLVMValueRef nonneg = LLVMBuildFCmp(cg->b, LLVMRealOGE, x, cg_real(cg, t, 0), "");
 	return LLVMBuildSelect(cg->b, nonneg, r, LLVMBuildFMul(cg->b, e, r, ""), "");
+}
+
+LLVMValueRef cg_elem_sigmoid(Cg *cg, const Node *n, ElemIndex *at) { return sigmoid_of(cg, operand(cg, n, 0, at)); }
+
+/* silu: x sigmoid(x), the sigmoid stable as above, so large |x| gives x or -0, never NaN */
+LLVMValueRef cg_elem_silu(Cg *cg, const Node *n, ElemIndex *at)
+{
+	LLVMValueRef x = operand(cg, n, 0, at);
+	return LLVMBuildFMul(cg->b, x, sigmoid_of(cg, x), "");
 }
 
 /* tanh |x| = (1-e)/(1+e), e = exp(-2|x|), with x's sign; near 0, where 1-e cancels, its Taylor

@@ -24,6 +24,7 @@ CG_ELEM(sqrt);
 CG_ELEM(relu);
 CG_ELEM(sigmoid);
 CG_ELEM(tanh);
+CG_ELEM(silu);
 CG_ELEM(relu_grad);
 CG_ELEM(leaky_relu);
 CG_ELEM(leaky_relu_grad);

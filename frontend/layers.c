@@ -396,7 +396,7 @@ static const Layer layers[] = {
 	 1, OP_conv2d, build_conv2d},
 	{{"dense", 2, {{"out_features", ARG_POS, 0, ARG_REQUIRED}, {"bias", ARG_BOOL, 1, 0}}, false},
 	 1, OP_matmul, build_dense},
-	UNARY(relu), UNARY(sigmoid), UNARY(tanh), UNARY(exp), UNARY(log), UNARY(sqrt), UNARY(neg),
+	UNARY(relu), UNARY(sigmoid), UNARY(tanh), UNARY(silu), UNARY(exp), UNARY(log), UNARY(sqrt), UNARY(neg),
 	{{"leaky_relu", 1, {{"negative_slope", ARG_NUM, 0.01, 0}}, false}, 1, OP_leaky_relu, build_op},
 	{{"gelu", 1, {{"approximate", ARG_WORD, WORDS_APPROXIMATE, 0}}, false}, 1, OP_gelu, build_op},
 	{{"max_pool2d", 4, {{"kernel", ARG_POS, 0, ARG_REQUIRED}, {"stride", ARG_POS, 0, ARG_SAME},

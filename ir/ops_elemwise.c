@@ -249,6 +249,7 @@ static double f_sigmoid(double x)
 	double e = exp(-fabs(x));
 	return x >= 0 ? 1 / (1 + e) : e / (1 + e);
 }
+static double f_silu(double x) { return x * f_sigmoid(x); }
 static double f_add(double a, double b) { return a + b; }
 static double f_sub(double a, double b) { return a - b; }
 static double f_mul(double a, double b) { return a * b; }
@@ -266,6 +267,7 @@ void ref_relu(const Graph *g, const Node *n, const double *const *in, double *ou
 void ref_copy(const Graph *g, const Node *n, const double *const *in, double *out) { map1(n, in[0], out, f_copy); }
 void ref_sigmoid(const Graph *g, const Node *n, const double *const *in, double *out) { map1(n, in[0], out, f_sigmoid); }
 void ref_tanh(const Graph *g, const Node *n, const double *const *in, double *out) { map1(n, in[0], out, tanh); }
+void ref_silu(const Graph *g, const Node *n, const double *const *in, double *out) { map1(n, in[0], out, f_silu); }
 void ref_add(const Graph *g, const Node *n, const double *const *in, double *out) { map2(g, n, in, out, f_add); }
 void ref_sub(const Graph *g, const Node *n, const double *const *in, double *out) { map2(g, n, in, out, f_sub); }
 void ref_mul(const Graph *g, const Node *n, const double *const *in, double *out) { map2(g, n, in, out, f_mul); }
@@ -445,6 +447,16 @@ void grad_gelu(GradContext *gc, const Node *n, int dy)
 	int x = n->in[0];
 	double approximate = ir_gelu_is_tanh(n);
 	gc_accumulate(gc, x, ir_emit(gc_graph(gc), OP_gelu_grad, (int[]){dy, x}, &approximate));
+}
+
+/* silu' = s (1 + x (1 - s)), s = sigmoid(x) (PyTorch's silu_backward) */
+void grad_silu(GradContext *gc, const Node *n, int dy)
+{
+	int x = n->in[0];
+	Graph *g = gc_graph(gc);
+	int one = ir_const(g, 1), s = emit1(gc, OP_sigmoid, x);
+	int slope = emit2(gc, OP_add, one, emit2(gc, OP_mul, x, emit2(gc, OP_sub, one, s)));
+	gc_accumulate(gc, x, emit2(gc, OP_mul, dy, emit2(gc, OP_mul, s, slope)));
 }
 
 /* Dropout is linear for fixed draws: the same mask and scale apply to dy. */

@@ -30,7 +30,7 @@ static const double *attrs_of(OpId op, double attr[IR_MAX_ATTRS])
 static void unary_ops(const char *dims, DType dt)
 {
 	static const OpId ops[] = {OP_neg, OP_exp, OP_log, OP_sqrt, OP_relu, OP_copy, OP_sigmoid, OP_tanh,
-				   OP_leaky_relu, OP_gelu};
+				   OP_leaky_relu, OP_gelu, OP_silu};
 	for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
 		char name[96];
 		snprintf(name, sizeof name, "%s [%s] %s", ir_ops[ops[i]].name, dims, dtype_name(dt));
@@ -40,7 +40,7 @@ static void unary_ops(const char *dims, DType dt)
 			ch_range(h, x, 0.01, 20);
 		else if (ops[i] == OP_exp)
 			ch_range(h, x, -10, 10);
-		else if (ops[i] == OP_sigmoid || ops[i] == OP_tanh)
+		else if (ops[i] == OP_sigmoid || ops[i] == OP_tanh || ops[i] == OP_silu)
 			ch_range(h, x, -50, 50);
 		else if (ops[i] == OP_gelu) /* below -3, 1 + erf cancels (as PyTorch's): gelu_accuracy */
 			ch_range(h, x, -3, 6);
@@ -181,20 +181,21 @@ static void math_accuracy(void)
 	free(v);
 }
 
-/* sigmoid and tanh element by element: saturated (|x| up to 50), moderate and near 0, where
+/* sigmoid, tanh and silu element by element: saturated (|x| up to 50), moderate and near 0, where
  * tanh's 1 - e^-2|x| would cancel; ch_run also fails on any NaN or inf. */
 static void sigmoid_tanh_accuracy(void)
 {
 	enum { N = 30000 };
-	static const double limit[2][2] = {{3e-7, 1e-15}, {5e-7, 1e-14}}; /* [sigmoid, tanh][f32, f64] */
+	static const OpId ops[3] = {OP_sigmoid, OP_tanh, OP_silu};
+	static const double limit[3][2] = {{3e-7, 1e-15}, {5e-7, 1e-14}, {4e-7, 1e-15}}; /* [op][f32, f64] */
 	double *v = malloc(N * sizeof *v);
 	for (int i = 0; i < N; i++) {
 		double r = (double[]){50, 3, 0.35, 1e-3}[i % 4];
 		v[i] = ch_uniform(-r, r);
 	}
-	for (int op = 0; op < 2; op++)
+	for (int op = 0; op < 3; op++)
 		for (int t = 0; t < 2; t++) {
-			OpId id = op ? OP_tanh : OP_sigmoid;
+			OpId id = ops[op];
 			double e = accuracy(id, t ? DT_F64 : DT_F32, v, N);
 			printf("%s %s: max relative error %.3g\n", ir_ops[id].name, t ? "f64" : "f32", e);
 			CHECK(e < limit[op][t], "%s accuracy: seed %llu: limit %g", ir_ops[id].name, ch_seed, limit[op][t]);
@@ -230,10 +231,10 @@ static void special_values(void)
 	static const double ve[] = {INFINITY, -INFINITY, NAN, 0, -0.0, 88.72, 89, 200, -103.9, -104, -1000, 1e-40, -1e-40};
 	static const double vl[] = {INFINITY, 0, -0.0, -1, NAN, -INFINITY, 1e-40, 1.4e-45, FLT_MIN, FLT_MAX, 1};
 	static const double vs[] = {INFINITY, -INFINITY, NAN, 0, -0.0, 1e-40, -1e-40, 200, -200, 1000, -1000, FLT_MAX, -FLT_MAX};
-	static const OpId ops[] = {OP_exp, OP_log, OP_sigmoid, OP_tanh, OP_leaky_relu, OP_gelu, OP_gelu};
-	const double *v[] = {ve, vl, vs, vs, vs, vs, vs};
+	static const OpId ops[] = {OP_exp, OP_log, OP_sigmoid, OP_tanh, OP_leaky_relu, OP_gelu, OP_gelu, OP_silu};
+	const double *v[] = {ve, vl, vs, vs, vs, vs, vs, vs};
 	int64_t n[] = {sizeof ve / sizeof *ve, sizeof vl / sizeof *vl, sizeof vs / sizeof *vs, sizeof vs / sizeof *vs,
-		       sizeof vs / sizeof *vs, sizeof vs / sizeof *vs, sizeof vs / sizeof *vs};
+		       sizeof vs / sizeof *vs, sizeof vs / sizeof *vs, sizeof vs / sizeof *vs, sizeof vs / sizeof *vs};
 	for (size_t k = 0; k < sizeof ops / sizeof *ops; k++) {
 		char name[64];
 		snprintf(name, sizeof name, "%s special values", ir_ops[ops[k]].name);

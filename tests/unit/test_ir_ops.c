@@ -238,6 +238,31 @@ static void test_ref_sigmoid_tanh(void)
 	ir_graph_free(g);
 }
 
+/* silu: hand-computed values (1 sigmoid(1) = 1/(1 + e^-1) = 0.7310585786, -2 sigmoid(-2) =
+ * -2/(1 + e^2) = -0.2384058440), then x / (1 + e^-x) on random inputs up to |x| = 50, the far
+ * negative tail -0 rather than NaN. */
+static void test_ref_silu(void)
+{
+	Graph *g = ir_graph_new("t");
+	int x = leaf(g, S(1, 66), DT_F32);
+	int y = tu_add(g, OP_silu, &x, NULL);
+	double **v = values_new(g);
+	fill(v[x], 64, 0.01, 50);
+	for (int i = 0; i < 32; i++)
+		v[x][2 * i] = -v[x][2 * i];
+	v[x][64] = 1, v[x][65] = -2;
+	ir_interp(g, 0, v);
+	CHECK_NEAR(v[y][64], 0.7310585786, 1e-10);
+	CHECK_NEAR(v[y][65], -0.2384058440, 1e-10);
+	for (int i = 0; i < 64; i++) {
+		double xi = v[x][i];
+		CHECK(isfinite(v[y][i]), "x %g", xi);
+		CHECK_NEAR(v[y][i], xi / (1 + exp(-xi)), 1e-14);
+	}
+	values_free(g, v);
+	ir_graph_free(g);
+}
+
 /* leaky_relu and leaky_relu_grad: hand-computed values at slope 0.1, then random inputs of both
  * signs at a random slope against the definition. */
 static void test_ref_leaky_relu(void)
@@ -639,6 +664,7 @@ int main(void)
 	test_shapes_nn();
 	test_ref_elemwise();
 	test_ref_sigmoid_tanh();
+	test_ref_silu();
 	test_ref_leaky_relu();
 	test_ref_gelu();
 	test_ref_injective_reduce();

@@ -187,6 +187,7 @@ static void test_elemwise(void)
 	unary("relu", OP_relu, S(3, 2, 3, 4), KINK);
 	unary("sigmoid", OP_sigmoid, S(2, 3, 4), WIDE);
 	unary("tanh", OP_tanh, S(2, 3, 4), WIDE);
+	unary("silu", OP_silu, S(2, 3, 4), WIDE);
 	unary_attr("leaky_relu slope 0.2", OP_leaky_relu, S(3, 2, 3, 4), KINK, A(0.2));
 	unary_attr("leaky_relu slope -1.5", OP_leaky_relu, S(2, 3, 4), KINK, A(-1.5));
 	unary_attr("gelu", OP_gelu, S(2, 3, 4), WIDE, A(0));
