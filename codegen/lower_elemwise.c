@@ -242,6 +242,32 @@ ELEM_ARITH(mul, LLVMBuildFMul)
 ELEM_ARITH(div, LLVMBuildFDiv)
 #undef ELEM_ARITH
 
+/* maximum and minimum: the winner of an ordered compare, then NaN (a + b) where either is NaN;
+ * not llvm.maxnum/minnum, which return the other input */
+static LLVMValueRef minmax(Cg *cg, const Node *n, ElemIndex *at, LLVMRealPredicate wins)
+{
+	LLVMValueRef a = operand(cg, n, 0, at), b = operand(cg, n, 1, at);
+	LLVMValueRef r = LLVMBuildSelect(cg->b, LLVMBuildFCmp(cg->b, wins, a, b, ""), a, b, "");
+	LLVMValueRef nan = LLVMBuildFCmp(cg->b, LLVMRealUNO, a, b, "");
+	return LLVMBuildSelect(cg->b, nan, LLVMBuildFAdd(cg->b, a, b, ""), r, "");
+}
+
+LLVMValueRef cg_elem_maximum(Cg *cg, const Node *n, ElemIndex *at) { return minmax(cg, n, at, LLVMRealOGT); }
+LLVMValueRef cg_elem_minimum(Cg *cg, const Node *n, ElemIndex *at) { return minmax(cg, n, at, LLVMRealOLT); }
+
+/* (dy, x, y): 0 where x loses to y, dy/2 on a tie, else dy (NaN compares false: dy) */
+static LLVMValueRef minmax_share(Cg *cg, const Node *n, ElemIndex *at, LLVMRealPredicate loses)
+{
+	LLVMValueRef dy = operand(cg, n, 0, at), x = operand(cg, n, 1, at), y = operand(cg, n, 2, at);
+	LLVMTypeRef t = LLVMTypeOf(dy);
+	LLVMValueRef tie = LLVMBuildFCmp(cg->b, LLVMRealOEQ, x, y, "");
+	LLVMValueRef r = LLVMBuildSelect(cg->b, tie, LLVMBuildFMul(cg->b, dy, cg_real(cg, t, 0.5), ""), dy, "");
+	return LLVMBuildSelect(cg->b, LLVMBuildFCmp(cg->b, loses, x, y, ""), cg_real(cg, t, 0), r, "");
+}
+
+LLVMValueRef cg_elem_maximum_grad(Cg *cg, const Node *n, ElemIndex *at) { return minmax_share(cg, n, at, LLVMRealOLT); }
+LLVMValueRef cg_elem_minimum_grad(Cg *cg, const Node *n, ElemIndex *at) { return minmax_share(cg, n, at, LLVMRealOGT); }
+
 /* relu_grad(dy, x): dy where x > 0 */
 LLVMValueRef cg_elem_relu_grad(Cg *cg, const Node *n, ElemIndex *at)
 {

@@ -35,6 +35,10 @@ CG_ELEM(add); /* add and bias_add */
 CG_ELEM(sub);
 CG_ELEM(mul);
 CG_ELEM(div);
+CG_ELEM(maximum);
+CG_ELEM(minimum);
+CG_ELEM(maximum_grad);
+CG_ELEM(minimum_grad);
 CG_ELEM(first); /* operand 0 at the index the op maps to: copy, reshape, transpose, slice, ... */
 CG_ELEM(assign);
 CG_ELEM(concat);

@@ -411,7 +411,7 @@ static const Layer layers[] = {
 	{{"dropout", 1, {{"p", ARG_PROB, 0.5, 0}}, false}, 1, OP_dropout, build_dropout},
 	{{"log_softmax", 1, {{"dim", ARG_INT, -1, 0}}, false}, 1, OP_log_softmax, build_softmax},
 	{{"softmax", 1, {{"dim", ARG_INT, -1, 0}}, false}, 1, OP_softmax, build_softmax},
-	BINARY(add), BINARY(sub), BINARY(mul), BINARY(div),
+	BINARY(add), BINARY(sub), BINARY(mul), BINARY(div), BINARY(maximum), BINARY(minimum),
 	{{"sum", 2, {{"dim", ARG_INT, 0, ARG_OPTIONAL}, {"keepdim", ARG_BOOL, 0, 0}}, false}, 1, OP_sum, build_reduce},
 	{{"mean", 2, {{"dim", ARG_INT, 0, ARG_OPTIONAL}, {"keepdim", ARG_BOOL, 0, 0}}, false}, 1, OP_mean, build_reduce},
 	LOSS(nll_loss), LOSS(cross_entropy),

@@ -179,6 +179,30 @@ bool shape_dropout(Node *n, const Graph *g, char *err, size_t errlen)
 	return shape_unary(n, g, err, errlen);
 }
 
+/* (dy, x, y): x and y (the forward's inputs) broadcast to dy's shape, which the share has */
+bool shape_minmax_grad(Node *n, const Graph *g, char *err, size_t errlen)
+{
+	const Node *dy = op_in(g, n, 0);
+	char sd[96], sx[96];
+	for (int k = 0; k < 3; k++)
+		if (!op_need_float(n, g, k, err, errlen))
+			return false;
+	for (int k = 1; k < 3; k++) {
+		const Shape *in = &op_in(g, n, k)->shape;
+		bool fits = in->rank <= dy->shape.rank;
+		for (int i = 0; fits && i < in->rank; i++) {
+			int64_t d = in->dim[i], o = dy->shape.dim[dy->shape.rank - in->rank + i];
+			fits = d == 1 || d == o;
+		}
+		if (!fits)
+			return op_fail(n, err, errlen, "input %s does not broadcast to dy %s", shape_str(in, sx, sizeof sx),
+				       shape_str(&dy->shape, sd, sizeof sd));
+	}
+	n->shape = dy->shape;
+	n->dtype = dy->dtype;
+	return true;
+}
+
 bool shape_assign(Node *n, const Graph *g, char *err, size_t errlen)
 {
 	const Node *t = op_in(g, n, 0), *v = op_in(g, n, 1);
@@ -255,6 +279,9 @@ static double f_sub(double a, double b) { return a - b; }
 static double f_mul(double a, double b) { return a * b; }
 static double f_div(double a, double b) { return a / b; }
 static double f_relu_grad(double dy, double x) { return x > 0 ? dy : 0; }
+/* NaN when either is (a NaN compares false), else the larger or smaller */
+static double f_maximum(double a, double b) { return isnan(a) || isnan(b) ? a + b : a > b ? a : b; }
+static double f_minimum(double a, double b) { return isnan(a) || isnan(b) ? a + b : a < b ? a : b; }
 
 double ir_const_value(const Node *n) { return n->attr[0]; }
 
@@ -272,6 +299,32 @@ void ref_add(const Graph *g, const Node *n, const double *const *in, double *out
 void ref_sub(const Graph *g, const Node *n, const double *const *in, double *out) { map2(g, n, in, out, f_sub); }
 void ref_mul(const Graph *g, const Node *n, const double *const *in, double *out) { map2(g, n, in, out, f_mul); }
 void ref_div(const Graph *g, const Node *n, const double *const *in, double *out) { map2(g, n, in, out, f_div); }
+void ref_maximum(const Graph *g, const Node *n, const double *const *in, double *out) { map2(g, n, in, out, f_maximum); }
+void ref_minimum(const Graph *g, const Node *n, const double *const *in, double *out) { map2(g, n, in, out, f_minimum); }
+
+/* x's share of dy: PyTorch's where(x == y, dy / 2, dy).masked_fill_(x loses, 0), where x loses to
+ * y when x < y for maximum (sign 1), x > y for minimum (sign -1) */
+static void minmax_share(const Graph *g, const Node *n, const double *const *in, double *out, double sign)
+{
+	int64_t sx[IR_MAX_DIMS], sy[IR_MAX_DIMS];
+	int64_t m = shape_numel(&n->shape);
+	op_bcast_strides(&op_in(g, n, 1)->shape, &n->shape, sx);
+	op_bcast_strides(&op_in(g, n, 2)->shape, &n->shape, sy);
+	for (int64_t i = 0; i < m; i++) {
+		double x = in[1][op_bcast_offset(&n->shape, sx, i)], y = in[2][op_bcast_offset(&n->shape, sy, i)];
+		out[i] = sign * x < sign * y ? 0 : x == y ? in[0][i] / 2 : in[0][i];
+	}
+}
+
+void ref_maximum_grad(const Graph *g, const Node *n, const double *const *in, double *out)
+{
+	minmax_share(g, n, in, out, 1);
+}
+
+void ref_minimum_grad(const Graph *g, const Node *n, const double *const *in, double *out)
+{
+	minmax_share(g, n, in, out, -1);
+}
 
 void ref_relu_grad(const Graph *g, const Node *n, const double *const *in, double *out)
 {
@@ -495,6 +548,18 @@ void grad_div(GradContext *gc, const Node *n, int dy)
 	op_give_sum_to(gc, a, emit2(gc, OP_div, dy, b));
 	op_give_sum_to(gc, b, emit1(gc, OP_neg, emit2(gc, OP_mul, dy, emit2(gc, OP_div, y, b))));
 }
+
+/* Each input gets its share (the *_grad op with itself first), summed to its shape. */
+static void grad_minmax(GradContext *gc, const Node *n, int dy, OpId share)
+{
+	int a = n->in[0], b = n->in[1];
+	Graph *g = gc_graph(gc);
+	op_give_sum_to(gc, a, ir_emit(g, share, (int[]){dy, a, b}, NULL));
+	op_give_sum_to(gc, b, ir_emit(g, share, (int[]){dy, b, a}, NULL));
+}
+
+void grad_maximum(GradContext *gc, const Node *n, int dy) { grad_minmax(gc, n, dy, OP_maximum_grad); }
+void grad_minimum(GradContext *gc, const Node *n, int dy) { grad_minmax(gc, n, dy, OP_minimum_grad); }
 
 void grad_bias_add(GradContext *gc, const Node *n, int dy)
 {

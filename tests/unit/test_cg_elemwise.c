@@ -52,7 +52,8 @@ static void unary_ops(const char *dims, DType dt)
 
 static void binary_ops(const char *da, const char *db, DType dt)
 {
-	static const OpId ops[] = {OP_add, OP_sub, OP_mul, OP_div, OP_relu_grad, OP_leaky_relu_grad, OP_gelu_grad};
+	static const OpId ops[] = {OP_add, OP_sub, OP_mul, OP_div, OP_relu_grad, OP_leaky_relu_grad, OP_gelu_grad,
+				   OP_maximum, OP_minimum};
 	for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
 		char name[96];
 		snprintf(name, sizeof name, "%s [%s] [%s] %s", ir_ops[ops[i]].name, da, db, dtype_name(dt));
@@ -61,6 +62,51 @@ static void binary_ops(const char *da, const char *db, DType dt)
 		double attr[IR_MAX_ATTRS];
 		ch_op(h, ops[i], attrs_of(ops[i], attr), a, b);
 		run(h);
+	}
+}
+
+/* maximum_grad and minimum_grad(dy, x, y), x and y broadcast to dy, drawn from three values so
+ * that ties (dy/2), wins and losses all occur. */
+static void minmax_grads(const char *ddy, const char *dx, const char *dy_other)
+{
+	static const OpId ops[] = {OP_maximum_grad, OP_minimum_grad};
+	for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+		char name[96];
+		snprintf(name, sizeof name, "%s [%s] [%s] [%s]", ir_ops[ops[i]].name, ddy, dx, dy_other);
+		CgHarness *h = ch_new(name);
+		int dy = ch_param(h, DT_F32, ddy), x = ch_param(h, DT_F32, dx), y = ch_param(h, DT_F32, dy_other);
+		for (int k = 0; k < 2; k++) {
+			int id = k ? y : x;
+			int64_t m = shape_numel(&h->g->node[id].shape);
+			double *v = malloc(m * sizeof *v);
+			for (int64_t j = 0; j < m; j++)
+				v[j] = (double[]){-1, 0.5, 2}[ch_next() % 3];
+			ch_set(h, id, v);
+			free(v);
+		}
+		ch_op(h, ops[i], NULL, dy, x, y);
+		run(h);
+	}
+}
+
+/* maximum and minimum propagate NaN from either side (no maxnum), and order infinities. */
+static void minmax_special(void)
+{
+	static const double a[] = {NAN, 1, NAN, INFINITY, -INFINITY, 2, -3, 1e-40, 0.5, -INFINITY};
+	static const double b[] = {1, NAN, NAN, -INFINITY, 5, 2, -7, -1e-40, INFINITY, NAN};
+	static const OpId ops[] = {OP_maximum, OP_minimum};
+	for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+		char name[64];
+		snprintf(name, sizeof name, "%s special values", ir_ops[ops[i]].name);
+		CgHarness *h = ch_new(name);
+		int x = ch_param(h, DT_F32, "10"), y = ch_param(h, DT_F32, "10");
+		ch_set(h, x, a);
+		ch_set(h, y, b);
+		int r = ch_op(h, ops[i], NULL, x, y);
+		tu_failures += ch_run(h);
+		CHECK(h->got[r] && isnan(h->got[r][0]) && isnan(h->got[r][1]) && isnan(h->got[r][9]), "%s: NaN from either side",
+		      name);
+		ch_free(h);
 	}
 }
 
@@ -290,6 +336,10 @@ int main(void)
 	binary_ops("5,3", "5,1", DT_F16);
 	binary_ops("5,3", "3", DT_BF16);
 	binary_ops("5,3", "5,3", DT_F64);
+	minmax_grads("7,13", "7,13", "7,13");
+	minmax_grads("4,5", "4,1", "5");
+	minmax_grads("2,3,4", "", "3,1");
+	minmax_special();
 	with_const();
 	bias_add("2,3,5,7", "3", 1);
 	bias_add("6,10", "10", 1);

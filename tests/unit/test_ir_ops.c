@@ -238,6 +238,32 @@ static void test_ref_sigmoid_tanh(void)
 	ir_graph_free(g);
 }
 
+/* maximum and minimum with broadcasting and NaN from either side, and the shares of dy of their
+ * gradient ops: the winner dy, a tie dy/2, the loser 0, a NaN dy. */
+static void test_ref_maximum_minimum(void)
+{
+	Graph *g = ir_graph_new("t");
+	int a = leaf(g, S(2, 2, 3), DT_F32), b = leaf(g, S(1, 3), DT_F32), dy = leaf(g, S(2, 2, 3), DT_F32);
+	int mx = tu_add(g, OP_maximum, (int[]){a, b}, NULL), mn = tu_add(g, OP_minimum, (int[]){a, b}, NULL);
+	int gmx = tu_add(g, OP_maximum_grad, (int[]){dy, a, b}, NULL), gmn = tu_add(g, OP_minimum_grad, (int[]){dy, a, b}, NULL);
+	double **v = values_new(g);
+	memcpy(v[a], (double[]){1.5, -2, NAN, 0.25, 3, 7}, sizeof(double[6]));
+	memcpy(v[b], (double[]){0.25, 3, -1}, sizeof(double[3]));
+	memcpy(v[dy], (double[]){2, 4, 6, 8, 10, 12}, sizeof(double[6]));
+	ir_interp(g, 0, v);
+	/* pairs (a, b): (1.5, 0.25) (-2, 3) (NaN, -1) (0.25, 0.25) (3, 3) (7, -1) */
+	const double want_mx[6] = {1.5, 3, NAN, 0.25, 3, 7}, want_mn[6] = {0.25, -2, NAN, 0.25, 3, -1};
+	const double want_gmx[6] = {2, 0, 6, 4, 5, 12}, want_gmn[6] = {0, 4, 6, 4, 5, 0};
+	for (int i = 0; i < 6; i++) {
+		CHECK(isnan(want_mx[i]) ? isnan(v[mx][i]) : v[mx][i] == want_mx[i], "maximum %d: %g", i, v[mx][i]);
+		CHECK(isnan(want_mn[i]) ? isnan(v[mn][i]) : v[mn][i] == want_mn[i], "minimum %d: %g", i, v[mn][i]);
+		CHECK_NEAR(v[gmx][i], want_gmx[i], 0);
+		CHECK_NEAR(v[gmn][i], want_gmn[i], 0);
+	}
+	values_free(g, v);
+	ir_graph_free(g);
+}
+
 /* silu: hand-computed values (1 sigmoid(1) = 1/(1 + e^-1) = 0.7310585786, -2 sigmoid(-2) =
  * -2/(1 + e^2) = -0.2384058440), then x / (1 + e^-x) on random inputs up to |x| = 50, the far
  * negative tail -0 rather than NaN. */
@@ -665,6 +691,7 @@ int main(void)
 	test_ref_elemwise();
 	test_ref_sigmoid_tanh();
 	test_ref_silu();
+	test_ref_maximum_minimum();
 	test_ref_leaky_relu();
 	test_ref_gelu();
 	test_ref_injective_reduce();

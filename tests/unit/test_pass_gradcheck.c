@@ -199,6 +199,9 @@ static void test_elemwise(void)
 	binary("mul broadcast [3,1,5] * [4,1]", OP_mul, S(3, 3, 1, 5), S(2, 4, 1), ANY);
 	binary("mul by a scalar", OP_mul, S(2, 3, 4), S(0), ANY);
 	binary("div broadcast [3,4,5] / [1,4,1]", OP_div, S(3, 3, 4, 5), S(3, 1, 4, 1), AWAY);
+	/* random inputs have no ties, where finite differences would straddle the kink */
+	binary("maximum broadcast [3,4,5], [4,1]", OP_maximum, S(3, 3, 4, 5), S(2, 4, 1), ANY);
+	binary("minimum broadcast [5], [3,4,5]", OP_minimum, S(1, 5), S(3, 3, 4, 5), ANY);
 
 	Graph *g = ir_graph_new("dropout");
 	int x = param(g, S(2, 8, 9), ANY), rg = rng(g);
@@ -329,6 +332,40 @@ static void test_models_ops(void)
 	ir_graph_free(g);
 }
 
+/* Ties of maximum and minimum, which finite differences cannot check: each input gets half of dy
+ * (PyTorch's rule), the winner elsewhere all of it, summed over b's broadcast axis. */
+static void test_minmax_ties(void)
+{
+	static const OpId ops[] = {OP_maximum, OP_minimum};
+	for (int k = 0; k < 2; k++) {
+		Graph *g = ir_graph_new("ties");
+		int a = param(g, S(2, 2, 3), ANY), b = param(g, S(1, 3), ANY);
+		int y = tu_add(g, ops[k], (int[]){a, b}, NULL);
+		int loss = tu_add(g, OP_sum, &y, A(3, 0));
+		int *grads = autodiff_gradients(g, loss);
+		double **v = calloc(g->nnodes, sizeof *v);
+		for (int i = 0; i < g->nnodes; i++)
+			v[i] = calloc(shape_numel(&g->node[i].shape), sizeof **v);
+		/* column 0 ties in both rows, column 1 a wins in both (for k's op), column 2 one each */
+		double s = k ? -1 : 1;
+		memcpy(v[a], (double[]){0.75, 1 + s, 0.5 + s, 0.75, 1 + s, 0.5 - s}, sizeof(double[6]));
+		memcpy(v[b], (double[]){0.75, 1, 0.5}, sizeof(double[3]));
+		ir_interp(g, 0, v);
+		const double want_a[6] = {0.5, 1, 1, 0.5, 1, 0}, want_b[3] = {1, 0, 1};
+		for (int i = 0; i < 6; i++)
+			CHECK(v[grads[a]][i] == want_a[i], "%s tie: da[%d] = %g, want %g", ir_ops[ops[k]].name, i,
+			      v[grads[a]][i], want_a[i]);
+		for (int i = 0; i < 3; i++)
+			CHECK(v[grads[b]][i] == want_b[i], "%s tie: db[%d] = %g, want %g", ir_ops[ops[k]].name, i,
+			      v[grads[b]][i], want_b[i]);
+		for (int i = 0; i < g->nnodes; i++)
+			free(v[i]);
+		free(v);
+		free(grads);
+		ir_graph_free(g);
+	}
+}
+
 int main(void)
 {
 	tu_start("test_pass_gradcheck");
@@ -337,6 +374,7 @@ int main(void)
 	test_nn();
 	test_chain();
 	test_models_ops();
+	test_minmax_ties();
 	for (int op = 0; op < OP_COUNT; op++)
 		CHECK(!ir_ops[op].grad || covered[op], "no gradient check for %s", ir_ops[op].name);
 	printf("test_pass_gradcheck: %d cases\n", ncases);
