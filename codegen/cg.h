@@ -82,7 +82,7 @@ typedef struct Cg {
 	LLVMBasicBlockRef entry; /* allocas go here (cg_local) */
 	bool gpu_native;   /* GPU lowerings set it: they use work-item ids themselves */
 	int block;         /* GPU lowerings set it: work-items per work-group */
-	struct CgEmission *emit; /* the fused group and kernels being emitted (codegen/cg_core.c) */
+	struct CgEmission *emit; /* the fused group and kernels being emitted (codegen/cg_emission.h) */
 } Cg;
 
 /* A lowering emits node n's kernel body into cg->fn (builder positioned in its body, after the
@@ -102,7 +102,7 @@ bool cg_target_lookup(const char *spec, const CgTargetOptions *o, CgTarget *t, c
 /* Prints every target and alias with its wave size and what is known of it (`netc targets`). */
 void cg_targets_print(FILE *out);
 
-/* ---- driver (codegen/cg_core.c) ---- */
+/* ---- driver (codegen/cg_driver.c) ---- */
 /* Lowers every node of the graph's programs that has a kernel, optimizes the module with the
  * O3 pipeline, compiles it for t and links it (ld.lld) into a code object. want_ir keeps the IR. */
 bool cg_compile(const Graph *g, const CgTarget *t, bool want_ir, CgOutput *out, char *err, size_t errlen);
@@ -110,7 +110,7 @@ void cg_output_free(CgOutput *out);
 /* Whether the node owns a kernel (its op has a lowering and it runs in a program). */
 bool cg_has_kernel(const Node *n);
 
-/* ---- helpers for lowerings (codegen/cg_core.c) ---- */
+/* ---- helpers for lowerings (codegen/cg_build.c; cg_ptr, cg_load, cg_store: codegen/cg_group.c) ---- */
 LLVMValueRef cg_i32(Cg *cg, int64_t v);
 LLVMValueRef cg_i64(Cg *cg, int64_t v);
 LLVMValueRef cg_real(Cg *cg, LLVMTypeRef t, double v);

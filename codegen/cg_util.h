@@ -1,9 +1,12 @@
 /* cg_util.h: helpers the lowerings share beyond codegen/cg.h: index arithmetic, fast-math flags,
- * work-group partitions and the elemental emitters. */
+ * work-group partitions, the fused group and its elements. */
 #ifndef NETC_CG_UTIL_H
 #define NETC_CG_UTIL_H
 
-#include "codegen/cg.h"
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "codegen/lower_table.h"
 
 /* Elements a work-group aims at: enough to amortize a thread-pool dispatch, small enough that
  * a grid has work for every core. */
@@ -11,7 +14,11 @@
 /* Work-items per work-group of GPU kernels that do not pick their own (cg->block). */
 #define CG_GPU_BLOCK 256
 
-/* ---- codegen/cg_core.c ---- */
+/* A bug in netc, never the user's input: says where and aborts. */
+#define CG_FAIL(...) (fprintf(stderr, "%s:%d: internal error: ", __FILE__, __LINE__), \
+		      fprintf(stderr, __VA_ARGS__), fputc('\n', stderr), abort())
+
+/* ---- codegen/cg_build.c ---- */
 /* Row-major linear index of idx[0..s->rank) in shape s. */
 LLVMValueRef cg_linear(Cg *cg, const Shape *s, LLVMValueRef *idx);
 /* idx[0..s->rank) of linear index lin in shape s. */
@@ -19,9 +26,6 @@ void cg_delinear(Cg *cg, const Shape *s, LLVMValueRef lin, LLVMValueRef *idx);
 /* Linear index into a tensor of shape in read at output index idx of shape out, with numpy
  * broadcasting (axes aligned at the right, size-1 axes of in read at 0). */
 LLVMValueRef cg_broadcast_index(Cg *cg, const Shape *in, const Shape *out, LLVMValueRef *idx);
-/* cg_load of one element the kernel only reads, done once in the entry block: a load inside the
- * loop could alias the kernel's stores and would keep LLVM from vectorizing the loop. */
-LLVMValueRef cg_load_uniform(Cg *cg, int id, int64_t index);
 LLVMValueRef cg_min_i64(Cg *cg, LLVMValueRef a, LLVMValueRef b);
 /* Marks a floating-point accumulation reassociable so LLVM may vectorize the reduction. */
 LLVMValueRef cg_reassoc(LLVMValueRef v);
@@ -29,7 +33,10 @@ LLVMValueRef cg_reassoc(LLVMValueRef v);
 LLVMValueRef cg_convert(Cg *cg, LLVMValueRef v, LLVMTypeRef t);
 /* Normalizes a possibly negative axis attribute against rank. */
 int cg_axis(double attr, int rank);
+/* cg_for_end for a loop that steps by step (i64 > 0) instead of 1. */
+void cg_for_end_step(Cg *cg, CgLoop *loop, LLVMValueRef step);
 
+/* ---- codegen/cg_driver.c ---- */
 /* For a group that needs more than one launch (split-K: partial products, then their sum): closes
  * the kernel being emitted, whose part of the lowering ran over `grid` work-groups, and opens the
  * group's next kernel, k<leader>_<op>_<suffix>, launched after it. The builder is left in the new
@@ -37,8 +44,6 @@ int cg_axis(double attr, int rank);
  * reset; the lowering returns the last kernel's grid as usual. */
 void cg_kernel_next(Cg *cg, int64_t grid, const char *suffix);
 
-/* cg_for_end for a loop that steps by step (i64 > 0) instead of 1. */
-void cg_for_end_step(Cg *cg, CgLoop *loop, LLVMValueRef step);
 
 /* ---- codegen/cg_gpu.c: for lowerings written for GPUs ---- */
 /* Makes the kernel GPU-native with block work-items per work-group. */
@@ -53,7 +58,7 @@ void cg_gpu_if(Cg *cg, LLVMValueRef cond);
  * work-item gets the result. */
 LLVMValueRef cg_gpu_reduce(Cg *cg, LLVMValueRef sh, LLVMValueRef v, bool max);
 
-/* ---- fused groups: the kernel being emitted computes one group (codegen/cg_core.c) ----
+/* ---- fused groups: the kernel being emitted computes one group (codegen/cg_group.c) ----
  *
  * A group's kernel is its leader's (Node.group); the lowering that emits it is its anchor's when
  * it has one (its first member), else its leader's. Members inside the group have no storage:
@@ -71,8 +76,28 @@ int cg_group_first(const Graph *g, int leader);
  * builder is in (NULL when none). Keeps a value used twice from being computed twice. */
 LLVMValueRef cg_memo_get(Cg *cg, int id, LLVMValueRef lin);
 void cg_memo_put(Cg *cg, int id, LLVMValueRef lin, LLVMValueRef value);
+/* cg_load of one element the kernel only reads, done once in the entry block: a load inside the
+ * loop could alias the kernel's stores and would keep LLVM from vectorizing the loop. */
+LLVMValueRef cg_load_uniform(Cg *cg, int id, int64_t index);
 
-/* ---- codegen/lower_elemwise.c ---- */
+/* An output index in shape: idx (one value per axis) and/or lin (row-major); whichever is
+ * missing is computed when first asked for. */
+struct ElemIndex {
+	const Shape *shape;
+	LLVMValueRef *idx;
+	LLVMValueRef lin;
+	LLVMValueRef own[IR_MAX_DIMS];
+};
+LLVMValueRef cg_index_lin(Cg *cg, ElemIndex *at);
+LLVMValueRef *cg_index_idx(Cg *cg, ElemIndex *at);
+/* The index along axis d alone (a bias's channel), without delinearizing every axis. */
+LLVMValueRef cg_index_axis(Cg *cg, ElemIndex *at, int d);
+/* Where input k of a concat begins along the axis (slice: the start). */
+int64_t cg_piece_start(const Cg *cg, const Node *n, int k);
+/* Operand k of n at output index at, in n's compute type: a member of the kernel's group is
+ * emitted (memoized), anything else loaded. The emitters (codegen/lower_elemwise.c) read their
+ * operands with it. */
+LLVMValueRef cg_operand(Cg *cg, const Node *n, int k, ElemIndex *at);
 /* The value of node n's element at index idx[0..n->shape.rank), in n's compute type. Inputs are
  * loaded (with broadcasting), or emitted in place when they are members of the kernel's group. */
 LLVMValueRef cg_emit_element(Cg *cg, const Node *n, LLVMValueRef *idx);
@@ -82,5 +107,8 @@ LLVMValueRef cg_emit_member(Cg *cg, int id, LLVMValueRef lin);
  * Fused: the epilogue, every group output evaluated at lin with v as the anchor's value and
  * stored (the anchor itself only when it is a group output). */
 void cg_group_epilogue(Cg *cg, int anchor, LLVMValueRef lin, LLVMValueRef v);
+/* Every output of the kernel's group at index at (the leader's shape, which every output has):
+ * all values first, then the stores, so an assign never changes what another member reads. */
+void cg_store_outputs(Cg *cg, ElemIndex *at);
 
 #endif

@@ -1,6 +1,6 @@
 /* lower_elemwise.c: elementwise, broadcast and injective ops by elemental emitters.
  *
- * cg_emit_element gives one element of a node at an output index; the kernel loops over the
+ * An emitter (cg_elem_*) gives one element of a node at an output index; the kernel loops over the
  * output as [rows, last dim] (or as one flat row when no operand needs the index), work-groups
  * taking blocks of rows or chunks of a long row, the innermost loop contiguous so LLVM
  * vectorizes it. On GPUs each work-item computes one element.
@@ -8,7 +8,8 @@
  * A fused elementwise group is one such kernel over its leader's shape: an operand that is a
  * member of the group is emitted in place (once per element), others are loaded, and every
  * group output is stored. The same emitters give the epilogue of anchor groups
- * (cg_group_epilogue) and the producers that reductions read (cg_emit_member). */
+ * (cg_group_epilogue) and the producers that reductions read (cg_emit_member): the group's
+ * element machinery is codegen/cg_group.c. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -24,148 +25,14 @@
 #define PHILOX_W1 0xBB67AE85u
 #define PHILOX_K1 0x5EED5EEDu
 
-/* An output index in shape: idx (one value per axis) and/or lin (row-major); whichever is
- * missing is computed when first asked for. */
-struct ElemIndex {
-	const Shape *shape;
-	LLVMValueRef *idx;
-	LLVMValueRef lin;
-	LLVMValueRef own[IR_MAX_DIMS];
-};
-
 static bool same_shape(const Node *a, const Node *b) { return shape_eq(&a->shape, &b->shape); }
 
-static LLVMValueRef index_lin(Cg *cg, ElemIndex *at)
-{
-	if (!at->lin)
-		at->lin = cg_linear(cg, at->shape, at->idx);
-	return at->lin;
-}
-
-static LLVMValueRef *index_idx(Cg *cg, ElemIndex *at)
-{
-	if (!at->idx) {
-		cg_delinear(cg, at->shape, at->lin, at->own);
-		at->idx = at->own;
-	}
-	return at->idx;
-}
-
-/* The index along axis d alone (a bias's channel), without delinearizing every axis. */
-static LLVMValueRef index_axis(Cg *cg, ElemIndex *at, int d)
-{
-	if (at->idx)
-		return at->idx[d];
-	int64_t inner = 1;
-	for (int k = d + 1; k < at->shape->rank; k++)
-		inner *= at->shape->dim[k];
-	LLVMValueRef q = inner == 1 ? at->lin : LLVMBuildUDiv(cg->b, at->lin, cg_i64(cg, inner), "");
-	return d == 0 ? q : LLVMBuildURem(cg->b, q, cg_i64(cg, at->shape->dim[d]), "");
-}
-
-/* Where input k of a concat begins along the axis (slice: the start). */
-static int64_t piece_start(const Cg *cg, const Node *n, int k)
-{
-	if (n->op == OP_slice)
-		return ir_slice_range(n).start;
-	int64_t start = 0;
-	for (int j = 0; j < k; j++)
-		start += cg->g->node[n->in[j]].shape.dim[ir_axis(n)];
-	return start;
-}
-
-/* Linear index of input k of concat or slice: the output index moved along the axis (a concat's
- * input read outside its piece is read at its nearest edge, and the select drops it). */
-static LLVMValueRef piece_index(Cg *cg, const Node *n, int k, ElemIndex *at)
-{
-	const Shape *in = &cg->g->node[n->in[k]].shape;
-	int axis = ir_axis(n);
-	LLVMValueRef *idx = index_idx(cg, at), sub[IR_MAX_DIMS];
-	for (int d = 0; d < in->rank; d++)
-		sub[d] = idx[d];
-	int64_t start = piece_start(cg, n, k);
-	if (n->op == OP_slice) {
-		sub[axis] = LLVMBuildAdd(cg->b, idx[axis], cg_i64(cg, start), "");
-	} else {
-		LLVMValueRef i = LLVMBuildSub(cg->b, idx[axis], cg_i64(cg, start), "");
-		LLVMValueRef lo = LLVMBuildICmp(cg->b, LLVMIntSLT, i, cg_i64(cg, 0), "");
-		i = LLVMBuildSelect(cg->b, lo, cg_i64(cg, 0), i, "");
-		sub[axis] = cg_min_i64(cg, i, cg_i64(cg, in->dim[axis] - 1));
-	}
-	return cg_linear(cg, in, sub);
-}
-
-/* Linear index of operand k of n read at output index at. */
-/* A transpose reads input axis p<d> at output index d. */
-static LLVMValueRef transpose_index(Cg *cg, const Node *n, const Shape *in, ElemIndex *at)
-{
-	LLVMValueRef *idx = index_idx(cg, at), src[IR_MAX_DIMS];
-	int perm[4];
-	ir_transpose_perm(n, perm);
-	for (int d = 0; d < 4; d++)
-		src[perm[d]] = idx[d];
-	return cg_linear(cg, in, src);
-}
-
-static LLVMValueRef operand_index(Cg *cg, const Node *n, int k, ElemIndex *at)
-{
-	const Node *in = &cg->g->node[n->in[k]];
-	if (shape_numel(&in->shape) == 1)
-		return cg_i64(cg, 0);
-	if (n->op == OP_transpose)
-		return transpose_index(cg, n, &in->shape, at);
-	if (op_is_concat(n->op) || n->op == OP_slice)
-		return piece_index(cg, n, k, at);
-	if (same_shape(in, n) || n->op == OP_reshape || n->op == OP_assign)
-		return index_lin(cg, at);
-	if (n->op == OP_bias_add)
-		return index_axis(cg, at, cg_axis(ir_axis(n), n->shape.rank));
-	return cg_broadcast_index(cg, &in->shape, &n->shape, index_idx(cg, at));
-}
-
-static LLVMValueRef emit_at(Cg *cg, const Node *n, ElemIndex *at);
-
-/* Member m of the kernel's group at index at of m's shape: emitted once per element. */
-static LLVMValueRef member(Cg *cg, const Node *m, ElemIndex *at)
-{
-	LLVMValueRef lin = index_lin(cg, at);
-	LLVMValueRef v = cg_memo_get(cg, m->id, lin);
-	if (v)
-		return v;
-	if (ir_ops[m->op].pattern > PAT_INJECTIVE) {
-		fprintf(stderr, "internal error: %s (node %d) is read inside its group before it is computed\n",
-			ir_ops[m->op].name, m->id);
-		abort();
-	}
-	v = emit_at(cg, m, at);
-	cg_memo_put(cg, m->id, lin, v);
-	return v;
-}
-
-LLVMValueRef cg_emit_member(Cg *cg, int id, LLVMValueRef lin)
-{
-	const Node *m = &cg->g->node[id];
-	ElemIndex at = {.shape = &m->shape, .lin = lin};
-	return member(cg, m, &at);
-}
-
-/* Operand k at the output index, in n's compute type: a member of the kernel's group is emitted
- * (at the same index when it has n's shape), anything else loaded. */
-static LLVMValueRef operand(Cg *cg, const Node *n, int k, ElemIndex *at)
-{
-	int id = n->in[k];
-	const Node *in = &cg->g->node[id];
-	LLVMValueRef v;
-	if (cg_in_group(cg, id) && same_shape(in, n) && !op_is_concat(n->op) && n->op != OP_slice && n->op != OP_transpose) {
-		v = member(cg, in, at);
-	} else if (cg_in_group(cg, id)) {
-		ElemIndex sub = {.shape = &in->shape, .lin = operand_index(cg, n, k, at)};
-		v = member(cg, in, &sub);
-	} else {
-		v = shape_numel(&in->shape) == 1 ? cg_load_uniform(cg, id, 0) : cg_load(cg, id, operand_index(cg, n, k, at));
-	}
-	return cg_convert(cg, v, cg_compute_type(cg, n->dtype));
-}
+/* The emitters' names for the index and operand readers of the fused group (codegen/cg_group.c). */
+static inline LLVMValueRef index_lin(Cg *cg, ElemIndex *at) { return cg_index_lin(cg, at); }
+static inline LLVMValueRef *index_idx(Cg *cg, ElemIndex *at) { return cg_index_idx(cg, at); }
+static inline LLVMValueRef index_axis(Cg *cg, ElemIndex *at, int d) { return cg_index_axis(cg, at, d); }
+static inline int64_t piece_start(const Cg *cg, const Node *n, int k) { return cg_piece_start(cg, n, k); }
+static inline LLVMValueRef operand(Cg *cg, const Node *n, int k, ElemIndex *at) { return cg_operand(cg, n, k, at); }
 
 static LLVMValueRef mul_hi_lo(Cg *cg, uint32_t m, LLVMValueRef c, LLVMValueRef *lo)
 {
@@ -443,53 +310,6 @@ LLVMValueRef cg_elem_lrn(Cg *cg, const Node *n, ElemIndex *at)
 	return cg_emit_lrn(cg, n, index_lin(cg, at), index_axis(cg, at, 1));
 }
 
-/* The op's emitter from ops.def: an op reaching the elemental path without one is a bug in the
- * fusion rules or the table, never something to guess at. */
-static LLVMValueRef emit_at(Cg *cg, const Node *n, ElemIndex *at)
-{
-	ElemFn emit = cg_elementals[n->op];
-	if (!emit) {
-		fprintf(stderr, "internal error: no elemental emitter for %s (node %d, ir/ops.def)\n", ir_ops[n->op].name,
-			n->id);
-		abort();
-	}
-	return emit(cg, n, at);
-}
-
-LLVMValueRef cg_emit_element(Cg *cg, const Node *n, LLVMValueRef *idx)
-{
-	ElemIndex at = {.shape = &n->shape, .idx = idx};
-	return emit_at(cg, n, &at);
-}
-
-/* Every output of the kernel's group at index at (the leader's shape, which every output has):
- * all values first, then the stores, so an assign never changes what another member reads. */
-static void store_outputs(Cg *cg, ElemIndex *at)
-{
-	const int *ids;
-	int n = cg_group_outputs(cg, &ids);
-	LLVMValueRef *v = malloc((size_t)(n ? n : 1) * sizeof *v);
-	if (!v)
-		abort();
-	for (int i = 0; i < n; i++)
-		v[i] = member(cg, &cg->g->node[ids[i]], at);
-	LLVMValueRef lin = index_lin(cg, at);
-	for (int i = 0; i < n; i++)
-		cg_store(cg, ids[i], lin, v[i]);
-	free(v);
-}
-
-void cg_group_epilogue(Cg *cg, int anchor, LLVMValueRef lin, LLVMValueRef v)
-{
-	if (cg_group_alone(cg)) {
-		cg_store(cg, anchor, lin, v);
-		return;
-	}
-	cg_memo_put(cg, anchor, lin, v);
-	ElemIndex at = {.shape = &cg->g->node[anchor].shape, .lin = lin};
-	store_outputs(cg, &at);
-}
-
 /* Whether every operand can be read at the output's linear index alone. */
 static bool is_flat(const Cg *cg, const Node *n)
 {
@@ -543,7 +363,7 @@ static int64_t lower_elemwise_gpu(Cg *cg, const Node *n, int64_t numel, bool fla
 	if (!flat)
 		cg_delinear(cg, &n->shape, i, idx);
 	ElemIndex at = {.shape = &n->shape, .idx = flat ? NULL : idx, .lin = i};
-	store_outputs(cg, &at);
+	cg_store_outputs(cg, &at);
 	return (numel + CG_GPU_BLOCK - 1) / CG_GPU_BLOCK;
 }
 
@@ -577,7 +397,7 @@ int64_t cg_lower_elemwise(Cg *cg, const Node *n)
 	if (!flat)
 		idx[n->shape.rank - 1] = col.i;
 	ElemIndex at = {.shape = &n->shape, .idx = flat ? NULL : idx, .lin = LLVMBuildNSWAdd(b, base, col.i, "")};
-	store_outputs(cg, &at);
+	cg_store_outputs(cg, &at);
 	cg_for_end(cg, &col);
 	cg_for_end(cg, &row);
 	cg_for_end(cg, &wg);

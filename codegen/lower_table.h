@@ -7,7 +7,7 @@
 
 extern const LowerFn cg_lowerings[OP_COUNT];
 
-/* An output index of a node's shape (codegen/lower_elemwise.c). */
+/* An output index of a node's shape (struct ElemIndex: codegen/cg_util.h). */
 typedef struct ElemIndex ElemIndex;
 /* Emits one element of n at index at, in n's compute type. */
 typedef LLVMValueRef (*ElemFn)(Cg *cg, const Node *n, ElemIndex *at);

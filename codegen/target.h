@@ -1,6 +1,6 @@
 /* target.h: a target is one struct of functions and facts, in QBE's style (amd64/targ.c).
  * codegen/target_host.c, target_amdgpu.c and target_nvptx.c each fill one CgTargetOps; the
- * driver (cg_core.c), the GPU helpers (cg_gpu.c), bundle making and the command line ask a
+ * driver (cg_driver.c), the GPU helpers (cg_gpu.c), bundle making and the command line ask a
  * target's ops instead of branching on its kind. Adding a target: docs/architecture.md. */
 #ifndef NETC_TARGET_H
 #define NETC_TARGET_H
@@ -46,12 +46,16 @@ extern const CgTargetOps cg_target_amdgpu_ops; /* codegen/target_amdgpu.c */
 extern const CgTargetOps cg_target_nvptx_ops;  /* codegen/target_nvptx.c */
 
 /* ---- shared by the target files ---- */
-/* codegen/cg_core.c: the module's code in one form (object or assembly) in a malloc'd buffer with
- * a NUL after its *size bytes; a string function attribute on cg->fn; an enum attribute. */
+/* codegen/cg_object.c: the module's code in one form (object or assembly) in a malloc'd buffer
+ * with a NUL after its *size bytes. */
 bool cg_emit_file(LLVMTargetMachineRef tm, LLVMModuleRef mod, LLVMCodeGenFileType type, uint8_t **data,
 		  size_t *size, char *err, size_t errlen);
 /* The module as an object linked by ld.lld into out->code (gpu: an AMDGPU code object). */
 bool cg_emit_linked(Cg *cg, LLVMTargetMachineRef tm, bool gpu, CgOutput *out, char *err, size_t errlen);
+/* The assembly of a copy of the module into out->assembly (code generation changes the module
+ * it runs on). */
+bool cg_emit_assembly(Cg *cg, LLVMTargetMachineRef tm, CgOutput *out, char *err, size_t errlen);
+/* codegen/cg_build.c: a string function attribute on cg->fn; an enum attribute. */
 void cg_fn_attr(Cg *cg, const char *key, const char *value);
 void cg_enum_attr(Cg *cg, LLVMValueRef fn, unsigned index, const char *name);
 /* codegen/cg_gpu.c: the GPU kernel signature (ptr addrspace(1) arena) with calling convention cc;
@@ -61,9 +65,12 @@ void cg_gpu_signature(Cg *cg, const char *name, LLVMCallConv cc);
 void cg_gpu_kernel_entry(Cg *cg);
 void cg_gpu_launch(Cg *cg, CgKernel *k, int64_t ret, LLVMBasicBlockRef body);
 LLVMValueRef cg_call_intrinsic0(Cg *cg, const char *name);
-/* codegen/targets.c: whether name[0..len) is one of the comma-separated words of list; whether a
- * --wave value is 0 (the default), 32 or 64. */
+/* codegen/target_spec.c: whether name[0..len) is one of the comma-separated words of list;
+ * whether a --wave value is 0 (the default), 32 or 64. */
 bool cg_target_in_list(const char *list, const char *name, size_t len);
 bool cg_target_check_wave(int wave, char *err, size_t errlen);
+/* codegen/targets.c: the LLVM target machine of t (its ops register the LLVM target), or NULL
+ * with err set. */
+LLVMTargetMachineRef cg_target_machine(const CgTarget *t, char *err, size_t errlen);
 
 #endif

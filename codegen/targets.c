@@ -1,6 +1,6 @@
 /* targets.c: the target table (every AMD and NVIDIA architecture netc compiles for, and the
- * host), name and alias lookup, and `netc targets`. What a kind of target does is its ops in
- * codegen/target_*.c. */
+ * host), name and alias lookup, `netc targets`, and the LLVM target machine of a target. What a
+ * kind of target does is its ops in codegen/target_*.c. */
 #include <string.h>
 
 #include <llvm-c/Target.h>
@@ -109,17 +109,6 @@ const CgTargetInfo *cg_target_info(const char *arch)
 	return NULL;
 }
 
-bool cg_target_in_list(const char *list, const char *name, size_t len)
-{
-	for (const char *p = list; *p;) {
-		size_t n = strcspn(p, ",");
-		if (n == len && !strncmp(p, name, len))
-			return true;
-		p += n + (p[n] == ',');
-	}
-	return false;
-}
-
 static const CgTargetInfo *find(const char *name, size_t len)
 {
 	for (int i = 0; i < NTARGETS; i++)
@@ -127,15 +116,6 @@ static const CgTargetInfo *find(const char *name, size_t len)
 		    cg_target_in_list(table[i].aliases, name, len))
 			return &table[i];
 	return NULL;
-}
-
-bool cg_target_check_wave(int wave, char *err, size_t errlen)
-{
-	if (wave && wave != 32 && wave != 64) {
-		snprintf(err, errlen, "wave size %d: it is 32 or 64", wave);
-		return false;
-	}
-	return true;
 }
 
 bool cg_target_lookup(const char *spec, const CgTargetOptions *o, CgTarget *t, char *err, size_t errlen)
@@ -183,4 +163,21 @@ void cg_targets_print(FILE *out)
 	fprintf(out, "\nAMD options: --wave32/--wave64 where the chip runs both (gfx10 and newer),\n"
 		     "--code-object-version 4|5|6 (default 5), features after a colon where the chip has\n"
 		     "them (gfx90a:xnack-, gfx906:sramecc+).\n");
+}
+
+LLVMTargetMachineRef cg_target_machine(const CgTarget *t, char *err, size_t errlen)
+{
+	LLVMTargetRef target;
+	char *msg = NULL;
+	if (!t->ops->init_llvm()) {
+		snprintf(err, errlen, "LLVM has no native target");
+		return NULL;
+	}
+	if (LLVMGetTargetFromTriple(t->triple, &target, &msg)) {
+		snprintf(err, errlen, "no LLVM target for %s: %s", t->triple, msg ? msg : "?");
+		LLVMDisposeMessage(msg);
+		return NULL;
+	}
+	return LLVMCreateTargetMachine(target, t->triple, t->cpu, t->features, LLVMCodeGenLevelAggressive,
+				       t->ops->reloc, LLVMCodeModelDefault);
 }

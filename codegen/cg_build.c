@@ -1,0 +1,158 @@
+/* cg_build.c: the IR-building helpers every lowering uses: constants, storage and compute types,
+ * locals, intrinsics, loops, linear/delinear/broadcast index arithmetic, conversions and function
+ * attributes. They know nothing of fused groups or kernels. */
+#include <string.h>
+
+#include "codegen/cg_util.h"
+#include "codegen/target.h"
+
+LLVMValueRef cg_i32(Cg *cg, int64_t v) { return LLVMConstInt(cg->t_i32, (unsigned long long)v, 1); }
+LLVMValueRef cg_i64(Cg *cg, int64_t v) { return LLVMConstInt(cg->t_i64, (unsigned long long)v, 1); }
+LLVMValueRef cg_real(Cg *cg, LLVMTypeRef t, double v) { return LLVMConstReal(t, v); }
+
+LLVMTypeRef cg_storage_type(Cg *cg, DType t)
+{
+	switch (t) {
+	case DT_F32: return cg->t_f32;
+	case DT_F16: return cg->t_f16;
+	case DT_BF16: return cg->t_bf16;
+	case DT_F64: return cg->t_f64;
+	case DT_I32: return cg->t_i32;
+	default: CG_FAIL("bad dtype %d", (int)t);
+	}
+}
+
+LLVMTypeRef cg_compute_type(Cg *cg, DType t)
+{
+	return t == DT_F16 || t == DT_BF16 ? cg->t_f32 : cg_storage_type(cg, t);
+}
+
+LLVMValueRef cg_local(Cg *cg, LLVMTypeRef t, const char *name)
+{
+	/* the entry block stays open (no terminator) until the driver closes the kernel */
+	LLVMBuilderRef b = LLVMCreateBuilderInContext(cg->ctx);
+	LLVMPositionBuilderAtEnd(b, cg->entry);
+	LLVMValueRef v = LLVMBuildAlloca(b, t, name);
+	LLVMDisposeBuilder(b);
+	return v;
+}
+
+LLVMValueRef cg_intrinsic(Cg *cg, const char *name, LLVMTypeRef t, LLVMValueRef *args, int nargs)
+{
+	char full[64];
+	snprintf(full, sizeof full, "llvm.%s", name);
+	unsigned id = LLVMLookupIntrinsicID(full, strlen(full));
+	if (!id)
+		CG_FAIL("no intrinsic %s", full);
+	LLVMValueRef fn = LLVMGetIntrinsicDeclaration(cg->mod, id, &t, 1);
+	LLVMTypeRef ft = LLVMIntrinsicGetType(cg->ctx, id, &t, 1);
+	return LLVMBuildCall2(cg->b, ft, fn, args, (unsigned)nargs, "");
+}
+
+CgLoop cg_for_begin(Cg *cg, LLVMValueRef lo, LLVMValueRef hi, const char *name)
+{
+	CgLoop l = {0};
+	LLVMBasicBlockRef pre = LLVMGetInsertBlock(cg->b);
+	l.cond = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, name);
+	l.body = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, name);
+	l.exit = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, name);
+	l.hi = hi;
+	LLVMBuildBr(cg->b, l.cond);
+	LLVMPositionBuilderAtEnd(cg->b, l.cond);
+	l.i = l.var = LLVMBuildPhi(cg->b, cg->t_i64, name);
+	LLVMAddIncoming(l.i, &lo, &pre, 1);
+	LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntSLT, l.i, hi, ""), l.body, l.exit);
+	LLVMPositionBuilderAtEnd(cg->b, l.body);
+	return l;
+}
+
+void cg_for_end(Cg *cg, CgLoop *l) { cg_for_end_step(cg, l, cg_i64(cg, 1)); }
+
+void cg_for_end_step(Cg *cg, CgLoop *l, LLVMValueRef step)
+{
+	LLVMBasicBlockRef latch = LLVMGetInsertBlock(cg->b);
+	LLVMValueRef next = LLVMBuildNSWAdd(cg->b, l->i, step, "");
+	LLVMAddIncoming(l->i, &next, &latch, 1);
+	LLVMBuildBr(cg->b, l->cond);
+	LLVMPositionBuilderAtEnd(cg->b, l->exit);
+}
+
+LLVMValueRef cg_linear(Cg *cg, const Shape *s, LLVMValueRef *idx)
+{
+	LLVMValueRef lin = cg_i64(cg, 0);
+	for (int d = 0; d < s->rank; d++) {
+		lin = LLVMBuildNSWMul(cg->b, lin, cg_i64(cg, s->dim[d]), "");
+		lin = LLVMBuildNSWAdd(cg->b, lin, idx[d], "");
+	}
+	return lin;
+}
+
+void cg_delinear(Cg *cg, const Shape *s, LLVMValueRef lin, LLVMValueRef *idx)
+{
+	for (int d = s->rank - 1; d >= 0; d--) {
+		if (d == 0) {
+			idx[d] = lin;
+			break;
+		}
+		LLVMValueRef n = cg_i64(cg, s->dim[d]);
+		idx[d] = LLVMBuildURem(cg->b, lin, n, "");
+		lin = LLVMBuildUDiv(cg->b, lin, n, "");
+	}
+}
+
+LLVMValueRef cg_broadcast_index(Cg *cg, const Shape *in, const Shape *out, LLVMValueRef *idx)
+{
+	LLVMValueRef lin = cg_i64(cg, 0);
+	int skip = out->rank - in->rank;
+	for (int d = 0; d < in->rank; d++) {
+		if (in->dim[d] == 1)
+			continue;
+		lin = LLVMBuildNSWMul(cg->b, lin, cg_i64(cg, in->dim[d]), "");
+		lin = LLVMBuildNSWAdd(cg->b, lin, idx[d + skip], "");
+	}
+	return lin;
+}
+
+LLVMValueRef cg_min_i64(Cg *cg, LLVMValueRef a, LLVMValueRef b)
+{
+	return LLVMBuildSelect(cg->b, LLVMBuildICmp(cg->b, LLVMIntSLT, a, b, ""), a, b, "");
+}
+
+LLVMValueRef cg_reassoc(LLVMValueRef v)
+{
+	if (LLVMIsAInstruction(v) && LLVMCanValueUseFastMathFlags(v))
+		LLVMSetFastMathFlags(v, LLVMGetFastMathFlags(v) | LLVMFastMathAllowReassoc | LLVMFastMathAllowContract);
+	return v;
+}
+
+LLVMValueRef cg_convert(Cg *cg, LLVMValueRef v, LLVMTypeRef t)
+{
+	LLVMTypeRef from = LLVMTypeOf(v);
+	if (from == t)
+		return v;
+	bool fi = LLVMGetTypeKind(from) == LLVMIntegerTypeKind, ti = LLVMGetTypeKind(t) == LLVMIntegerTypeKind;
+	if (fi && ti)
+		return LLVMBuildIntCast2(cg->b, v, t, 1, "");
+	if (fi)
+		return LLVMBuildSIToFP(cg->b, v, t, "");
+	if (ti)
+		return LLVMBuildFPToSI(cg->b, v, t, "");
+	return LLVMBuildFPCast(cg->b, v, t, "");
+}
+
+int cg_axis(double attr, int rank)
+{
+	int a = (int)attr;
+	return a < 0 ? a + rank : a;
+}
+void cg_fn_attr(Cg *cg, const char *key, const char *value)
+{
+	LLVMAttributeRef a = LLVMCreateStringAttribute(cg->ctx, key, (unsigned)strlen(key), value, (unsigned)strlen(value));
+	LLVMAddAttributeAtIndex(cg->fn, LLVMAttributeFunctionIndex, a);
+}
+
+void cg_enum_attr(Cg *cg, LLVMValueRef fn, unsigned index, const char *name)
+{
+	unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
+	LLVMAddAttributeAtIndex(fn, index, LLVMCreateEnumAttribute(cg->ctx, kind, 0));
+}

@@ -1,0 +1,212 @@
+/* cg_driver.c: the codegen driver: one module per compile, one kernel per fused group (opened,
+ * lowered by its template's lowering, closed), the O3 pipeline, and the code object. What differs
+ * by target is its ops (codegen/target.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include "codegen/cg_emission.h"
+#include "codegen/cg_util.h"
+#include "codegen/lower_table.h"
+#include "codegen/target.h"
+#include "ir/ops.h"
+
+bool cg_has_kernel(const Node *n)
+{
+	return (unsigned)n->op < OP_COUNT && cg_lowerings[n->op] && n->programs != 0 &&
+	       (n->group < 0 || n->group == n->id);
+}
+
+/* netc keeps IEEE semantics but lets LLVM fuse multiply-adds anywhere. */
+static void allow_contract(LLVMValueRef fn)
+{
+	for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+		for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i))
+			if (LLVMCanValueUseFastMathFlags(i))
+				LLVMSetFastMathFlags(i, LLVMGetFastMathFlags(i) | LLVMFastMathAllowContract);
+}
+
+/* Appends a CgKernel for node and returns its index. */
+static int kernel_add(Cg *cg, int node, const char *name)
+{
+	KernelState *kst = &cg->emit->kernels;
+	CgOutput *out = kst->out;
+	if (out->nkernels == kst->cap) {
+		kst->cap = kst->cap ? 2 * kst->cap : 64;
+		out->kernels = realloc(out->kernels, (size_t)kst->cap * sizeof *out->kernels);
+		if (!out->kernels)
+			CG_FAIL("out of memory");
+	}
+	CgKernel *k = &out->kernels[out->nkernels];
+	memset(k, 0, sizeof *k);
+	snprintf(k->name, sizeof k->name, "%s", name);
+	k->node = node;
+	return out->nkernels++;
+}
+
+/* Adds kernel function `name` for node, positions the builder in its body and resets what the
+ * previous kernel's lowering set. */
+static void kernel_open(Cg *cg, int node, const char *name)
+{
+	KernelState *kst = &cg->emit->kernels;
+	int index = kernel_add(cg, node, name);
+	const CgKernel *k = &kst->out->kernels[index];
+	const CgTargetOps *ops = cg->target->ops;
+	cg->gpu_native = false;
+	cg->block = 0;
+	ops->signature(cg, k->name);
+	LLVMSetValueName2(cg->arena, "arena", 5);
+	cg_enum_attr(cg, cg->fn, LLVMAttributeFunctionIndex, "nounwind");
+	cg_fn_attr(cg, "target-cpu", cg->target->cpu);
+	cg_fn_attr(cg, "target-features", cg->target->features);
+	cg->entry = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "entry");
+	if (ops->kernel_entry)
+		ops->kernel_entry(cg);
+	kst->body = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "body");
+	LLVMPositionBuilderAtEnd(cg->b, kst->body);
+}
+
+/* Closes the kernel being emitted (the last one added), whose lowering returned grid ret. */
+static void kernel_close(Cg *cg, int64_t ret)
+{
+	KernelState *kst = &cg->emit->kernels;
+	CgKernel *k = &kst->out->kernels[kst->out->nkernels - 1];
+	if (ret < 1)
+		CG_FAIL("lowering of %s gave grid %lld", k->name, (long long)ret);
+	LLVMBuildRetVoid(cg->b);
+	cg->target->ops->kernel_finish(cg, k, ret, kst->body);
+	allow_contract(cg->fn);
+}
+
+void cg_kernel_next(Cg *cg, int64_t grid, const char *suffix)
+{
+	if (!cg->emit || !cg->emit->kernels.out || cg->emit->group.leader < 0)
+		CG_FAIL("cg_kernel_next outside a lowering");
+	KernelState *kst = &cg->emit->kernels;
+	kernel_close(cg, grid);
+	char name[64];
+	if (snprintf(name, sizeof name, "%s_%s", kst->base, suffix) >= (int)sizeof name)
+		CG_FAIL("kernel name %s_%s too long", kst->base, suffix);
+	kernel_open(cg, cg->emit->group.leader, name);
+}
+
+static void emit_kernel(Cg *cg, const Node *n)
+{
+	KernelState *kst = &cg->emit->kernels;
+	snprintf(kst->base, sizeof kst->base, "k%d_%s", n->id, ir_ops[n->op].name);
+	kernel_open(cg, n->id, kst->base);
+	const Node *tmpl = cg_group_template(cg->g, n->id);
+	if (!cg_lowerings[tmpl->op])
+		CG_FAIL("group %s has no lowering for %s", kst->base, ir_ops[tmpl->op].name);
+	cg_group_begin(cg, n->id);
+	int64_t ret = cg_lowerings[tmpl->op](cg, tmpl);
+	cg_group_end(cg);
+	kernel_close(cg, ret);
+}
+
+static void cg_init(Cg *cg, const Graph *g, const CgTarget *t, LLVMTargetMachineRef tm)
+{
+	memset(cg, 0, sizeof *cg);
+	cg->g = g;
+	cg->target = t;
+	cg->ctx = LLVMContextCreate();
+	cg->mod = LLVMModuleCreateWithNameInContext(g->name[0] ? g->name : "netc", cg->ctx);
+	LLVMSetTarget(cg->mod, t->triple);
+	LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
+	LLVMSetModuleDataLayout(cg->mod, dl);
+	LLVMDisposeTargetData(dl);
+	cg->b = LLVMCreateBuilderInContext(cg->ctx);
+	cg->t_void = LLVMVoidTypeInContext(cg->ctx);
+	cg->t_i1 = LLVMInt1TypeInContext(cg->ctx);
+	cg->t_i8 = LLVMInt8TypeInContext(cg->ctx);
+	cg->t_i32 = LLVMInt32TypeInContext(cg->ctx);
+	cg->t_i64 = LLVMInt64TypeInContext(cg->ctx);
+	cg->t_f16 = LLVMHalfTypeInContext(cg->ctx);
+	cg->t_bf16 = LLVMBFloatTypeInContext(cg->ctx);
+	cg->t_f32 = LLVMFloatTypeInContext(cg->ctx);
+	cg->t_f64 = LLVMDoubleTypeInContext(cg->ctx);
+	cg->t_ptr = LLVMPointerTypeInContext(cg->ctx, 0);
+	if (t->ops->module_flags)
+		t->ops->module_flags(cg);
+}
+
+static void cg_dispose(Cg *cg)
+{
+	LLVMDisposeBuilder(cg->b);
+	LLVMDisposeModule(cg->mod);
+	LLVMContextDispose(cg->ctx);
+}
+
+static bool optimize(Cg *cg, LLVMTargetMachineRef tm, char *err, size_t errlen)
+{
+	char *msg = NULL;
+	if (LLVMVerifyModule(cg->mod, LLVMReturnStatusAction, &msg)) {
+		snprintf(err, errlen, "internal error: invalid LLVM IR: %s", msg ? msg : "?");
+		LLVMDisposeMessage(msg);
+		return false;
+	}
+	LLVMDisposeMessage(msg);
+	LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
+	LLVMPassBuilderOptionsSetLoopVectorization(opts, 1);
+	LLVMPassBuilderOptionsSetSLPVectorization(opts, 1);
+	LLVMPassBuilderOptionsSetLoopInterleaving(opts, 1);
+	LLVMPassBuilderOptionsSetLoopUnrolling(opts, 1);
+	LLVMErrorRef e = LLVMRunPasses(cg->mod, "default<O3>", tm, opts);
+	LLVMDisposePassBuilderOptions(opts);
+	if (e) {
+		char *m = LLVMGetErrorMessage(e);
+		snprintf(err, errlen, "internal error: LLVM passes failed: %s", m);
+		LLVMDisposeErrorMessage(m);
+		return false;
+	}
+	return true;
+}
+static void lower_all(Cg *cg, CgOutput *out)
+{
+	const Graph *g = cg->g;
+	struct CgEmission emit = {.group = {.leader = -1}, .kernels = {.out = out}};
+	cg->emit = &emit;
+	for (int i = 0; i < g->nnodes; i++)
+		if (cg_has_kernel(&g->node[i]))
+			emit_kernel(cg, &g->node[i]);
+	cg->emit = NULL;
+}
+
+bool cg_compile(const Graph *g, const CgTarget *t, bool want_ir, CgOutput *out, char *err, size_t errlen)
+{
+	memset(out, 0, sizeof *out);
+	LLVMTargetMachineRef tm = cg_target_machine(t, err, errlen);
+	if (!tm)
+		return false;
+	Cg cg;
+	cg_init(&cg, g, t, tm);
+	lower_all(&cg, out);
+	bool ok = optimize(&cg, tm, err, errlen);
+	if (ok && want_ir) {
+		char *ir = LLVMPrintModuleToString(cg.mod);
+		out->ir = strdup(ir);
+		LLVMDisposeMessage(ir);
+	}
+	/* where the code object is the assembly (PTX), it is emitted once */
+	if (ok && want_ir && !t->ops->code_is_text)
+		ok = cg_emit_assembly(&cg, tm, out, err, errlen);
+	ok = ok && t->ops->emit_code(&cg, tm, out, err, errlen);
+	if (ok && want_ir && t->ops->code_is_text)
+		out->assembly = strdup((const char *)out->code);
+	cg_dispose(&cg);
+	LLVMDisposeTargetMachine(tm);
+	if (!ok)
+		cg_output_free(out);
+	return ok;
+}
+
+void cg_output_free(CgOutput *out)
+{
+	free(out->code);
+	free(out->kernels);
+	free(out->ir);
+	free(out->assembly);
+	memset(out, 0, sizeof *out);
+}
