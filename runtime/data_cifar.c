@@ -11,11 +11,6 @@
 #include "runtime/hash.h"
 #include "runtime/readfile.h"
 
-const char *const rt_cifar_names[CIFAR_NFILES] = {
-	"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin", "data_batch_5.bin",
-	"test_batch.bin",
-};
-
 /* ---- one example as the model's input ---- */
 
 /* TensorFlow's per_image_standardization: (x - mean) / max(stddev, 1/sqrt(n)) over the image. */

@@ -16,7 +16,8 @@
 #define CIFAR_TRAIN_FILES 5
 #define CIFAR_NFILES (CIFAR_TRAIN_FILES + 1) /* the last one is the held-out set */
 
-/* data_batch_1.bin ... data_batch_5.bin, test_batch.bin, as CIFAR-10 distributes them. */
+/* data_batch_1.bin ... data_batch_5.bin, test_batch.bin, as CIFAR-10 distributes them
+ * (data_files.c). */
 extern const char *const rt_cifar_names[CIFAR_NFILES];
 
 /* data_cifar.c: the six files' records to the two sets, kept as bytes; each example becomes the

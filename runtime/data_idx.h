@@ -21,11 +21,12 @@ typedef struct {
 
 enum { MNIST_TRAIN_IMAGES, MNIST_TRAIN_LABELS, MNIST_TEST_IMAGES, MNIST_TEST_LABELS, MNIST_NFILES };
 
-/* The four file names, as MNIST distributes them (without .gz). */
+/* The four file names, as MNIST distributes them (without .gz): data_files.c. */
 extern const char *const rt_mnist_names[MNIST_NFILES];
 
 /* data_mnist.c: the four IDX files to the two data sets, normalized. */
 bool rt_mnist_parse(const IdxBlob f[MNIST_NFILES], Dataset *train, Dataset *test, char *err, size_t errlen);
+/* data_files.c (with the names above): frees the n blobs' bytes. */
 void rt_blobs_free(IdxBlob *f, int n);
 /* data_mnist.c: a gzipped blob (told by its magic bytes, not its name) replaced by its inflated
  * bytes; other blobs stay as they are. f->data must be malloc'd. */

@@ -14,11 +14,6 @@
 
 #define MAX_INFLATED ((size_t)1 << 31) /* far above MNIST's 47 MB: a bound against gzip bombs */
 
-const char *const rt_mnist_names[MNIST_NFILES] = {
-	"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
-	"t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte",
-};
-
 static uint32_t be32(const uint8_t *p)
 {
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
@@ -208,15 +203,6 @@ static bool load_file(const char *dir, const char *name, IdxBlob *f, char *err, 
 				    name, rt_mnist_names[0], rt_mnist_names[1], rt_mnist_names[2], rt_mnist_names[3]);
 	}
 	return rt_read_file(f->name, &f->data, &f->size, err, errlen) && rt_idx_inflate(f, err, errlen);
-}
-
-void rt_blobs_free(IdxBlob *f, int n)
-{
-	for (int i = 0; i < n; i++) {
-		free(f[i].data);
-		f[i].data = NULL;
-		f[i].size = 0;
-	}
 }
 
 bool rt_load_mnist(const char *dir, uint64_t seed, Dataset *train, Dataset *test, char *err, size_t errlen)

@@ -71,8 +71,6 @@ typedef struct {
 
 extern const RtDeviceOps rt_device_cpu, rt_device_cuda, rt_device_hip;
 
-/* "cuda:0 NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB, 132 SMs)": the one way devices are named in
- * logs and in `netc devices` (runtime/devices.c). */
 /* The device a run takes and the code object it runs (runtime/devices.c). */
 typedef struct {
 	const RtDeviceOps *ops;
@@ -87,8 +85,11 @@ bool rt_choose_device(const Bundle *b, const char *spec, RtChoice *c, char *err,
 /* The code object of kind for the device: its architecture with agreeing target features, or on
  * NVIDIA the newest PTX for an older GPU, which the driver compiles for this one. */
 const BundleCode *rt_code_for(const Bundle *b, int kind, const RtDeviceInfo *info);
+/* ---- runtime/device_text.c ---- */
 /* "512.0 KiB", "1.2 GiB" */
 void rt_format_bytes(uint64_t bytes, char *buf, size_t len);
+/* "cuda:0 NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB, 132 SMs)": the one way devices are named in
+ * logs and in `netc devices`. */
 void rt_device_line(const RtDeviceOps *ops, int index, const RtDeviceInfo *info, char *buf, size_t len);
 
 #endif

@@ -16,30 +16,6 @@
 static const RtDeviceOps *const backends[] = {&rt_device_cuda, &rt_device_hip, &rt_device_cpu};
 #define NBACKENDS (int)(sizeof backends / sizeof backends[0])
 
-void rt_format_bytes(uint64_t bytes, char *buf, size_t len)
-{
-	static const char *const unit[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
-	double v = (double)bytes;
-	int u = 0;
-	while (v >= 1024 && u < 5)
-		v /= 1024, u++;
-	if (u == 0)
-		snprintf(buf, len, "%llu bytes", (unsigned long long)bytes);
-	else
-		snprintf(buf, len, "%.1f %s", v, unit[u]);
-}
-
-void rt_device_line(const RtDeviceOps *ops, int index, const RtDeviceInfo *info, char *buf, size_t len)
-{
-	char mem[32];
-	rt_format_bytes(info->memory, mem, sizeof mem);
-	if (ops == &rt_device_cpu)
-		snprintf(buf, len, "cpu %s (%d %s, %s)", info->name, info->units, ops->units, mem);
-	else
-		snprintf(buf, len, "%s:%d %s (%s, %s, %d %s, wave %d)", ops->name, index, info->name,
-			 info->full_arch, mem, info->units, ops->units, info->wave);
-}
-
 /* ---- matching code objects to devices ---- */
 
 /* Every ":feature+" or ":feature-" of the code object's target that the device states agrees
