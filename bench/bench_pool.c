@@ -8,6 +8,7 @@
  * activation back before pooling, so there is no NHWC form to time. Not a test. */
 #include <time.h>
 
+#include "ir/grad_context.h"
 #include "runtime/threadpool.h"
 #include "tests/unit/cg_harness.h"
 
@@ -41,10 +42,20 @@ static int by_value(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* The backward of pool op `fwd` over x with incoming gradient dy, as autodiff emits it. */
-static void backward(CgHarness *h, OpId fwd, const double *attr, int dy, int x)
+/* The backward of pool node y over x with incoming gradient dy: the op's own gradient rule, so
+ * the kernels timed are those autodiff makes for the training step. */
+static void backward(CgHarness *h, int y, int dy)
 {
-	ch_op(h, fwd == OP_max_pool2d ? OP_max_pool2d_grad : OP_avg_pool2d_grad, attr, dy, x);
+	Graph *g = h->g;
+	GradContext gc = {g, g->nnodes, malloc((size_t)g->nnodes * sizeof(int)), malloc((size_t)g->nnodes)};
+	if (!gc.grad || !gc.needs)
+		abort();
+	for (int i = 0; i < gc.n; i++)
+		gc.grad[i] = -1, gc.needs[i] = 1;
+	Node n = g->node[y]; /* a copy: the rule adds nodes */
+	ir_ops[n.op].grad(&gc, &n, dy);
+	free(gc.grad);
+	free(gc.needs);
 }
 
 /* Median milliseconds of the case's backward kernels (leaves random), or -1 on failure. */
@@ -61,7 +72,7 @@ static double time_backward(const PoolCase *pc, OpId fwd, ThreadPool *tp, int re
 	snprintf(dims, sizeof dims, "%lld,%lld,%lld,%lld", (long long)ys->dim[0], (long long)ys->dim[1],
 		 (long long)ys->dim[2], (long long)ys->dim[3]);
 	int dy = ch_param(h, DT_F32, dims);
-	backward(h, fwd, attr, dy, x);
+	backward(h, y, dy);
 	double ms = -1;
 	CgOutput out;
 	if (!ch_compile(h, false, &out))

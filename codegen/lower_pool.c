@@ -1,16 +1,21 @@
-/* lower_pool.c: max and average pooling over NCHW and their gradients (PyTorch semantics: floor
- * mode, or ceil mode whose windows past the edge are clipped like padding, zero padding that never
- * wins a max, count_include_pad for the average). On the host a
+/* lower_pool.c: max and average pooling over NCHW, max pooling's window argmax, and the gradients
+ * (PyTorch semantics: floor mode, or ceil mode whose windows past the edge are clipped like
+ * padding, zero padding that never wins a max, count_include_pad for the average). On the host a
  * work-group takes a block of (n, c) planes; on GPUs each work-item takes one output element
- * (forward) or one input element (gradients). The gradients are gathers: each input element sums
- * what the windows containing it send it, in window order, so no two threads write one element.
- * Every store is the group's epilogue (cg_group_epilogue): fused elementwise consumers follow it. */
+ * (forward, argmax) or one input element (gradients). The gradients are gathers: each input
+ * element sums what the windows containing it send it, in window order, so no two threads write
+ * one element. The max gradient reads the argmax's i32 per window, not x: a window is scanned
+ * once (by the argmax kernel), not once per element it contains. Every store is the group's
+ * epilogue (cg_group_epilogue): fused elementwise consumers follow it. */
 #include "codegen/cg_util.h"
 #include "codegen/gemm_gpu.h"
 #include "ir/ops.h"
 
+/* What a forward kernel stores per window. */
+typedef enum { POOL_MAX, POOL_ARGMAX, POOL_AVG } PoolOut;
+
 typedef struct {
-	int x;                                  /* pooled input node */
+	int x;                                  /* pooled input node; -1 for the max gradient */
 	int64_t planes, h, w, oh, ow;
 	int64_t kh, kw, sh, sw, ph, pw;
 	bool include_pad;
@@ -32,12 +37,14 @@ static LLVMValueRef imax(Cg *cg, LLVMValueRef a, LLVMValueRef b)
 	return LLVMBuildSelect(cg->b, LLVMBuildICmp(cg->b, LLVMIntSGT, a, b, ""), a, b, "");
 }
 
-static Pool pool_of(Cg *cg, const Node *n, int xin)
+/* Forward ops pool in[0] into n; gradients pool n's shape into dy = in[0], x = in[1] (avg only). */
+static Pool pool_of(Cg *cg, const Node *n, bool grad)
 {
-	const Node *x = &cg->g->node[n->in[xin]];
-	const Node *y = xin ? &cg->g->node[n->in[0]] : n; /* the pooled shape: output, or dy */
+	const Node *x = grad ? n : &cg->g->node[n->in[0]];
+	const Node *y = grad ? &cg->g->node[n->in[0]] : n;
 	PoolGeom a = ir_pool_geom(n);
-	Pool p = {.x = x->id, .planes = x->shape.dim[0] * x->shape.dim[1], .h = x->shape.dim[2],
+	Pool p = {.x = !grad ? x->id : n->op == OP_avg_pool2d_grad ? n->in[1] : -1,
+		  .planes = x->shape.dim[0] * x->shape.dim[1], .h = x->shape.dim[2],
 		  .w = x->shape.dim[3], .oh = y->shape.dim[2], .ow = y->shape.dim[3],
 		  .kh = a.kh, .kw = a.kw, .sh = a.sh, .sw = a.sw, .ph = a.ph, .pw = a.pw,
 		  .include_pad = a.count_include_pad, .clip = a.count_include_pad && a.ceil_mode};
@@ -120,16 +127,18 @@ static Scan scan_window(Cg *cg, const Pool *p, LLVMValueRef base, LLVMValueRef o
 
 /* y[plane][oh][ow] from its window; base: where the plane starts in x. */
 static void pool_elem(Cg *cg, const Node *n, const Pool *p, LLVMValueRef plane, LLVMValueRef base, LLVMValueRef oh,
-		      LLVMValueRef ow, bool want_max)
+		      LLVMValueRef ow, PoolOut what)
 {
-	Scan s = scan_window(cg, p, base, oh, ow, want_max);
-	LLVMValueRef v = want_max ? s.best : LLVMBuildFDiv(cg->b, s.sum, s.count, "");
+	Scan s = scan_window(cg, p, base, oh, ow, what != POOL_AVG);
+	LLVMValueRef v = what == POOL_MAX      ? s.best
+			 : what == POOL_ARGMAX ? LLVMBuildTrunc(cg->b, s.pos, cg->t_i32, "")
+					       : LLVMBuildFDiv(cg->b, s.sum, s.count, "");
 	LLVMValueRef o = add(cg, mulc(cg, plane, p->oh * p->ow), add(cg, mulc(cg, oh, p->ow), ow));
 	cg_group_epilogue(cg, n->id, o, v);
 }
 
 /* GPU forward: one output element per work-item. */
-static int64_t lower_pool_gpu(Cg *cg, const Node *n, const Pool *p, bool want_max)
+static int64_t lower_pool_gpu(Cg *cg, const Node *n, const Pool *p, PoolOut what)
 {
 	GpuGroup g;
 	int64_t grid;
@@ -137,31 +146,32 @@ static int64_t lower_pool_gpu(Cg *cg, const Node *n, const Pool *p, bool want_ma
 	LLVMValueRef plane = LLVMBuildUDiv(cg->b, e, c64(cg, p->oh * p->ow), "");
 	LLVMValueRef r = LLVMBuildURem(cg->b, e, c64(cg, p->oh * p->ow), "");
 	LLVMValueRef oh = LLVMBuildUDiv(cg->b, r, c64(cg, p->ow), ""), ow = LLVMBuildURem(cg->b, r, c64(cg, p->ow), "");
-	pool_elem(cg, n, p, plane, mulc(cg, plane, p->h * p->w), oh, ow, want_max);
+	pool_elem(cg, n, p, plane, mulc(cg, plane, p->h * p->w), oh, ow, what);
 	cg_gpu_elements_end(cg, &g);
 	return grid;
 }
 
-/* Forward: y[plane][oh][ow] from its window. */
-static int64_t lower_pool(Cg *cg, const Node *n, bool want_max)
+/* Forward and argmax: y[plane][oh][ow] from its window. */
+static int64_t lower_pool(Cg *cg, const Node *n, PoolOut what)
 {
-	Pool p = pool_of(cg, n, 0);
+	Pool p = pool_of(cg, n, false);
 	if (cg_gpu_paths(cg))
-		return lower_pool_gpu(cg, n, &p, want_max);
+		return lower_pool_gpu(cg, n, &p, what);
 	int64_t grid, per = planes_per_wg(p.planes, p.h * p.w, &grid);
 	CgLoop wg, pl;
 	LLVMValueRef plane = planes_begin(cg, per, p.planes, &wg, &pl);
 	LLVMValueRef base = mulc(cg, plane, p.h * p.w);
 	CgLoop oh = cg_for_begin(cg, c64(cg, 0), c64(cg, p.oh), "oh");
 	CgLoop ow = cg_for_begin(cg, c64(cg, 0), c64(cg, p.ow), "ow");
-	pool_elem(cg, n, &p, plane, base, oh.i, ow.i, want_max);
+	pool_elem(cg, n, &p, plane, base, oh.i, ow.i, what);
 	close2(cg, &ow, &oh);
 	close2(cg, &pl, &wg);
 	return grid;
 }
 
-int64_t cg_lower_max_pool2d(Cg *cg, const Node *n) { return lower_pool(cg, n, true); }
-int64_t cg_lower_avg_pool2d(Cg *cg, const Node *n) { return lower_pool(cg, n, false); }
+int64_t cg_lower_max_pool2d(Cg *cg, const Node *n) { return lower_pool(cg, n, POOL_MAX); }
+int64_t cg_lower_max_pool2d_argmax(Cg *cg, const Node *n) { return lower_pool(cg, n, POOL_ARGMAX); }
+int64_t cg_lower_avg_pool2d(Cg *cg, const Node *n) { return lower_pool(cg, n, POOL_AVG); }
 
 /* The windows along one axis that contain input coordinate i: [lo, hi] (possibly empty). */
 static void window_range(Cg *cg, LLVMValueRef i, int64_t k, int64_t s, int64_t pad, int64_t nout, LLVMValueRef *lo,
@@ -172,6 +182,12 @@ static void window_range(Cg *cg, LLVMValueRef i, int64_t k, int64_t s, int64_t p
 	*lo = imax(cg, LLVMBuildSDiv(cg->b, imax(cg, t, c64(cg, 0)), c64(cg, s), ""), c64(cg, 0));
 	LLVMValueRef h = LLVMBuildSDiv(cg->b, add(cg, i, c64(cg, pad)), c64(cg, s), "");
 	*hi = cg_min_i64(cg, add(cg, h, c64(cg, 1)), c64(cg, nout)); /* exclusive */
+}
+
+/* The argmax of window o of the plane whose windows start at ybase, as i64. */
+static LLVMValueRef window_argmax(Cg *cg, const Node *n, LLVMValueRef ybase, LLVMValueRef o)
+{
+	return LLVMBuildSExt(cg->b, cg_load(cg, n->in[1], add(cg, ybase, o)), cg->t_i64, "");
 }
 
 /* Max gradient when windows tile the plane without overlap or padding (kernel = stride, the
@@ -192,12 +208,12 @@ static int64_t lower_max_grad_tiled(Cg *cg, const Node *n, const Pool *p)
 	}
 	CgLoop oh = cg_for_begin(cg, c64(cg, 0), c64(cg, p->oh), "oh");
 	CgLoop ow = cg_for_begin(cg, c64(cg, 0), c64(cg, p->ow), "ow");
-	LLVMValueRef g = cg_load(cg, n->in[0], add(cg, ybase, add(cg, mulc(cg, oh.i, p->ow), ow.i)));
-	Scan s = scan_window(cg, p, base, oh.i, ow.i, true);
+	LLVMValueRef o = add(cg, mulc(cg, oh.i, p->ow), ow.i);
+	LLVMValueRef g = cg_load(cg, n->in[0], add(cg, ybase, o)), pos = window_argmax(cg, n, ybase, o);
 	CgLoop i = cg_for_begin(cg, c64(cg, 0), c64(cg, p->kh), "wi");
 	CgLoop j = cg_for_begin(cg, c64(cg, 0), c64(cg, p->kw), "wj");
 	LLVMValueRef at = add(cg, mulc(cg, add(cg, mulc(cg, oh.i, p->sh), i.i), p->w), add(cg, mulc(cg, ow.i, p->sw), j.i));
-	LLVMValueRef mine = LLVMBuildICmp(cg->b, LLVMIntEQ, at, s.pos, "");
+	LLVMValueRef mine = LLVMBuildICmp(cg->b, LLVMIntEQ, at, pos, "");
 	cg_group_epilogue(cg, n->id, add(cg, base, at), LLVMBuildSelect(cg->b, mine, g, cg_real(cg, ct, 0), ""));
 	close2(cg, &j, &i);
 	close2(cg, &ow, &oh);
@@ -218,13 +234,14 @@ static void grad_elem(Cg *cg, const Node *n, const Pool *p, const Gather *ga, LL
 	LLVMBuildStore(cg->b, cg_real(cg, ct, 0), acc);
 	CgLoop oh = cg_for_begin(cg, ga->ohlo, ga->ohhi, "oh");
 	CgLoop ow = cg_for_begin(cg, ga->owlo, ga->owhi, "ow");
-	LLVMValueRef g = cg_load(cg, n->in[0], add(cg, ga->ybase, add(cg, mulc(cg, oh.i, p->ow), ow.i)));
-	Scan s = scan_window(cg, p, ga->base, oh.i, ow.i, want_max);
+	LLVMValueRef o = add(cg, mulc(cg, oh.i, p->ow), ow.i);
+	LLVMValueRef g = cg_load(cg, n->in[0], add(cg, ga->ybase, o));
 	LLVMValueRef a = LLVMBuildLoad2(cg->b, ct, acc, "");
 	if (want_max) {
-		LLVMValueRef mine = LLVMBuildICmp(cg->b, LLVMIntEQ, s.pos, ga->self, "");
+		LLVMValueRef mine = LLVMBuildICmp(cg->b, LLVMIntEQ, window_argmax(cg, n, ga->ybase, o), ga->self, "");
 		a = LLVMBuildSelect(cg->b, mine, LLVMBuildFAdd(cg->b, a, g, ""), a, "");
 	} else {
+		Scan s = scan_window(cg, p, ga->base, oh.i, ow.i, false);
 		a = LLVMBuildFAdd(cg->b, a, LLVMBuildFDiv(cg->b, g, s.count, ""), "");
 	}
 	LLVMBuildStore(cg->b, a, acc);
@@ -254,7 +271,7 @@ static int64_t lower_pool_grad_gpu(Cg *cg, const Node *n, const Pool *p, bool wa
 /* Gradient: dx[plane][ih][iw] = sum over the windows containing (ih, iw) of what they send it. */
 static int64_t lower_pool_grad(Cg *cg, const Node *n, bool want_max)
 {
-	Pool p = pool_of(cg, n, 1);
+	Pool p = pool_of(cg, n, true);
 	if (cg_gpu_paths(cg))
 		return lower_pool_grad_gpu(cg, n, &p, want_max);
 	bool inside = p.oh * p.sh <= p.h && p.ow * p.sw <= p.w; /* ceil mode's last windows are not */

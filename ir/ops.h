@@ -39,6 +39,9 @@ typedef struct {
 	bool ceil_mode;                 /* the output size rounds up (Caffe) */
 } PoolGeom;
 PoolGeom ir_pool_geom(const Node *n);
+/* max_pool2d's gradient (attr: max_pool2d's) as its rule emits it: the window argmax of x, then
+ * dy gathered by it; returns dx */
+int ir_max_pool2d_backward(Graph *g, int x, const double *attr, int dy);
 /* matmul: whether each operand is read transposed */
 typedef struct {
 	bool ta, tb;
@@ -139,6 +142,8 @@ bool shape_conv2d_grad_weight(Node *n, const Graph *g, char *err, size_t errlen)
 bool shape_matmul(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_pool2d(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_pool2d_grad(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_pool2d_argmax(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_max_pool2d_grad(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_concat(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_slice(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_lrn(Node *n, const Graph *g, char *err, size_t errlen);
@@ -193,6 +198,7 @@ OP_REF(conv2d_grad_input);
 OP_REF(conv2d_grad_weight);
 OP_REF(matmul);
 OP_REF(max_pool2d);
+OP_REF(max_pool2d_argmax);
 OP_REF(avg_pool2d);
 OP_REF(max_pool2d_grad);
 OP_REF(avg_pool2d_grad);
@@ -254,6 +260,7 @@ double flops_conv2d(const Graph *g, const Node *n);
 double flops_conv2d_grad(const Graph *g, const Node *n);
 double flops_matmul(const Graph *g, const Node *n);
 double flops_pool2d(const Graph *g, const Node *n);
+double flops_max_pool2d_grad(const Graph *g, const Node *n);
 double flops_lrn(const Graph *g, const Node *n);
 
 /* Whether op is one of concat2..concat4 (ir/ops_concat.c). */

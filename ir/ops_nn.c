@@ -2,6 +2,7 @@
  * gradients. Tensors are NCHW; conv weights are [Cout, Cin, KH, KW]. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ir/checked.h"
 #include "ir/ops.h"
@@ -407,14 +408,21 @@ bool shape_pool2d(Node *n, const Graph *g, char *err, size_t errlen)
 	return true;
 }
 
-/* (dy, x) -> dx */
-bool shape_pool2d_grad(Node *n, const Graph *g, char *err, size_t errlen)
+/* The window argmax of max_pool2d: the pooled shape, i32 */
+bool shape_pool2d_argmax(Node *n, const Graph *g, char *err, size_t errlen)
 {
-	const Shape *dy = &op_in(g, n, 0)->shape, *x = &op_in(g, n, 1)->shape;
+	if (!shape_pool2d(n, g, err, errlen))
+		return false;
+	n->dtype = DT_I32;
+	return true;
+}
+
+/* dy must have the shape x pools to. */
+static bool pool_check_dy(Node *n, const Shape *dy, const Shape *x, char *err, size_t errlen)
+{
 	PoolDims p;
 	char sd[96], sw[96];
-	if (!need_4d(n, g, 1, "input", err, errlen) || !op_binary_dtype(n, g, err, errlen) ||
-	    !pool_geom(n, x, &p, err, errlen))
+	if (!pool_geom(n, x, &p, err, errlen))
 		return false;
 	Shape want = shape4(x->dim[0], x->dim[1], p.oh, p.ow);
 	if (!shape_eq(dy, &want))
@@ -422,6 +430,41 @@ bool shape_pool2d_grad(Node *n, const Graph *g, char *err, size_t errlen)
 			       shape_str(&want, sw, sizeof sw));
 	n->shape = *x;
 	return true;
+}
+
+/* (dy, x) -> dx */
+bool shape_pool2d_grad(Node *n, const Graph *g, char *err, size_t errlen)
+{
+	if (!need_4d(n, g, 1, "input", err, errlen) || !op_binary_dtype(n, g, err, errlen))
+		return false;
+	return pool_check_dy(n, &op_in(g, n, 0)->shape, &op_in(g, n, 1)->shape, err, errlen);
+}
+
+/* The input shape of max_pool2d_grad: dy's planes at the attributes' in_h x in_w. */
+static bool max_pool_grad_input(const Node *n, const Shape *dy, Shape *x, char *err, size_t errlen)
+{
+	int64_t ih, iw;
+	if (!op_attr_int(n, ir_attr_index(n->op, "in_h"), 1, IR_MAX_NUMEL, &ih, err, errlen) ||
+	    !op_attr_int(n, ir_attr_index(n->op, "in_w"), 1, IR_MAX_NUMEL, &iw, err, errlen))
+		return false;
+	*x = shape4(dy->dim[0], dy->dim[1], ih, iw);
+	return true;
+}
+
+/* (dy, index) -> dx [N, C, in_h, in_w], index from max_pool2d_argmax */
+bool shape_max_pool2d_grad(Node *n, const Graph *g, char *err, size_t errlen)
+{
+	const Node *dy = op_in(g, n, 0), *idx = op_in(g, n, 1);
+	char sd[128], si[128];
+	Shape x;
+	if (!need_4d(n, g, 0, "dy", err, errlen) || !op_need_float(n, g, 0, err, errlen) ||
+	    !max_pool_grad_input(n, &dy->shape, &x, err, errlen))
+		return false;
+	if (idx->dtype != DT_I32 || !shape_eq(&idx->shape, &dy->shape))
+		return op_fail(n, err, errlen, "index %s must be i32 of dy's shape %s", op_type_str(idx, si, sizeof si),
+			       shape_str(&dy->shape, sd, sizeof sd));
+	n->dtype = dy->dtype;
+	return pool_check_dy(n, &dy->shape, &x, err, errlen);
 }
 
 /* Offsets within a plane of the in-bounds elements of window (oh, ow), in row-major order. */
@@ -437,7 +480,7 @@ static int64_t pool_window(const PoolDims *p, int64_t oh, int64_t ow, int64_t *i
 	return k;
 }
 
-typedef enum { POOL_MAX, POOL_AVG, POOL_MAX_GRAD, POOL_AVG_GRAD } PoolMode;
+typedef enum { POOL_MAX, POOL_ARGMAX, POOL_AVG, POOL_AVG_GRAD } PoolMode;
 
 /* The average's divisor for window (oh, ow) holding k input elements: with count_include_pad
  * the window clipped to the padded input, as Caffe divides (kh * kw but in ceil mode's last
@@ -452,7 +495,7 @@ static double pool_divisor(const PoolDims *p, int64_t oh, int64_t ow, int64_t k)
 	return (double)((h1 - h0) * (w1 - w0));
 }
 
-/* One window: forward modes write out[o] from x; gradient modes add dy[o] into out (dx). */
+/* One window: forward modes write out[o] from x; the gradient adds dy[o] into out (dx). */
 static void pool_one(PoolMode mode, const double *x, const double *dy, double *out, int64_t o,
 		     const int64_t *idx, int64_t k, double div)
 {
@@ -460,10 +503,10 @@ static void pool_one(PoolMode mode, const double *x, const double *dy, double *o
 	double sum = 0;
 	for (int64_t i = 1; i < k; i++)
 		if (x[idx[i]] > x[idx[best]])
-			best = i; /* ties keep the first */
+			best = i; /* ties keep the first; NaN wins only as the first */
 	switch (mode) {
 	case POOL_MAX: out[o] = x[idx[best]]; break;
-	case POOL_MAX_GRAD: out[idx[best]] += dy[o]; break;
+	case POOL_ARGMAX: out[o] = (double)idx[best]; break;
 	case POOL_AVG:
 		for (int64_t i = 0; i < k; i++)
 			sum += x[idx[i]];
@@ -476,10 +519,10 @@ static void pool_one(PoolMode mode, const double *x, const double *dy, double *o
 	}
 }
 
-/* x is the pooled input (forward: in[0]; gradients: in[1], with dy in[0]). */
+/* x is the pooled input (forward: in[0]; the gradient: in[1], with dy in[0]). */
 static void pool_ref(const Graph *g, const Node *n, const double *const *in, double *out, PoolMode mode)
 {
-	bool grad = mode == POOL_MAX_GRAD || mode == POOL_AVG_GRAD;
+	bool grad = mode == POOL_AVG_GRAD;
 	const double *x = in[grad ? 1 : 0], *dy = grad ? in[0] : NULL;
 	PoolDims p;
 	char err[8];
@@ -504,14 +547,26 @@ void ref_max_pool2d(const Graph *g, const Node *n, const double *const *in, doub
 	pool_ref(g, n, in, out, POOL_MAX);
 }
 
+void ref_max_pool2d_argmax(const Graph *g, const Node *n, const double *const *in, double *out)
+{
+	pool_ref(g, n, in, out, POOL_ARGMAX);
+}
+
 void ref_avg_pool2d(const Graph *g, const Node *n, const double *const *in, double *out)
 {
 	pool_ref(g, n, in, out, POOL_AVG);
 }
 
+/* dx: each window's dy goes to the position its index names, in window order. */
 void ref_max_pool2d_grad(const Graph *g, const Node *n, const double *const *in, double *out)
 {
-	pool_ref(g, n, in, out, POOL_MAX_GRAD);
+	const Shape *dy = &op_in(g, n, 0)->shape;
+	int64_t planes = dy->dim[0] * dy->dim[1], per = dy->dim[2] * dy->dim[3];
+	int64_t hw = n->shape.dim[2] * n->shape.dim[3];
+	zero(n, out);
+	for (int64_t c = 0; c < planes; c++)
+		for (int64_t o = c * per; o < (c + 1) * per; o++)
+			out[c * hw + (int64_t)in[1][o]] += in[0][o];
 }
 
 void ref_avg_pool2d_grad(const Graph *g, const Node *n, const double *const *in, double *out)
@@ -519,19 +574,40 @@ void ref_avg_pool2d_grad(const Graph *g, const Node *n, const double *const *in,
 	pool_ref(g, n, in, out, POOL_AVG_GRAD);
 }
 
-static void grad_pool(GradContext *gc, const Node *n, int dy, OpId op)
+/* max_pool2d's gradient is two nodes: the window argmax, which reads x once and stores a small
+ * i32 per window, and a gather in which each input element compares itself with the indices of
+ * the few windows that contain it. Rescanning every window per element instead costs about
+ * k_h * k_w loads per window per element. */
+int ir_max_pool2d_backward(Graph *g, int x, const double *attr, int dy)
+{
+	double a[IR_MAX_ATTRS] = {0};
+	memcpy(a, attr, ir_op_nattrs(OP_max_pool2d) * sizeof *a);
+	int idx = ir_emit(g, OP_max_pool2d_argmax, &x, a);
+	a[ir_attr_index(OP_max_pool2d_grad, "in_h")] = (double)g->node[x].shape.dim[2];
+	a[ir_attr_index(OP_max_pool2d_grad, "in_w")] = (double)g->node[x].shape.dim[3];
+	int in[2] = {dy, idx};
+	return ir_emit(g, OP_max_pool2d_grad, in, a);
+}
+
+void grad_max_pool2d(GradContext *gc, const Node *n, int dy)
+{
+	gc_accumulate(gc, n->in[0], ir_max_pool2d_backward(gc_graph(gc), n->in[0], n->attr, dy));
+}
+
+void grad_avg_pool2d(GradContext *gc, const Node *n, int dy)
 {
 	int x = n->in[0], in[2] = {dy, x};
 	double attr[IR_MAX_ATTRS];
 	for (int i = 0; i < IR_MAX_ATTRS; i++)
 		attr[i] = n->attr[i];
-	gc_accumulate(gc, x, ir_emit(gc_graph(gc), op, in, attr));
+	gc_accumulate(gc, x, ir_emit(gc_graph(gc), OP_avg_pool2d_grad, in, attr));
 }
 
-void grad_max_pool2d(GradContext *gc, const Node *n, int dy) { grad_pool(gc, n, dy, OP_max_pool2d_grad); }
-void grad_avg_pool2d(GradContext *gc, const Node *n, int dy) { grad_pool(gc, n, dy, OP_avg_pool2d_grad); }
+/* one add per window: the max gradient's gather by index */
+double flops_max_pool2d_grad(const Graph *g, const Node *n) { return (double)shape_numel(&op_in(g, n, 0)->shape); }
 
-/* window size per output element, for the forward op (n) and its gradient (dy = input 0) */
+/* window size per output element, for the forward ops and argmax (n) and the avg gradient (dy =
+ * input 0) */
 double flops_pool2d(const Graph *g, const Node *n)
 {
 	const Shape *y = n->nin == 2 ? &op_in(g, n, 0)->shape : &n->shape;

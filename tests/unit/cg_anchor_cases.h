@@ -10,6 +10,7 @@
 #ifndef NETC_CG_ANCHOR_CASES_H
 #define NETC_CG_ANCHOR_CASES_H
 
+#include "ir/ops.h"
 #include "tests/unit/cg_harness.h"
 
 typedef struct {
@@ -106,23 +107,32 @@ CH_API CgHarness *anchor_pool(Pool p)
 	av[ir_attr_index(OP_avg_pool2d, "count_include_pad")] = p.include_pad;
 	ch_op(h, OP_max_pool2d, mx, x);
 	ch_op(h, OP_avg_pool2d, av, x);
-	ch_op(h, OP_max_pool2d_grad, mx, dy, x);
+	ir_max_pool2d_backward(h->g, x, mx, dy);
 	ch_op(h, OP_avg_pool2d_grad, av, dy, x);
 	return h;
 }
 
-/* Ties: the gradient goes to the first maximum of each window only. */
-CH_API CgHarness *anchor_pool_ties(void)
+/* Ties and NaN: the argmax is each window's first maximum (NaN only where it comes first, as the
+ * forward), and the gradient goes there only; overlapping windows, with padding and ceil mode
+ * (pad, ceil 0 or 1). */
+CH_API CgHarness *anchor_pool_ties(int pad, int ceil)
 {
-	CgHarness *h = ch_new("max_pool2d ties k3 s2");
-	int x = ch_param(h, DT_F32, "1,2,7,7"), dy = ch_param(h, DT_F32, "1,2,3,3");
-	double v[98];
-	for (int i = 0; i < 98; i++)
-		v[i] = (double)(ch_next() % 3);
+	char name[64], dims[32];
+	snprintf(name, sizeof name, "max_pool2d ties and NaN k3 s2 p%d ceil%d", pad, ceil);
+	CgHarness *h = ch_new(name);
+	int x = ch_param(h, DT_F32, "2,2,8,7");
+	int oh = anchor_pool_out(8, 3, 2, pad, ceil), ow = anchor_pool_out(7, 3, 2, pad, ceil);
+	snprintf(dims, sizeof dims, "2,2,%d,%d", oh, ow);
+	int dy = ch_param(h, DT_F32, dims);
+	double v[224];
+	for (int i = 0; i < 224; i++) {
+		uint64_t r = ch_next() % 16;
+		v[i] = r == 0 ? NAN : (double)(r % 3) - 1; /* three values, so most windows tie */
+	}
 	ch_set(h, x, v);
-	double a[IR_MAX_ATTRS] = {3, 3, 2, 2, 0, 0};
+	double a[IR_MAX_ATTRS] = {3, 3, 2, 2, pad, pad, ceil};
 	ch_op(h, OP_max_pool2d, a, x);
-	ch_op(h, OP_max_pool2d_grad, a, dy, x);
+	ir_max_pool2d_backward(h->g, x, a, dy);
 	return h;
 }
 
@@ -179,7 +189,8 @@ CH_API void anchor_run_pools(AnchorRun run, int batch)
 	for (size_t i = 0; i < ANCHOR_NPOOLS; i++)
 		run(anchor_pool(anchor_pools[i]));
 	run(anchor_pool((Pool){batch, 64, 24, 24, 2, 2, 2, 2, 0, 0, 0, 0}));
-	run(anchor_pool_ties());
+	for (int t = 0; t < 4; t++)
+		run(anchor_pool_ties(t & 1, t >> 1));
 }
 
 #endif

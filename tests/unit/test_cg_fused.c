@@ -6,6 +6,7 @@
  * a member broadcast inside the group), and reductions that read an elementwise producer
  * (exp -> sum, relu_grad -> sum as a bias gradient, softmax, log_softmax and cross_entropy).
  * Members inside a group lose their storage, so a kernel that still touches one aborts. */
+#include "ir/ops.h"
 #include "tests/unit/cg_fused_harness.h"
 
 static const double drop_p = 0.3;
@@ -94,7 +95,7 @@ static void pool_grad_epilogue(int k, int s)
 	int y = ch_op(h, OP_max_pool2d, pa, x); /* a group of its own: dy's shape */
 	int dy = ch_op(h, OP_neg, NULL, y);
 	int z = ch_param(h, DT_F32, "2,3,9,10");
-	int g = ch_op(h, OP_max_pool2d_grad, pa, dy, x);
+	int g = ir_max_pool2d_backward(h->g, x, pa, dy);
 	int rg = op2(h, OP_relu_grad, g, z);
 	cf_group(h, (int[]){g, rg}, 2);
 	check(h);

@@ -17,6 +17,7 @@
 #include <llvm-c/IRReader.h>
 
 #include "codegen/targets.h"
+#include "ir/ops.h"
 #include "tests/unit/cg_harness.h"
 #include "tests/unit/test_util.h"
 
@@ -181,7 +182,7 @@ static void add_anchors(CgHarness *h)
 	ch_op(h, OP_matmul, tr, ch_param(h, DT_F32, "5,7"), ch_param(h, DT_F32, "6,7"));
 	double pool[IR_MAX_ATTRS] = {2, 2, 2, 2, 0, 0, 1};
 	int mp = ch_op(h, OP_max_pool2d, pool, y), ap = ch_op(h, OP_avg_pool2d, pool, y);
-	ch_op(h, OP_max_pool2d_grad, pool, mp, y);
+	ir_max_pool2d_backward(h->g, y, pool, mp);
 	ch_op(h, OP_avg_pool2d_grad, pool, ap, y);
 }
 

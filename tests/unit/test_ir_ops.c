@@ -137,13 +137,16 @@ static void test_shapes_nn(void)
 	expect_shape(g, mp, "[64, 3, 14, 14]"); /* (28+2-3)/2+1 = 14, (28-2)/2+1 = 14 */
 	int ap = tu_add(g, OP_avg_pool2d, &x, A(2, 2, 2, 2, 0, 0, 1));
 	expect_shape(g, ap, "[64, 3, 14, 14]");
-	expect_shape(g, tu_add(g, OP_max_pool2d_grad, (int[]){mp, x}, A(3, 2, 2, 2, 1, 0)), "[64, 3, 28, 28]");
+	int am = tu_add(g, OP_max_pool2d_argmax, &x, A(3, 2, 2, 2, 1, 0));
+	expect_shape(g, am, "[64, 3, 14, 14]");
+	CHECK(g->node[am].dtype == DT_I32);
+	expect_shape(g, tu_add(g, OP_max_pool2d_grad, (int[]){mp, am}, A(3, 2, 2, 2, 1, 0, 0, 28, 28)), "[64, 3, 28, 28]");
 	expect_shape(g, tu_add(g, OP_avg_pool2d_grad, (int[]){ap, x}, A(2, 2, 2, 2, 0, 0, 1)), "[64, 3, 28, 28]");
 	/* ceil mode: ceil((28-3)/2)+1 = 14 where floor gives 13; ceil((28+2-2)/3)+1 = 11 would start the
 	 * last window in the right padding (10*3 - 1 = 29 >= 28), so 10 */
 	int cm = tu_add(g, OP_max_pool2d, &x, A(3, 3, 2, 2, 0, 0, 1));
 	expect_shape(g, cm, "[64, 3, 14, 14]");
-	expect_shape(g, tu_add(g, OP_max_pool2d_grad, (int[]){cm, x}, A(3, 3, 2, 2, 0, 0, 1)), "[64, 3, 28, 28]");
+	expect_shape(g, ir_max_pool2d_backward(g, x, A(3, 3, 2, 2, 0, 0, 1), cm), "[64, 3, 28, 28]");
 	expect_shape(g, tu_add(g, OP_avg_pool2d, &x, A(2, 2, 3, 3, 1, 1, 1, 1)), "[64, 3, 10, 10]");
 	expect_shape(g, tu_add(g, OP_max_pool2d, &x, A(3, 3, 2, 2, 0, 0, 0)), "[64, 3, 13, 13]");
 
@@ -163,8 +166,13 @@ static void test_shapes_nn(void)
 	expect_error(g, OP_max_pool2d, &p, A(3, 3, 1, 1, 0, 0), "max_pool2d: window 3 is larger than the padded input [64, 32, 2, 2]");
 	expect_error(g, OP_avg_pool2d, &x, A(3, 3, 1, 1, 2, 0, 1), "avg_pool2d: padding 2x0 is more than half the window 3x3");
 	expect_error(g, OP_avg_pool2d, &x, A(3, 3, 1, 1, 1, 1, 2), "avg_pool2d: count_include_pad must be an integer in [0, 1], got 2");
-	expect_error(g, OP_max_pool2d_grad, (int[]){x, x}, A(3, 2, 2, 2, 1, 0),
+	int xi = leaf(g, S(4, 64, 3, 28, 28), DT_I32);
+	expect_error(g, OP_max_pool2d_grad, (int[]){x, xi}, A(3, 2, 2, 2, 1, 0, 0, 28, 28),
 		     "max_pool2d_grad: dy [64, 3, 28, 28] does not match the pooled shape [64, 3, 14, 14]");
+	expect_error(g, OP_max_pool2d_grad, (int[]){mp, am}, A(3, 2, 2, 2, 1, 0, 0, 28, 27),
+		     "max_pool2d_grad: dy [64, 3, 14, 14] does not match the pooled shape [64, 3, 14, 13]");
+	expect_error(g, OP_max_pool2d_grad, (int[]){mp, mp}, A(3, 2, 2, 2, 1, 0, 0, 28, 28),
+		     "max_pool2d_grad: index f32[64, 3, 14, 14] must be i32 of dy's shape [64, 3, 14, 14]");
 	ir_graph_free(g);
 }
 
@@ -530,7 +538,7 @@ static void test_ref_pool_by_hand(void)
 	int ap = tu_add(g, OP_avg_pool2d, &x, A(2, 2, 2, 2, 0, 0, 1));
 	int inc = tu_add(g, OP_avg_pool2d, &x, A(3, 3, 2, 2, 1, 1, 1));
 	int exc = tu_add(g, OP_avg_pool2d, &x, A(3, 3, 2, 2, 1, 1, 0));
-	int tie = tu_add(g, OP_max_pool2d_grad, (int[]){t, x}, A(2, 2, 2, 2, 0, 0)); /* x below: all equal */
+	int tie = ir_max_pool2d_backward(g, x, A(2, 2, 2, 2, 0, 0), t); /* x below: all equal */
 	double **v = values_new(g);
 	for (int i = 0; i < 16; i++)
 		v[x][i] = i + 1;
@@ -551,6 +559,15 @@ static void test_ref_pool_by_hand(void)
 	ir_interp(g, 0, v);
 	for (int i = 0; i < 16; i++) /* ties: the first element of each window takes it all */
 		CHECK(v[tie][i] == (i % 2 == 0 && (i / 4) % 2 == 0 ? v[t][(i / 8) * 2 + (i % 4) / 2] : 0));
+	/* NaN wins a window only as its first element (the forward's rule): windows {0,1,4,5},
+	 * {2,3,6,7}, {8,9,12,13}, {10,11,14,15} */
+	int am = g->node[tie].in[1];
+	v[x][0] = NAN, v[x][3] = NAN, v[x][7] = 2, v[x][12] = 1, v[x][13] = 1, v[x][15] = NAN, v[x][11] = 3;
+	ir_interp(g, 0, v);
+	double want_am[4] = {0, 7, 12, 11};
+	for (int i = 0; i < 4; i++)
+		CHECK(v[am][i] == want_am[i], "argmax of window %d: got %g, want %g", i, v[am][i], want_am[i]);
+	CHECK(isnan(v[mp][0]) && v[mp][1] == 2 && v[mp][2] == 1 && v[mp][3] == 3);
 	values_free(g, v);
 	ir_graph_free(g);
 }
@@ -565,7 +582,7 @@ static void test_ref_pool_random(void)
 	Graph *g = ir_graph_new("t");
 	int x = leaf(g, S(4, B, C, H, W), DT_F32), dy = leaf(g, S(4, B, C, OH, OW), DT_F32);
 	int mp = tu_add(g, OP_max_pool2d, &x, at), ap = tu_add(g, OP_avg_pool2d, &x, at);
-	int mg = tu_add(g, OP_max_pool2d_grad, (int[]){dy, x}, at), ag = tu_add(g, OP_avg_pool2d_grad, (int[]){dy, x}, at);
+	int mg = ir_max_pool2d_backward(g, x, at, dy), ag = tu_add(g, OP_avg_pool2d_grad, (int[]){dy, x}, at);
 	double **v = values_new(g);
 	ir_interp(g, 0, v);
 	double *dx = calloc(B * C * H * W, sizeof *dx), ydy = 0, xdx = 0;
@@ -594,7 +611,8 @@ static void test_ref_pool_random(void)
 		xdx += v[x][i] * v[ag][i];
 	}
 	CHECK_NEAR(xdx, ydy, 1e-13);
-	CHECK_NEAR(ir_flops(g, 0), 4.0 * B * C * OH * OW * KH * KW, 0);
+	/* the forwards, the argmax and the avg gradient scan windows; the max gradient adds once per window */
+	CHECK_NEAR(ir_flops(g, 0), 4.0 * B * C * OH * OW * KH * KW + B * C * OH * OW, 0);
 	free(dx);
 	values_free(g, v);
 	ir_graph_free(g);
