@@ -105,9 +105,11 @@ static Scan scan_window(Cg *cg, const Pool *p, LLVMValueRef base, LLVMValueRef o
 	LLVMValueRef x = cg_load(cg, p->x, add(cg, base, LLVMBuildSelect(cg->b, ok, at, c64(cg, 0), "")));
 	LLVMValueRef b = LLVMBuildLoad2(cg->b, ct, best, "");
 	if (want_max) {
-		/* strictly greater: ties keep the first maximum */
+		/* strictly greater: ties keep the first maximum; a NaN always takes over, as PyTorch's
+		 * (val > max || isnan(val)), so the window's value is NaN and its argmax the last NaN */
 		LLVMValueRef first = LLVMBuildNot(cg->b, LLVMBuildLoad2(cg->b, cg->t_i1, have, ""), "");
-		LLVMValueRef gt = LLVMBuildFCmp(cg->b, LLVMRealOGT, x, b, "");
+		LLVMValueRef gt = LLVMBuildOr(cg->b, LLVMBuildFCmp(cg->b, LLVMRealOGT, x, b, ""),
+					      LLVMBuildFCmp(cg->b, LLVMRealUNO, x, x, ""), "");
 		LLVMValueRef take = LLVMBuildAnd(cg->b, ok, LLVMBuildOr(cg->b, first, gt, ""), "");
 		LLVMBuildStore(cg->b, LLVMBuildSelect(cg->b, take, x, b, ""), best);
 		LLVMBuildStore(cg->b, LLVMBuildSelect(cg->b, take, at, LLVMBuildLoad2(cg->b, cg->t_i64, pos, ""), ""), pos);

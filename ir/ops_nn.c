@@ -502,8 +502,8 @@ static void pool_one(PoolMode mode, const double *x, const double *dy, double *o
 	int64_t best = 0;
 	double sum = 0;
 	for (int64_t i = 1; i < k; i++)
-		if (x[idx[i]] > x[idx[best]])
-			best = i; /* ties keep the first; NaN wins only as the first */
+		if (x[idx[i]] > x[idx[best]] || isnan(x[idx[i]]))
+			best = i; /* ties keep the first; a NaN always takes over (so the last NaN wins), as PyTorch's */
 	switch (mode) {
 	case POOL_MAX: out[o] = x[idx[best]]; break;
 	case POOL_ARGMAX: out[o] = (double)idx[best]; break;

@@ -112,8 +112,8 @@ CH_API CgHarness *anchor_pool(Pool p)
 	return h;
 }
 
-/* Ties and NaN: the argmax is each window's first maximum (NaN only where it comes first, as the
- * forward), and the gradient goes there only; overlapping windows, with padding and ceil mode
+/* Ties and NaN: the argmax is each window's first maximum, or its last NaN (a NaN always takes
+ * over, as PyTorch's), and the gradient goes there only; overlapping windows, with padding and ceil mode
  * (pad, ceil 0 or 1). */
 CH_API CgHarness *anchor_pool_ties(int pad, int ceil)
 {

@@ -559,15 +559,18 @@ static void test_ref_pool_by_hand(void)
 	ir_interp(g, 0, v);
 	for (int i = 0; i < 16; i++) /* ties: the first element of each window takes it all */
 		CHECK(v[tie][i] == (i % 2 == 0 && (i / 4) % 2 == 0 ? v[t][(i / 8) * 2 + (i % 4) / 2] : 0));
-	/* NaN wins a window only as its first element (the forward's rule): windows {0,1,4,5},
-	 * {2,3,6,7}, {8,9,12,13}, {10,11,14,15} */
+	/* a NaN always takes a window over, so its last NaN wins (PyTorch's val > max || isnan(val)):
+	 * windows {0,1,4,5}, {2,3,6,7}, {8,9,12,13}, {10,11,14,15}; window 1 has a NaN before a 2 */
 	int am = g->node[tie].in[1];
 	v[x][0] = NAN, v[x][3] = NAN, v[x][7] = 2, v[x][12] = 1, v[x][13] = 1, v[x][15] = NAN, v[x][11] = 3;
 	ir_interp(g, 0, v);
-	double want_am[4] = {0, 7, 12, 11};
+	double want_am[4] = {0, 3, 12, 15};
 	for (int i = 0; i < 4; i++)
 		CHECK(v[am][i] == want_am[i], "argmax of window %d: got %g, want %g", i, v[am][i], want_am[i]);
-	CHECK(isnan(v[mp][0]) && v[mp][1] == 2 && v[mp][2] == 1 && v[mp][3] == 3);
+	CHECK(isnan(v[mp][0]) && isnan(v[mp][1]) && v[mp][2] == 1 && isnan(v[mp][3]));
+	v[x][1] = NAN; /* two NaNs in window 0: the later one */
+	ir_interp(g, 0, v);
+	CHECK(v[am][0] == 1, "argmax of window 0 with NaN at 0 and 1: got %g", v[am][0]);
 	values_free(g, v);
 	ir_graph_free(g);
 }
