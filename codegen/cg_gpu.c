@@ -92,6 +92,8 @@ void cg_gpu_native(Cg *cg, int block)
 	cg->block = block;
 }
 
+void cg_gpu_resident(Cg *cg, int groups) { cg->resident = groups; }
+
 LLVMValueRef cg_global_id(Cg *cg)
 {
 	LLVMValueRef wg = LLVMBuildZExt(cg->b, cg_workgroup_id(cg), cg->t_i64, "");

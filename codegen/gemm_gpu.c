@@ -554,6 +554,12 @@ static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 	g.ldb = g.t.bn + 4;
 
 	LLVMValueRef wg = cg_gpu_group_begin(cg, &g.grp, g.t.block);
+	/* 8 x 8 register tiles want more than half the register file of an NVIDIA SM at 256
+	 * work-items; a second resident work-group overlaps one's barrier waits and loads with the
+	 * other's multiply-adds (vgg16's step on an H100: 251 -> 234 ms). Smaller tiles fit twice
+	 * already, and capping them only made ptxas schedule worse (mnist 0.444 -> 0.456 ms). */
+	if (g.t.tm * g.t.tn == GPU_MAX_REG * GPU_MAX_REG)
+		cg_gpu_resident(cg, 2);
 	/* the slices' partial tiles reuse the staging LDS once the last k-block is done */
 	int64_t stage = 2 * g.t.bk * (g.lda + g.ldb), red = g.t.ks > 1 ? (int64_t)g.t.ks * g.t.bm * g.t.bn : 0;
 	g.lds = cg_gpu_shared(cg, &g.grp, g.et, stage > red ? stage : red, "gemm_lds");

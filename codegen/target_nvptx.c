@@ -50,6 +50,8 @@ static void kernel_finish(Cg *cg, CgKernel *k, int64_t ret, LLVMBasicBlockRef bo
 	cg_gpu_launch(cg, k, ret, body);
 	annotate(cg, "kernel", 1);
 	annotate(cg, "maxntidx", k->block);
+	if (cg->resident > 1)
+		annotate(cg, "minctasm", cg->resident);
 }
 
 static LLVMValueRef workitem_id(Cg *cg) { return cg_call_intrinsic0(cg, "llvm.nvvm.read.ptx.sreg.tid.x"); }
