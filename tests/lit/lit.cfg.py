@@ -15,3 +15,12 @@ import sys
 config.substitutions.append(("%python", sys.executable))
 # LLVM's `not` and friends
 config.environment["PATH"] = "/usr/lib/llvm-19/bin:" + os.environ.get("PATH", "")
+config.substitutions.append(("%scripts", os.path.join(config.netc_source_dir, "scripts")))
+
+# `REQUIRES: torch` tests run where the Python that runs lit can import PyTorch (found, not
+# imported: importing it takes seconds); CI has no PyTorch and reports them UNSUPPORTED.
+import importlib.util
+if importlib.util.find_spec("torch") is not None:
+	config.available_features.add("torch")
+else:
+	lit_config.note("PyTorch is not importable by %s: tests that require torch are skipped" % sys.executable)

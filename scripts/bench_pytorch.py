@@ -1,0 +1,470 @@
+#!/usr/bin/env python3
+"""The PyTorch side of netc's benchmarks: every model of models/*.net as an idiomatic PyTorch
+nn.Module with the loss and optimizer of its train section, timed as `netc bench` times a
+training step.
+
+Timing is `netc bench`'s (runtime/train.c, rt_bench): --warmup steps, then --repeats timings of
+--steps steps each, the device synchronized at the end of each repeat, and the median of the
+repeats in ms per step. Like `netc bench`, the steps run on one fixed random batch that stays on
+the device (images uniform in [-1, 1), random labels, made once before the warm-up), so no data
+loading and no host-to-device copy is timed.
+
+    python3 scripts/bench_pytorch.py --model mnist --threads 2            # one model, CPU
+    python3 scripts/bench_pytorch.py --device cuda --precision tf32 --csv # every model
+    python3 scripts/bench_pytorch.py --check-params --netc build/netc     # counts against netc
+
+--precision: fp32 turns TF32 off for cuDNN convolutions and cuBLAS matmuls
+(torch.backends.cudnn.allow_tf32 and torch.backends.cuda.matmul.allow_tf32 False); tf32 turns it
+on for both (PyTorch's default is on for convolutions only); amp-fp16 and amp-bf16 run the forward pass under
+torch.autocast (amp-fp16 with a GradScaler). --batch defaults to the batch of the model's train
+section. Runs on PyTorch 1.13 (Debian's python3-torch) and 2.x; --compile needs 2.x.
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+MODELS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "models")
+PRECISIONS = ("fp32", "tf32", "amp-fp16", "amp-bf16")
+
+try:
+	import torch
+	import torch.nn as nn
+	import torch.nn.functional as F
+except ImportError:
+	sys.exit("error: PyTorch is not installed for %s (import torch fails); on Debian: "
+	         "apt-get install python3-torch" % sys.executable)
+
+
+def tf_lrn(depth_radius, bias, alpha, beta):
+	"""tf.nn.local_response_normalization (netc's `lrn`): x / (bias + alpha * sum of x^2 over
+	channels c-r..c+r)^beta. PyTorch's LocalResponseNorm divides alpha by its window size, so
+	alpha * size gives TensorFlow's LRN exactly (up to rounding)."""
+	size = 2 * depth_radius + 1
+	return nn.LocalResponseNorm(size, alpha=alpha * size, beta=beta, k=bias)
+
+
+class MnistNet(nn.Module):
+	"""models/mnist.net: the PyTorch examples MNIST network (examples/mnist/main.py)."""
+
+	def __init__(self):
+		super().__init__()
+		self.conv1 = nn.Conv2d(1, 32, 3, 1)
+		self.conv2 = nn.Conv2d(32, 64, 3, 1)
+		self.dropout1 = nn.Dropout(0.25)
+		self.dropout2 = nn.Dropout(0.5)
+		self.fc1 = nn.Linear(9216, 128)
+		self.fc2 = nn.Linear(128, 10)
+
+	def forward(self, x):
+		x = F.relu(self.conv1(x))
+		x = F.relu(self.conv2(x))
+		x = F.max_pool2d(x, 2)
+		x = self.dropout1(x)
+		x = torch.flatten(x, 1)
+		x = F.relu(self.fc1(x))
+		x = self.dropout2(x)
+		return F.log_softmax(self.fc2(x), dim=1)
+
+
+class CifarSimple(nn.Module):
+	"""models/cifar_simple.net: conv 3->16 3x3 pad 1, relu, max-pool 2, dense 4096->10."""
+
+	def __init__(self):
+		super().__init__()
+		self.conv1 = nn.Conv2d(3, 16, 3, padding=1)
+		self.fc = nn.Linear(16 * 16 * 16, 10)
+
+	def forward(self, x):
+		x = F.max_pool2d(F.relu(self.conv1(x)), 2)
+		return self.fc(torch.flatten(x, 1))
+
+
+class Cifar10TF(nn.Module):
+	"""models/cifar10_tf.net: TensorFlow's CIFAR-10 tutorial inference() on 24x24 crops. SAME
+	padding rendered symmetric as in the .net file (5x5 convs pad 2, 3/2 pools pad 1)."""
+
+	def __init__(self):
+		super().__init__()
+		self.conv1 = nn.Conv2d(3, 64, 5, padding=2)
+		self.norm1 = tf_lrn(4, bias=1.0, alpha=0.001 / 9.0, beta=0.75)
+		self.conv2 = nn.Conv2d(64, 64, 5, padding=2)
+		self.norm2 = tf_lrn(4, bias=1.0, alpha=0.001 / 9.0, beta=0.75)
+		self.local3 = nn.Linear(64 * 6 * 6, 384)
+		self.local4 = nn.Linear(384, 192)
+		self.softmax_linear = nn.Linear(192, 10)
+
+	def forward(self, x):
+		x = F.max_pool2d(F.relu(self.conv1(x)), 3, stride=2, padding=1)
+		x = self.norm1(x)
+		x = self.norm2(F.relu(self.conv2(x)))
+		x = F.max_pool2d(x, 3, stride=2, padding=1)
+		x = torch.flatten(x, 1)
+		x = F.relu(self.local3(x))
+		x = F.relu(self.local4(x))
+		return self.softmax_linear(x)
+
+
+class AlexNetBench(nn.Module):
+	"""models/alexnet_bench.net: TensorFlow's alexnet_benchmark.py with its two LRNs (radius 2,
+	bias 2, alpha 1e-4, beta 0.75); conv1's SAME padding rendered as a symmetric 4. The forward
+	pass returns pool5; the loss is tf.nn.l2_loss(pool5) (l2_loss below)."""
+
+	def __init__(self):
+		super().__init__()
+		self.conv1 = nn.Conv2d(3, 64, 11, stride=4, padding=4)
+		self.lrn1 = tf_lrn(2, bias=2.0, alpha=1e-4, beta=0.75)
+		self.conv2 = nn.Conv2d(64, 192, 5, padding=2)
+		self.lrn2 = tf_lrn(2, bias=2.0, alpha=1e-4, beta=0.75)
+		self.conv3 = nn.Conv2d(192, 384, 3, padding=1)
+		self.conv4 = nn.Conv2d(384, 256, 3, padding=1)
+		self.conv5 = nn.Conv2d(256, 256, 3, padding=1)
+
+	def forward(self, x):
+		x = F.max_pool2d(self.lrn1(F.relu(self.conv1(x))), 3, stride=2)
+		x = F.max_pool2d(self.lrn2(F.relu(self.conv2(x))), 3, stride=2)
+		x = F.relu(self.conv3(x))
+		x = F.relu(self.conv4(x))
+		x = F.relu(self.conv5(x))
+		return F.max_pool2d(x, 3, stride=2)
+
+
+class AlexNet(nn.Module):
+	"""models/alexnet.net: torchvision's alexnet. Its AdaptiveAvgPool2d((6, 6)) is the identity at
+	224x224 and is left out, as in the .net file."""
+
+	def __init__(self, num_classes=1000):
+		super().__init__()
+		self.features = nn.Sequential(
+			nn.Conv2d(3, 64, kernel_size=11, stride=4, padding=2), nn.ReLU(inplace=True),
+			nn.MaxPool2d(kernel_size=3, stride=2),
+			nn.Conv2d(64, 192, kernel_size=5, padding=2), nn.ReLU(inplace=True),
+			nn.MaxPool2d(kernel_size=3, stride=2),
+			nn.Conv2d(192, 384, kernel_size=3, padding=1), nn.ReLU(inplace=True),
+			nn.Conv2d(384, 256, kernel_size=3, padding=1), nn.ReLU(inplace=True),
+			nn.Conv2d(256, 256, kernel_size=3, padding=1), nn.ReLU(inplace=True),
+			nn.MaxPool2d(kernel_size=3, stride=2),
+		)
+		self.classifier = nn.Sequential(
+			nn.Dropout(p=0.5), nn.Linear(256 * 6 * 6, 4096), nn.ReLU(inplace=True),
+			nn.Dropout(p=0.5), nn.Linear(4096, 4096), nn.ReLU(inplace=True),
+			nn.Linear(4096, num_classes),
+		)
+
+	def forward(self, x):
+		return self.classifier(torch.flatten(self.features(x), 1))
+
+
+class NatureCNN(nn.Module):
+	"""models/nature_cnn.net: the Atari network of Mnih et al. 2015, 6 actions, as a classifier."""
+
+	def __init__(self, actions=6):
+		super().__init__()
+		self.conv1 = nn.Conv2d(4, 32, 8, stride=4)
+		self.conv2 = nn.Conv2d(32, 64, 4, stride=2)
+		self.conv3 = nn.Conv2d(64, 64, 3, stride=1)
+		self.fc = nn.Linear(64 * 7 * 7, 512)
+		self.actions = nn.Linear(512, actions)
+
+	def forward(self, x):
+		x = F.relu(self.conv1(x))
+		x = F.relu(self.conv2(x))
+		x = F.relu(self.conv3(x))
+		x = F.relu(self.fc(torch.flatten(x, 1)))
+		return self.actions(x)
+
+
+class VGG16(nn.Module):
+	"""models/vgg16.net: torchvision's vgg16 (configuration D). Its AdaptiveAvgPool2d((7, 7)) is
+	the identity at 224x224 and is left out, as in the .net file."""
+
+	CFG = [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M"]
+
+	def __init__(self, num_classes=1000):
+		super().__init__()
+		layers, channels = [], 3
+		for v in self.CFG:
+			if v == "M":
+				layers.append(nn.MaxPool2d(kernel_size=2, stride=2))
+			else:
+				layers += [nn.Conv2d(channels, v, kernel_size=3, padding=1), nn.ReLU(inplace=True)]
+				channels = v
+		self.features = nn.Sequential(*layers)
+		self.classifier = nn.Sequential(
+			nn.Linear(512 * 7 * 7, 4096), nn.ReLU(inplace=True), nn.Dropout(p=0.5),
+			nn.Linear(4096, 4096), nn.ReLU(inplace=True), nn.Dropout(p=0.5),
+			nn.Linear(4096, num_classes),
+		)
+
+	def forward(self, x):
+		return self.classifier(torch.flatten(self.features(x), 1))
+
+
+class Inception(nn.Module):
+	"""One inception block of bvlc_googlenet: 1x1; 1x1 -> 3x3; 1x1 -> 5x5; 3x3/1 max pool -> 1x1;
+	every convolution followed by a ReLU, the four branches concatenated on channels."""
+
+	def __init__(self, cin, c1, c3r, c3, c5r, c5, pool_proj):
+		super().__init__()
+		self.b1 = nn.Sequential(nn.Conv2d(cin, c1, 1), nn.ReLU(inplace=True))
+		self.b3 = nn.Sequential(nn.Conv2d(cin, c3r, 1), nn.ReLU(inplace=True),
+		                        nn.Conv2d(c3r, c3, 3, padding=1), nn.ReLU(inplace=True))
+		self.b5 = nn.Sequential(nn.Conv2d(cin, c5r, 1), nn.ReLU(inplace=True),
+		                        nn.Conv2d(c5r, c5, 5, padding=2), nn.ReLU(inplace=True))
+		self.bp = nn.Sequential(nn.MaxPool2d(3, stride=1, padding=1),
+		                        nn.Conv2d(cin, pool_proj, 1), nn.ReLU(inplace=True))
+
+	def forward(self, x):
+		return torch.cat([self.b1(x), self.b3(x), self.b5(x), self.bp(x)], 1)
+
+
+class GoogLeNet(nn.Module):
+	"""models/googlenet.net: Caffe's bvlc_googlenet without the auxiliary classifiers. Caffe's LRN
+	is PyTorch's LocalResponseNorm (alpha per window element, k 1); Caffe's pools round up
+	(ceil_mode=True: 112 -> 56 -> 28 -> 14 -> 7)."""
+
+	def __init__(self, num_classes=1000):
+		super().__init__()
+		self.conv1 = nn.Conv2d(3, 64, 7, stride=2, padding=3)
+		self.norm1 = nn.LocalResponseNorm(5, alpha=1e-4, beta=0.75, k=1.0)
+		self.conv2_reduce = nn.Conv2d(64, 64, 1)
+		self.conv2 = nn.Conv2d(64, 192, 3, padding=1)
+		self.norm2 = nn.LocalResponseNorm(5, alpha=1e-4, beta=0.75, k=1.0)
+		self.inception3a = Inception(192, 64, 96, 128, 16, 32, 32)
+		self.inception3b = Inception(256, 128, 128, 192, 32, 96, 64)
+		self.inception4a = Inception(480, 192, 96, 208, 16, 48, 64)
+		self.inception4b = Inception(512, 160, 112, 224, 24, 64, 64)
+		self.inception4c = Inception(512, 128, 128, 256, 24, 64, 64)
+		self.inception4d = Inception(512, 112, 144, 288, 32, 64, 64)
+		self.inception4e = Inception(528, 256, 160, 320, 32, 128, 128)
+		self.inception5a = Inception(832, 256, 160, 320, 32, 128, 128)
+		self.inception5b = Inception(832, 384, 192, 384, 48, 128, 128)
+		self.dropout = nn.Dropout(0.4)
+		self.classifier = nn.Linear(1024, num_classes)
+
+	def forward(self, x):
+		x = F.max_pool2d(F.relu(self.conv1(x)), 3, stride=2, ceil_mode=True)
+		x = self.norm1(x)
+		x = F.relu(self.conv2(F.relu(self.conv2_reduce(x))))
+		x = F.max_pool2d(self.norm2(x), 3, stride=2, ceil_mode=True)
+		x = self.inception3b(self.inception3a(x))
+		x = F.max_pool2d(x, 3, stride=2, ceil_mode=True)
+		x = self.inception4a(x)
+		x = self.inception4b(x)
+		x = self.inception4c(x)
+		x = self.inception4d(x)
+		x = self.inception4e(x)
+		x = F.max_pool2d(x, 3, stride=2, ceil_mode=True)
+		x = self.inception5b(self.inception5a(x))
+		x = F.avg_pool2d(x, 7, stride=1)
+		x = torch.flatten(self.dropout(x), 1)
+		return self.classifier(x)
+
+
+def l2_loss(out, label):
+	"""tf.nn.l2_loss: half the sum of squares; the label is not read."""
+	return 0.5 * out.pow(2).sum()
+
+
+def sgd(**kw):
+	return lambda params: torch.optim.SGD(params, **kw)
+
+
+# name: (module, input [C, H, W], classes, loss, optimizer of the train section)
+MODELS = {
+	"mnist": (MnistNet, (1, 28, 28), 10, F.nll_loss,
+	          lambda params: torch.optim.Adadelta(params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0)),
+	"cifar_simple": (CifarSimple, (3, 32, 32), 10, F.cross_entropy, sgd(lr=0.001)),
+	"cifar10_tf": (Cifar10TF, (3, 24, 24), 10, F.cross_entropy, sgd(lr=0.1)),
+	"alexnet_bench": (AlexNetBench, (3, 224, 224), 10, l2_loss, sgd(lr=0.0001)),
+	"alexnet": (AlexNet, (3, 224, 224), 1000, F.cross_entropy,
+	            sgd(lr=0.01, momentum=0.9, weight_decay=1e-4)),
+	"nature_cnn": (NatureCNN, (4, 84, 84), 6, F.cross_entropy, sgd(lr=0.00025, momentum=0.95)),
+	"vgg16": (VGG16, (3, 224, 224), 1000, F.cross_entropy,
+	          sgd(lr=0.01, momentum=0.9, weight_decay=1e-4)),
+	"googlenet": (GoogLeNet, (3, 224, 224), 1000, F.cross_entropy,
+	              sgd(lr=0.01, momentum=0.9, weight_decay=2e-4)),
+}
+
+
+def net_file(name):
+	path = os.path.join(MODELS_DIR, name + ".net")
+	with open(path) as f:
+		return path, f.read()
+
+
+def train_section(text):
+	m = re.search(r"^train\s*\{(.*?)^\}", text, re.S | re.M)
+	return re.sub(r"#.*", "", m.group(1)) if m else ""
+
+
+def net_batch(name):
+	m = re.search(r"^\s*batch\s*=\s*(\d+)", train_section(net_file(name)[1]), re.M)
+	return int(m.group(1)) if m else 64
+
+
+def net_optimizer(name):
+	"""The optimizer of the model's train section: its name and its arguments as numbers."""
+	m = re.search(r"optimizer\s*=\s*(\w+)\s*\(([^)]*)\)", train_section(net_file(name)[1]))
+	if not m:
+		return "sgd", {}
+	args = {}
+	for arg in filter(None, (a.strip() for a in m.group(2).split(","))):
+		key, value = (s.strip() for s in arg.split("=", 1))
+		args[key] = {"true": True, "false": False}.get(value, None)
+		if args[key] is None:
+			args[key] = float(value)
+	return m.group(1), args
+
+
+def netc_params(netc, name):
+	path = net_file(name)[0]
+	r = subprocess.run([netc, "info", path, "--batch", "2"], stdout=subprocess.PIPE,
+	                   stderr=subprocess.PIPE, universal_newlines=True)
+	m = re.search(r"^parameters: (\d+)$", r.stdout, re.M)
+	if r.returncode != 0 or not m:
+		sys.exit("error: `%s info %s` failed: %s" % (netc, path, r.stderr.strip() or r.stdout.strip()))
+	return int(m.group(1))
+
+
+def check_params(names, netc):
+	"""Prints each model's parameter count beside netc's, and whether the optimizer's settings are
+	the train section's; returns False on any difference."""
+	ok = True
+	print("%-14s %12s %12s  %s" % ("model", "pytorch", "netc" if netc else "netc (no --netc)", "optimizer"))
+	for name in names:
+		module, _, _, _, make_opt = MODELS[name]
+		model = module()
+		count = sum(p.numel() for p in model.parameters())
+		theirs = netc_params(netc, name) if netc else None
+		opt_name, args = net_optimizer(name)
+		opt = make_opt(model.parameters())
+		diff = [k for k, v in args.items() if opt.defaults.get(k) != v]
+		if type(opt).__name__.lower() != opt_name:
+			diff.append("%s is not %s" % (type(opt).__name__, opt_name))
+		same = theirs is None or theirs == count
+		ok = ok and same and not diff
+		print("%-14s %12d %12s  %s%s" % (name, count, "-" if theirs is None else theirs,
+		                                 "%s(%s)" % (opt_name, ", ".join("%s=%g" % kv for kv in args.items())),
+		                                 "" if same and not diff else "  MISMATCH " + " ".join(diff)))
+	return ok
+
+
+def grad_scaler(enabled):
+	if hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler"):  # PyTorch 2.3 and later
+		return torch.amp.GradScaler("cuda", enabled=enabled)
+	return torch.cuda.amp.GradScaler(enabled=enabled)
+
+
+def set_tf32(on):
+	"""TF32 on or off for cuDNN convolutions and cuBLAS matmuls. PyTorch 2.9 renamed the flags
+	(allow_tf32 = True is fp32_precision = "tf32") and warns on the old names; set the new ones
+	where they exist."""
+	conv = getattr(getattr(torch.backends.cudnn, "conv", None), "fp32_precision", None)
+	if conv is not None and hasattr(torch.backends.cuda.matmul, "fp32_precision"):
+		torch.backends.cudnn.conv.fp32_precision = "tf32" if on else "ieee"
+		torch.backends.cuda.matmul.fp32_precision = "tf32" if on else "ieee"
+	else:
+		torch.backends.cudnn.allow_tf32 = on
+		torch.backends.cuda.matmul.allow_tf32 = on
+
+
+def bench(name, a, dev):
+	"""Times one model's training step; returns the milliseconds per step of every repeat."""
+	module, chw, classes, loss_fn, make_opt = MODELS[name]
+	batch = a.batch or net_batch(name)
+	torch.manual_seed(1)
+	fmt = torch.channels_last if a.channels_last else torch.contiguous_format
+	model = module().to(dev, memory_format=fmt)
+	opt = make_opt(model.parameters())
+	x = (torch.rand(batch, *chw, device=dev) * 2 - 1).contiguous(memory_format=fmt)
+	y = torch.randint(0, classes, (batch,), device=dev)
+	forward = torch.compile(model) if a.compile else model
+	amp = {"amp-fp16": torch.float16, "amp-bf16": torch.bfloat16}.get(a.precision)
+	scaler = grad_scaler(a.precision == "amp-fp16")
+
+	def step():
+		opt.zero_grad()
+		if amp is None:
+			loss_fn(forward(x), y).backward()
+			opt.step()
+			return
+		with torch.autocast(device_type=dev.type, dtype=amp):
+			loss = loss_fn(forward(x), y)
+		scaler.scale(loss).backward()
+		scaler.step(opt)
+		scaler.update()
+
+	def sync():
+		if dev.type == "cuda":
+			torch.cuda.synchronize()
+
+	for _ in range(a.warmup):
+		step()
+	sync()
+	times = []
+	for _ in range(a.repeats):
+		t = time.perf_counter()
+		for _ in range(a.steps):
+			step()
+		sync()
+		times.append((time.perf_counter() - t) * 1000 / a.steps)
+	return batch, times
+
+
+def main():
+	p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+	                            formatter_class=argparse.RawDescriptionHelpFormatter)
+	p.add_argument("--model", default="all", help="|".join(MODELS) + " or all (default)")
+	p.add_argument("--batch", type=int, default=0, help="default: the batch of the model's train section")
+	p.add_argument("--steps", type=int, default=20)
+	p.add_argument("--repeats", type=int, default=5)
+	p.add_argument("--warmup", type=int, default=5)
+	p.add_argument("--threads", type=int, default=0, help="CPU threads (default: PyTorch's choice)")
+	p.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+	p.add_argument("--precision", default="fp32", choices=PRECISIONS)
+	p.add_argument("--compile", action="store_true", help="torch.compile the model (PyTorch 2)")
+	p.add_argument("--channels-last", action="store_true", help="NHWC model weights and input")
+	p.add_argument("--csv", action="store_true", help="comma-separated values with a header row")
+	p.add_argument("--check-params", action="store_true",
+	               help="print parameter counts (beside netc's with --netc) and the optimizer; time nothing")
+	p.add_argument("--netc", help="the netc binary that --check-params asks (`netc info`)")
+	a = p.parse_args()
+	if a.model != "all" and a.model not in MODELS:
+		p.error("unknown model '%s': one of %s, or all" % (a.model, ", ".join(MODELS)))
+	if min(a.steps, a.repeats) < 1 or a.warmup < 0 or a.batch < 0 or a.threads < 0:
+		p.error("--steps and --repeats must be at least 1; --warmup, --batch and --threads not negative")
+	names = list(MODELS) if a.model == "all" else [a.model]
+	if a.check_params:
+		sys.exit(0 if check_params(names, a.netc) else 1)
+	if a.device == "cuda" and not torch.cuda.is_available():
+		sys.exit("error: --device cuda: PyTorch %s sees no CUDA device" % torch.__version__)
+	if a.precision == "amp-fp16" and a.device != "cuda":
+		p.error("--precision amp-fp16 needs --device cuda (the GradScaler is CUDA's)")
+	if a.compile and not hasattr(torch, "compile"):
+		p.error("--compile needs PyTorch 2 (this is %s)" % torch.__version__)
+	if a.threads:
+		torch.set_num_threads(a.threads)
+	set_tf32(a.precision == "tf32")
+	dev = torch.device(a.device)
+	where = torch.cuda.get_device_name() if dev.type == "cuda" else "%d threads" % torch.get_num_threads()
+	columns = ("model", "batch", "precision", "compiled", "channels_last", "ms_per_step", "min_ms", "max_ms",
+	           "examples_per_s")
+	# with --csv the run's description goes to stderr, so stdout is the table alone
+	print("torch %s, %s, median of %d repeats of %d steps after %d warm-up steps" %
+	      (torch.__version__, where, a.repeats, a.steps, a.warmup), file=sys.stderr if a.csv else sys.stdout)
+	print(",".join(columns) if a.csv else "%-14s %6s %9s %8s %13s %11s %11s %11s %12s" % columns)
+	for name in names:
+		batch, times = bench(name, a, dev)
+		ms = statistics.median(times)
+		row = (name, batch, a.precision, "yes" if a.compile else "no", "yes" if a.channels_last else "no",
+		       "%.3f" % ms, "%.3f" % min(times), "%.3f" % max(times), "%.0f" % (batch * 1000 / ms))
+		print(",".join(str(v) for v in row) if a.csv else "%-14s %6s %9s %8s %13s %11s %11s %11s %12s" % row)
+		sys.stdout.flush()
+
+
+if __name__ == "__main__":
+	main()
