@@ -34,6 +34,8 @@ static const PassInfo table[] = {
 	{"accumulation-program", pass_accumulation_program,
 	 "accumulate K > 1: the micro-batch program, forward and backward adding to the sums", true, false,
 	 "accumulate-gradients,optimizer"},
+	{"conv-algo", pass_conv_algo, "each convolution's algorithm: direct implicit GEMM or Winograd (--conv-algo)",
+	 false, false, "autodiff,optimizer,accumulation-program"},
 	{"fuse", pass_fuse, "groups of nodes that one kernel computes (TVM FuseOps rules)", false, true, NULL},
 	{"plan-memory", pass_plan_memory, "arena offsets: liveness, in-place and best-fit reuse of blocks",
 	 true, false, "make-eval,autodiff,optimizer,accumulation-program,fuse"},

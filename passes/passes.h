@@ -9,10 +9,12 @@
 /* The pipeline a plain run uses. */
 /* PassOptions.layout only: let the layout pass choose */
 #define LAYOUT_AUTO 2
+/* PassOptions.conv_algo: how convolutions are computed (passes/conv_algo.c) */
+typedef enum { CONV_ALGO_AUTO = 0, CONV_ALGO_DIRECT, CONV_ALGO_WINOGRAD } ConvAlgo;
 
 #define PASSES_DEFAULT                                                                              \
 	"layout,mixed-precision,make-eval,autodiff,unscale-gradients,accumulate-gradients,check-finite,optimizer," \
-	"accumulation-program,fuse,plan-memory"
+	"accumulation-program,conv-algo,fuse,plan-memory"
 
 /* What the command line asks of the passes. All zero: the default pipeline, optimized. */
 typedef struct PassOptions {
@@ -26,6 +28,7 @@ typedef struct PassOptions {
 	FILE *log;               /* where --print-after and --time-passes write; NULL: stderr */
 	int layout;              /* LAYOUT_NCHW, LAYOUT_NHWC (ir.h) or LAYOUT_AUTO: the layout pass
 	                          * picks from the graph (passes/layout.c) */
+	ConvAlgo conv_algo;      /* --conv-algo: auto (the pass's cost rule), direct or winograd */
 	bool listed_only;        /* netc opt: run exactly --passes (none without it) on a graph read
 	                          * as text; no pass is required */
 } PassOptions;
@@ -89,6 +92,12 @@ bool pass_optimizer(Graph *g, const PassOptions *o, Diag *d);
 /* layout: conv activations NHWC and weights OHWI when o->layout asks, transposes only where
  * layouts meet (passes/layout.c) */
 bool pass_layout(Graph *g, const PassOptions *o, Diag *d);
+/* conv-algo: each convolution's algorithm (--conv-algo): the direct implicit GEMM, or Winograd
+ * for 3x3 stride-1 ones where o->conv_algo asks (passes/conv_algo.c) */
+bool pass_conv_algo(Graph *g, const PassOptions *o, Diag *d);
+/* The algorithm that computes node n, as `netc info` shows it ("direct", "winograd F(2x2,3x3)"),
+ * or NULL when n is no convolution. */
+const char *conv_algo_name(const Graph *g, const Node *n);
 /* make-eval: the evaluation program, the forward nodes again with dropout taken out (passes/make_eval.c) */
 bool pass_make_eval(Graph *g, const PassOptions *o, Diag *d);
 /* fuse: groups of nodes that one kernel computes (Node.group), TVM's FuseOps rules (passes/fuse.c) */

@@ -44,6 +44,7 @@ static const Option options[] = {
 	{"-O1", OPT_PASSES, false},
 	{"--layout", OPT_PASSES, true},
 	{"--precision", OPT_PASSES, true},
+	{"--conv-algo", OPT_PASSES, true},
 	{"--plan", OPT_PLAN, false},
 	{"--compare", OPT_COMPARE, true},
 	{"--save", OPT_SAVE, true},
@@ -153,6 +154,12 @@ static bool set_pass_option(const char *command, const char *name, const char *v
 			return false;
 		}
 		a->layout = v;
+	} else if (strcmp(name, "--conv-algo") == 0) {
+		if (strcmp(v, "auto") != 0 && strcmp(v, "direct") != 0 && strcmp(v, "winograd") != 0) {
+			fprintf(stderr, "netc %s: --conv-algo is auto, direct or winograd, not '%s'\n", command, v);
+			return false;
+		}
+		a->conv_algo = v;
 	} else if (strcmp(name, "--passes") == 0)
 		a->passes = v;
 	else if (strcmp(name, "--disable-pass") == 0)

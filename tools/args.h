@@ -54,6 +54,7 @@ typedef struct {
 	bool time_passes;        /* --time-passes */
 	bool O0;                 /* -O0: no optimization passes, no memory reuse */
 	const char *layout;      /* --layout nchw|nhwc|auto; NULL: auto */
+	const char *conv_algo;   /* --conv-algo auto|direct|winograd; NULL: auto */
 	bool plan;               /* --plan: print the memory plan */
 	const char *compare;     /* --compare: pipelines to run side by side ("unfused,fused") */
 	const char *save;        /* --save: checkpoint file */

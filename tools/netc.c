@@ -48,6 +48,20 @@ static double forward_flops(const Graph *g)
 	return fwd;
 }
 
+/* One line per convolution of the training step: its op, shape and algorithm (--conv-algo). */
+static void print_conv_algos(const Graph *g)
+{
+	for (int i = 0; i < g->nnodes; i++) {
+		const Node *n = &g->node[i];
+		const char *algo = conv_algo_name(g, n);
+		if (!algo || !(n->programs & PROG_TRAIN))
+			continue;
+		char shape[96];
+		printf("conv %s: %s %s, %s\n", n->name, n->grad_of >= 0 ? "gradient" : "forward",
+		       shape_str(&n->shape, shape, sizeof shape), algo);
+	}
+}
+
 static int info_model(const Args *a, const CompileOptions *o)
 {
 	Graph *g = model_load_graph(a->model, a->batch, true, o);
@@ -65,6 +79,7 @@ static int info_model(const Args *a, const CompileOptions *o)
 	printf("arena bytes: %lld\n", (long long)g->arena_bytes);
 	printf("memory plan: arena %lld bytes, sum of buffers %lld bytes, ratio %.3f\n", (long long)g->arena_bytes,
 	       (long long)sum, sum ? (double)g->arena_bytes / (double)sum : 1.0);
+	print_conv_algos(g);
 	if (a->plan)
 		plan_memory_print(stdout, g);
 	ir_graph_free(g);
@@ -454,13 +469,16 @@ static int cmd_bench(const Args *a, const CompileOptions *co)
 
 /* the pass manager's options, on every command that runs the passes */
 #define PASS_USAGE "[--passes=LIST] [--disable-pass=NAME] [--print-after=NAME|all] [--time-passes] [-O0]\n" \
-	"                  [--layout nchw|nhwc|auto] [--precision fp32|fp16|bf16] [--max-errors N]"
+	"                  [--layout nchw|nhwc|auto] [--conv-algo auto|direct|winograd]\n"                        \
+	"                  [--precision fp32|fp16|bf16] [--max-errors N]"
 #define PASS_HELP                                                                                      \
 	"\n--passes=LIST sets the pass pipeline (`netc passes` lists them; default\n"                    \
 	PASSES_DEFAULT "),\n--disable-pass=NAME takes passes out, -O0 runs no optimization (no fusion, no\n"  \
 	"memory reuse); --print-after=NAME|all prints the training program after those passes and\n"   \
 	"--time-passes each pass's time, both on stderr. --layout picks the layout of convolutions\n"   \
-	"(auto: by the first target, docs/passes.md); --precision what forward and backward compute\n"  \
+	"(auto: by the first target, docs/passes.md); --conv-algo how 3x3 stride-1 convolutions are\n"  \
+	"computed (direct implicit GEMM or Winograd; auto: the cost rule of docs/passes.md; `netc info`\n" \
+	"shows each convolution's); --precision what forward and backward compute\n"                  \
 	"in (fp16 and bf16 keep fp32 master weights; fp16 scales the loss, docs/training.md).\n"        \
 	"--max-errors N prints at most N errors of a .net file (default 20; 0: all of them)."
 
@@ -596,6 +614,14 @@ static int layout_of(const Args *a)
 	return strcmp(a->layout, "nhwc") == 0 ? LAYOUT_NHWC : LAYOUT_NCHW;
 }
 
+/* --conv-algo: auto (the pass's cost rule), direct or winograd */
+static ConvAlgo conv_algo_of(const Args *a)
+{
+	if (!a->conv_algo || strcmp(a->conv_algo, "auto") == 0)
+		return CONV_ALGO_AUTO;
+	return strcmp(a->conv_algo, "winograd") == 0 ? CONV_ALGO_WINOGRAD : CONV_ALGO_DIRECT;
+}
+
 /* The pass options of this run for every .net file it loads, checked before anything is loaded.
  * check reads every value after a step, so its plan gives each value a block of its own. */
 static bool pass_options_of(const Command *c, const Args *a, PassOptions *o)
@@ -603,7 +629,7 @@ static bool pass_options_of(const Command *c, const Args *a, PassOptions *o)
 	*o = (PassOptions){
 		.passes = a->passes, .disable = a->disable_pass, .print_after = a->print_after,
 		.time_passes = a->time_passes, .O0 = a->O0, .no_reuse = c->run == cmd_check,
-		.layout = layout_of(a), .listed_only = c->run == cmd_opt,
+		.layout = layout_of(a), .conv_algo = conv_algo_of(a), .listed_only = c->run == cmd_opt,
 	};
 	const PassInfo *list[64];
 	int n;
