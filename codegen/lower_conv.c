@@ -26,13 +26,19 @@ typedef struct {
 	bool nhwc;      /* src is [img][h][w][chan] and q picks (i, j, chan), chan fastest */
 } Window;
 
-/* A dense matrix: element (row, col) = src[row*ld + col], or src[col*ld + row] when t; its runs
- * are along col (along row when t). */
+/* A dense matrix per batch: element (row, col) of batch b = src[b*sb + row*ld + col], or
+ * src[b*sb + col*ld + row] when t; its runs are along col (along row when t). */
 typedef struct {
 	int src;
 	int64_t ld;
 	bool t;
+	int64_t sb; /* 0: one matrix for every b */
 } Dense;
+
+static LLVMValueRef dense_batch(Cg *cg, const Dense *d, LLVMValueRef b, LLVMValueRef idx)
+{
+	return d->sb ? LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, b, cg_i64(cg, d->sb), ""), idx, "") : idx;
+}
 
 /* Where C[b][m][n] goes: out[b*sb + m*sm + n*sn]. */
 typedef struct {
@@ -220,7 +226,7 @@ static LLVMValueRef dense_elem(Cg *cg, const GemmOperand *op, LLVMValueRef b, LL
 {
 	const Dense *d = op->ctx;
 	LLVMValueRef idx = d->t ? add(cg, mul(cg, col, c64(cg, d->ld)), row) : add(cg, mul(cg, row, c64(cg, d->ld)), col);
-	return cg_load(cg, d->src, idx);
+	return cg_load(cg, d->src, dense_batch(cg, d, b, idx));
 }
 
 static LLVMValueRef dense_vec(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMValueRef fixed, LLVMValueRef p0,
@@ -228,7 +234,7 @@ static LLVMValueRef dense_vec(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLV
 {
 	const Dense *d = op->ctx;
 	LLVMValueRef mask = LLVMBuildICmp(cg->b, LLVMIntSLT, cg_gemm_iota(cg, lanes), cg_gemm_splat(cg, nvalid, lanes), "");
-	LLVMValueRef start = add(cg, mul(cg, fixed, c64(cg, d->ld)), p0);
+	LLVMValueRef start = dense_batch(cg, d, b, add(cg, mul(cg, fixed, c64(cg, d->ld)), p0));
 	LLVMTypeRef ct = cg_compute_type(cg, cg->g->node[d->src].dtype);
 	return cg_gemm_masked_load(cg, d->src, start, mask, lanes, LLVMConstNull(LLVMVectorType(ct, (unsigned)lanes)));
 }
@@ -444,5 +450,20 @@ int64_t cg_lower_matmul(Cg *cg, const Node *n)
 	/* dense_vec reads along the stored rows: k for A unless transposed, n for B unless transposed */
 	s.a = (GemmOperand){.elem = dense_elem, .vec = ta ? NULL : dense_vec, .along_k = !ta, .ctx = &a};
 	s.b = (GemmOperand){.elem = dense_elem, .vec = dense_vec, .along_k = tb, .ctx = &b};
+	return gemm(cg, &s, n);
+}
+
+/* M[t] (K x P) = U[t] (K x C) * V[t] (C x P): one GEMM per Winograd transform point t, the
+ * points as the template's batch */
+int64_t cg_lower_winograd_gemm(Cg *cg, const Node *n)
+{
+	const Shape *us = shape_of(cg, n, 0), *vs = shape_of(cg, n, 1);
+	int64_t pts = us->dim[0], k = us->dim[1], c = us->dim[2], p = vs->dim[2];
+	Dense u = {.src = n->in[0], .ld = c, .sb = k * c};
+	Dense v = {.src = n->in[1], .ld = p, .sb = c * p};
+	OutMap o = {.out = n->id, .sb = k * p, .sm = p, .sn = 1};
+	GemmSpec s = spec(cg, n, pts, k, p, c, &o);
+	s.a = (GemmOperand){.elem = dense_elem, .vec = dense_vec, .along_k = true, .ctx = &u};
+	s.b = (GemmOperand){.elem = dense_elem, .vec = dense_vec, .ctx = &v};
 	return gemm(cg, &s, n);
 }

@@ -19,6 +19,9 @@ bool ir_gemm_shape(const Graph *g, const Node *n, int64_t *batch, int64_t *m, in
 		*batch = 1, *m = out->dim[0], *nn = out->dim[1] * out->dim[2] * out->dim[3];
 		*k = a->dim[0] * a->dim[2] * a->dim[3];
 		return true;
+	case OP_winograd_gemm: /* per transform point: K x P, K = C; in = (U, V) */
+		*batch = out->dim[0], *m = out->dim[1], *nn = out->dim[2], *k = a->dim[2];
+		return true;
 	case OP_matmul:
 		*batch = 1, *m = out->dim[0], *nn = out->dim[1];
 		*k = ir_matmul_flags(n).ta ? a->dim[0] : a->dim[1];

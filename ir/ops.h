@@ -47,6 +47,14 @@ typedef struct {
 	bool ta, tb;
 } MatmulFlags;
 MatmulFlags ir_matmul_flags(const Node *n);
+/* winograd_weight, winograd_input, winograd_output (ir/ops_winograd.c); each reads its own */
+typedef struct {
+	int m;             /* output tile m x m: 2 or 4 (ir/winograd.h) */
+	bool flip;         /* weight: rotated 180 degrees, in and out channels swapped */
+	int64_t ph, pw;    /* input: padding */
+	int64_t n, oh, ow; /* input, output: batch (output only) and output plane */
+} WinogradAttrs;
+WinogradAttrs ir_winograd_attrs(const Node *n);
 /* lrn and lrn_grad (TensorFlow's parameters) */
 typedef struct {
 	int64_t depth_radius;
@@ -151,6 +159,10 @@ bool shape_lrn_grad(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_cast(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_select(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_all_finite(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_winograd_weight(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_winograd_input(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_winograd_gemm(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_winograd_output(Node *n, const Graph *g, char *err, size_t errlen);
 
 /* ---- float64 references ---- */
 #define OP_REF(name) void ref_##name(const Graph *g, const Node *n, const double *const *in, double *out)
@@ -209,6 +221,10 @@ OP_REF(lrn_grad);
 OP_REF(cast);
 OP_REF(select);
 OP_REF(all_finite);
+OP_REF(winograd_weight);
+OP_REF(winograd_input);
+OP_REF(winograd_gemm);
+OP_REF(winograd_output);
 #undef OP_REF
 
 /* ---- gradient rules (n may move when rules emit nodes: they copy what they need first) ---- */
@@ -258,6 +274,10 @@ double flops_softmax(const Graph *g, const Node *n);
 double flops_loss(const Graph *g, const Node *n);
 double flops_conv2d(const Graph *g, const Node *n);
 double flops_conv2d_grad(const Graph *g, const Node *n);
+double flops_winograd_weight(const Graph *g, const Node *n);
+double flops_winograd_input(const Graph *g, const Node *n);
+double flops_winograd_gemm(const Graph *g, const Node *n);
+double flops_winograd_output(const Graph *g, const Node *n);
 double flops_matmul(const Graph *g, const Node *n);
 double flops_pool2d(const Graph *g, const Node *n);
 double flops_max_pool2d_grad(const Graph *g, const Node *n);

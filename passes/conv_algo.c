@@ -1,9 +1,24 @@
 /* conv_algo.c: the conv-algo pass, which algorithm computes each convolution (--conv-algo).
  *
  * direct: the implicit GEMM of codegen/lower_conv.c, every convolution as the frontend and
- * autodiff made it. auto is direct for now. */
+ * autodiff made it. winograd: every convolution Winograd can take (3x3, stride 1, dilation 1,
+ * NCHW, f32; the input gradient too, with padding at most 2) becomes the four steps of
+ * ir/ops_winograd.c; the others stay direct. auto is direct for now.
+ *
+ * The input gradient of a 3x3 stride-1 convolution with padding p is the 3x3 stride-1
+ * convolution of dy padded by 2 - p with the weights rotated by 180 degrees and their channels
+ * swapped (winograd_weight's flip), so both use one algorithm. NHWC convolutions (--layout nhwc)
+ * stay direct: the transforms read NCHW planes. Half precision stays direct: F(m x m) adds
+ * rounding that f16's 11 bits cannot spare. */
+#include <stdio.h>
+
 #include "ir/ops.h"
+#include "ir/rebuild.h"
+#include "ir/winograd.h"
 #include "passes/passes.h"
+
+/* The output tile --conv-algo winograd uses. */
+#define WINOGRAD_TILE 2
 
 const char *conv_algo_name(const Graph *g, const Node *n)
 {
@@ -12,12 +27,83 @@ const char *conv_algo_name(const Graph *g, const Node *n)
 	case OP_conv2d:
 	case OP_conv2d_grad_input:
 	case OP_conv2d_grad_weight: return "direct";
+	case OP_winograd_output: return ir_winograd_attrs(n).m == 4 ? "winograd F(4x4,3x3)" : "winograd F(2x2,3x3)";
 	default: return NULL;
 	}
 }
 
+/* Whether Winograd computes n: a conv2d or conv2d_grad_input with a 3x3 kernel, stride and
+ * dilation 1, NCHW, f32, and (the input gradient) padding at most 2. */
+static bool winograd_fits(const Graph *g, const Node *n)
+{
+	if (n->op != OP_conv2d && n->op != OP_conv2d_grad_input)
+		return false;
+	const Node *w = &g->node[n->in[1]];
+	ConvGeom c = ir_conv_geom(n);
+	return c.layout == LAYOUT_NCHW && n->dtype == DT_F32 && g->node[n->in[0]].dtype == DT_F32 &&
+	       w->dtype == DT_F32 && w->shape.dim[2] == WINO_R && w->shape.dim[3] == WINO_R && c.sh == 1 &&
+	       c.sw == 1 && c.dh == 1 && c.dw == 1 && c.ph <= WINO_R - 1 && c.pw <= WINO_R - 1;
+}
+
+/* A node the pass adds for src's convolution: its programs, source place and a name after it. */
+static int add_step(Graph *dst, const Node *conv, OpId op, const int *in, const double *attr, const char *suffix)
+{
+	int id = ir_emit(dst, op, in, attr);
+	Node *n = &dst->node[id];
+	n->programs = conv->programs;
+	n->loc = conv->loc;
+	char name[256];
+	snprintf(name, sizeof name, "%s.%s", conv->name, suffix);
+	if (ir_find(dst, name) < 0)
+		ir_set_name(dst, id, name);
+	return id;
+}
+
+/* conv (forward or input gradient) as weight transform, input transform, GEMM per transform
+ * point and output transform; returns the output transform, which takes conv's place */
+static int winograd(Graph *dst, const Graph *src, const Node *conv, const int *map, int m)
+{
+	ConvGeom c = ir_conv_geom(conv);
+	bool grad = conv->op == OP_conv2d_grad_input;
+	/* the input gradient convolves dy padded by 2 - p */
+	int64_t ph = grad ? WINO_R - 1 - c.ph : c.ph, pw = grad ? WINO_R - 1 - c.pw : c.pw;
+	const Shape *y = &conv->shape;
+	int in_w[1] = {map[conv->in[1]]}, in_x[1] = {map[conv->in[0]]};
+	double aw[IR_MAX_ATTRS] = {m, grad}, ax[IR_MAX_ATTRS] = {m, (double)ph, (double)pw, (double)y->dim[2], (double)y->dim[3]};
+	int u = add_step(dst, conv, OP_winograd_weight, in_w, aw, "wino_u");
+	int v = add_step(dst, conv, OP_winograd_input, in_x, ax, "wino_v");
+	int in_m[2] = {u, v};
+	int mm = add_step(dst, conv, OP_winograd_gemm, in_m, NULL, "wino_m");
+	double ay[IR_MAX_ATTRS] = {m, (double)y->dim[0], (double)y->dim[2], (double)y->dim[3]};
+	int in_y[1] = {mm};
+	int out = ir_emit(dst, OP_winograd_output, in_y, ay);
+	Node *o = &dst->node[out];
+	o->programs = conv->programs;
+	o->loc = conv->loc;
+	o->grad_of = conv->grad_of >= 0 ? map[conv->grad_of] : -1;
+	ir_set_name(dst, out, conv->name);
+	(void)src;
+	return out;
+}
+
+static int rebuild_node(Graph *dst, const Graph *src, int id, const int *map, void *ctx)
+{
+	const int *tile = ctx;
+	const Node *n = &src->node[id];
+	if (n->programs && winograd_fits(src, n))
+		return winograd(dst, src, n, map, *tile);
+	return ir_rebuild_copy(dst, src, id, map);
+}
+
+void conv_algo_winograd(Graph *g, int tile)
+{
+	ir_rebuild(g, rebuild_node, &tile);
+}
+
 bool pass_conv_algo(Graph *g, const PassOptions *o, Diag *d)
 {
-	(void)g, (void)o, (void)d;
+	(void)d;
+	if (o->conv_algo == CONV_ALGO_WINOGRAD)
+		conv_algo_winograd(g, WINOGRAD_TILE);
 	return true;
 }

@@ -1,0 +1,231 @@
+/* ops_winograd.c: the pieces of a Winograd convolution F(m x m, 3 x 3) (ir/winograd.h), which
+ * the conv-algo pass puts in place of a 3x3 stride-1 conv2d or conv2d_grad_input:
+ *
+ *   winograd_weight(w [K, C, 3, 3])  -> U [alpha^2, K, C]   U[t] = G g G^T at point t
+ *       flip: U [alpha^2, C, K] of the filter rotated by 180 degrees with K and C swapped (the
+ *       weights that make the input gradient a convolution of dy)
+ *   winograd_input(x [N, C, H, W])   -> V [alpha^2, C, P]   V[t] = B^T d B, d the alpha x alpha
+ *       window at tile p = (n, th, tw) (rows m*th - pad_h ..., zero outside the plane); the
+ *       tiles cover out_h x out_w outputs, P = N * ceil(out_h/m) * ceil(out_w/m)
+ *   winograd_gemm(U, V)              -> M [alpha^2, K, P]   M[t] = U[t] V[t]
+ *   winograd_output(M)               -> y [N, K, out_h, out_w]   y tile = A^T m A
+ *
+ * The references compute exactly these steps in float64, so each kernel is checked against its
+ * own step and the chain against the direct convolution (tests/unit/test_cg_winograd.c). */
+#include "ir/checked.h"
+#include "ir/ops.h"
+#include "ir/winograd.h"
+
+static int64_t attr_of(const Node *n, const char *name)
+{
+	int i = ir_attr_index(n->op, name);
+	return i < 0 ? 0 : (int64_t)n->attr[i];
+}
+
+WinogradAttrs ir_winograd_attrs(const Node *n)
+{
+	return (WinogradAttrs){.m = (int)attr_of(n, "tile"), .flip = attr_of(n, "flip") != 0,
+			       .ph = attr_of(n, "pad_h"), .pw = attr_of(n, "pad_w"), .n = attr_of(n, "batch"),
+			       .oh = attr_of(n, "out_h"), .ow = attr_of(n, "out_w")};
+}
+
+static bool need_tile(const Node *n, int *alpha, char *err, size_t errlen)
+{
+	int64_t m;
+	if (!op_attr_int(n, ir_attr_index(n->op, "tile"), 2, 4, &m, err, errlen))
+		return false;
+	if (!wino_tile((int)m))
+		return op_fail(n, err, errlen, "tile is 2 or 4, got %lld", (long long)m);
+	*alpha = wino_tile((int)m)->alpha;
+	return true;
+}
+
+static bool need_f32_rank(Node *n, const Graph *g, int i, int rank, char *err, size_t errlen)
+{
+	char t[128];
+	const Node *x = op_in(g, n, i);
+	if (x->shape.rank != rank || x->dtype != DT_F32)
+		return op_fail(n, err, errlen, "input %d must be f32 of rank %d, got %s", i, rank, op_type_str(x, t, sizeof t));
+	n->dtype = DT_F32;
+	return true;
+}
+
+bool shape_winograd_weight(Node *n, const Graph *g, char *err, size_t errlen)
+{
+	int alpha = 0;
+	int64_t flip;
+	char t[128];
+	if (!need_tile(n, &alpha, err, errlen) || !need_f32_rank(n, g, 0, 4, err, errlen) ||
+	    !op_attr_int(n, ir_attr_index(n->op, "flip"), 0, 1, &flip, err, errlen))
+		return false;
+	const Shape *w = &op_in(g, n, 0)->shape;
+	if (w->dim[2] != WINO_R || w->dim[3] != WINO_R)
+		return op_fail(n, err, errlen, "weight must be 3x3, got %s", op_type_str(op_in(g, n, 0), t, sizeof t));
+	n->shape = (Shape){3, {(int64_t)alpha * alpha, flip ? w->dim[1] : w->dim[0], flip ? w->dim[0] : w->dim[1]}};
+	return true;
+}
+
+bool shape_winograd_input(Node *n, const Graph *g, char *err, size_t errlen)
+{
+	int alpha = 0;
+	int64_t ph, pw, oh, ow;
+	if (!need_tile(n, &alpha, err, errlen) || !need_f32_rank(n, g, 0, 4, err, errlen) ||
+	    !op_attr_int(n, ir_attr_index(n->op, "pad_h"), 0, WINO_R - 1, &ph, err, errlen) ||
+	    !op_attr_int(n, ir_attr_index(n->op, "pad_w"), 0, WINO_R - 1, &pw, err, errlen) ||
+	    !op_attr_int(n, ir_attr_index(n->op, "out_h"), 1, OP_ATTR_MAX, &oh, err, errlen) ||
+	    !op_attr_int(n, ir_attr_index(n->op, "out_w"), 1, OP_ATTR_MAX, &ow, err, errlen))
+		return false;
+	const Shape *x = &op_in(g, n, 0)->shape;
+	if (oh != x->dim[2] + 2 * ph - (WINO_R - 1) || ow != x->dim[3] + 2 * pw - (WINO_R - 1))
+		return op_fail(n, err, errlen, "out_h x out_w %lldx%lld is not what a 3x3 window makes of %lldx%lld padded by %lldx%lld",
+			       (long long)oh, (long long)ow, (long long)x->dim[2], (long long)x->dim[3], (long long)ph,
+			       (long long)pw);
+	int m = alpha - (WINO_R - 1);
+	n->shape = (Shape){3, {(int64_t)alpha * alpha, x->dim[1], x->dim[0] * wino_tiles(oh, m) * wino_tiles(ow, m)}};
+	return true;
+}
+
+bool shape_winograd_gemm(Node *n, const Graph *g, char *err, size_t errlen)
+{
+	char su[128], sv[128];
+	if (!need_f32_rank(n, g, 0, 3, err, errlen) || !need_f32_rank(n, g, 1, 3, err, errlen))
+		return false;
+	const Shape *u = &op_in(g, n, 0)->shape, *v = &op_in(g, n, 1)->shape;
+	if (u->dim[0] != v->dim[0] || u->dim[2] != v->dim[1])
+		return op_fail(n, err, errlen, "U %s and V %s do not multiply point by point",
+			       op_type_str(op_in(g, n, 0), su, sizeof su), op_type_str(op_in(g, n, 1), sv, sizeof sv));
+	n->shape = (Shape){3, {u->dim[0], u->dim[1], v->dim[2]}};
+	return true;
+}
+
+bool shape_winograd_output(Node *n, const Graph *g, char *err, size_t errlen)
+{
+	int alpha = 0;
+	int64_t batch, oh, ow;
+	char t[128];
+	if (!need_tile(n, &alpha, err, errlen) || !need_f32_rank(n, g, 0, 3, err, errlen) ||
+	    !op_attr_int(n, ir_attr_index(n->op, "batch"), 1, IR_MAX_NUMEL, &batch, err, errlen) ||
+	    !op_attr_int(n, ir_attr_index(n->op, "out_h"), 1, OP_ATTR_MAX, &oh, err, errlen) ||
+	    !op_attr_int(n, ir_attr_index(n->op, "out_w"), 1, OP_ATTR_MAX, &ow, err, errlen))
+		return false;
+	const Shape *mm = &op_in(g, n, 0)->shape;
+	int m = alpha - (WINO_R - 1);
+	if (mm->dim[0] != (int64_t)alpha * alpha || mm->dim[2] != batch * wino_tiles(oh, m) * wino_tiles(ow, m))
+		return op_fail(n, err, errlen, "M %s does not hold %lld images of %lldx%lld in %dx%d tiles",
+			       op_type_str(op_in(g, n, 0), t, sizeof t), (long long)batch, (long long)oh, (long long)ow, m, m);
+	n->shape = (Shape){4, {batch, mm->dim[1], oh, ow}};
+	return true;
+}
+
+/* ---- float64 references ---- */
+
+void ref_winograd_weight(const Graph *g, const Node *n, const double *const *in, double *out)
+{
+	WinogradAttrs a = ir_winograd_attrs(n);
+	const WinogradTile *t = wino_tile(a.m);
+	const Shape *w = &op_in(g, n, 0)->shape;
+	int64_t ci = w->dim[1], rows = n->shape.dim[1], cols = n->shape.dim[2];
+	for (int xr = 0; xr < t->alpha; xr++)
+		for (int xc = 0; xc < t->alpha; xc++)
+			for (int64_t r = 0; r < rows; r++)
+				for (int64_t c = 0; c < cols; c++) {
+					/* flip: row r is an input channel, column c an output channel */
+					int64_t k = a.flip ? c : r, ch = a.flip ? r : c;
+					const double *f = in[0] + (k * ci + ch) * WINO_R * WINO_R;
+					double s = 0;
+					for (int i = 0; i < WINO_R; i++)
+						for (int j = 0; j < WINO_R; j++) {
+							double v = a.flip ? f[(WINO_R - 1 - i) * WINO_R + WINO_R - 1 - j] : f[i * WINO_R + j];
+							s += t->g[xr][i] * v * t->g[xc][j];
+						}
+					out[((int64_t)(xr * t->alpha + xc) * rows + r) * cols + c] = s;
+				}
+}
+
+void ref_winograd_input(const Graph *g, const Node *n, const double *const *in, double *out)
+{
+	WinogradAttrs a = ir_winograd_attrs(n);
+	const WinogradTile *t = wino_tile(a.m);
+	const Shape *x = &op_in(g, n, 0)->shape;
+	int64_t nimg = x->dim[0], ch = x->dim[1], h = x->dim[2], w = x->dim[3];
+	int64_t th = wino_tiles(a.oh, a.m), tw = wino_tiles(a.ow, a.m), p = nimg * th * tw;
+	double d[WINO_MAX_ALPHA][WINO_MAX_ALPHA];
+	for (int64_t c = 0; c < ch; c++)
+		for (int64_t q = 0; q < p; q++) {
+			int64_t img = q / (th * tw), r0 = q / tw % th * a.m - a.ph, c0 = q % tw * a.m - a.pw;
+			for (int i = 0; i < t->alpha; i++)
+				for (int j = 0; j < t->alpha; j++) {
+					int64_t r = r0 + i, cc = c0 + j;
+					d[i][j] = r >= 0 && r < h && cc >= 0 && cc < w ? in[0][((img * ch + c) * h + r) * w + cc] : 0;
+				}
+			for (int xr = 0; xr < t->alpha; xr++)
+				for (int xc = 0; xc < t->alpha; xc++) {
+					double s = 0;
+					for (int i = 0; i < t->alpha; i++)
+						for (int j = 0; j < t->alpha; j++)
+							s += t->bt[xr][i] * d[i][j] * t->bt[xc][j];
+					out[((int64_t)(xr * t->alpha + xc) * ch + c) * p + q] = s;
+				}
+		}
+}
+
+void ref_winograd_gemm(const Graph *g, const Node *n, const double *const *in, double *out)
+{
+	const Shape *u = &op_in(g, n, 0)->shape, *v = &op_in(g, n, 1)->shape;
+	int64_t pts = u->dim[0], k = u->dim[1], c = u->dim[2], p = v->dim[2];
+	for (int64_t t = 0; t < pts; t++)
+		for (int64_t i = 0; i < k; i++)
+			for (int64_t j = 0; j < p; j++) {
+				double s = 0;
+				for (int64_t l = 0; l < c; l++)
+					s += in[0][(t * k + i) * c + l] * in[1][(t * c + l) * p + j];
+				out[(t * k + i) * p + j] = s;
+			}
+}
+
+void ref_winograd_output(const Graph *g, const Node *n, const double *const *in, double *out)
+{
+	WinogradAttrs a = ir_winograd_attrs(n);
+	const WinogradTile *t = wino_tile(a.m);
+	int64_t k = op_in(g, n, 0)->shape.dim[1], p = op_in(g, n, 0)->shape.dim[2];
+	int64_t th = wino_tiles(a.oh, a.m), tw = wino_tiles(a.ow, a.m);
+	for (int64_t img = 0; img < a.n; img++)
+		for (int64_t o = 0; o < k; o++)
+			for (int64_t y = 0; y < a.oh; y++)
+				for (int64_t x = 0; x < a.ow; x++) {
+					int64_t q = (img * th + y / a.m) * tw + x / a.m;
+					int i = (int)(y % a.m), j = (int)(x % a.m);
+					double s = 0;
+					for (int r = 0; r < t->alpha; r++)
+						for (int c = 0; c < t->alpha; c++)
+							s += t->at[i][r] * in[0][((int64_t)(r * t->alpha + c) * k + o) * p + q] * t->at[j][c];
+					out[((img * k + o) * a.oh + y) * a.ow + x] = s;
+				}
+}
+
+/* ---- operation counts: what the kernels do, transforms included ---- */
+
+double flops_winograd_weight(const Graph *g, const Node *n)
+{
+	(void)g;
+	return 2.0 * WINO_R * WINO_R * (double)shape_numel(&n->shape);
+}
+
+double flops_winograd_input(const Graph *g, const Node *n)
+{
+	(void)g;
+	int alpha = wino_tile(ir_winograd_attrs(n).m)->alpha;
+	return 2.0 * alpha * alpha * (double)shape_numel(&n->shape);
+}
+
+double flops_winograd_gemm(const Graph *g, const Node *n)
+{
+	return 2.0 * (double)shape_numel(&n->shape) * (double)op_in(g, n, 0)->shape.dim[2];
+}
+
+double flops_winograd_output(const Graph *g, const Node *n)
+{
+	(void)g;
+	int alpha = wino_tile(ir_winograd_attrs(n).m)->alpha;
+	return 2.0 * alpha * alpha * (double)shape_numel(&n->shape);
+}

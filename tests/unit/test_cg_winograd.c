@@ -1,0 +1,126 @@
+/* test_cg_winograd: Winograd convolution F(2x2,3x3) and F(4x4,3x3) (ir/ops_winograd.c,
+ * codegen/lower_winograd.c, passes/conv_algo.c). First, in float64, the four steps the pass puts
+ * in place of a conv2d or conv2d_grad_input give the direct convolution's values (to rounding of
+ * float64). Then every kernel of the rewritten graph, on the host template and the GPU templates
+ * emulated, against the float64 interpreter on random inputs: padding 0, 1 and 2 (the input
+ * gradient of padding 0), odd and even planes, tiles crossing the border, batch > 1, channel
+ * counts that are multiples of nothing. */
+#include "tests/unit/cg_fused_harness.h"
+
+typedef struct {
+	const char *what;
+	int64_t n, c, k, h, w, pad;
+	bool grad; /* conv2d_grad_input: dy [n, k, oh, ow] -> dx [n, c, h, w] */
+} Case;
+
+static const Case cases[] = {
+	{"pad 1, odd plane", 2, 3, 5, 7, 9, 1, false},
+	{"pad 0, even plane", 3, 5, 4, 8, 6, 0, false},
+	{"pad 1, 1x1 tiles", 1, 7, 3, 3, 3, 1, false},
+	{"pad 2", 2, 2, 3, 5, 4, 2, false},
+	{"pad 1, wide channels", 2, 37, 19, 10, 11, 1, false},
+	{"grad_input pad 1", 2, 3, 5, 7, 9, 1, true},
+	{"grad_input pad 0", 3, 5, 4, 8, 7, 0, true},
+	{"grad_input pad 2", 2, 6, 3, 5, 6, 2, true},
+};
+
+/* x (or dy) and w params and the convolution; returns its id */
+static int build(CgHarness *h, const Case *c)
+{
+	char xd[64], wd[64];
+	int64_t oh = c->h + 2 * c->pad - 2, ow = c->w + 2 * c->pad - 2;
+	snprintf(wd, sizeof wd, "%lld,%lld,3,3", (long long)c->k, (long long)c->c);
+	if (!c->grad) {
+		snprintf(xd, sizeof xd, "%lld,%lld,%lld,%lld", (long long)c->n, (long long)c->c, (long long)c->h, (long long)c->w);
+		int x = ch_param(h, DT_F32, xd), w = ch_param(h, DT_F32, wd);
+		double a[IR_MAX_ATTRS] = {1, 1, (double)c->pad, (double)c->pad, 1, 1, LAYOUT_NCHW};
+		return ch_op(h, OP_conv2d, a, x, w);
+	}
+	snprintf(xd, sizeof xd, "%lld,%lld,%lld,%lld", (long long)c->n, (long long)c->k, (long long)oh, (long long)ow);
+	int dy = ch_param(h, DT_F32, xd), w = ch_param(h, DT_F32, wd);
+	double a[IR_MAX_ATTRS] = {1, 1, (double)c->pad, (double)c->pad, 1, 1, (double)c->h, (double)c->w, LAYOUT_NCHW};
+	return ch_op(h, OP_conv2d_grad_input, a, dy, w);
+}
+
+static void mark_programs(Graph *g)
+{
+	for (int i = 0; i < g->nnodes; i++)
+		if (!ir_is_leaf(g->node[i].op))
+			g->node[i].programs = PROG_TRAIN;
+}
+
+/* Random leaves into values[] (n nodes). */
+static void fill(const Graph *g, double **values)
+{
+	for (int i = 0; i < g->nnodes; i++) {
+		int64_t m = shape_numel(&g->node[i].shape);
+		values[i] = tu_calloc((size_t)m, sizeof(double));
+		if (ir_is_leaf(g->node[i].op))
+			for (int64_t j = 0; j < m; j++)
+				values[i][j] = (ch_next() & 1 ? 1 : -1) * ch_uniform(0.1, 1);
+	}
+}
+
+/* The rewritten graph's output in float64 equals the direct convolution's. */
+static void check_float64(const Case *c, int tile)
+{
+	CgHarness *h = ch_new(c->what);
+	int conv = build(h, c);
+	mark_programs(h->g);
+	int leaves = conv, n0 = h->g->nnodes;
+	Shape want = h->g->node[conv].shape;
+	double **direct = tu_calloc((size_t)n0, sizeof *direct);
+	fill(h->g, direct);
+	ir_interp(h->g, PROG_TRAIN, direct);
+	conv_algo_winograd(h->g, tile);
+	Graph *g = h->g;
+	CHECK(g->nnodes == n0 + 3, "%s F(%d): %d nodes after the rewrite", c->what, tile, g->nnodes);
+	int out = g->nnodes - 1;
+	CHECK(g->node[out].op == OP_winograd_output && shape_eq(&g->node[out].shape, &want), "%s: the output is no conv's", c->what);
+	double **wino = tu_calloc((size_t)g->nnodes, sizeof *wino);
+	for (int i = 0; i < g->nnodes; i++)
+		wino[i] = tu_calloc((size_t)shape_numel(&g->node[i].shape), sizeof(double));
+	for (int i = 0; i < leaves; i++)
+		memcpy(wino[i], direct[i], (size_t)shape_numel(&g->node[i].shape) * sizeof(double));
+	ir_interp(g, PROG_TRAIN, wino);
+	double err = 0, top = 0;
+	for (int64_t j = 0; j < shape_numel(&g->node[out].shape); j++) {
+		err = fmax(err, fabs(wino[out][j] - direct[conv][j]));
+		top = fmax(top, fabs(direct[conv][j]));
+	}
+	CHECK(err <= 1e-12 * top, "%s F(%d): float64 Winograd differs from the direct convolution by %.3g (max %.3g)",
+	      c->what, tile, err, top);
+	for (int i = 0; i < n0; i++)
+		free(direct[i]);
+	for (int i = 0; i < g->nnodes; i++)
+		free(wino[i]);
+	free(direct);
+	free(wino);
+	ch_free(h);
+}
+
+/* Every kernel of the rewritten graph against the float64 interpreter. */
+static void check_kernels(const Case *c, int tile, bool emulate)
+{
+	char name[120];
+	snprintf(name, sizeof name, "%s F(%dx%d) %s", c->what, tile, tile, emulate ? "gpu-emulated" : "host");
+	CgHarness *h = ch_new(name);
+	build(h, c);
+	mark_programs(h->g);
+	conv_algo_winograd(h->g, tile);
+	tu_failures += cf_run(h, emulate);
+	ch_free(h);
+}
+
+int main(void)
+{
+	ch_start("test_cg_winograd");
+	static const int tiles[] = {2};
+	for (size_t t = 0; t < sizeof tiles / sizeof *tiles; t++)
+		for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+			check_float64(&cases[i], tiles[t]);
+			check_kernels(&cases[i], tiles[t], false);
+			check_kernels(&cases[i], tiles[t], true);
+		}
+	return tu_finish("test_cg_winograd");
+}
