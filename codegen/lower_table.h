@@ -46,8 +46,6 @@ CG_ELEM(lrn); /* lrn and lrn_grad */
 CG_ELEM(cast);
 CG_ELEM(select);
 CG_ELEM(winograd_weight); /* codegen/lower_winograd.c */
-CG_ELEM(winograd_input);
-CG_ELEM(winograd_output);
 #undef CG_ELEM
 
 #endif

@@ -1,22 +1,29 @@
-/* lower_winograd.c: the transforms of a Winograd convolution (ir/ops_winograd.c) as elemental
- * emitters: each element of U, V or y is a short sum over the input tile, so the transforms are
- * elementwise kernels that fuse like any injective op (an elementwise producer of x is computed
- * where the input transform reads it; the bias and activation after y join the output transform's
- * kernel). The product over transform points is the GEMM template (cg_lower_winograd_gemm,
- * codegen/lower_conv.c).
+/* lower_winograd.c: the transforms of a Winograd convolution (ir/ops_winograd.c). The product
+ * over transform points is the GEMM template (cg_lower_winograd_gemm, codegen/lower_conv.c).
  *
- * The transform point t of an element is only known at run time, so each coefficient of a row of
- * B^T, G or A^T is chosen by a select chain over the rows; the loads do not depend on it. */
+ * The input and output transforms work a tile at a time: alpha^2 loads, the transform with the
+ * constant coefficients of ir/winograd.h (zeros skipped, +-1 as additions), alpha^2 (or m^2)
+ * stores. On the host a work-group takes a block of planes and loops over their tiles; on GPUs
+ * each work-item takes one tile. The output transform stores through the group's epilogue
+ * (cg_group_epilogue), so the bias and activation after a convolution cost no extra pass.
+ *
+ * The weight transform is an elemental emitter writing U in order: done a filter at a time, its
+ * alpha^2 stores go to alpha^2 streams K*C apart, which measured twice as slow (2026-11-24). The
+ * transform point of an element is only known at run time there, so each coefficient of G is
+ * chosen by a select over the rows. */
 #include "codegen/cg_util.h"
+#include "codegen/gemm_gpu.h"
 #include "codegen/lower_table.h"
 #include "ir/ops.h"
 #include "ir/winograd.h"
 
 static LLVMValueRef c64(Cg *cg, int64_t v) { return cg_i64(cg, v); }
 static LLVMValueRef add(Cg *cg, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildAdd(cg->b, a, b, ""); }
-static LLVMValueRef mul(Cg *cg, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildMul(cg->b, a, b, ""); }
+static LLVMValueRef mulc(Cg *cg, LLVMValueRef a, int64_t b) { return LLVMBuildMul(cg->b, a, c64(cg, b), ""); }
 static LLVMValueRef udiv(Cg *cg, LLVMValueRef a, int64_t b) { return LLVMBuildUDiv(cg->b, a, c64(cg, b), ""); }
 static LLVMValueRef urem(Cg *cg, LLVMValueRef a, int64_t b) { return LLVMBuildURem(cg->b, a, c64(cg, b), ""); }
+
+/* ---- the weight transform, element by element ---- */
 
 /* Column col of row `row` (run time, < rows) of a table of ld columns: a select over the rows. */
 static LLVMValueRef coef(Cg *cg, LLVMTypeRef t, const double *table, int ld, int rows, LLVMValueRef row, int col)
@@ -56,7 +63,7 @@ LLVMValueRef cg_elem_winograd_weight(Cg *cg, const Node *n, ElemIndex *at)
 	int64_t cin = cg->g->node[n->in[0]].shape.dim[1];
 	LLVMValueRef xr = udiv(cg, idx[0], wt->alpha), xc = urem(cg, idx[0], wt->alpha);
 	LLVMValueRef k = a.flip ? idx[2] : idx[1], ch = a.flip ? idx[1] : idx[2];
-	LLVMValueRef base = mul(cg, add(cg, mul(cg, k, c64(cg, cin)), ch), c64(cg, WINO_R * WINO_R));
+	LLVMValueRef base = mulc(cg, add(cg, mulc(cg, k, cin), ch), WINO_R * WINO_R);
 	LLVMValueRef g[WINO_MAX_ALPHA][WINO_MAX_ALPHA], ri[WINO_R], cj[WINO_R];
 	for (int i = 0; i < WINO_R; i++)
 		for (int j = 0; j < WINO_R; j++) {
@@ -70,62 +77,159 @@ LLVMValueRef cg_elem_winograd_weight(Cg *cg, const Node *n, ElemIndex *at)
 	return bilinear(cg, t, g, WINO_R, WINO_R, ri, cj);
 }
 
-/* V[t][c][p] = (B^T d B)[t], d the input tile of p in channel c, zero outside the plane */
-LLVMValueRef cg_elem_winograd_input(Cg *cg, const Node *n, ElemIndex *at)
+/* ---- the input and output transforms, tile by tile ---- */
+
+/* sum over l < count of k[l * stride] * v[l], constant coefficients: zeros skipped, +-1 added */
+static LLVMValueRef lincomb(Cg *cg, LLVMTypeRef t, const double *k, int stride, const LLVMValueRef *v, int count)
 {
-	WinogradAttrs a = ir_winograd_attrs(n);
-	const WinogradTile *wt = wino_tile(a.m);
-	LLVMTypeRef t = cg_compute_type(cg, n->dtype);
-	const Shape *xs = &cg->g->node[n->in[0]].shape;
-	int64_t ch = xs->dim[1], h = xs->dim[2], w = xs->dim[3];
-	int64_t th = wino_tiles(a.oh, a.m), tw = wino_tiles(a.ow, a.m);
-	LLVMValueRef *idx = cg_index_idx(cg, at);
-	LLVMValueRef xr = udiv(cg, idx[0], wt->alpha), xc = urem(cg, idx[0], wt->alpha), p = idx[2];
-	LLVMValueRef img = udiv(cg, p, th * tw);
-	LLVMValueRef r0 = LLVMBuildSub(cg->b, mul(cg, urem(cg, udiv(cg, p, tw), th), c64(cg, a.m)), c64(cg, a.ph), "");
-	LLVMValueRef c0 = LLVMBuildSub(cg->b, mul(cg, urem(cg, p, tw), c64(cg, a.m)), c64(cg, a.pw), "");
-	LLVMValueRef plane = mul(cg, add(cg, mul(cg, img, c64(cg, ch)), idx[1]), c64(cg, h * w));
-	LLVMValueRef d[WINO_MAX_ALPHA][WINO_MAX_ALPHA], ri[WINO_MAX_ALPHA], cj[WINO_MAX_ALPHA];
-	LLVMValueRef zero = cg_real(cg, t, 0);
-	for (int i = 0; i < wt->alpha; i++) {
-		LLVMValueRef r = add(cg, r0, c64(cg, i));
-		LLVMValueRef okr = LLVMBuildICmp(cg->b, LLVMIntULT, r, c64(cg, h), ""); /* r < 0 wraps past h */
-		for (int j = 0; j < wt->alpha; j++) {
-			LLVMValueRef c = add(cg, c0, c64(cg, j));
-			LLVMValueRef ok = LLVMBuildAnd(cg->b, okr, LLVMBuildICmp(cg->b, LLVMIntULT, c, c64(cg, w), ""), "");
-			LLVMValueRef at_ij = LLVMBuildSelect(cg->b, ok, add(cg, plane, add(cg, mul(cg, r, c64(cg, w)), c)),
-							     c64(cg, 0), "");
-			d[i][j] = LLVMBuildSelect(cg->b, ok, cg_load(cg, n->in[0], at_ij), zero, "");
-		}
+	LLVMValueRef s = NULL;
+	for (int l = 0; l < count; l++) {
+		double c = k[l * stride];
+		if (c == 0)
+			continue;
+		LLVMValueRef term = c == 1 || c == -1 ? v[l] : LLVMBuildFMul(cg->b, cg_real(cg, t, c), v[l], "");
+		if (!s)
+			s = c == -1 ? LLVMBuildFNeg(cg->b, term, "") : term;
+		else
+			s = c == -1 ? LLVMBuildFSub(cg->b, s, term, "") : LLVMBuildFAdd(cg->b, s, term, "");
 	}
-	for (int i = 0; i < wt->alpha; i++) {
-		ri[i] = coef(cg, t, &wt->bt[0][0], WINO_MAX_ALPHA, wt->alpha, xr, i);
-		cj[i] = coef(cg, t, &wt->bt[0][0], WINO_MAX_ALPHA, wt->alpha, xc, i);
-	}
-	return bilinear(cg, t, d, wt->alpha, wt->alpha, ri, cj);
+	return s ? s : cg_real(cg, t, 0);
 }
 
-/* y[img][k][y][x] = (A^T m A)[y mod m][x mod m], m the points of tile (img, y/m, x/m) */
-LLVMValueRef cg_elem_winograd_output(Cg *cg, const Node *n, ElemIndex *at)
+/* out[r][c] = sum_{i,j} left[r][i] in[i][j] right[c][j]: nr rows of left and nc of right, both
+ * of ni columns stored ld apart; in is ni x ni */
+static void sandwich(Cg *cg, LLVMTypeRef t, const double *left, int nr, const double *right, int nc, int ni, int ld,
+		     LLVMValueRef in[WINO_MAX_ALPHA][WINO_MAX_ALPHA], LLVMValueRef out[WINO_MAX_ALPHA][WINO_MAX_ALPHA])
+{
+	LLVMValueRef tmp[WINO_MAX_ALPHA][WINO_MAX_ALPHA], col[WINO_MAX_ALPHA];
+	for (int r = 0; r < nr; r++)
+		for (int j = 0; j < ni; j++) {
+			for (int i = 0; i < ni; i++)
+				col[i] = in[i][j];
+			tmp[r][j] = lincomb(cg, t, left + r * ld, 1, col, ni);
+		}
+	for (int r = 0; r < nr; r++)
+		for (int c = 0; c < nc; c++)
+			out[r][c] = lincomb(cg, t, right + c * ld, 1, tmp[r], ni);
+}
+
+typedef struct {
+	const WinogradTile *wt;
+	int64_t planes;     /* input: N*C planes of x; output: N*K planes of y */
+	int64_t chans;      /* C (input) or K (output) */
+	int64_t h, w;       /* input plane */
+	int64_t oh, ow, th, tw, p;
+	int64_t ph, pw;
+	LLVMTypeRef t;
+} Wino;
+
+static Wino wino_of(Cg *cg, const Node *n)
 {
 	WinogradAttrs a = ir_winograd_attrs(n);
-	const WinogradTile *wt = wino_tile(a.m);
-	LLVMTypeRef t = cg_compute_type(cg, n->dtype);
-	const Shape *ms = &cg->g->node[n->in[0]].shape;
-	int64_t k = ms->dim[1], p = ms->dim[2];
-	int64_t th = wino_tiles(a.oh, a.m), tw = wino_tiles(a.ow, a.m);
-	LLVMValueRef *idx = cg_index_idx(cg, at);
-	LLVMValueRef tile = add(cg, mul(cg, add(cg, mul(cg, idx[0], c64(cg, th)), udiv(cg, idx[2], a.m)), c64(cg, tw)),
-				udiv(cg, idx[3], a.m));
-	LLVMValueRef i = urem(cg, idx[2], a.m), j = urem(cg, idx[3], a.m);
-	LLVMValueRef base = add(cg, mul(cg, idx[1], c64(cg, p)), tile);
-	LLVMValueRef mm[WINO_MAX_ALPHA][WINO_MAX_ALPHA], ri[WINO_MAX_ALPHA], cj[WINO_MAX_ALPHA];
-	for (int r = 0; r < wt->alpha; r++)
-		for (int c = 0; c < wt->alpha; c++)
-			mm[r][c] = cg_load(cg, n->in[0], add(cg, base, c64(cg, (int64_t)(r * wt->alpha + c) * k * p)));
-	for (int r = 0; r < wt->alpha; r++) {
-		ri[r] = coef(cg, t, &wt->at[0][0], WINO_MAX_ALPHA, a.m, i, r);
-		cj[r] = coef(cg, t, &wt->at[0][0], WINO_MAX_ALPHA, a.m, j, r);
+	Wino q = {.wt = wino_tile(a.m), .ph = a.ph, .pw = a.pw, .oh = a.oh, .ow = a.ow, .t = cg_compute_type(cg, n->dtype)};
+	q.th = wino_tiles(a.oh, a.m), q.tw = wino_tiles(a.ow, a.m);
+	if (n->op == OP_winograd_input) {
+		const Shape *x = &cg->g->node[n->in[0]].shape;
+		q.planes = x->dim[0] * x->dim[1], q.chans = x->dim[1], q.h = x->dim[2], q.w = x->dim[3];
+		q.p = n->shape.dim[2];
+	} else {
+		q.planes = n->shape.dim[0] * n->shape.dim[1], q.chans = n->shape.dim[1];
+		q.p = cg->g->node[n->in[0]].shape.dim[2];
 	}
-	return bilinear(cg, t, mm, wt->alpha, wt->alpha, ri, cj);
+	return q;
 }
+
+/* V[t][c][p] = (B^T d B)[t] for tile (th, tw) of plane (img, c) of x, zero outside the plane */
+static void input_tile(Cg *cg, const Node *n, const Wino *q, LLVMValueRef plane, LLVMValueRef th, LLVMValueRef tw)
+{
+	const WinogradTile *wt = q->wt;
+	LLVMValueRef img = udiv(cg, plane, q->chans), c = urem(cg, plane, q->chans);
+	LLVMValueRef r0 = LLVMBuildSub(cg->b, mulc(cg, th, wt->m), c64(cg, q->ph), "");
+	LLVMValueRef c0 = LLVMBuildSub(cg->b, mulc(cg, tw, wt->m), c64(cg, q->pw), "");
+	LLVMValueRef base = mulc(cg, plane, q->h * q->w), zero = cg_real(cg, q->t, 0);
+	LLVMValueRef d[WINO_MAX_ALPHA][WINO_MAX_ALPHA], v[WINO_MAX_ALPHA][WINO_MAX_ALPHA];
+	for (int i = 0; i < wt->alpha; i++) {
+		LLVMValueRef r = add(cg, r0, c64(cg, i));
+		LLVMValueRef okr = LLVMBuildICmp(cg->b, LLVMIntULT, r, c64(cg, q->h), ""); /* r < 0 wraps past h */
+		for (int j = 0; j < wt->alpha; j++) {
+			LLVMValueRef col = add(cg, c0, c64(cg, j));
+			LLVMValueRef ok = LLVMBuildAnd(cg->b, okr, LLVMBuildICmp(cg->b, LLVMIntULT, col, c64(cg, q->w), ""), "");
+			LLVMValueRef at = LLVMBuildSelect(cg->b, ok, add(cg, base, add(cg, mulc(cg, r, q->w), col)), c64(cg, 0), "");
+			d[i][j] = LLVMBuildSelect(cg->b, ok, cg_load(cg, n->in[0], at), zero, "");
+		}
+	}
+	sandwich(cg, q->t, &wt->bt[0][0], wt->alpha, &wt->bt[0][0], wt->alpha, wt->alpha, WINO_MAX_ALPHA, d, v);
+	LLVMValueRef p = add(cg, mulc(cg, add(cg, mulc(cg, img, q->th), th), q->tw), tw);
+	for (int xr = 0; xr < wt->alpha; xr++)
+		for (int xc = 0; xc < wt->alpha; xc++) {
+			int64_t pt = xr * wt->alpha + xc;
+			LLVMValueRef at = add(cg, mulc(cg, c, q->p), add(cg, c64(cg, pt * q->chans * q->p), p));
+			cg_group_epilogue(cg, n->id, at, v[xr][xc]);
+		}
+}
+
+/* y tile (th, tw) of plane (img, k) = A^T m A of the points M[t][k][p]; outputs past the plane's
+ * edge are not stored (a loop of 0 or 1 trips guards each) */
+static void output_tile(Cg *cg, const Node *n, const Wino *q, LLVMValueRef plane, LLVMValueRef th, LLVMValueRef tw)
+{
+	const WinogradTile *wt = q->wt;
+	int m = wt->m;
+	LLVMValueRef img = udiv(cg, plane, q->chans), k = urem(cg, plane, q->chans);
+	LLVMValueRef p = add(cg, mulc(cg, add(cg, mulc(cg, img, q->th), th), q->tw), tw);
+	LLVMValueRef base = add(cg, mulc(cg, k, q->p), p);
+	LLVMValueRef mm[WINO_MAX_ALPHA][WINO_MAX_ALPHA], y[WINO_MAX_ALPHA][WINO_MAX_ALPHA];
+	for (int xr = 0; xr < wt->alpha; xr++)
+		for (int xc = 0; xc < wt->alpha; xc++)
+			mm[xr][xc] = cg_load(cg, n->in[0], add(cg, base, c64(cg, (int64_t)(xr * wt->alpha + xc) * q->chans * q->p)));
+	sandwich(cg, q->t, &wt->at[0][0], m, &wt->at[0][0], m, wt->alpha, WINO_MAX_ALPHA, mm, y);
+	bool ragged = q->oh % m || q->ow % m;
+	LLVMValueRef y0 = mulc(cg, th, m), x0 = mulc(cg, tw, m), out = mulc(cg, plane, q->oh * q->ow);
+	for (int i = 0; i < m; i++)
+		for (int j = 0; j < m; j++) {
+			LLVMValueRef oy = add(cg, y0, c64(cg, i)), ox = add(cg, x0, c64(cg, j));
+			CgLoop guard;
+			if (ragged) {
+				LLVMValueRef ok = LLVMBuildAnd(cg->b, LLVMBuildICmp(cg->b, LLVMIntULT, oy, c64(cg, q->oh), ""),
+							       LLVMBuildICmp(cg->b, LLVMIntULT, ox, c64(cg, q->ow), ""), "");
+				guard = cg_for_begin(cg, c64(cg, 0), LLVMBuildZExt(cg->b, ok, cg->t_i64, ""), "edge");
+			}
+			cg_group_epilogue(cg, n->id, add(cg, out, add(cg, mulc(cg, oy, q->ow), ox)), y[i][j]);
+			if (ragged)
+				cg_for_end(cg, &guard);
+		}
+}
+
+typedef void (*TileFn)(Cg *cg, const Node *n, const Wino *q, LLVMValueRef plane, LLVMValueRef th, LLVMValueRef tw);
+
+/* Every tile of every plane: on GPUs one per work-item, on the host blocks of planes per
+ * work-group with their tiles in row order (the loop over a tile row is what LLVM vectorizes). */
+static int64_t over_tiles(Cg *cg, const Node *n, TileFn tile)
+{
+	Wino q = wino_of(cg, n);
+	int64_t tiles = q.th * q.tw, grid;
+	if (cg_gpu_paths(cg)) {
+		GpuGroup g;
+		LLVMValueRef e = cg_gpu_elements_begin(cg, &g, q.planes * tiles, &grid);
+		LLVMValueRef r = urem(cg, e, tiles);
+		tile(cg, n, &q, udiv(cg, e, tiles), udiv(cg, r, q.tw), urem(cg, r, q.tw));
+		cg_gpu_elements_end(cg, &g);
+		return grid;
+	}
+	int64_t per = CG_WG_ELEMENTS / (tiles * q.wt->alpha * q.wt->alpha);
+	per = per < 1 ? 1 : per > q.planes ? q.planes : per;
+	grid = (q.planes + per - 1) / per;
+	CgLoop wg = cg_for_begin(cg, cg->wg_begin, cg->wg_end, "wg");
+	LLVMValueRef lo = mulc(cg, wg.i, per);
+	CgLoop pl = cg_for_begin(cg, lo, cg_min_i64(cg, add(cg, lo, c64(cg, per)), c64(cg, q.planes)), "plane");
+	CgLoop th = cg_for_begin(cg, c64(cg, 0), c64(cg, q.th), "th");
+	CgLoop tw = cg_for_begin(cg, c64(cg, 0), c64(cg, q.tw), "tw");
+	tile(cg, n, &q, pl.i, th.i, tw.i);
+	cg_for_end(cg, &tw);
+	cg_for_end(cg, &th);
+	cg_for_end(cg, &pl);
+	cg_for_end(cg, &wg);
+	return grid;
+}
+
+int64_t cg_lower_winograd_input(Cg *cg, const Node *n) { return over_tiles(cg, n, input_tile); }
+int64_t cg_lower_winograd_output(Cg *cg, const Node *n) { return over_tiles(cg, n, output_tile); }

@@ -35,6 +35,12 @@ static const WinogradTile wino_f4 = {
 	.at = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}},
 };
 
+/* The error a float32 Winograd convolution may have against the float64 direct one, as max |got -
+ * want| / max |want| (docs/codegen.md, "Winograd numerics", has the measurements behind them):
+ * F(2x2) measured below direct's own error, F(4x4) up to 1.6e-5 (about 4 bits more lost). */
+#define WINO_TOL_F2 1e-5
+#define WINO_TOL_F4 1e-4
+
 /* The tile of output size m (2 or 4), NULL for another. */
 static inline const WinogradTile *wino_tile(int m)
 {

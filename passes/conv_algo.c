@@ -3,7 +3,8 @@
  * direct: the implicit GEMM of codegen/lower_conv.c, every convolution as the frontend and
  * autodiff made it. winograd: every convolution Winograd can take (3x3, stride 1, dilation 1,
  * NCHW, f32; the input gradient too, with padding at most 2) becomes the four steps of
- * ir/ops_winograd.c; the others stay direct. auto is direct for now.
+ * ir/ops_winograd.c, F(4x4,3x3) or, on small planes, F(2x2,3x3); the others stay direct. auto
+ * takes Winograd only where it measured faster (winograd_pays).
  *
  * The input gradient of a 3x3 stride-1 convolution with padding p is the 3x3 stride-1
  * convolution of dy padded by 2 - p with the weights rotated by 180 degrees and their channels
@@ -17,8 +18,12 @@
 #include "ir/winograd.h"
 #include "passes/passes.h"
 
-/* The output tile --conv-algo winograd uses. */
-#define WINOGRAD_TILE 2
+/* auto's rule, from the CPU measurements of docs/performance.md: F(4x4) beat the direct GEMM
+ * where both channel counts are at least 128 and the batch has at least 1024 output positions
+ * (N*H*W) per filter to spread the weight transform over; with 64 channels, or 512 channels of
+ * 14x14 at batch 2, direct won. F(2x2) never won. */
+#define AUTO_MIN_CHANNELS 128
+#define AUTO_MIN_POSITIONS 1024
 
 const char *conv_algo_name(const Graph *g, const Node *n)
 {
@@ -86,24 +91,44 @@ static int winograd(Graph *dst, const Graph *src, const Node *conv, const int *m
 	return out;
 }
 
+/* F(4x4) (a quarter of direct's multiplications in the GEMM, against F(2x2)'s 4/9) unless the
+ * output plane is under two such tiles a side, where F(2x2) wastes less on the border. */
+static int tile_for(const Node *n) { return n->shape.dim[2] >= 8 && n->shape.dim[3] >= 8 ? 4 : 2; }
+
+/* auto: whether Winograd pays for n (channels in and out, output positions of the batch). */
+static bool winograd_pays(const Graph *g, const Node *n)
+{
+	int64_t positions = n->shape.dim[0] * n->shape.dim[2] * n->shape.dim[3];
+	return g->node[n->in[0]].shape.dim[1] >= AUTO_MIN_CHANNELS && n->shape.dim[1] >= AUTO_MIN_CHANNELS &&
+	       positions >= AUTO_MIN_POSITIONS && tile_for(n) == 4;
+}
+
+typedef struct {
+	ConvAlgo algo;
+	int tile; /* 0: tile_for's */
+} Choice;
+
 static int rebuild_node(Graph *dst, const Graph *src, int id, const int *map, void *ctx)
 {
-	const int *tile = ctx;
+	const Choice *ch = ctx;
 	const Node *n = &src->node[id];
-	if (n->programs && winograd_fits(src, n))
-		return winograd(dst, src, n, map, *tile);
+	if (n->programs && winograd_fits(src, n) && (ch->algo == CONV_ALGO_WINOGRAD || winograd_pays(src, n)))
+		return winograd(dst, src, n, map, ch->tile ? ch->tile : tile_for(n));
 	return ir_rebuild_copy(dst, src, id, map);
 }
 
 void conv_algo_winograd(Graph *g, int tile)
 {
-	ir_rebuild(g, rebuild_node, &tile);
+	Choice ch = {.algo = CONV_ALGO_WINOGRAD, .tile = tile};
+	ir_rebuild(g, rebuild_node, &ch);
 }
 
 bool pass_conv_algo(Graph *g, const PassOptions *o, Diag *d)
 {
 	(void)d;
-	if (o->conv_algo == CONV_ALGO_WINOGRAD)
-		conv_algo_winograd(g, WINOGRAD_TILE);
+	if (o->conv_algo == CONV_ALGO_DIRECT)
+		return true;
+	Choice ch = {.algo = o->conv_algo};
+	ir_rebuild(g, rebuild_node, &ch);
 	return true;
 }

@@ -4,7 +4,9 @@
  * float64). Then every kernel of the rewritten graph, on the host template and the GPU templates
  * emulated, against the float64 interpreter on random inputs: padding 0, 1 and 2 (the input
  * gradient of padding 0), odd and even planes, tiles crossing the border, batch > 1, channel
- * counts that are multiples of nothing. */
+ * counts that are multiples of nothing, within each tile's tolerance (ir/winograd.h). Last, that
+ * tolerance against measured error: N(0,1) inputs, 256 channels. */
+#include "ir/winograd.h"
 #include "tests/unit/cg_fused_harness.h"
 
 typedef struct {
@@ -108,19 +110,50 @@ static void check_kernels(const Case *c, int tile, bool emulate)
 	build(h, c);
 	mark_programs(h->g);
 	conv_algo_winograd(h->g, tile);
+	h->tol = tile == 4 ? WINO_TOL_F4 : WINO_TOL_F2;
 	tu_failures += cf_run(h, emulate);
+	ch_free(h);
+}
+
+/* N(0,1) values for leaf id (Box-Muller). */
+static void set_normal(CgHarness *h, int id)
+{
+	int64_t m = shape_numel(&h->g->node[id].shape);
+	double *v = tu_calloc((size_t)m, sizeof *v);
+	for (int64_t i = 0; i < m; i++)
+		v[i] = sqrt(-2 * log(ch_uniform(1e-12, 1))) * cos(2 * M_PI * ch_uniform(0, 1));
+	ch_set(h, id, v);
+	free(v);
+}
+
+/* The documented tolerance holds for the inputs it was measured on: N(0,1), 256 channels. */
+static void check_normal(int tile)
+{
+	static const Case wide = {"N(0,1), 256 channels", 1, 256, 16, 12, 12, 1, false};
+	char name[120];
+	snprintf(name, sizeof name, "%s F(%dx%d)", wide.what, tile, tile);
+	CgHarness *h = ch_new(name);
+	build(h, &wide);
+	set_normal(h, 0);
+	set_normal(h, 1);
+	mark_programs(h->g);
+	conv_algo_winograd(h->g, tile);
+	h->tol = tile == 4 ? WINO_TOL_F4 : WINO_TOL_F2;
+	tu_failures += cf_run(h, false);
 	ch_free(h);
 }
 
 int main(void)
 {
 	ch_start("test_cg_winograd");
-	static const int tiles[] = {2};
+	static const int tiles[] = {2, 4};
 	for (size_t t = 0; t < sizeof tiles / sizeof *tiles; t++)
 		for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 			check_float64(&cases[i], tiles[t]);
 			check_kernels(&cases[i], tiles[t], false);
 			check_kernels(&cases[i], tiles[t], true);
 		}
+	check_normal(2);
+	check_normal(4);
 	return tu_finish("test_cg_winograd");
 }
