@@ -66,7 +66,7 @@ static int add_step(Graph *dst, const Node *conv, OpId op, const int *in, const 
 
 /* conv (forward or input gradient) as weight transform, input transform, GEMM per transform
  * point and output transform; returns the output transform, which takes conv's place */
-static int winograd(Graph *dst, const Graph *src, const Node *conv, const int *map, int m)
+static int winograd(Graph *dst, const Node *conv, const int *map, int m)
 {
 	ConvGeom c = ir_conv_geom(conv);
 	bool grad = conv->op == OP_conv2d_grad_input;
@@ -87,7 +87,6 @@ static int winograd(Graph *dst, const Graph *src, const Node *conv, const int *m
 	o->loc = conv->loc;
 	o->grad_of = conv->grad_of >= 0 ? map[conv->grad_of] : -1;
 	ir_set_name(dst, out, conv->name);
-	(void)src;
 	return out;
 }
 
@@ -113,7 +112,7 @@ static int rebuild_node(Graph *dst, const Graph *src, int id, const int *map, vo
 	const Choice *ch = ctx;
 	const Node *n = &src->node[id];
 	if (n->programs && winograd_fits(src, n) && (ch->algo == CONV_ALGO_WINOGRAD || winograd_pays(src, n)))
-		return winograd(dst, src, n, map, ch->tile ? ch->tile : tile_for(n));
+		return winograd(dst, n, map, ch->tile ? ch->tile : tile_for(n));
 	return ir_rebuild_copy(dst, src, id, map);
 }
 
