@@ -29,6 +29,7 @@ typedef struct PassOptions {
 	int layout;              /* LAYOUT_NCHW, LAYOUT_NHWC (ir.h) or LAYOUT_AUTO: the layout pass
 	                          * picks from the graph (passes/layout.c) */
 	ConvAlgo conv_algo;      /* --conv-algo: auto (the pass's cost rule), direct or winograd */
+	bool gpu_first;          /* the first --target is a GPU: auto choices follow GPU measurements */
 	bool listed_only;        /* netc opt: run exactly --passes (none without it) on a graph read
 	                          * as text; no pass is required */
 } PassOptions;

@@ -77,6 +77,22 @@ Graph *model_load_graph(const char *path, int64_t batch, bool training, const Co
 	return NULL;
 }
 #else
+/* Whether the first name of the --target list (the host when there is none) is a GPU: the
+ * passes' auto choices follow it (a wrong name is reported when the targets are parsed). */
+static bool first_target_is_gpu(const ModelTargets *t)
+{
+	const char *list = t->targets && t->targets[0] ? t->targets : "host";
+	char spec[64], err[256];
+	size_t k = strcspn(list, ",");
+	if (k >= sizeof spec)
+		return false;
+	memcpy(spec, list, k);
+	spec[k] = 0;
+	CgTargetOptions plain = {0};
+	CgTarget t0;
+	return cg_target_lookup(spec, &plain, &t0, err, sizeof err) && t0.ops->gpu;
+}
+
 Graph *model_load_graph(const char *path, int64_t batch, bool training, const CompileOptions *o)
 {
 	if (!looks_like_source(path))
@@ -90,7 +106,9 @@ Graph *model_load_graph(const char *path, int64_t batch, bool training, const Co
 		return g;
 	Diag d;
 	diag_init(&d, path, NULL);
-	if (!passes_run(g, &o->passes, &d)) {
+	PassOptions po = o->passes;
+	po.gpu_first = first_target_is_gpu(&o->targets);
+	if (!passes_run(g, &po, &d)) {
 		ir_graph_free(g);
 		return NULL;
 	}

@@ -496,7 +496,8 @@ static const Command commands[] = {
 	 "update, evaluation and, with --accumulate K or `accumulate = K`, the accumulation micro-batch),\n"
 	 "one node per line with the programs it runs in, its fused group and arena offset: the text\n"
 	 "form `netc opt` reads (docs/passes.md)." PASS_HELP},
-	{"info", cmd_info, OPT_BATCH | OPT_PASSES | OPT_PLAN, "netc info MODEL.net|FILE [--batch N] [--plan] " PASS_USAGE,
+	{"info", cmd_info, OPT_BATCH | OPT_PASSES | OPT_PLAN | OPT_TARGET,
+	 "netc info MODEL.net|FILE [--batch N] [--plan] [--target LIST] " PASS_USAGE,
 	 "Summarizes a model: parameters, forward FLOPs per example, training step FLOPs, kernels and\n"
 	 "the bytes they read and write, arena bytes, and the memory plan: the arena against the sum of\n"
 	 "all buffers without reuse. --plan also prints every block: offset, bytes, lifetime (kernel\n"
@@ -505,7 +506,8 @@ static const Command commands[] = {
 	 "FILE: the model, batch and arena, the targets inside, and for each AMD target every kernel's\n"
 	 "VGPRs, AGPRs, SGPRs, LDS bytes, scratch bytes per work-item and spills, read from the code\n"
 	 "object's metadata, with the occupancy they allow (waves per SIMD) and the resource that limits\n"
-	 "it." PASS_HELP},
+	 "it. --target LIST: the targets a .net file is summarized for (default host); the first one\n"
+	 "decides the passes' auto choices, such as each convolution's algorithm." PASS_HELP},
 	{"compile", cmd_compile, OPT_OUTPUT | OPT_BATCH | OPT_QUIET | OPT_TARGET | OPT_WAVE | OPT_COV | OPT_EMIT | OPT_PASSES
 		 | OPT_ACCUMULATE,
 	 "netc compile MODEL.net -o FILE [--batch N] [--accumulate K] [--target LIST] [--wave32|--wave64]\n"
