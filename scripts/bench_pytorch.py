@@ -428,6 +428,9 @@ def main():
 	p.add_argument("--precision", default="fp32", choices=PRECISIONS)
 	p.add_argument("--compile", action="store_true", help="torch.compile the model (PyTorch 2)")
 	p.add_argument("--channels-last", action="store_true", help="NHWC model weights and input")
+	p.add_argument("--cudnn-benchmark", action="store_true",
+	               help="torch.backends.cudnn.benchmark = True: cuDNN times its algorithms per shape "
+	               "during the warm-up (PyTorch's default is off)")
 	p.add_argument("--csv", action="store_true", help="comma-separated values with a header row")
 	p.add_argument("--check-params", action="store_true",
 	               help="print parameter counts (beside netc's with --netc) and the optimizer; time nothing")
@@ -449,20 +452,21 @@ def main():
 	if a.threads:
 		torch.set_num_threads(a.threads)
 	set_tf32(a.precision == "tf32")
+	torch.backends.cudnn.benchmark = a.cudnn_benchmark
 	dev = torch.device(a.device)
 	where = torch.cuda.get_device_name() if dev.type == "cuda" else "%d threads" % torch.get_num_threads()
-	columns = ("model", "batch", "precision", "compiled", "channels_last", "ms_per_step", "min_ms", "max_ms",
-	           "examples_per_s")
+	columns = ("model", "batch", "precision", "compiled", "channels_last", "cudnn_bench", "ms_per_step", "min_ms",
+	           "max_ms", "examples_per_s")
 	# with --csv the run's description goes to stderr, so stdout is the table alone
 	print("torch %s, %s, median of %d repeats of %d steps after %d warm-up steps" %
 	      (torch.__version__, where, a.repeats, a.steps, a.warmup), file=sys.stderr if a.csv else sys.stdout)
-	print(",".join(columns) if a.csv else "%-14s %6s %9s %8s %13s %11s %11s %11s %12s" % columns)
+	print(",".join(columns) if a.csv else "%-14s %6s %9s %8s %13s %11s %11s %11s %11s %12s" % columns)
 	for name in names:
 		batch, times = bench(name, a, dev)
 		ms = statistics.median(times)
 		row = (name, batch, a.precision, "yes" if a.compile else "no", "yes" if a.channels_last else "no",
-		       "%.3f" % ms, "%.3f" % min(times), "%.3f" % max(times), "%.0f" % (batch * 1000 / ms))
-		print(",".join(str(v) for v in row) if a.csv else "%-14s %6s %9s %8s %13s %11s %11s %11s %12s" % row)
+		       "yes" if a.cudnn_benchmark else "no", "%.3f" % ms, "%.3f" % min(times), "%.3f" % max(times), "%.0f" % (batch * 1000 / ms))
+		print(",".join(str(v) for v in row) if a.csv else "%-14s %6s %9s %8s %13s %11s %11s %11s %11s %12s" % row)
 		sys.stdout.flush()
 
 
