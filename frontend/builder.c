@@ -702,16 +702,15 @@ static void train_int(Builder *b, const Expr *e, const char *key, TrainParse par
 	*out = (int64_t)v.v;
 }
 
-/* precision = fp32|fp16|bf16: what the forward and backward passes compute in
- * (passes/mixed_precision.c) */
+/* precision = fp32|fp16|bf16|tf32: what the forward and backward passes compute in
+ * (passes/mixed_precision.c; tf32 in the GEMM templates) */
 static void train_precision(Builder *b, const Expr *e, TrainConfig *c)
 {
-	static const char *const known[PREC_COUNT] = {[PREC_FP32] = "fp32", [PREC_FP16] = "fp16", [PREC_BF16] = "bf16"};
 	int k = 0;
-	while (e->kind == E_NAME && k < PREC_COUNT && strcmp(e->name, known[k]))
+	while (e->kind == E_NAME && k < PREC_COUNT && strcmp(e->name, precision_name((PrecisionKind)k)))
 		k++;
 	if (e->kind != E_NAME || k == PREC_COUNT) {
-		diag_error(b->d, e->loc, "unknown precision (known: fp32, fp16, bf16)");
+		diag_error(b->d, e->loc, "unknown precision (known: " PRECISION_LIST ")");
 		return;
 	}
 	c->precision = (PrecisionKind)k;

@@ -16,7 +16,7 @@
 #include "ir/ir.h"
 
 static const char *const optimizer_names[] = {"sgd", "adadelta", "adam", "adamw"};
-static const char *const precision_names[] = {"fp32", "fp16", "bf16"};
+static const char *const precision_names[PREC_COUNT] = PRECISION_NAMES;
 
 _Static_assert(sizeof(OptimizerKind) == sizeof(int) && sizeof(PrecisionKind) == sizeof(int),
 	       "TrainConfig's enum fields are read and written as int");

@@ -8,8 +8,20 @@
 /* New kinds go last: bundles store these numbers. */
 typedef enum { OPT_SGD, OPT_ADADELTA, OPT_ADAM, OPT_ADAMW, OPT_COUNT } OptimizerKind;
 typedef enum { SCHED_NONE, SCHED_STEP, SCHED_MULTISTEP, SCHED_COSINE, SCHED_COUNT } ScheduleKind;
-/* What the forward and backward passes compute in; weights and optimizer state stay f32. */
-typedef enum { PREC_FP32, PREC_FP16, PREC_BF16, PREC_COUNT } PrecisionKind;
+/* What the forward and backward passes compute in; weights and optimizer state stay f32.
+ * tf32 stores and computes as fp32, but GEMM-shaped kernels (conv2d, its gradients, matmul)
+ * multiply in TF32 (10-bit mantissa products, f32 accumulation) on targets with matrix units for
+ * it (NVIDIA sm_80+); elsewhere it is exactly fp32. */
+typedef enum { PREC_FP32, PREC_FP16, PREC_BF16, PREC_TF32, PREC_COUNT } PrecisionKind;
+/* The names of --precision and the train section's `precision`, by PrecisionKind. */
+#define PRECISION_NAMES {"fp32", "fp16", "bf16", "tf32"}
+#define PRECISION_LIST "fp32, fp16, bf16, tf32"
+
+static inline const char *precision_name(PrecisionKind p)
+{
+	static const char *const names[PREC_COUNT] = PRECISION_NAMES;
+	return p >= 0 && p < PREC_COUNT ? names[p] : "?";
+}
 
 #define TRAIN_MAX_MILESTONES 6
 /* The most micro-batches one step accumulates: more is surely a typo, not a plan. */

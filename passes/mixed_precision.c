@@ -116,7 +116,8 @@ bool pass_mixed_precision(Graph *g, const PassOptions *o, Diag *d)
 {
 	(void)o;
 	(void)d;
-	if (g->train.precision == PREC_FP32)
+	/* tf32 keeps every value in f32: only the GEMM templates' products differ */
+	if (g->train.precision != PREC_FP16 && g->train.precision != PREC_BF16)
 		return true;
 	MpState s = {g->train.precision == PREC_FP16 ? DT_F16 : DT_BF16, forced_f32(g), {NULL, NULL}};
 	for (int t = 0; t < 2; t++) {

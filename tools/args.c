@@ -134,13 +134,12 @@ static bool set_cov(const char *command, const char *v, Args *a)
 /* --precision: what the forward and backward passes compute in (ir/train_config.h) */
 static bool set_precision(const char *command, const char *v, Args *a)
 {
-	static const char *const names[PREC_COUNT] = {[PREC_FP32] = "fp32", [PREC_FP16] = "fp16", [PREC_BF16] = "bf16"};
 	for (int p = 0; p < PREC_COUNT; p++)
-		if (strcmp(v, names[p]) == 0) {
+		if (strcmp(v, precision_name((PrecisionKind)p)) == 0) {
 			a->precision = p;
 			return true;
 		}
-	fprintf(stderr, "netc %s: --precision is fp32, fp16 or bf16, not '%s'\n", command, v);
+	fprintf(stderr, "netc %s: --precision is one of " PRECISION_LIST ", not '%s'\n", command, v);
 	return false;
 }
 

@@ -64,7 +64,6 @@ static bool looks_like_source(const char *path)
 	return true;
 }
 
-static const char *precision_name(int p) { return p == PREC_FP16 ? "fp16" : p == PREC_BF16 ? "bf16" : "fp32"; }
 
 #ifdef NETC_RUNTIME_ONLY
 Graph *model_load_graph(const char *path, int64_t batch, bool training, const CompileOptions *o)
@@ -385,7 +384,8 @@ static bool read_bundle(const char *path, int64_t batch, const CompileOptions *o
 	if (precision >= 0 && precision != (int)b->train.precision) {
 		fprintf(stderr, "netc: error: %s was compiled for --precision %s, not %s; compile it again with "
 				"`netc compile MODEL.net --precision %s -o FILE`\n",
-			path, precision_name(b->train.precision), precision_name(precision), precision_name(precision));
+			path, precision_name(b->train.precision), precision_name((PrecisionKind)precision),
+			precision_name((PrecisionKind)precision));
 		bundle_free(b);
 		return false;
 	}

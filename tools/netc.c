@@ -62,6 +62,16 @@ static void print_conv_algos(const Graph *g)
 	}
 }
 
+/* The precision, and for tf32 where it differs from fp32 (passes/mixed_precision.c, gemm_gpu.c). */
+static void print_precision(PrecisionKind p)
+{
+	printf("precision: %s", precision_name(p));
+	if (p == PREC_TF32)
+		printf(" (TF32 products in conv2d and matmul on NVIDIA sm_80+ through mma.sync; exactly fp32 on the\n"
+		       "  host and on AMD GPUs)");
+	printf("\n");
+}
+
 static int info_model(const Args *a, const CompileOptions *o)
 {
 	Graph *g = model_load_graph(a->model, a->batch, true, o);
@@ -71,6 +81,7 @@ static int info_model(const Args *a, const CompileOptions *o)
 	int64_t sum = plan_memory_sum(g);
 	printf("model: %s\n", g->name);
 	printf("batch: %lld\n", (long long)g->batch);
+	print_precision(g->train.precision);
 	printf("parameters: %lld\n", (long long)ir_param_count(g));
 	printf("forward FLOPs per example: %.4g\n", forward_flops(g) / (double)g->batch);
 	printf("training step FLOPs: %.4g\n", ir_flops(g, PROG_TRAIN));
@@ -162,6 +173,7 @@ static int info_bundle(const Args *a, const CompileOptions *o)
 		return 1;
 	printf("model: %s\n", b.model);
 	printf("batch: %lld\n", (long long)b.batch);
+	print_precision(b.train.precision);
 	printf("parameters: %lld\n", (long long)param_count(&b));
 	printf("training step FLOPs: %.4g\n", b.flops_per_step);
 	printf("arena bytes: %lld\n", (long long)b.arena_bytes);
@@ -470,7 +482,7 @@ static int cmd_bench(const Args *a, const CompileOptions *co)
 /* the pass manager's options, on every command that runs the passes */
 #define PASS_USAGE "[--passes=LIST] [--disable-pass=NAME] [--print-after=NAME|all] [--time-passes] [-O0]\n" \
 	"                  [--layout nchw|nhwc|auto] [--conv-algo auto|direct|winograd]\n"                        \
-	"                  [--precision fp32|fp16|bf16] [--max-errors N]"
+	"                  [--precision fp32|fp16|bf16|tf32] [--max-errors N]"
 #define PASS_HELP                                                                                      \
 	"\n--passes=LIST sets the pass pipeline (`netc passes` lists them; default\n"                    \
 	PASSES_DEFAULT "),\n--disable-pass=NAME takes passes out, -O0 runs no optimization (no fusion, no\n"  \
@@ -479,7 +491,8 @@ static int cmd_bench(const Args *a, const CompileOptions *co)
 	"(auto: by the first target, docs/passes.md); --conv-algo how 3x3 stride-1 convolutions are\n"  \
 	"computed (direct implicit GEMM or Winograd; auto: the cost rule of docs/passes.md; `netc info`\n" \
 	"shows each convolution's); --precision what forward and backward compute\n"                  \
-	"in (fp16 and bf16 keep fp32 master weights; fp16 scales the loss, docs/training.md).\n"        \
+	"in (fp16 and bf16 keep fp32 master weights; fp16 scales the loss; tf32 is fp32 with TF32\n"   \
+	"products in conv and matmul on NVIDIA sm_80+, docs/training.md).\n"                            \
 	"--max-errors N prints at most N errors of a .net file (default 20; 0: all of them)."
 
 static int run_plot(const Args *a, const CompileOptions *o)
