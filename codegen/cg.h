@@ -114,6 +114,8 @@ void cg_store(Cg *cg, int id, LLVMValueRef index, LLVMValueRef value);
 LLVMValueRef cg_local(Cg *cg, LLVMTypeRef t, const char *name);
 /* Calls llvm.<name> overloaded on type t (e.g. "exp", "fma", "maxnum", "sqrt"). */
 LLVMValueRef cg_intrinsic(Cg *cg, const char *name, LLVMTypeRef t, LLVMValueRef *args, int nargs);
+/* Calls the intrinsic of that full name, which is not overloaded ("llvm.nvvm.f2tf32.rna"). */
+LLVMValueRef cg_intrinsic_call(Cg *cg, const char *name, LLVMValueRef *args, int nargs);
 
 /* for (i = lo; i < hi; i++): cg_for_begin leaves the builder in the body, cg_for_end closes the
  * loop and leaves the builder after it. */

@@ -49,6 +49,15 @@ LLVMValueRef cg_intrinsic(Cg *cg, const char *name, LLVMTypeRef t, LLVMValueRef 
 	return LLVMBuildCall2(cg->b, ft, fn, args, (unsigned)nargs, "");
 }
 
+LLVMValueRef cg_intrinsic_call(Cg *cg, const char *name, LLVMValueRef *args, int nargs)
+{
+	unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+	if (!id)
+		CG_FAIL("no intrinsic %s", name);
+	LLVMValueRef fn = LLVMGetIntrinsicDeclaration(cg->mod, id, NULL, 0);
+	return LLVMBuildCall2(cg->b, LLVMIntrinsicGetType(cg->ctx, id, NULL, 0), fn, args, (unsigned)nargs, "");
+}
+
 CgLoop cg_for_begin(Cg *cg, LLVMValueRef lo, LLVMValueRef hi, const char *name)
 {
 	CgLoop l = {0};

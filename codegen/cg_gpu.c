@@ -9,16 +9,7 @@
 
 bool cg_is_gpu(const Cg *cg) { return cg->target->ops->gpu; }
 
-LLVMValueRef cg_call_intrinsic0(Cg *cg, const char *name)
-{
-	unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
-	if (!id) {
-		fprintf(stderr, "internal error: no intrinsic %s\n", name);
-		abort();
-	}
-	LLVMValueRef fn = LLVMGetIntrinsicDeclaration(cg->mod, id, NULL, 0);
-	return LLVMBuildCall2(cg->b, LLVMIntrinsicGetType(cg->ctx, id, NULL, 0), fn, NULL, 0, "");
-}
+LLVMValueRef cg_call_intrinsic0(Cg *cg, const char *name) { return cg_intrinsic_call(cg, name, NULL, 0); }
 
 LLVMValueRef cg_workitem_id(Cg *cg) { return cg->target->ops->workitem_id(cg); }
 LLVMValueRef cg_workgroup_id(Cg *cg) { return cg->target->ops->workgroup_id(cg); }

@@ -47,6 +47,8 @@ struct GemmSpec {
 	GemmOperand a, b;
 	GemmEpilogueFn epilogue;
 	LLVMTypeRef type;   /* compute type: float or double */
+	bool tf32;          /* float products may be TF32 (--precision tf32): the GPU template uses
+			       mma.sync where the target has CG_MATRIX_MMA; everywhere else it is float */
 	const void *ctx;    /* the lowering's, for the epilogue */
 };
 

@@ -11,14 +11,21 @@
  *   KS == 1: phase: each work-item stores its valid outputs
  *   KS > 1:  phase: partial tiles to LDS | barrier | phase: sums in slice order, stores
  *
+ * With TF32 (use_mma) the same kernel, but the accumulate step is mma.sync on warp tiles and the
+ * accumulators are in the instruction's C layout (see "the warp tile" below).
+ *
  * Split-K (S k-slices across work-groups) stores the outputs as float32 partials in the
  * workspace, slice-major, and a second kernel, one work-item per output element, sums the S
  * partials in slice order and runs the epilogue.
  *
  * Tile indices are i32 where every extent fits (they are zero-extended for the operand emitters,
  * so LLVM narrows the emitters' divisions by constants to 32 bits, which GPUs do natively). */
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "codegen/gemm_gpu.h"
 #include "codegen/cg_util.h"
+#include "codegen/matrix_layout.h"
 
 enum {
 	GPU_TILE = 128,         /* largest tile side (float32; float64 stops at GPU_SMALL_TILE) */
@@ -27,15 +34,18 @@ enum {
 	GPU_REG_TILE = 4,       /* register tile side of tiles up to GPU_SMALL_TILE */
 	GPU_MAX_REG = 8,        /* register tile side of the GPU_TILE-wide tiles */
 	GPU_WANT_GROUPS = 256,  /* shrink tiles until the grid has this many work-groups */
-	GPU_STAGE_BYTES = 8192  /* LDS for one buffer of the A and B tiles; the k-block grows to fill it */
+	GPU_STAGE_BYTES = 8192, /* LDS for one buffer of the A and B tiles; the k-block grows to fill it */
+	GPU_WARP = 32,          /* lanes of one mma.sync */
+	GPU_WARPS = CG_GPU_BLOCK / GPU_WARP
 };
 
 /* ---- the work-group ---- */
 
-static bool emulation, emulation_split_k;
+static bool emulation, emulation_split_k, emulation_mma;
 
 void cg_gpu_emulation(bool on) { emulation = on; }
 void cg_gpu_emulation_split_k(bool on) { emulation_split_k = on; }
+void cg_gpu_emulation_mma(bool on) { emulation_mma = on; }
 
 bool cg_gpu_paths(const Cg *cg) { return cg_is_gpu(cg) || emulation; }
 
@@ -186,17 +196,37 @@ static void wide_tile(const GemmSpec *s, GpuTiles *t)
 		}
 }
 
-GpuTiles cg_gemm_gpu_tiles(const GemmSpec *s)
+/* The warp tiles of an mma tile: the 8 warps 2 x 4 over the tile (128 x 128: 64 x 32, 64 x 64:
+ * 32 x 16), at least one m16n8 fragment each; small tiles have fewer warps per slice and more
+ * slices. 64 x 32 gives each warp 16 mma.sync per k8 for 16 A and 8 B fragment reads and 64
+ * accumulators, as many as the 8 x 8 register tile it replaces, so the register budget and the
+ * two resident work-groups stay. */
+static void warp_tiles(GpuTiles *t)
+{
+	t->mma = true;
+	t->tm = t->tn = 0;
+	t->wm = t->bm / 2 > 16 ? t->bm / 2 : 16;
+	t->wn = t->bn / 4 > 8 ? t->bn / 4 : 8;
+	t->ks = GPU_WARPS / ((t->bm / t->wm) * (t->bn / t->wn));
+}
+
+enum { MMA_K = 8 }; /* the k of mma.m16n8k8: each slice's share of a k-block is a multiple */
+
+static GpuTiles tiles(const GemmSpec *s, bool mma)
 {
 	GpuTiles t = {.block = CG_GPU_BLOCK};
 	small_tile(s, &t);
 	wide_tile(s, &t);
-	t.tm = reg_side(t.bm);
-	t.tn = reg_side(t.bn);
-	t.ks = t.block / ((t.bm / t.tm) * (t.bn / t.tn));
+	if (mma) {
+		warp_tiles(&t);
+	} else {
+		t.tm = reg_side(t.bm);
+		t.tn = reg_side(t.bn);
+		t.ks = t.block / ((t.bm / t.tm) * (t.bn / t.tn));
+	}
 	/* the k-block fills the LDS budget (fewer barriers, more loads in flight) but stays within
-	 * K rounded up to a power of two and gives every slice at least 4 steps */
-	t.bk = 4 * t.ks;
+	 * K rounded up to a power of two and gives every slice at least 4 steps (mma: one k8) */
+	t.bk = (mma ? MMA_K : 4) * t.ks;
 	int64_t esize = is_double(s) ? 8 : 4;
 	while ((t.bm + t.bn) * t.bk * 2 * esize <= GPU_STAGE_BYTES && t.bk < s->k)
 		t.bk *= 2;
@@ -207,17 +237,40 @@ GpuTiles cg_gemm_gpu_tiles(const GemmSpec *s)
 	return t;
 }
 
-GpuTiles cg_gemm_gpu_split_tiles(const GemmSpec *s, int slices)
+GpuTiles cg_gemm_gpu_tiles(const GemmSpec *s) { return tiles(s, false); }
+
+static GpuTiles split_tiles(const GemmSpec *s, int slices, bool mma)
 {
 	/* the tiles of one slice's problem, with the slices counted as work-groups */
 	GemmSpec one = *s;
 	one.batch = s->batch * slices;
 	one.k = cdiv(s->k, slices);
-	GpuTiles t = cg_gemm_gpu_tiles(&one);
+	GpuTiles t = tiles(&one, mma);
 	/* whole k-blocks per slice; rounding up may leave fewer slices */
 	t.kslice = cdiv(one.k, t.bk) * t.bk;
 	t.slices = (int)cdiv(s->k, t.kslice);
 	return t;
+}
+
+GpuTiles cg_gemm_gpu_split_tiles(const GemmSpec *s, int slices) { return split_tiles(s, slices, false); }
+
+/* TF32 products through mma.sync: asked for by the spec, float, and a target with the unit (or
+ * emulation that asks for it). */
+static bool use_mma(const Cg *cg, const GemmSpec *s)
+{
+	if (!s->tf32 || s->type != cg->t_f32)
+		return false;
+	return cg_is_gpu(cg) ? (cg->target->matrix & CG_MATRIX_MMA) != 0 : emulation && emulation_mma;
+}
+
+static const CgMatrixInstr *mma_instr(void)
+{
+	const CgMatrixInstr *mi = cg_matrix_instr_find(CG_MATRIX_MMA, "mma.m16n8k8.tf32", GPU_WARP);
+	if (!mi || mi->a_type.scalar != CG_MSCALAR_I32 || mi->b_type.scalar != CG_MSCALAR_I32) {
+		fprintf(stderr, "netc: internal error: the mma.m16n8k8.tf32 row is not as gemm_gpu.c expects\n");
+		abort();
+	}
+	return mi;
 }
 
 /* ---- emission state ---- */
@@ -225,12 +278,13 @@ GpuTiles cg_gemm_gpu_split_tiles(const GemmSpec *s, int slices)
 typedef struct {
 	const GemmSpec *s;
 	GpuTiles t;
+	const CgMatrixInstr *mi;     /* mma: the instruction; NULL: register tiles */
 	GpuGroup grp;
 	LLVMTypeRef et, it;          /* compute type; index type (i32 where it fits) */
 	LLVMValueRef lds;            /* two buffers of A tile [bk][lda], B tile [bk][ldb]; then slice partials */
 	LLVMValueRef as, bs;         /* the k-block's buffer */
 	int64_t lda, ldb;
-	GpuPrivate acc;              /* TM x TN accumulators per work-item */
+	GpuPrivate acc;              /* TM x TN accumulators per work-item (mma: its C slots) */
 	GpuPrivate staged;           /* its share of the next k-block's A and B tiles */
 	LLVMValueRef b, m0, n0;      /* this work-group's batch and tile origin (index type) */
 	LLVMValueRef eb;             /* the batch the epilogue sees: split-K's slice * batch + b */
@@ -288,6 +342,23 @@ static LLVMValueRef operand(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef mn, LLVM
 	return LLVMBuildSelect(cg->b, LLVMBuildAnd(cg->b, mn_ok, k_ok, ""), v, LLVMConstNull(g->et), "");
 }
 
+/* v rounded to tf32 (nearest, ties away from zero: cvt.rna.tf32.f32, as cuBLAS and CUTLASS
+ * round), as an f32. Rounded once where the tile enters LDS, not per fragment read: every warp
+ * that reads the element shares the rounding, and it halves the error of letting the unit ignore
+ * the low 13 bits (truncation, biased towards zero). Emulated: the same rounding on the bits,
+ * NaN kept. */
+static LLVMValueRef round_tf32(Cg *cg, GpuGemm *g, LLVMValueRef v)
+{
+	if (!g->grp.emulated) {
+		LLVMValueRef bits = cg_intrinsic_call(cg, "llvm.nvvm.f2tf32.rna", &v, 1);
+		return LLVMBuildBitCast(cg->b, bits, g->et, "");
+	}
+	LLVMValueRef bits = LLVMBuildBitCast(cg->b, v, cg->t_i32, "");
+	bits = LLVMBuildAnd(cg->b, LLVMBuildAdd(cg->b, bits, cg_i32(cg, 0x1000), ""), cg_i32(cg, (int32_t)0xffffe000u), "");
+	LLVMValueRef nan = LLVMBuildFCmp(cg->b, LLVMRealUNO, v, v, "");
+	return LLVMBuildSelect(cg->b, nan, v, LLVMBuildBitCast(cg->b, bits, g->et, ""), "tf32");
+}
+
 static int64_t share(GpuGemm *g, bool is_a) { return cdiv((is_a ? g->t.bm : g->t.bn) * g->t.bk, g->t.block); }
 
 /* Work-item tid's share of one tile, rows x bk (rows along M for A, N for B): loaded from the
@@ -316,6 +387,8 @@ static void stage(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef tid64, LLVMValueRe
 			LLVMBuildStore(cg->b, operand(cg, g, is_a, row, kk, ltc(cg, g, row, extent), in_k), reg);
 		} else {
 			LLVMValueRef v = LLVMBuildLoad2(cg->b, g->et, reg, "");
+			if (g->mi)
+				v = round_tf32(cg, g, v);
 			LLVMBuildStore(cg->b, v, lds_at(cg, g, lds, add(cg, mulc(cg, g, k, ld), r)));
 		}
 		if (done)
@@ -334,11 +407,16 @@ static void stage(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef tid64, LLVMValueRe
 enum { GPU_LANES = 32, GPU_LANE_COLS = 8, GPU_LANE_ROWS = GPU_LANES / GPU_LANE_COLS };
 
 typedef struct {
-	LLVMValueRef slice, ty, tx; /* index type */
+	LLVMValueRef slice, ty, tx; /* index type; mma: the warp's row and column among the warp tiles */
+	LLVMValueRef lane;          /* mma: the lane in the warp */
 } Place;
+
+static Place warp_place_of(Cg *cg, GpuGemm *g, LLVMValueRef tid);
 
 static Place place_of(Cg *cg, GpuGemm *g, LLVMValueRef tid)
 {
+	if (g->mi)
+		return warp_place_of(cg, g, tid);
 	int64_t nx = g->t.bn / g->t.tn, ny = g->t.bm / g->t.tm, per_slice = nx * ny;
 	LLVMValueRef r = remc(cg, g, tid, per_slice);
 	Place p = {.slice = divc(cg, g, tid, per_slice), .ty = divc(cg, g, r, nx), .tx = remc(cg, g, r, nx)};
@@ -388,7 +466,7 @@ static void lds_frag(Cg *cg, GpuGemm *g, LLVMValueRef base, LLVMValueRef krow, L
 }
 
 /* acc[i][j] += sum over this slice's k of As[k][row i] * Bs[k][column j]. */
-static void accumulate(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
+static void accumulate_simt(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
 {
 	int tm = g->t.tm, tn = g->t.tn;
 	int64_t steps = g->t.bk / g->t.ks;
@@ -414,6 +492,173 @@ static void accumulate(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
 			LLVMBuildStore(cg->b, acc[i * tn + j], acc_at(cg, g, tid64, i, j));
 }
 
+/* ---- the warp tile (mma.sync) ----
+ *
+ * Warp w of the work-group is slice w / P of P = (BM/WM) x (BN/WN) warps, which sit row-major
+ * over the tile; its WM x WN warp tile is (WM/16) x (WN/8) fragments of m16n8. A work-item's
+ * accumulators are the C slots of each fragment in turn: slot q of fragment (i, j) is
+ * acc[(i * WN/8 + j) * 4 + q], at row 16 i + c_at(lane, q).row, column 8 j + c_at(lane, q).col of
+ * the warp tile. Per k8 step a warp reads its A fragments (a_at) and B fragments (b_at) from LDS,
+ * which lays A out as [k][m] and B as [k][n], so the 4 x 8 lanes of a fragment read 32 banks
+ * (rows padded by 4: k advances 4 banks). */
+
+static Place warp_place_of(Cg *cg, GpuGemm *g, LLVMValueRef tid)
+{
+	int64_t nx = g->t.bn / g->t.wn, per_slice = nx * (g->t.bm / g->t.wm);
+	LLVMValueRef w = divc(cg, g, tid, GPU_WARP), r = remc(cg, g, w, per_slice);
+	return (Place){.slice = divc(cg, g, w, per_slice), .ty = divc(cg, g, r, nx), .tx = remc(cg, g, r, nx),
+		       .lane = remc(cg, g, tid, GPU_WARP)};
+}
+
+/* fn(lane, slot) for a lane known at run time. The layouts are additive in the lane's bits
+ * (groupID and threadID_in_group are bit fields of the lane), so the coordinate is
+ * fn(0, slot) plus, per set bit b, fn(1 << b, slot) - fn(0, slot); checked for every lane. */
+static void frag_at(Cg *cg, GpuGemm *g, CgMatrixIndexFn fn, LLVMValueRef lane, int slot, LLVMValueRef *row,
+		    LLVMValueRef *col)
+{
+	const CgMatrixInstr *mi = g->mi;
+	CgMatrixCoord base = fn(mi, 0, slot);
+	for (int l = 0; l < mi->wave; l++) {
+		CgMatrixCoord want = fn(mi, l, slot), got = base;
+		for (int bit = 0; (1 << bit) < mi->wave; bit++)
+			if (l >> bit & 1) {
+				CgMatrixCoord d = fn(mi, 1 << bit, slot);
+				got.row += d.row - base.row;
+				got.col += d.col - base.col;
+			}
+		if (got.row != want.row || got.col != want.col)
+			CG_FAIL("the layout of %s is not additive in the lane's bits", mi->name);
+	}
+	*row = ci(g, base.row);
+	*col = ci(g, base.col);
+	for (int bit = 0; (1 << bit) < mi->wave; bit++) {
+		CgMatrixCoord d = fn(mi, 1 << bit, slot);
+		LLVMValueRef on = LLVMBuildAnd(cg->b, LLVMBuildLShr(cg->b, lane, ci(g, bit), ""), ci(g, 1), "");
+		if (d.row != base.row)
+			*row = add(cg, *row, mulc(cg, g, on, d.row - base.row));
+		if (d.col != base.col)
+			*col = add(cg, *col, mulc(cg, g, on, d.col - base.col));
+	}
+}
+
+static int frags_n(const GpuGemm *g) { return g->t.wn / g->mi->n; }
+
+/* Row and column in the work-group tile of accumulator idx of the work-item at p. */
+static void mma_acc_at(Cg *cg, GpuGemm *g, const Place *p, int64_t idx, LLVMValueRef *row, LLVMValueRef *col)
+{
+	const CgMatrixInstr *mi = g->mi;
+	int64_t frag = idx / mi->c_per_lane, i = frag / frags_n(g), j = frag % frags_n(g);
+	frag_at(cg, g, mi->c_at, p->lane, (int)(idx % mi->c_per_lane), row, col);
+	*row = add(cg, *row, add(cg, mulc(cg, g, p->ty, g->t.wm), ci(g, i * mi->m)));
+	*col = add(cg, *col, add(cg, mulc(cg, g, p->tx, g->t.wn), ci(g, j * mi->n)));
+}
+
+/* The fragment of A (rows m0..m0+15) or B (columns n0..n0+7) at LDS row k0, as the intrinsic's i32
+ * arguments (the tf32 bits the staging rounded). */
+static void load_frag(Cg *cg, GpuGemm *g, bool is_a, const Place *p, LLVMValueRef k0, LLVMValueRef mn0,
+		      LLVMValueRef *out)
+{
+	const CgMatrixInstr *mi = g->mi;
+	int slots = is_a ? mi->a_per_lane : mi->b_per_lane;
+	for (int q = 0; q < slots; q++) {
+		LLVMValueRef r, c;
+		frag_at(cg, g, is_a ? mi->a_at : mi->b_at, p->lane, q, &r, &c);
+		/* A's (m, k), B's (k, n) */
+		LLVMValueRef k = add(cg, k0, is_a ? c : r), mn = add(cg, mn0, is_a ? r : c);
+		LLVMValueRef at = add(cg, mulc(cg, g, k, is_a ? g->lda : g->ldb), mn);
+		LLVMValueRef v = LLVMBuildLoad2(cg->b, g->et, lds_at(cg, g, is_a ? g->as : g->bs, at), "");
+		out[q] = LLVMBuildBitCast(cg->b, v, cg->t_i32, "");
+	}
+}
+
+/* acc += A[m0.., k0..k0+7] B[k0..k0+7, n0..] for fragment (i, j) by one mma.sync. */
+static void mma_step(Cg *cg, GpuGemm *g, LLVMValueRef *a, LLVMValueRef *b, LLVMValueRef *acc)
+{
+	const CgMatrixInstr *mi = g->mi;
+	LLVMValueRef args[16];
+	int n = 0;
+	for (int q = 0; q < mi->a_per_lane; q++)
+		args[n++] = a[q];
+	for (int q = 0; q < mi->b_per_lane; q++)
+		args[n++] = b[q];
+	for (int q = 0; q < mi->c_per_lane; q++)
+		args[n++] = acc[q];
+	LLVMValueRef d = cg_intrinsic_call(cg, mi->intrinsic, args, n);
+	for (int q = 0; q < mi->c_per_lane; q++)
+		acc[q] = LLVMBuildExtractValue(cg->b, d, (unsigned)q, "");
+}
+
+/* Emulated: each C slot the work-item owns, summed over the k8 step from the LDS tiles. */
+static void mma_step_emulated(Cg *cg, GpuGemm *g, const Place *p, LLVMValueRef k0, int64_t frag, LLVMValueRef *acc)
+{
+	const CgMatrixInstr *mi = g->mi;
+	for (int q = 0; q < mi->c_per_lane; q++) {
+		LLVMValueRef r, c;
+		mma_acc_at(cg, g, p, frag * mi->c_per_lane + q, &r, &c);
+		for (int kk = 0; kk < mi->k; kk++) {
+			LLVMValueRef k = add(cg, k0, ci(g, kk));
+			LLVMValueRef args[3] = {
+				LLVMBuildLoad2(cg->b, g->et, lds_at(cg, g, g->as, add(cg, mulc(cg, g, k, g->lda), r)), ""),
+				LLVMBuildLoad2(cg->b, g->et, lds_at(cg, g, g->bs, add(cg, mulc(cg, g, k, g->ldb), c)), ""),
+				acc[q]};
+			acc[q] = cg_intrinsic(cg, "fmuladd", g->et, args, 3);
+		}
+	}
+}
+
+enum { MMA_MAX_ACC = 64, MMA_MAX_FRAGS = 8 };
+
+/* The warp's accumulators += its slice of the k-block, k8 by k8. */
+static void accumulate_mma(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
+{
+	const CgMatrixInstr *mi = g->mi;
+	int fm = g->t.wm / mi->m, fn = frags_n(g);
+	int64_t per_slice = g->t.bk / g->t.ks, count = g->acc.count;
+	Place p = place_of(cg, g, to_it(cg, g, tid64));
+	LLVMValueRef acc[MMA_MAX_ACC];
+	for (int64_t q = 0; q < count; q++)
+		acc[q] = LLVMBuildLoad2(cg->b, g->et, cg_gpu_private_at(cg, &g->grp, &g->acc, tid64, q), "");
+	LLVMValueRef m0 = mulc(cg, g, p.ty, g->t.wm), n0 = mulc(cg, g, p.tx, g->t.wn);
+	/* unrolled, as the register tiles: the accumulators stay values */
+	for (int64_t s = 0; s < per_slice / mi->k; s++) {
+		LLVMValueRef k0 = add(cg, mulc(cg, g, p.slice, per_slice), ci(g, s * mi->k));
+		if (g->grp.emulated) {
+			for (int64_t f = 0; f < (int64_t)fm * fn; f++)
+				mma_step_emulated(cg, g, &p, k0, f, acc + f * mi->c_per_lane);
+			continue;
+		}
+		LLVMValueRef a[MMA_MAX_FRAGS][4], b[MMA_MAX_FRAGS][2];
+		for (int i = 0; i < fm; i++)
+			load_frag(cg, g, true, &p, k0, add(cg, m0, ci(g, i * mi->m)), a[i]);
+		for (int j = 0; j < fn; j++)
+			load_frag(cg, g, false, &p, k0, add(cg, n0, ci(g, j * mi->n)), b[j]);
+		for (int i = 0; i < fm; i++)
+			for (int j = 0; j < fn; j++)
+				mma_step(cg, g, a[i], b[j], acc + (i * fn + j) * mi->c_per_lane);
+	}
+	for (int64_t q = 0; q < count; q++)
+		LLVMBuildStore(cg->b, acc[q], cg_gpu_private_at(cg, &g->grp, &g->acc, tid64, q));
+}
+
+static void accumulate(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
+{
+	if (g->mi)
+		accumulate_mma(cg, g, tid64);
+	else
+		accumulate_simt(cg, g, tid64);
+}
+
+/* Row and column in the tile of the work-item at p's accumulator idx. */
+static void acc_place(Cg *cg, GpuGemm *g, const Place *p, int64_t idx, LLVMValueRef *row, LLVMValueRef *col)
+{
+	if (g->mi) {
+		mma_acc_at(cg, g, p, idx, row, col);
+		return;
+	}
+	*row = row_at(cg, g, p, (int)(idx / g->t.tn));
+	*col = col_at(cg, g, p, (int)(idx % g->t.tn));
+}
+
 /* ---- epilogue ---- */
 
 /* C[b][m0 + r][n0 + c] = v where it lies inside M x N. */
@@ -431,11 +676,12 @@ static void store_tiles(Cg *cg, GpuGemm *g)
 {
 	LLVMValueRef tid64 = cg_gpu_phase_begin(cg, &g->grp);
 	Place p = place_of(cg, g, to_it(cg, g, tid64));
-	for (int i = 0; i < g->t.tm; i++)
-		for (int j = 0; j < g->t.tn; j++) {
-			LLVMValueRef v = LLVMBuildLoad2(cg->b, g->et, acc_at(cg, g, tid64, i, j), "");
-			store_c(cg, g, row_at(cg, g, &p, i), col_at(cg, g, &p, j), v);
-		}
+	for (int64_t q = 0; q < g->acc.count; q++) {
+		LLVMValueRef v = LLVMBuildLoad2(cg->b, g->et, cg_gpu_private_at(cg, &g->grp, &g->acc, tid64, q), "");
+		LLVMValueRef r, c;
+		acc_place(cg, g, &p, q, &r, &c);
+		store_c(cg, g, r, c, v);
+	}
 	cg_gpu_phase_end(cg, &g->grp, false);
 }
 
@@ -449,12 +695,13 @@ static void reduce_tiles(Cg *cg, GpuGemm *g)
 	LLVMValueRef tid64 = cg_gpu_phase_begin(cg, &g->grp);
 	Place p = place_of(cg, g, to_it(cg, g, tid64));
 	LLVMValueRef base = mulc(cg, g, p.slice, tile);
-	for (int i = 0; i < g->t.tm; i++)
-		for (int j = 0; j < g->t.tn; j++) {
-			LLVMValueRef r = row_at(cg, g, &p, i), c = col_at(cg, g, &p, j);
-			LLVMValueRef at = add(cg, base, add(cg, mulc(cg, g, r, g->t.bn), c));
-			LLVMBuildStore(cg->b, LLVMBuildLoad2(cg->b, g->et, acc_at(cg, g, tid64, i, j), ""), lds_at(cg, g, g->lds, at));
-		}
+	for (int64_t q = 0; q < g->acc.count; q++) {
+		LLVMValueRef r, c;
+		acc_place(cg, g, &p, q, &r, &c);
+		LLVMValueRef at = add(cg, base, add(cg, mulc(cg, g, r, g->t.bn), c));
+		LLVMValueRef v = LLVMBuildLoad2(cg->b, g->et, cg_gpu_private_at(cg, &g->grp, &g->acc, tid64, q), "");
+		LLVMBuildStore(cg->b, v, lds_at(cg, g, g->lds, at));
+	}
 	cg_gpu_phase_end(cg, &g->grp, true);
 
 	tid64 = cg_gpu_phase_begin(cg, &g->grp);
@@ -496,9 +743,8 @@ static void decode(Cg *cg, GpuGemm *g, LLVMValueRef wg64)
 static void zero_acc(Cg *cg, GpuGemm *g)
 {
 	LLVMValueRef tid64 = cg_gpu_phase_begin(cg, &g->grp);
-	for (int i = 0; i < g->t.tm; i++)
-		for (int j = 0; j < g->t.tn; j++)
-			LLVMBuildStore(cg->b, LLVMConstNull(g->et), acc_at(cg, g, tid64, i, j));
+	for (int64_t q = 0; q < g->acc.count; q++)
+		LLVMBuildStore(cg->b, LLVMConstNull(g->et), cg_gpu_private_at(cg, &g->grp, &g->acc, tid64, q));
 	cg_gpu_phase_end(cg, &g->grp, false);
 }
 
@@ -543,7 +789,7 @@ static void kblocks(Cg *cg, GpuGemm *g)
 /* The kernel of tiles t (every k-slice's when t.slices > 1); returns its grid. */
 static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 {
-	GpuGemm g = {.s = s, .t = t, .et = s->type};
+	GpuGemm g = {.s = s, .t = t, .et = s->type, .mi = t.mma ? mma_instr() : NULL};
 	int64_t grid = (int64_t)t.slices * s->batch * g.t.nmb * g.t.nnb;
 	/* every index of the kernel, padded tiles included, fits i32 or all is i64 */
 	bool narrow = s->m + g.t.bm < INT32_MAX && s->n + g.t.bn < INT32_MAX && s->k + 2 * g.t.bk < INT32_MAX &&
@@ -558,12 +804,13 @@ static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 	 * work-items; a second resident work-group overlaps one's barrier waits and loads with the
 	 * other's multiply-adds (vgg16's step on an H100: 251 -> 234 ms). Smaller tiles fit twice
 	 * already, and capping them only made ptxas schedule worse (mnist 0.444 -> 0.456 ms). */
-	if (g.t.tm * g.t.tn == GPU_MAX_REG * GPU_MAX_REG)
+	int64_t accs = g.mi ? (int64_t)(g.t.wm / g.mi->m) * (g.t.wn / g.mi->n) * g.mi->c_per_lane : (int64_t)g.t.tm * g.t.tn;
+	if (accs == GPU_MAX_REG * GPU_MAX_REG)
 		cg_gpu_resident(cg, 2);
 	/* the slices' partial tiles reuse the staging LDS once the last k-block is done */
 	int64_t stage = 2 * g.t.bk * (g.lda + g.ldb), red = g.t.ks > 1 ? (int64_t)g.t.ks * g.t.bm * g.t.bn : 0;
 	g.lds = cg_gpu_shared(cg, &g.grp, g.et, stage > red ? stage : red, "gemm_lds");
-	g.acc = cg_gpu_private(cg, &g.grp, g.et, (int64_t)g.t.tm * g.t.tn, "acc");
+	g.acc = cg_gpu_private(cg, &g.grp, g.et, accs, "acc");
 	g.staged = cg_gpu_private(cg, &g.grp, g.et, share(&g, true) + share(&g, false), "staged");
 	decode(cg, &g, wg);
 	zero_acc(cg, &g);
@@ -576,7 +823,7 @@ static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 	return grid;
 }
 
-int64_t cg_gemm_gpu(Cg *cg, const GemmSpec *s) { return emit_tiles(cg, s, cg_gemm_gpu_tiles(s)); }
+int64_t cg_gemm_gpu(Cg *cg, const GemmSpec *s) { return emit_tiles(cg, s, tiles(s, use_mma(cg, s))); }
 
 /* ---- split-K ---- */
 
@@ -634,7 +881,8 @@ int cg_gemm_gpu_slices(const Cg *cg, const Node *anchor, const GemmSpec *s)
 
 int64_t cg_gemm_gpu_split_k(Cg *cg, const GemmSpec *s, const GpuSplitK *sk)
 {
-	GpuTiles t = sk->slices > 1 ? cg_gemm_gpu_split_tiles(s, sk->slices) : cg_gemm_gpu_tiles(s);
+	bool mma = use_mma(cg, s);
+	GpuTiles t = sk->slices > 1 ? split_tiles(s, sk->slices, mma) : tiles(s, mma);
 	if (t.slices < 2 || t.slices > sk->slices)
 		return cg_gemm_gpu(cg, s);
 	GemmSpec part = *s;

@@ -15,9 +15,17 @@
  * output element a work-item that adds its S partials in slice order and runs the epilogue. No
  * atomics anywhere: every run gives the same bits.
  *
+ * TF32 (GemmSpec.tf32 on a target with CG_MATRIX_MMA): the same staging, k-blocks, slices and
+ * epilogue, but each warp owns a WM x WN warp tile of the slice's tile, computed by
+ * mma.sync.m16n8k8 tf32 (codegen/matrix_layout.h's row): the operands are rounded to tf32 as they
+ * are stored in LDS, the fragments loaded through the row's a_at and b_at, and the accumulators
+ * are in its C layout, which the epilogue maps to (row, column) through c_at.
+ *
  * Emulation: the same kernels emitted for the host (work-items become loops, a barrier the end of
  * one loop, LDS and per-work-item registers become locals), so the template's numerics can be
- * tested on a machine without a GPU. */
+ * tested on a machine without a GPU. mma.sync cannot run there: emulated, each work-item computes
+ * the D slots it owns in the C layout directly from the LDS tiles (so the tile split, the rounding,
+ * c_at and the epilogue are tested on the CPU; the A and B fragment loads only on a GPU). */
 #ifndef NETC_GEMM_GPU_H
 #define NETC_GEMM_GPU_H
 
@@ -31,6 +39,8 @@ typedef struct {
 	int64_t nmb, nnb; /* tiles along M and N */
 	int slices;       /* split-K: slices of K across work-groups (1: none) */
 	int64_t kslice;   /* the k extent of each (whole k-blocks; all of K without split-K) */
+	bool mma;         /* warp tiles of mma.sync instead of register tiles (tm, tn 0) */
+	int wm, wn;       /* mma: the warp tile */
 } GpuTiles;
 
 /* Tile sizes for a problem: large tiles where there are enough of them, smaller ones (with more
@@ -66,6 +76,9 @@ void cg_gpu_emulation(bool on);
 /* Whether emulated GEMMs split K as GPU ones do (off by default: harnesses that compare a node
  * after each kernel would read the partials kernel's node before its sum kernel ran). */
 void cg_gpu_emulation_split_k(bool on);
+/* Whether emulated GEMMs of GemmSpec.tf32 take the mma.sync path as a target with CG_MATRIX_MMA
+ * does (off by default: the host has no such unit and computes them as float). */
+void cg_gpu_emulation_mma(bool on);
 
 typedef struct {
 	int block;

@@ -279,7 +279,7 @@ static GemmVecFn win_vec_for(const Window *w, int64_t positions)
 static GemmSpec spec(Cg *cg, const Node *n, int64_t batch, int64_t m, int64_t nn, int64_t k, const OutMap *o)
 {
 	GemmSpec s = {.batch = batch, .m = m, .n = nn, .k = k, .epilogue = out_store, .ctx = o,
-		      .type = cg_compute_type(cg, n->dtype)};
+		      .type = cg_compute_type(cg, n->dtype), .tf32 = cg->g->train.precision == PREC_TF32};
 	return s;
 }
 

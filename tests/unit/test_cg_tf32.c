@@ -1,0 +1,248 @@
+/* test_cg_tf32.c: --precision tf32 in the GPU GEMM template: warp tiles of mma.sync m16n8k8 tf32.
+ *
+ * mma.sync cannot run on the host, so each graph is checked twice:
+ * - emulated on the host with the mma path on (cg_gpu_emulation_mma): each work-item computes
+ *   the D slots it owns in the C layout from the tf32-rounded LDS tiles, so the warp tiles, the
+ *   rounding, c_at and the epilogue run for real; against the float64 reference within TF32_TOL,
+ *   and every float32 GEMM node further from it than float32 arithmetic gets (TF32_FLOOR), which
+ *   fails if the path or the rounding were skipped;
+ * - compiled for sm_80 and sm_90: the PTX has mma.sync.aligned.m16n8k8 and ptxas accepts it where
+ *   it is installed; compiled in float32, no mma.sync.
+ * The A and B fragment loads (a_at, b_at) only run on a GPU (scripts/gpu/tf32_check.sh).
+ * Cases: conv2d forward, input and weight gradients (strides, padding, dilation, the MNIST shapes
+ * that pick every tile size), every matmul transpose, split-K (weight gradient, long-K matmul) and
+ * fused epilogues. */
+#include "codegen/gemm_gpu.h"
+#include "tests/unit/cg_anchor_cases.h"
+#include "tests/unit/cg_fused_harness.h"
+
+/* TF32 keeps 10 of float32's 23 mantissa bits: rounding each operand to the nearest (cvt.rna)
+ * errs by at most 2^-11 relative, so each product by about 2^-10; the float32 accumulation adds
+ * only ~2^-24 per step. The rounding errors are independent and of either sign, so over K
+ * products they grow as sqrt(K), as the sum of random signed data itself does: relative to the
+ * largest output (the harness's measure) the error stays near 2^-11 whatever K is (measured here:
+ * 2e-4 to 6e-4). 2^-8 leaves room for the tails of the maximum over many outputs; a bf16-sized
+ * error (8 bits) would fail it. */
+#define TF32_TOL 0x1p-8
+/* Float32 arithmetic stays below 1e-6 on these sizes; TF32 products are above 2^-15 (3e-5). */
+#define TF32_FLOOR 0x1p-15
+
+static const char *const mma_ptx = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32";
+
+static bool compile_ptx(CgHarness *h, const char *target, CgOutput *out)
+{
+	if (cf_compile(h, target, out))
+		return true;
+	tu_failures++;
+	return false;
+}
+
+static int ptxas_for(const char *arch, const CgOutput *out, char *text, size_t len)
+{
+	char ptxas[512], cmd[600];
+	if (!tu_find_tool("ptxas", ptxas, sizeof ptxas))
+		return 0;
+	snprintf(cmd, sizeof cmd, "%s -arch=%s -o /dev/null", ptxas, arch);
+	return tu_run_on_file(cmd, out->code, strnlen((const char *)out->code, out->size), text, len);
+}
+
+/* Whether the graph has a float32 GEMM (float64 ones stay SIMT). */
+static bool has_f32_gemm(const Graph *g)
+{
+	for (int i = 0; i < g->nnodes; i++)
+		if (g->node[i].dtype == DT_F32 && (ir_ops[g->node[i].op].traits & TRAIT_HALF_COMPUTE))
+			return true;
+	return false;
+}
+
+/* sm_80 and sm_90: mma.sync in the PTX, and ptxas accepts it. */
+static void targets(CgHarness *h)
+{
+	static const char *const nv[] = {"sm_80", "sm_90"};
+	char text[4096];
+	bool want = has_f32_gemm(h->g);
+	for (size_t i = 0; i < sizeof nv / sizeof *nv; i++) {
+		CgOutput out;
+		if (!compile_ptx(h, nv[i], &out))
+			continue;
+		CHECK(!want || strstr((const char *)out.code, mma_ptx) != NULL, "%s [%s]: no %s in the PTX", h->name, nv[i],
+		      mma_ptx);
+		CHECK(ptxas_for(nv[i], &out, text, sizeof text) == 0, "%s [%s]: ptxas rejects the PTX: %.600s", h->name,
+		      nv[i], text);
+		cg_output_free(&out);
+	}
+}
+
+/* Float32 PTX of the same graph has no mma.sync. */
+static void fp32_has_no_mma(CgHarness *h)
+{
+	h->g->train.precision = PREC_FP32;
+	CgOutput out;
+	if (compile_ptx(h, "sm_90", &out)) {
+		CHECK(!strstr((const char *)out.code, "mma.sync"), "%s [sm_90, fp32]: mma.sync in the PTX", h->name);
+		cg_output_free(&out);
+	}
+	h->g->train.precision = PREC_TF32;
+}
+
+static double least = 1, most = 0; /* the errors of the float32 GEMM nodes, for the summary */
+
+/* Every float32 GEMM node is further from float64 than float32 arithmetic gets: the largest error
+ * of at least 16 outputs (one product's two roundings may cancel by chance). */
+static void tf32_is_used(const CgHarness *h)
+{
+	const Graph *g = h->g;
+	for (int i = 0; i < g->nnodes; i++) {
+		const Node *n = &g->node[i];
+		if (n->dtype != DT_F32 || !h->got[i] || !(ir_ops[n->op].traits & TRAIT_HALF_COMPUTE) ||
+		    shape_numel(&n->shape) < 16)
+			continue;
+		int64_t worst;
+		double err = ch_error(h->got[i], h->want[i], shape_numel(&n->shape), n->dtype, &worst);
+		least = fmin(least, err);
+		most = fmax(most, err);
+		CHECK(err > TF32_FLOOR, "%s: %s is as exact as float32 (error %.3g): no TF32 products", h->name, n->name,
+		      err);
+	}
+}
+
+static void emulate(bool on)
+{
+	cg_gpu_emulation(on);
+	cg_gpu_emulation_mma(on);
+}
+
+/* An anchor graph: emulated against the reference, then the GPU targets. */
+static void run(CgHarness *h)
+{
+	h->g->train.precision = PREC_TF32;
+	h->tol = TF32_TOL;
+	emulate(true);
+	int bad = ch_run(h);
+	emulate(false);
+	tu_failures += bad;
+	if (!bad) {
+		tf32_is_used(h);
+		targets(h);
+		fp32_has_no_mma(h);
+	}
+	ch_free(h);
+}
+
+/* ---- split-K and fused epilogues ---- */
+
+/* Whether kernel k is a partials kernel (its group's sum kernel follows). */
+static bool partials(const CgOutput *out, int k)
+{
+	return k + 1 < out->nkernels && out->kernels[k + 1].node == out->kernels[k].node;
+}
+
+/* A planned fused graph, emulated with split-K and the mma path: every kernel runs, then each
+ * group's outputs are compared after its last kernel. */
+static void run_fused(CgHarness *h, bool want_split)
+{
+	h->g->train.precision = PREC_TF32;
+	h->tol = TF32_TOL;
+	CgOutput out;
+	if (!cf_plan(h)) {
+		tu_failures++;
+		ch_free(h);
+		return;
+	}
+	emulate(true);
+	cg_gpu_emulation_split_k(true);
+	bool ok = cf_compile(h, "host", &out);
+	cg_gpu_emulation_split_k(false);
+	emulate(false);
+	if (!ok) {
+		tu_failures++;
+		ch_free(h);
+		return;
+	}
+	uint8_t *arena = ch_prepare(h);
+	void *so = ch_load(h, &out);
+	int splits = 0;
+	CHECK(so != NULL, "%s: the emulated kernels do not load", h->name);
+	for (int k = 0; so && k < out.nkernels; k++) {
+		ChKernelFn fn;
+		*(void **)&fn = dlsym(so, out.kernels[k].name);
+		CHECK(fn != NULL, "%s: kernel %s missing", h->name, out.kernels[k].name);
+		if (!fn)
+			continue;
+		fn(arena, 0, out.kernels[k].grid / 2);
+		fn(arena, out.kernels[k].grid / 2, out.kernels[k].grid);
+		if (partials(&out, k))
+			splits++;
+		else
+			tu_failures += cf_check_kernel(h, &out.kernels[k], arena);
+	}
+	CHECK(!want_split || splits > 0, "%s: no group splits K", h->name);
+	tf32_is_used(h);
+	if (so)
+		dlclose(so);
+	free(arena);
+	cg_output_free(&out);
+	targets(h);
+	ch_free(h);
+}
+
+/* matmul(a, b) of long K, bias_add(relu(.)) fused after it. */
+static void matmul_epilogue(int m, int nn, int k, int ta, int tb, bool epilogue, bool want_split)
+{
+	char name[128], da[32], db[32];
+	snprintf(name, sizeof name, "tf32 matmul %dx%dx%d ta%d tb%d%s", m, nn, k, ta, tb, epilogue ? " + epilogue" : "");
+	CgHarness *h = ch_new(name);
+	snprintf(da, sizeof da, ta ? "%d,%d" : "%2$d,%1$d", k, m);
+	snprintf(db, sizeof db, tb ? "%d,%d" : "%2$d,%1$d", nn, k);
+	int a = ch_param(h, DT_F32, da), b = ch_param(h, DT_F32, db);
+	double attr[2] = {ta, tb}, axis1[1] = {1};
+	int mm = ch_op(h, OP_matmul, attr, a, b);
+	if (epilogue) {
+		snprintf(db, sizeof db, "%d", nn);
+		int bias = ch_param(h, DT_F32, db);
+		int r = ch_op(h, OP_relu, NULL, mm);
+		int ba = ch_op(h, OP_bias_add, axis1, r, bias);
+		cf_group(h, (int[]){mm, r, ba}, 3);
+	}
+	run_fused(h, want_split);
+}
+
+/* dw = conv2d_grad_weight(dy, x) of a 3x3 convolution (split over K at these sizes), with
+ * w + dw * s fused after it. */
+static void grad_weight_epilogue(int n, int cin, int hw, int cout)
+{
+	char name[128], dims[64];
+	snprintf(name, sizeof name, "tf32 grad_weight x[%d,%d,%d,%d] cout %d + epilogue", n, cin, hw, hw, cout);
+	CgHarness *h = ch_new(name);
+	snprintf(dims, sizeof dims, "%d,%d,%d,%d", n, cout, hw - 2, hw - 2);
+	int dy = ch_param(h, DT_F32, dims);
+	snprintf(dims, sizeof dims, "%d,%d,%d,%d", n, cin, hw, hw);
+	int x = ch_param(h, DT_F32, dims);
+	double a[IR_MAX_ATTRS] = {1, 1, 0, 0, 1, 1, 3, 3};
+	int dw = ch_op(h, OP_conv2d_grad_weight, a, dy, x);
+	snprintf(dims, sizeof dims, "%d,%d,3,3", cout, cin);
+	int w = ch_param(h, DT_F32, dims), s = ch_param(h, DT_F32, dims);
+	int scaled = ch_op(h, OP_mul, NULL, dw, s);
+	int upd = ch_op(h, OP_add, NULL, w, scaled);
+	cf_group(h, (int[]){dw, scaled, upd}, 3);
+	run_fused(h, true);
+}
+
+int main(void)
+{
+	ch_start("test_cg_tf32");
+	anchor_run_convs(run, 4, 2);
+	/* the wide tiles: 128 x 128 (64 x 32 warp tiles), 128 x 64, 64 x 128 */
+	run(anchor_conv((Conv){64, 1, 15, 17, 250, 3, 3, 1, 1, 1, 1, 1, 1}, DT_F32));
+	run(anchor_conv((Conv){43, 1, 10, 15, 250, 3, 3, 1, 1, 1, 1, 1, 1}, DT_F32));
+	anchor_run_matmuls(run, false);
+	run(anchor_matmul(300, 520, 40, 0xf));
+	grad_weight_epilogue(3, 1, 28, 32);
+	grad_weight_epilogue(2, 32, 26, 64);
+	for (int t = 0; t < 4; t++)
+		matmul_epilogue(24, 40, 1500, t & 1, t >> 1, t == 3, true);
+	matmul_epilogue(100, 70, 260, 0, 1, true, false);
+	printf("float32 GEMM errors against float64: %.3g to %.3g (tolerance %.3g, floor %.3g)\n", least, most,
+	       TF32_TOL, TF32_FLOOR);
+	return tu_finish("test_cg_tf32");
+}
