@@ -20,9 +20,6 @@
  *
  * Tile indices are i32 where every extent fits (they are zero-extended for the operand emitters,
  * so LLVM narrows the emitters' divisions by constants to 32 bits, which GPUs do natively). */
-#include <stdio.h>
-#include <stdlib.h>
-
 #include "codegen/gemm_gpu.h"
 #include "codegen/cg_util.h"
 #include "codegen/matrix_layout.h"
@@ -266,10 +263,8 @@ static bool use_mma(const Cg *cg, const GemmSpec *s)
 static const CgMatrixInstr *mma_instr(void)
 {
 	const CgMatrixInstr *mi = cg_matrix_instr_find(CG_MATRIX_MMA, "mma.m16n8k8.tf32", GPU_WARP);
-	if (!mi || mi->a_type.scalar != CG_MSCALAR_I32 || mi->b_type.scalar != CG_MSCALAR_I32) {
-		fprintf(stderr, "netc: internal error: the mma.m16n8k8.tf32 row is not as gemm_gpu.c expects\n");
-		abort();
-	}
+	if (!mi || mi->a_type.scalar != CG_MSCALAR_I32 || mi->b_type.scalar != CG_MSCALAR_I32)
+		CG_FAIL("the mma.m16n8k8.tf32 row is not as gemm_gpu.c expects");
 	return mi;
 }
 

@@ -13,7 +13,9 @@
 #         1% of fp32's (a wrong fragment or accumulator mapping gives another loss altogether);
 #       - the mean loss of the last 20 steps: within 10% of fp32's plus 0.02;
 #       - the held-out accuracy after the run: at most 1 point below fp32's.
-#     and prints ms/step of both. Exit status 0 when every model passes.
+#     and prints ms/step of both. Exit status 0 when every model passes. DEVICE (default cuda)
+#     picks the device: DEVICE=cpu with bundles compiled for `host` tries the script anywhere
+#     (tf32 is exactly fp32 there).
 #
 # The numeric check on the GPU is this loss trajectory (netc check needs the compiler); the
 # kernels' numerics against float64 are tested in emulation (tests/unit/test_cg_tf32.c).
@@ -40,6 +42,7 @@ compile)
 run)
 	netc=${3:-build/netc}
 	steps=${STEPS:-200}
+	device=${DEVICE:-cuda}
 	seed=${SEED:-7}
 	fail=0
 	for fp32 in "$dir"/*.fp32.bundle; do
@@ -47,9 +50,9 @@ run)
 		m=$(basename "$fp32" .fp32.bundle)
 		tf32="$dir/$m.tf32.bundle"
 		for p in fp32 tf32; do
-			"$netc" train "$dir/$m.$p.bundle" --device cuda --steps "$steps" --seed "$seed" --log-every 1 \
+			"$netc" train "$dir/$m.$p.bundle" --device "$device" --steps "$steps" --seed "$seed" --log-every 1 \
 				> "$dir/$m.$p.train.log"
-			"$netc" bench "$dir/$m.$p.bundle" --device cuda > "$dir/$m.$p.bench.log"
+			"$netc" bench "$dir/$m.$p.bundle" --device "$device" > "$dir/$m.$p.bench.log"
 		done
 		python3 - "$m" "$dir/$m.fp32.train.log" "$dir/$m.tf32.train.log" "$dir/$m.fp32.bench.log" \
 			"$dir/$m.tf32.bench.log" <<'EOF' || fail=1
@@ -61,7 +64,7 @@ def accuracy(path):
     acc = re.findall(r"^eval:.*?accuracy\s+([0-9.]+)%", open(path).read(), re.M)
     return float(acc[-1]) if acc else None
 def ms(path):
-    m = re.search(r"([0-9.]+) ms", open(path).read())
+    m = re.search(r"ms/step: ([0-9.]+)", open(path).read())
     return m.group(1) if m else "?"
 f, t = losses(f_log), losses(t_log)
 fa, ta = accuracy(f_log), accuracy(t_log)
