@@ -287,24 +287,7 @@ static void grad_weight(int n, int cin, int hw, int cout, bool epilogue, bool an
 /* matmul(a, b) with transposes ta, tb; epilogue: bias_add(relu(...)) fused after it. */
 static void matmul(int m, int nn, int k, int ta, int tb, bool epilogue, bool anchor_out)
 {
-	char name[128], da[32], db[32];
-	snprintf(name, sizeof name, "matmul %dx%dx%d ta%d tb%d%s%s", m, nn, k, ta, tb, epilogue ? " + epilogue" : "",
-		 anchor_out ? " mm out" : "");
-	CgHarness *h = ch_new(name);
-	snprintf(da, sizeof da, ta ? "%d,%d" : "%2$d,%1$d", k, m);
-	snprintf(db, sizeof db, tb ? "%d,%d" : "%2$d,%1$d", nn, k);
-	int a = ch_param(h, DT_F32, da), b = ch_param(h, DT_F32, db);
-	double attr[2] = {ta, tb}, axis1[1] = {1};
-	int mm = ch_op(h, OP_matmul, attr, a, b);
-	if (epilogue) {
-		snprintf(db, sizeof db, "%d", nn);
-		int bias = ch_param(h, DT_F32, db);
-		int r = ch_op(h, OP_relu, NULL, mm);
-		int ba = ch_op(h, OP_bias_add, axis1, r, bias);
-		if (anchor_out)
-			ch_op(h, OP_neg, NULL, mm);
-		cf_group(h, (int[]){mm, r, ba}, 3);
-	}
+	CgHarness *h = cf_matmul_case("", m, nn, k, ta, tb, epilogue, anchor_out);
 	run(h);
 }
 

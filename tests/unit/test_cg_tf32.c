@@ -189,21 +189,7 @@ static void run_fused(CgHarness *h, bool want_split)
 /* matmul(a, b) of long K, bias_add(relu(.)) fused after it. */
 static void matmul_epilogue(int m, int nn, int k, int ta, int tb, bool epilogue, bool want_split)
 {
-	char name[128], da[32], db[32];
-	snprintf(name, sizeof name, "tf32 matmul %dx%dx%d ta%d tb%d%s", m, nn, k, ta, tb, epilogue ? " + epilogue" : "");
-	CgHarness *h = ch_new(name);
-	snprintf(da, sizeof da, ta ? "%d,%d" : "%2$d,%1$d", k, m);
-	snprintf(db, sizeof db, tb ? "%d,%d" : "%2$d,%1$d", nn, k);
-	int a = ch_param(h, DT_F32, da), b = ch_param(h, DT_F32, db);
-	double attr[2] = {ta, tb}, axis1[1] = {1};
-	int mm = ch_op(h, OP_matmul, attr, a, b);
-	if (epilogue) {
-		snprintf(db, sizeof db, "%d", nn);
-		int bias = ch_param(h, DT_F32, db);
-		int r = ch_op(h, OP_relu, NULL, mm);
-		int ba = ch_op(h, OP_bias_add, axis1, r, bias);
-		cf_group(h, (int[]){mm, r, ba}, 3);
-	}
+	CgHarness *h = cf_matmul_case("tf32 ", m, nn, k, ta, tb, epilogue, false);
 	run_fused(h, want_split);
 }
 
