@@ -17,6 +17,8 @@ typedef enum {
 	KINK,     /* |x| in (0.01, 1): relu away from its kink */
 	WIDE,     /* (-4, 4): sigmoid and tanh into their curved tails */
 	DISTINCT, /* values at least 0.01 apart: max_pool away from ties */
+	BETWEEN,  /* between DISTINCT's values (of up to 64), at least 0.0025 from each: maximum and
+	           * minimum of the two away from ties */
 	LABELS,   /* class indices */
 	SEED      /* the rng (seed, step) */
 } Fill;
@@ -56,6 +58,7 @@ static void fill(double *x, int64_t m, Fill f, int classes)
 		case KINK: x[i] = s * tu_uniform(0.01, 1); break;
 		case WIDE: x[i] = tu_uniform(-4, 4); break;
 		case DISTINCT: x[i] = (double)i * 0.02 + tu_uniform(0, 0.01); break;
+		case BETWEEN: x[i] = (double)(int64_t)tu_uniform(0, 64) * 0.02 + tu_uniform(0.0125, 0.0175); break;
 		case LABELS: x[i] = (int)tu_uniform(0, classes); break;
 		case SEED: x[i] = (int)tu_uniform(-2e9, 2e9); break;
 		}
@@ -164,12 +167,14 @@ static void unary_attr(const char *what, OpId op, Shape s, Fill f, const double 
 
 static void unary(const char *what, OpId op, Shape s, Fill f) { unary_attr(what, op, s, f, NULL); }
 
-static void binary(const char *what, OpId op, Shape sa, Shape sb, Fill fb)
+static void binary_fills(const char *what, OpId op, Shape sa, Shape sb, Fill fa, Fill fb)
 {
 	Graph *g = ir_graph_new(what);
-	int a = param(g, sa, ANY), b = param(g, sb, fb);
+	int a = param(g, sa, fa), b = param(g, sb, fb);
 	gradcheck(what, g, tu_add(g, op, (int[]){a, b}, NULL));
 }
+
+static void binary(const char *what, OpId op, Shape sa, Shape sb, Fill fb) { binary_fills(what, op, sa, sb, ANY, fb); }
 
 static void one_attr(const char *what, OpId op, Shape s, const double *attr)
 {
@@ -199,9 +204,10 @@ static void test_elemwise(void)
 	binary("mul broadcast [3,1,5] * [4,1]", OP_mul, S(3, 3, 1, 5), S(2, 4, 1), ANY);
 	binary("mul by a scalar", OP_mul, S(2, 3, 4), S(0), ANY);
 	binary("div broadcast [3,4,5] / [1,4,1]", OP_div, S(3, 3, 4, 5), S(3, 1, 4, 1), AWAY);
-	/* random inputs have no ties, where finite differences would straddle the kink */
-	binary("maximum broadcast [3,4,5], [4,1]", OP_maximum, S(3, 3, 4, 5), S(2, 4, 1), ANY);
-	binary("minimum broadcast [5], [3,4,5]", OP_minimum, S(1, 5), S(3, 3, 4, 5), ANY);
+	/* no pair within 0.0025, where finite differences would straddle the kink; the two ranges
+	 * overlap, so each input wins somewhere */
+	binary_fills("maximum broadcast [3,4,5], [4,1]", OP_maximum, S(3, 3, 4, 5), S(2, 4, 1), DISTINCT, BETWEEN);
+	binary_fills("minimum broadcast [5], [3,4,5]", OP_minimum, S(1, 5), S(3, 3, 4, 5), BETWEEN, DISTINCT);
 
 	Graph *g = ir_graph_new("dropout");
 	int x = param(g, S(2, 8, 9), ANY), rg = rng(g);
