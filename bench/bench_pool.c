@@ -6,9 +6,8 @@
  * The shapes are cifar10_tf's and alexnet's pool inputs (3x3 stride 2 as the models have them,
  * and 2x2 stride 2 on the same inputs). Pools run in NCHW only: the layout pass converts an NHWC
  * activation back before pooling, so there is no NHWC form to time. Not a test. */
-#include <time.h>
-
 #include "ir/grad_context.h"
+#include "runtime/clock.h"
 #include "runtime/threadpool.h"
 #include "tests/unit/cg_harness.h"
 
@@ -28,13 +27,6 @@ static const PoolCase cases[] = {
 	{"alexnet pool1", 32, 64, 55, 55, 2, 2, 0},
 	{"alexnet pool2", 32, 192, 27, 27, 2, 2, 0},
 };
-
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static int by_value(const void *a, const void *b)
 {
@@ -95,9 +87,9 @@ static double time_backward(const PoolCase *pc, OpId fwd, ThreadPool *tp, int re
 					continue;
 				RtKernelFn fn;
 				*(void **)&fn = dlsym(so, out.kernels[k].name);
-				double t0 = now();
+				double t0 = rt_clock_s();
 				rt_pool_run(tp, fn, arena, out.kernels[k].grid);
-				total += now() - t0;
+				total += rt_clock_s() - t0;
 			}
 			if (r)
 				t[r - 1] = total * 1e3;

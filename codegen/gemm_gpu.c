@@ -260,11 +260,36 @@ static bool use_mma(const Cg *cg, const GemmSpec *s)
 	return cg_is_gpu(cg) ? (cg->target->matrix & CG_MATRIX_MMA) != 0 : emulation && emulation_mma;
 }
 
+/* Whether fn(lane, slot) is additive in the lane's bits for every slot: fn(0, slot) plus, per
+ * set bit b of the lane, fn(1 << b, slot) - fn(0, slot). frag_at relies on it. */
+static bool additive(const CgMatrixInstr *mi, CgMatrixIndexFn fn, int slots)
+{
+	for (int slot = 0; slot < slots; slot++) {
+		CgMatrixCoord base = fn(mi, 0, slot);
+		for (int l = 0; l < mi->wave; l++) {
+			CgMatrixCoord want = fn(mi, l, slot), got = base;
+			for (int bit = 0; (1 << bit) < mi->wave; bit++)
+				if (l >> bit & 1) {
+					CgMatrixCoord d = fn(mi, 1 << bit, slot);
+					got.row += d.row - base.row;
+					got.col += d.col - base.col;
+				}
+			if (got.row != want.row || got.col != want.col)
+				return false;
+		}
+	}
+	return true;
+}
+
+/* The instruction, checked once per GEMM against what this file assumes of its row. */
 static const CgMatrixInstr *mma_instr(void)
 {
 	const CgMatrixInstr *mi = cg_matrix_instr_find(CG_MATRIX_MMA, "mma.m16n8k8.tf32", GPU_WARP);
 	if (!mi || mi->a_type.scalar != CG_MSCALAR_I32 || mi->b_type.scalar != CG_MSCALAR_I32)
 		CG_FAIL("the mma.m16n8k8.tf32 row is not as gemm_gpu.c expects");
+	if (!additive(mi, mi->a_at, mi->a_per_lane) || !additive(mi, mi->b_at, mi->b_per_lane) ||
+	    !additive(mi, mi->c_at, mi->c_per_lane))
+		CG_FAIL("the layout of %s is not additive in the lane's bits", mi->name);
 	return mi;
 }
 
@@ -506,24 +531,13 @@ static Place warp_place_of(Cg *cg, GpuGemm *g, LLVMValueRef tid)
 }
 
 /* fn(lane, slot) for a lane known at run time. The layouts are additive in the lane's bits
- * (groupID and threadID_in_group are bit fields of the lane), so the coordinate is
- * fn(0, slot) plus, per set bit b, fn(1 << b, slot) - fn(0, slot); checked for every lane. */
+ * (groupID and threadID_in_group are bit fields of the lane; mma_instr checked it), so the
+ * coordinate is fn(0, slot) plus, per set bit b, fn(1 << b, slot) - fn(0, slot). */
 static void frag_at(Cg *cg, GpuGemm *g, CgMatrixIndexFn fn, LLVMValueRef lane, int slot, LLVMValueRef *row,
 		    LLVMValueRef *col)
 {
 	const CgMatrixInstr *mi = g->mi;
 	CgMatrixCoord base = fn(mi, 0, slot);
-	for (int l = 0; l < mi->wave; l++) {
-		CgMatrixCoord want = fn(mi, l, slot), got = base;
-		for (int bit = 0; (1 << bit) < mi->wave; bit++)
-			if (l >> bit & 1) {
-				CgMatrixCoord d = fn(mi, 1 << bit, slot);
-				got.row += d.row - base.row;
-				got.col += d.col - base.col;
-			}
-		if (got.row != want.row || got.col != want.col)
-			CG_FAIL("the layout of %s is not additive in the lane's bits", mi->name);
-	}
 	*row = ci(g, base.row);
 	*col = ci(g, base.col);
 	for (int bit = 0; (1 << bit) < mi->wave; bit++) {

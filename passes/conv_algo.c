@@ -55,13 +55,18 @@ static bool winograd_fits(const Graph *g, const Node *n)
 	       c.sw == 1 && c.dh == 1 && c.dw == 1 && c.ph <= WINO_R - 1 && c.pw <= WINO_R - 1;
 }
 
-/* A node the pass adds for src's convolution: its programs, source place and a name after it. */
+/* A node the pass adds for src's convolution: its programs, source place and a name after it
+ * ("<conv>.<suffix>"; no suffix: the convolution's own name, for the step that takes its place). */
 static int add_step(Graph *dst, const Node *conv, OpId op, const int *in, const double *attr, const char *suffix)
 {
 	int id = ir_emit(dst, op, in, attr);
 	Node *n = &dst->node[id];
 	n->programs = conv->programs;
 	n->loc = conv->loc;
+	if (!suffix) {
+		ir_set_name(dst, id, conv->name);
+		return id;
+	}
 	char name[256];
 	snprintf(name, sizeof name, "%s.%s", conv->name, suffix);
 	if (ir_find(dst, name) < 0)
@@ -86,12 +91,8 @@ static int winograd(Graph *dst, const Node *conv, const int *map, int m)
 	int mm = add_step(dst, conv, OP_winograd_gemm, in_m, NULL, "wino_m");
 	double ay[IR_MAX_ATTRS] = {m, (double)y->dim[0], (double)y->dim[2], (double)y->dim[3]};
 	int in_y[1] = {mm};
-	int out = ir_emit(dst, OP_winograd_output, in_y, ay);
-	Node *o = &dst->node[out];
-	o->programs = conv->programs;
-	o->loc = conv->loc;
-	o->grad_of = conv->grad_of >= 0 ? map[conv->grad_of] : -1;
-	ir_set_name(dst, out, conv->name);
+	int out = add_step(dst, conv, OP_winograd_output, in_y, ay, NULL);
+	dst->node[out].grad_of = conv->grad_of >= 0 ? map[conv->grad_of] : -1;
 	return out;
 }
 
@@ -118,7 +119,7 @@ static bool winograd_pays_gpu(const Graph *g, const Node *n)
 typedef struct {
 	ConvAlgo algo;
 	int tile; /* 0: tile_for's */
-	bool gpu; /* auto for a GPU: every convolution Winograd can take */
+	bool gpu; /* auto for a GPU: winograd_pays_gpu's rule, not the host's */
 } Choice;
 
 static int rebuild_node(Graph *dst, const Graph *src, int id, const int *map, void *ctx)

@@ -2,19 +2,12 @@
 #include <errno.h>
 #include <math.h>
 #include <string.h>
-#include <time.h>
 
+#include "runtime/clock.h"
 #include "runtime/progress.h"
 
 #define BAR_WIDTH 24
 #define REDRAW_S 0.1
-
-static double clock_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 bool progress_open(Progress *p, FILE *out, bool bar, bool quiet, const char *csv_path, char *err, size_t errlen)
 {
@@ -61,12 +54,12 @@ static void draw_bar(Progress *p, const ProgressRow *r)
 		r->examples_per_s, eta);
 	fflush(p->out);
 	p->drawn = true;
-	p->last_draw = clock_s();
+	p->last_draw = rt_clock_s();
 }
 
 void progress_step(Progress *p, const ProgressRow *r)
 {
-	if (p->bar && (p->last_draw < 0 || clock_s() - p->last_draw >= REDRAW_S))
+	if (p->bar && (p->last_draw < 0 || rt_clock_s() - p->last_draw >= REDRAW_S))
 		draw_bar(p, r);
 }
 

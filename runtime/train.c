@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "runtime/clock.h"
 #include "runtime/hash.h"
 #include "runtime/image_dtype.h"
 #include "runtime/loss_scale.h"
@@ -46,13 +46,6 @@ typedef struct {
 	int64_t hits, seen, steps;
 	double t_mark;
 } Interval;
-
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 /* ---- checking the bundle against the data ---- */
 
@@ -457,7 +450,7 @@ typedef struct {
 /* Where the run stands after step L->step, over the interval iv so far. */
 static ProgressRow progress_row(const Loop *L, const Plan *p, const Interval *iv, int64_t epoch)
 {
-	double t = now();
+	double t = rt_clock_s();
 	int64_t done = L->step - p->first_step;
 	return (ProgressRow){
 		.step = L->step, .total = p->total, .epoch = epoch + 1, .epochs = p->epochs,
@@ -495,7 +488,7 @@ static bool run_epochs(Loop *L, Plan *p, const Dataset *train, const Dataset *te
 		snprintf(err, errlen, "out of memory");
 		return false;
 	}
-	Interval iv = {.t_mark = now()};
+	Interval iv = {.t_mark = rt_clock_s()};
 	bool ok = true, evaluated = false; /* at the run's last step */
 	const int64_t e0 = L->step / p->per_epoch;
 	bool stopping = false; /* a stop signal came: the step it came in is the last */
@@ -504,10 +497,10 @@ static bool run_epochs(Loop *L, Plan *p, const Dataset *train, const Dataset *te
 		if (!L->overfit || e == e0)
 			shuffle(perm, train->n, L->seed, L->overfit ? 0 : e);
 		for (int64_t k = L->step % p->per_epoch; k < p->per_epoch && L->step < p->total && !stopping; k++) {
-			double t = now();
+			double t = rt_clock_s();
 			int64_t hits;
 			float loss = train_step(L, train, perm + (L->overfit ? 0 : k) * L->batch * L->accumulate, e, &hits);
-			p->train_s += now() - t;
+			p->train_s += rt_clock_s() - t;
 			if (rt_error(L->s)) {
 				snprintf(err, errlen, "%s (at step %lld)", rt_error(L->s), (long long)L->step);
 				ok = false;
@@ -546,7 +539,7 @@ static bool run_epochs(Loop *L, Plan *p, const Dataset *train, const Dataset *te
 			progress_log(&p->prog, &row);
 			if (!ok)
 				break;
-			iv = (Interval){.t_mark = now()}; /* the interval's rate counts training only */
+			iv = (Interval){.t_mark = rt_clock_s()}; /* the interval's rate counts training only */
 		}
 	}
 	if (ok && test && !evaluated && !stop_signal) {
@@ -606,7 +599,7 @@ static bool make_plan(const Bundle *b, const TrainOptions *o, const Dataset *tra
 static void summary(const Plan *p, int64_t steps, int64_t batch)
 {
 	printf("done: %lld steps, %lld epoch%s in %.1f s; final training loss %.4f", (long long)p->total,
-	       (long long)p->epochs, p->epochs == 1 ? "" : "s", now() - p->t0, p->last_loss);
+	       (long long)p->epochs, p->epochs == 1 ? "" : "s", rt_clock_s() - p->t0, p->last_loss);
 	if (!isnan(p->accuracy))
 		printf(", held-out accuracy %.2f%%", p->accuracy);
 	printf(", %.0f examples/s\n", p->train_s > 0 ? (double)(steps * batch) / p->train_s : 0.0);
@@ -660,7 +653,7 @@ static bool train_session(Session *s, const TrainOptions *o, const Dataset *trai
 	L.total = p.total;
 	L.overfit = o->overfit_batch;
 	ok = ok && resume(&L, o, &p, err, errlen);
-	p.t0 = now();
+	p.t0 = rt_clock_s();
 	bool eval = has_eval(b) && !test->no_holdout && !o->overfit_batch;
 	if (ok && o->overfit_batch && !o->quiet)
 		printf("eval: none (--overfit-batch trains on one batch: its loss must fall)\n");
@@ -820,11 +813,11 @@ static bool bench_session(Session *s, const BenchOptions *o, BenchResult *r)
 			bench_step(&L);
 		rt_sync(s);
 		for (int k = 0; k < repeats; k++) {
-			double t = now();
+			double t = rt_clock_s();
 			for (int64_t i = 0; i < steps; i++)
 				bench_step(&L);
 			rt_sync(s); /* a GPU queues the steps: time them done */
-			ms[k] = (now() - t) * 1e3 / (double)steps;
+			ms[k] = (rt_clock_s() - t) * 1e3 / (double)steps;
 		}
 		r->graphs = rt_graphs(s);
 		qsort(ms, (size_t)repeats, sizeof *ms, cmp_double);

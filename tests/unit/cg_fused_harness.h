@@ -49,6 +49,20 @@ CH_API bool cf_compile(CgHarness *h, const char *target, CgOutput *out)
 	return true;
 }
 
+/* Compiles for the host with the GPU templates emulated and split-K on (mma: the mma path's
+ * emulation too), and turns the emulation off again. */
+CH_API bool cf_compile_emulated_split_k(CgHarness *h, bool mma, CgOutput *out)
+{
+	cg_gpu_emulation(true);
+	cg_gpu_emulation_split_k(true);
+	cg_gpu_emulation_mma(mma);
+	bool ok = cf_compile(h, "host", out);
+	cg_gpu_emulation_mma(false);
+	cg_gpu_emulation_split_k(false);
+	cg_gpu_emulation(false);
+	return ok;
+}
+
 /* Compares the group outputs of kernel k's group after it ran. */
 CH_API int cf_check_kernel(CgHarness *h, const CgKernel *k, const uint8_t *arena)
 {

@@ -117,12 +117,7 @@ static void emulated(CgHarness *h)
 {
 	const Graph *g = h->g;
 	CgOutput out;
-	cg_gpu_emulation(true);
-	cg_gpu_emulation_split_k(true);
-	bool ok = cf_compile(h, "host", &out);
-	cg_gpu_emulation_split_k(false);
-	cg_gpu_emulation(false);
-	if (!ok) {
+	if (!cf_compile_emulated_split_k(h, false, &out)) {
 		tu_failures++;
 		return;
 	}

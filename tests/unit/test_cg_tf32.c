@@ -144,17 +144,7 @@ static void run_fused(CgHarness *h, bool want_split)
 	h->g->train.precision = PREC_TF32;
 	h->tol = TF32_TOL;
 	CgOutput out;
-	if (!cf_plan(h)) {
-		tu_failures++;
-		ch_free(h);
-		return;
-	}
-	emulate(true);
-	cg_gpu_emulation_split_k(true);
-	bool ok = cf_compile(h, "host", &out);
-	cg_gpu_emulation_split_k(false);
-	emulate(false);
-	if (!ok) {
+	if (!cf_plan(h) || !cf_compile_emulated_split_k(h, true, &out)) {
 		tu_failures++;
 		ch_free(h);
 		return;
