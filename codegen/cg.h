@@ -149,6 +149,8 @@ int64_t cg_lower_matmul(Cg *cg, const Node *n);              /* codegen/lower_co
 int64_t cg_lower_winograd_gemm(Cg *cg, const Node *n);       /* codegen/lower_conv.c */
 int64_t cg_lower_winograd_input(Cg *cg, const Node *n);      /* codegen/lower_winograd.c */
 int64_t cg_lower_winograd_output(Cg *cg, const Node *n);     /* codegen/lower_winograd.c */
+int64_t cg_lower_winograd_output_grad(Cg *cg, const Node *n); /* codegen/lower_winograd.c */
+int64_t cg_lower_winograd_weight_gemm(Cg *cg, const Node *n); /* codegen/lower_conv.c */
 int64_t cg_lower_max_pool2d(Cg *cg, const Node *n);          /* codegen/lower_pool.c */
 int64_t cg_lower_max_pool2d_argmax(Cg *cg, const Node *n);   /* codegen/lower_pool.c */
 int64_t cg_lower_avg_pool2d(Cg *cg, const Node *n);          /* codegen/lower_pool.c */

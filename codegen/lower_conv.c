@@ -467,3 +467,18 @@ int64_t cg_lower_winograd_gemm(Cg *cg, const Node *n)
 	s.b = (GemmOperand){.elem = dense_elem, .vec = dense_vec, .ctx = &v};
 	return gemm(cg, &s, n);
 }
+
+/* dU[t] (K x C) = dM[t] (K x P) * V[t]^T (P x C): the weight gradient's product per transform
+ * point, summed over the batch's tiles (a long K, split on GPUs: ir_split_k) */
+int64_t cg_lower_winograd_weight_gemm(Cg *cg, const Node *n)
+{
+	const Shape *ms = shape_of(cg, n, 0), *vs = shape_of(cg, n, 1);
+	int64_t pts = ms->dim[0], k = ms->dim[1], p = ms->dim[2], c = vs->dim[1];
+	Dense dm = {.src = n->in[0], .ld = p, .sb = k * p};
+	Dense v = {.src = n->in[1], .ld = p, .t = true, .sb = c * p};
+	OutMap o = {.out = n->id, .sb = k * c, .sm = c, .sn = 1};
+	GemmSpec s = spec(cg, n, pts, k, c, p, &o);
+	s.a = (GemmOperand){.elem = dense_elem, .vec = dense_vec, .along_k = true, .ctx = &dm};
+	s.b = (GemmOperand){.elem = dense_elem, .vec = dense_vec, .along_k = true, .ctx = &v};
+	return gemm(cg, &s, n);
+}

@@ -46,6 +46,7 @@ CG_ELEM(lrn); /* lrn and lrn_grad */
 CG_ELEM(cast);
 CG_ELEM(select);
 CG_ELEM(winograd_weight); /* codegen/lower_winograd.c */
+CG_ELEM(winograd_weight_grad); /* codegen/lower_winograd.c */
 #undef CG_ELEM
 
 #endif

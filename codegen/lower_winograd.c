@@ -1,5 +1,6 @@
-/* lower_winograd.c: the transforms of a Winograd convolution (ir/ops_winograd.c). The product
- * over transform points is the GEMM template (cg_lower_winograd_gemm, codegen/lower_conv.c).
+/* lower_winograd.c: the transforms of a Winograd convolution and of its weight gradient
+ * (ir/ops_winograd.c). The products over transform points are the GEMM template
+ * (cg_lower_winograd_gemm and cg_lower_winograd_weight_gemm, codegen/lower_conv.c).
  *
  * The input and output transforms work a tile at a time: alpha^2 loads, the transform with the
  * constant coefficients of ir/winograd.h (zeros skipped, +-1 as additions), alpha^2 (or m^2)
@@ -77,6 +78,30 @@ LLVMValueRef cg_elem_winograd_weight(Cg *cg, const Node *n, ElemIndex *at)
 	return bilinear(cg, t, g, WINO_R, WINO_R, ri, cj);
 }
 
+/* dw[k][c][i][j] = (G^T dU G)[i][j] over the transform points dU[t][k][c] */
+LLVMValueRef cg_elem_winograd_weight_grad(Cg *cg, const Node *n, ElemIndex *at)
+{
+	const WinogradTile *wt = wino_tile(ir_winograd_attrs(n).m);
+	LLVMTypeRef t = cg_compute_type(cg, n->dtype);
+	LLVMValueRef *idx = cg_index_idx(cg, at);
+	int64_t k = n->shape.dim[0], c = n->shape.dim[1];
+	LLVMValueRef base = add(cg, mulc(cg, idx[0], c), idx[1]);
+	LLVMValueRef du[WINO_MAX_ALPHA][WINO_MAX_ALPHA], ri[WINO_MAX_ALPHA], cj[WINO_MAX_ALPHA];
+	for (int xr = 0; xr < wt->alpha; xr++)
+		for (int xc = 0; xc < wt->alpha; xc++)
+			du[xr][xc] = cg_load(cg, n->in[0], add(cg, base, c64(cg, (int64_t)(xr * wt->alpha + xc) * k * c)));
+	/* G^T's row i (run time) is G's column i: coef picks it from G transposed */
+	double gt[WINO_R][WINO_MAX_ALPHA];
+	for (int i = 0; i < WINO_R; i++)
+		for (int x = 0; x < wt->alpha; x++)
+			gt[i][x] = wt->g[x][i];
+	for (int x = 0; x < wt->alpha; x++) {
+		ri[x] = coef(cg, t, &gt[0][0], WINO_MAX_ALPHA, WINO_R, idx[2], x);
+		cj[x] = coef(cg, t, &gt[0][0], WINO_MAX_ALPHA, WINO_R, idx[3], x);
+	}
+	return bilinear(cg, t, du, wt->alpha, wt->alpha, ri, cj);
+}
+
 /* ---- the input and output transforms, tile by tile ---- */
 
 /* sum over l < count of k[l * stride] * v[l], constant coefficients: zeros skipped, +-1 added */
@@ -131,6 +156,11 @@ static Wino wino_of(Cg *cg, const Node *n)
 	if (n->op == OP_winograd_input) {
 		const Shape *x = &cg->g->node[n->in[0]].shape;
 		q.planes = x->dim[0] * x->dim[1], q.chans = x->dim[1], q.h = x->dim[2], q.w = x->dim[3];
+		q.p = n->shape.dim[2];
+	} else if (n->op == OP_winograd_output_grad) {
+		const Shape *dy = &cg->g->node[n->in[0]].shape;
+		q.planes = dy->dim[0] * dy->dim[1], q.chans = dy->dim[1], q.oh = dy->dim[2], q.ow = dy->dim[3];
+		q.th = wino_tiles(q.oh, a.m), q.tw = wino_tiles(q.ow, a.m);
 		q.p = n->shape.dim[2];
 	} else {
 		q.planes = n->shape.dim[0] * n->shape.dim[1], q.chans = n->shape.dim[1];
@@ -199,6 +229,39 @@ static void output_tile(Cg *cg, const Node *n, const Wino *q, LLVMValueRef plane
 		}
 }
 
+/* dM[t][k][p] = (A dY A^T)[t] for tile (th, tw) of plane (img, k) of dy, zero past the plane's edge */
+static void output_grad_tile(Cg *cg, const Node *n, const Wino *q, LLVMValueRef plane, LLVMValueRef th, LLVMValueRef tw)
+{
+	const WinogradTile *wt = q->wt;
+	int m = wt->m;
+	LLVMValueRef img = udiv(cg, plane, q->chans), k = urem(cg, plane, q->chans);
+	LLVMValueRef y0 = mulc(cg, th, m), x0 = mulc(cg, tw, m), base = mulc(cg, plane, q->oh * q->ow);
+	LLVMValueRef d[WINO_MAX_ALPHA][WINO_MAX_ALPHA], v[WINO_MAX_ALPHA][WINO_MAX_ALPHA], zero = cg_real(cg, q->t, 0);
+	for (int i = 0; i < m; i++) {
+		LLVMValueRef y = add(cg, y0, c64(cg, i));
+		LLVMValueRef oky = LLVMBuildICmp(cg->b, LLVMIntULT, y, c64(cg, q->oh), "");
+		for (int j = 0; j < m; j++) {
+			LLVMValueRef x = add(cg, x0, c64(cg, j));
+			LLVMValueRef ok = LLVMBuildAnd(cg->b, oky, LLVMBuildICmp(cg->b, LLVMIntULT, x, c64(cg, q->ow), ""), "");
+			LLVMValueRef at = LLVMBuildSelect(cg->b, ok, add(cg, base, add(cg, mulc(cg, y, q->ow), x)), c64(cg, 0), "");
+			d[i][j] = LLVMBuildSelect(cg->b, ok, cg_load(cg, n->in[0], at), zero, "");
+		}
+	}
+	/* A = (A^T)^T, alpha x m */
+	double a[WINO_MAX_ALPHA][WINO_MAX_ALPHA];
+	for (int r = 0; r < wt->alpha; r++)
+		for (int i = 0; i < m; i++)
+			a[r][i] = wt->at[i][r];
+	sandwich(cg, q->t, &a[0][0], wt->alpha, &a[0][0], wt->alpha, m, WINO_MAX_ALPHA, d, v);
+	LLVMValueRef p = add(cg, mulc(cg, add(cg, mulc(cg, img, q->th), th), q->tw), tw);
+	for (int xr = 0; xr < wt->alpha; xr++)
+		for (int xc = 0; xc < wt->alpha; xc++) {
+			int64_t pt = xr * wt->alpha + xc;
+			LLVMValueRef at = add(cg, mulc(cg, k, q->p), add(cg, c64(cg, pt * q->chans * q->p), p));
+			cg_group_epilogue(cg, n->id, at, v[xr][xc]);
+		}
+}
+
 typedef void (*TileFn)(Cg *cg, const Node *n, const Wino *q, LLVMValueRef plane, LLVMValueRef th, LLVMValueRef tw);
 
 /* Every tile of every plane: on GPUs one per work-item, on the host blocks of planes per
@@ -233,3 +296,4 @@ static int64_t over_tiles(Cg *cg, const Node *n, TileFn tile)
 
 int64_t cg_lower_winograd_input(Cg *cg, const Node *n) { return over_tiles(cg, n, input_tile); }
 int64_t cg_lower_winograd_output(Cg *cg, const Node *n) { return over_tiles(cg, n, output_tile); }
+int64_t cg_lower_winograd_output_grad(Cg *cg, const Node *n) { return over_tiles(cg, n, output_grad_tile); }

@@ -22,6 +22,9 @@ bool ir_gemm_shape(const Graph *g, const Node *n, int64_t *batch, int64_t *m, in
 	case OP_winograd_gemm: /* per transform point: K x P, K = C; in = (U, V) */
 		*batch = out->dim[0], *m = out->dim[1], *nn = out->dim[2], *k = a->dim[2];
 		return true;
+	case OP_winograd_weight_gemm: /* per transform point: K x C, K = the tiles; in = (dM, V) */
+		*batch = out->dim[0], *m = out->dim[1], *nn = out->dim[2], *k = a->dim[2];
+		return true;
 	case OP_matmul:
 		*batch = 1, *m = out->dim[0], *nn = out->dim[1];
 		*k = ir_matmul_flags(n).ta ? a->dim[0] : a->dim[1];
@@ -41,7 +44,10 @@ bool ir_gemm_shape(const Graph *g, const Node *n, int64_t *batch, int64_t *m, in
 int ir_split_k(const Graph *g, const Node *n)
 {
 	int64_t batch, m, nn, k;
-	if (!ir_gemm_shape(g, n, &batch, &m, &nn, &k) || batch != 1 || m * nn >= SPLIT_MAX_MN)
+	/* a batch of GEMMs is split only when it is the transform points of a Winograd weight
+	 * gradient, whose K is every tile of the batch; per-image convolutions have enough tiles */
+	if (!ir_gemm_shape(g, n, &batch, &m, &nn, &k) || (batch != 1 && n->op != OP_winograd_weight_gemm) ||
+	    batch * m * nn >= SPLIT_MAX_MN)
 		return 1;
 	int64_t split = k / SPLIT_MIN_K;
 	return split < 1 ? 1 : split > SPLIT_MAX ? SPLIT_MAX : (int)split;

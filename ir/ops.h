@@ -47,7 +47,8 @@ typedef struct {
 	bool ta, tb;
 } MatmulFlags;
 MatmulFlags ir_matmul_flags(const Node *n);
-/* winograd_weight, winograd_input, winograd_output (ir/ops_winograd.c); each reads its own */
+/* winograd_weight, winograd_input, winograd_output, winograd_output_grad, winograd_weight_grad
+ * (ir/ops_winograd.c); each reads its own */
 typedef struct {
 	int m;             /* output tile m x m: 2 or 4 (ir/winograd.h) */
 	bool flip;         /* weight: rotated 180 degrees, in and out channels swapped */
@@ -163,6 +164,9 @@ bool shape_winograd_weight(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_winograd_input(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_winograd_gemm(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_winograd_output(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_winograd_output_grad(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_winograd_weight_gemm(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_winograd_weight_grad(Node *n, const Graph *g, char *err, size_t errlen);
 
 /* ---- float64 references ---- */
 #define OP_REF(name) void ref_##name(const Graph *g, const Node *n, const double *const *in, double *out)
@@ -225,6 +229,9 @@ OP_REF(winograd_weight);
 OP_REF(winograd_input);
 OP_REF(winograd_gemm);
 OP_REF(winograd_output);
+OP_REF(winograd_output_grad);
+OP_REF(winograd_weight_gemm);
+OP_REF(winograd_weight_grad);
 #undef OP_REF
 
 /* ---- gradient rules (n may move when rules emit nodes: they copy what they need first) ---- */
@@ -278,6 +285,9 @@ double flops_winograd_weight(const Graph *g, const Node *n);
 double flops_winograd_input(const Graph *g, const Node *n);
 double flops_winograd_gemm(const Graph *g, const Node *n);
 double flops_winograd_output(const Graph *g, const Node *n);
+double flops_winograd_output_grad(const Graph *g, const Node *n);
+double flops_winograd_weight_gemm(const Graph *g, const Node *n);
+double flops_winograd_weight_grad(const Graph *g, const Node *n);
 double flops_matmul(const Graph *g, const Node *n);
 double flops_pool2d(const Graph *g, const Node *n);
 double flops_max_pool2d_grad(const Graph *g, const Node *n);

@@ -10,6 +10,15 @@
  *   winograd_gemm(U, V)              -> M [alpha^2, K, P]   M[t] = U[t] V[t]
  *   winograd_output(M)               -> y [N, K, out_h, out_w]   y tile = A^T m A
  *
+ * and in place of a 3x3 stride-1 conv2d_grad_weight(dy, x), with V = winograd_input(x) of the
+ * forward's padding over dy's plane (the forward is Y = A^T [U . V] A per tile, so the gradient
+ * of U at point t is the sum over tiles of (A dY A^T)[t] times V[t], and dw = G^T dU G):
+ *
+ *   winograd_output_grad(dy [N, K, oh, ow]) -> dM [alpha^2, K, P]   dM[t] = A dY A^T, dY the m x m
+ *       tile p of dy (zero past the plane's edge)
+ *   winograd_weight_gemm(dM, V)      -> dU [alpha^2, K, C]   dU[t] = dM[t] V[t]^T
+ *   winograd_weight_grad(dU)         -> dw [K, C, 3, 3]      dw = G^T dU G
+ *
  * The references compute exactly these steps in float64, so each kernel is checked against its
  * own step and the chain against the direct convolution (tests/unit/test_cg_winograd.c). */
 #include "ir/checked.h"
@@ -117,6 +126,44 @@ bool shape_winograd_output(Node *n, const Graph *g, char *err, size_t errlen)
 	return true;
 }
 
+bool shape_winograd_output_grad(Node *n, const Graph *g, char *err, size_t errlen)
+{
+	int alpha = 0;
+	if (!need_tile(n, &alpha, err, errlen) || !need_f32_rank(n, g, 0, 4, err, errlen))
+		return false;
+	const Shape *dy = &op_in(g, n, 0)->shape;
+	int m = alpha - (WINO_R - 1);
+	n->shape = (Shape){3, {(int64_t)alpha * alpha, dy->dim[1], dy->dim[0] * wino_tiles(dy->dim[2], m) * wino_tiles(dy->dim[3], m)}};
+	return true;
+}
+
+bool shape_winograd_weight_gemm(Node *n, const Graph *g, char *err, size_t errlen)
+{
+	char sm[128], sv[128];
+	if (!need_f32_rank(n, g, 0, 3, err, errlen) || !need_f32_rank(n, g, 1, 3, err, errlen))
+		return false;
+	const Shape *dm = &op_in(g, n, 0)->shape, *v = &op_in(g, n, 1)->shape;
+	if (dm->dim[0] != v->dim[0] || dm->dim[2] != v->dim[2])
+		return op_fail(n, err, errlen, "dM %s and V %s do not share transform points and tiles",
+			       op_type_str(op_in(g, n, 0), sm, sizeof sm), op_type_str(op_in(g, n, 1), sv, sizeof sv));
+	n->shape = (Shape){3, {dm->dim[0], dm->dim[1], v->dim[1]}};
+	return true;
+}
+
+bool shape_winograd_weight_grad(Node *n, const Graph *g, char *err, size_t errlen)
+{
+	int alpha = 0;
+	char t[128];
+	if (!need_tile(n, &alpha, err, errlen) || !need_f32_rank(n, g, 0, 3, err, errlen))
+		return false;
+	const Shape *du = &op_in(g, n, 0)->shape;
+	if (du->dim[0] != (int64_t)alpha * alpha)
+		return op_fail(n, err, errlen, "dU %s does not have the tile's %d transform points",
+			       op_type_str(op_in(g, n, 0), t, sizeof t), alpha * alpha);
+	n->shape = (Shape){4, {du->dim[1], du->dim[2], WINO_R, WINO_R}};
+	return true;
+}
+
 /* ---- float64 references ---- */
 
 void ref_winograd_weight(const Graph *g, const Node *n, const double *const *in, double *out)
@@ -203,6 +250,57 @@ void ref_winograd_output(const Graph *g, const Node *n, const double *const *in,
 				}
 }
 
+void ref_winograd_output_grad(const Graph *g, const Node *n, const double *const *in, double *out)
+{
+	const WinogradTile *t = wino_tile(ir_winograd_attrs(n).m);
+	const Shape *dy = &op_in(g, n, 0)->shape;
+	int64_t nimg = dy->dim[0], k = dy->dim[1], oh = dy->dim[2], ow = dy->dim[3];
+	int64_t th = wino_tiles(oh, t->m), tw = wino_tiles(ow, t->m), p = nimg * th * tw;
+	for (int64_t o = 0; o < k; o++)
+		for (int64_t q = 0; q < p; q++) {
+			int64_t img = q / (th * tw), y0 = q / tw % th * t->m, x0 = q % tw * t->m;
+			for (int xr = 0; xr < t->alpha; xr++)
+				for (int xc = 0; xc < t->alpha; xc++) {
+					double s = 0;
+					for (int i = 0; i < t->m; i++)
+						for (int j = 0; j < t->m; j++)
+							if (y0 + i < oh && x0 + j < ow)
+								s += t->at[i][xr] * in[0][((img * k + o) * oh + y0 + i) * ow + x0 + j] * t->at[j][xc];
+					out[((int64_t)(xr * t->alpha + xc) * k + o) * p + q] = s;
+				}
+		}
+}
+
+void ref_winograd_weight_gemm(const Graph *g, const Node *n, const double *const *in, double *out)
+{
+	const Shape *dm = &op_in(g, n, 0)->shape, *v = &op_in(g, n, 1)->shape;
+	int64_t pts = dm->dim[0], k = dm->dim[1], p = dm->dim[2], c = v->dim[1];
+	for (int64_t t = 0; t < pts; t++)
+		for (int64_t i = 0; i < k; i++)
+			for (int64_t j = 0; j < c; j++) {
+				double s = 0;
+				for (int64_t l = 0; l < p; l++)
+					s += in[0][(t * k + i) * p + l] * in[1][(t * c + j) * p + l];
+				out[(t * k + i) * c + j] = s;
+			}
+}
+
+void ref_winograd_weight_grad(const Graph *g, const Node *n, const double *const *in, double *out)
+{
+	const WinogradTile *t = wino_tile(ir_winograd_attrs(n).m);
+	int64_t k = n->shape.dim[0], c = n->shape.dim[1];
+	for (int64_t o = 0; o < k; o++)
+		for (int64_t ch = 0; ch < c; ch++)
+			for (int i = 0; i < WINO_R; i++)
+				for (int j = 0; j < WINO_R; j++) {
+					double s = 0;
+					for (int xr = 0; xr < t->alpha; xr++)
+						for (int xc = 0; xc < t->alpha; xc++)
+							s += t->g[xr][i] * in[0][((int64_t)(xr * t->alpha + xc) * k + o) * c + ch] * t->g[xc][j];
+					out[((o * c + ch) * WINO_R + i) * WINO_R + j] = s;
+				}
+}
+
 /* ---- operation counts: what the kernels do, transforms included ---- */
 
 double flops_winograd_weight(const Graph *g, const Node *n)
@@ -224,6 +322,25 @@ double flops_winograd_gemm(const Graph *g, const Node *n)
 }
 
 double flops_winograd_output(const Graph *g, const Node *n)
+{
+	(void)g;
+	int alpha = wino_tile(ir_winograd_attrs(n).m)->alpha;
+	return 2.0 * alpha * alpha * (double)shape_numel(&n->shape);
+}
+
+double flops_winograd_output_grad(const Graph *g, const Node *n)
+{
+	(void)g;
+	int m = ir_winograd_attrs(n).m;
+	return 2.0 * m * m * (double)shape_numel(&n->shape);
+}
+
+double flops_winograd_weight_gemm(const Graph *g, const Node *n)
+{
+	return 2.0 * (double)shape_numel(&n->shape) * (double)op_in(g, n, 0)->shape.dim[2];
+}
+
+double flops_winograd_weight_grad(const Graph *g, const Node *n)
 {
 	(void)g;
 	int alpha = wino_tile(ir_winograd_attrs(n).m)->alpha;

@@ -2,8 +2,8 @@
  *
  * direct: the implicit GEMM of codegen/lower_conv.c, every convolution as the frontend and
  * autodiff made it. winograd: every convolution Winograd can take (3x3, stride 1, dilation 1,
- * NCHW, f32; the input gradient too, with padding at most 2) becomes the four steps of
- * ir/ops_winograd.c, F(4x4,3x3) or, on small planes, F(2x2,3x3); the others stay direct. auto
+ * padding at most 2, NCHW, f32: forward, input gradient and weight gradient) becomes the steps
+ * of ir/ops_winograd.c, F(4x4,3x3) or, on small planes, F(2x2,3x3); the others stay direct. auto
  * takes Winograd where it measured faster: on a GPU (the first target) winograd_pays_gpu, on the
  * host winograd_pays.
  *
@@ -37,22 +37,42 @@ const char *conv_algo_name(const Graph *g, const Node *n)
 	case OP_conv2d:
 	case OP_conv2d_grad_input:
 	case OP_conv2d_grad_weight: return "direct";
-	case OP_winograd_output: return ir_winograd_attrs(n).m == 4 ? "winograd F(4x4,3x3)" : "winograd F(2x2,3x3)";
+	case OP_winograd_output:
+	case OP_winograd_weight_grad: return ir_winograd_attrs(n).m == 4 ? "winograd F(4x4,3x3)" : "winograd F(2x2,3x3)";
 	default: return NULL;
 	}
 }
 
-/* Whether Winograd computes n: a conv2d or conv2d_grad_input with a 3x3 kernel, stride and
- * dilation 1, NCHW, f32, and (the input gradient) padding at most 2. */
+/* The convolution's weight-shaped node: its weight input, or for the weight gradient itself. */
+static const Node *filter_of(const Graph *g, const Node *n)
+{
+	return n->op == OP_conv2d_grad_weight ? n : &g->node[n->in[1]];
+}
+
+/* The convolution's output (for the weight gradient: dy, its first input). */
+static const Shape *conv_out(const Graph *g, const Node *n)
+{
+	return n->op == OP_conv2d_grad_weight ? &g->node[n->in[0]].shape : &n->shape;
+}
+
+/* Channels into the convolution (C) and out of it (K). */
+static void channels(const Graph *g, const Node *n, int64_t *in, int64_t *out)
+{
+	const Shape *w = &filter_of(g, n)->shape;
+	*out = w->dim[0], *in = w->dim[1];
+}
+
+/* Whether Winograd computes n: a conv2d, conv2d_grad_input or conv2d_grad_weight with a 3x3
+ * kernel, stride and dilation 1, padding at most 2, NCHW, f32. */
 static bool winograd_fits(const Graph *g, const Node *n)
 {
-	if (n->op != OP_conv2d && n->op != OP_conv2d_grad_input)
+	if (n->op != OP_conv2d && n->op != OP_conv2d_grad_input && n->op != OP_conv2d_grad_weight)
 		return false;
-	const Node *w = &g->node[n->in[1]];
+	const Node *w = filter_of(g, n);
 	ConvGeom c = ir_conv_geom(n);
 	return c.layout == LAYOUT_NCHW && n->dtype == DT_F32 && g->node[n->in[0]].dtype == DT_F32 &&
-	       w->dtype == DT_F32 && w->shape.dim[2] == WINO_R && w->shape.dim[3] == WINO_R && c.sh == 1 &&
-	       c.sw == 1 && c.dh == 1 && c.dw == 1 && c.ph <= WINO_R - 1 && c.pw <= WINO_R - 1;
+	       g->node[n->in[1]].dtype == DT_F32 && w->shape.dim[2] == WINO_R && w->shape.dim[3] == WINO_R &&
+	       c.sh == 1 && c.sw == 1 && c.dh == 1 && c.dw == 1 && c.ph <= WINO_R - 1 && c.pw <= WINO_R - 1;
 }
 
 /* A node the pass adds for src's convolution: its programs, source place and a name after it
@@ -96,16 +116,42 @@ static int winograd(Graph *dst, const Node *conv, const int *map, int m)
 	return out;
 }
 
+/* conv2d_grad_weight(dy, x) as V of x over dy's plane, dM of dy, their product per transform
+ * point and the inverse weight transform, which takes its place */
+static int winograd_weight_grad(Graph *dst, const Node *conv, const int *map, int m)
+{
+	ConvGeom c = ir_conv_geom(conv);
+	int in_x[1] = {map[conv->in[1]]}, in_dy[1] = {map[conv->in[0]]};
+	const Shape *dy = &dst->node[in_dy[0]].shape;
+	double ax[IR_MAX_ATTRS] = {m, (double)c.ph, (double)c.pw, (double)dy->dim[2], (double)dy->dim[3]};
+	double at[IR_MAX_ATTRS] = {m};
+	int v = add_step(dst, conv, OP_winograd_input, in_x, ax, "wino_v");
+	int dm = add_step(dst, conv, OP_winograd_output_grad, in_dy, at, "wino_dm");
+	int in_u[2] = {dm, v};
+	int du = add_step(dst, conv, OP_winograd_weight_gemm, in_u, NULL, "wino_du");
+	int in_w[1] = {du};
+	int out = add_step(dst, conv, OP_winograd_weight_grad, in_w, at, NULL);
+	dst->node[out].grad_of = conv->grad_of >= 0 ? map[conv->grad_of] : -1;
+	return out;
+}
+
 /* F(4x4) (a quarter of direct's multiplications in the GEMM, against F(2x2)'s 4/9) unless the
  * output plane is under two such tiles a side, where F(2x2) wastes less on the border. */
-static int tile_for(const Node *n) { return n->shape.dim[2] >= 8 && n->shape.dim[3] >= 8 ? 4 : 2; }
+static int tile_for(const Graph *g, const Node *n)
+{
+	const Shape *y = conv_out(g, n);
+	return y->dim[2] >= 8 && y->dim[3] >= 8 ? 4 : 2;
+}
 
-/* auto: whether Winograd pays for n (channels in and out, output positions of the batch). */
+/* auto: whether Winograd pays for n (channels in and out, output positions of the batch). The
+ * weight gradient was not measured on the host: it stays direct there. */
 static bool winograd_pays(const Graph *g, const Node *n)
 {
-	int64_t positions = n->shape.dim[0] * n->shape.dim[2] * n->shape.dim[3];
-	return g->node[n->in[0]].shape.dim[1] >= AUTO_MIN_CHANNELS && n->shape.dim[1] >= AUTO_MIN_CHANNELS &&
-	       positions >= AUTO_MIN_POSITIONS && tile_for(n) == 4;
+	const Shape *y = conv_out(g, n);
+	int64_t positions = y->dim[0] * y->dim[2] * y->dim[3], cin, cout;
+	channels(g, n, &cin, &cout);
+	return n->op != OP_conv2d_grad_weight && cin >= AUTO_MIN_CHANNELS && cout >= AUTO_MIN_CHANNELS &&
+	       positions >= AUTO_MIN_POSITIONS && tile_for(g, n) == 4;
 }
 
 /* auto on a GPU: every convolution with at least GPU_MIN_CHANNELS channels in and out; below, the
@@ -113,7 +159,9 @@ static bool winograd_pays(const Graph *g, const Node *n)
  * direct, 0.127 with Winograd on an H100). */
 static bool winograd_pays_gpu(const Graph *g, const Node *n)
 {
-	return g->node[n->in[0]].shape.dim[1] >= GPU_MIN_CHANNELS && n->shape.dim[1] >= GPU_MIN_CHANNELS;
+	int64_t cin, cout;
+	channels(g, n, &cin, &cout);
+	return cin >= GPU_MIN_CHANNELS && cout >= GPU_MIN_CHANNELS;
 }
 
 typedef struct {
@@ -128,7 +176,10 @@ static int rebuild_node(Graph *dst, const Graph *src, int id, const int *map, vo
 	const Node *n = &src->node[id];
 	if (n->programs && winograd_fits(src, n) &&
 	    (ch->algo == CONV_ALGO_WINOGRAD || (ch->gpu ? winograd_pays_gpu(src, n) : winograd_pays(src, n))))
-		return winograd(dst, n, map, ch->tile ? ch->tile : tile_for(n));
+	{
+		int m = ch->tile ? ch->tile : tile_for(src, n);
+		return n->op == OP_conv2d_grad_weight ? winograd_weight_grad(dst, n, map, m) : winograd(dst, n, map, m);
+	}
 	return ir_rebuild_copy(dst, src, id, map);
 }
 

@@ -12,7 +12,8 @@
  *   launches the kernels in the same order.
  * Cases: conv2d_grad_weight with the MNIST network's conv1 and conv2 shapes at small batches,
  * matmuls with long K under every transpose, each alone and fused with an elementwise epilogue
- * (with and without the anchor itself a group output). */
+ * (with and without the anchor itself a group output), and the batched GEMM of a Winograd weight
+ * gradient (one split GEMM per transform point). */
 #include "codegen/amdgpu_info.h"
 #include "codegen/cg_util.h"
 #include "codegen/make_bundle.h"
@@ -279,6 +280,22 @@ static void grad_weight(int n, int cin, int hw, int cout, bool epilogue, bool an
 	run(h);
 }
 
+/* dU = winograd_weight_gemm(dM, V): a batch of GEMMs (the transform points), each split over its
+ * long K (the tiles of the batch). */
+static void weight_gemm(int pts, int k, int c, int p)
+{
+	char name[128], dims[64];
+	snprintf(name, sizeof name, "winograd_weight_gemm %d points of %dx%d, K %d", pts, k, c, p);
+	CgHarness *h = ch_new(name);
+	snprintf(dims, sizeof dims, "%d,%d,%d", pts, k, p);
+	int dm = ch_param(h, DT_F32, dims);
+	snprintf(dims, sizeof dims, "%d,%d,%d", pts, c, p);
+	int v = ch_param(h, DT_F32, dims);
+	int du = ch_op(h, OP_winograd_weight_gemm, NULL, dm, v);
+	CHECK(ir_split_k(h->g, &h->g->node[du]) > 1, "%s: not split", name);
+	run(h);
+}
+
 /* matmul(a, b) with transposes ta, tb; epilogue: bias_add(relu(...)) fused after it. */
 static void matmul(int m, int nn, int k, int ta, int tb, bool epilogue, bool anchor_out)
 {
@@ -326,5 +343,6 @@ int main(void)
 	matmul(10, 7, 3000, 1, 0, false, false); /* sizes no multiple of anything */
 	matmul(24, 40, 1500, 0, 1, true, false);
 	matmul(33, 70, 2600, 1, 1, true, true);
+	weight_gemm(16, 5, 7, 1700);
 	return tu_finish("test_cg_splitk");
 }

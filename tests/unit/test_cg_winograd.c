@@ -1,29 +1,36 @@
 /* test_cg_winograd: Winograd convolution F(2x2,3x3) and F(4x4,3x3) (ir/ops_winograd.c,
- * codegen/lower_winograd.c, passes/conv_algo.c). First, in float64, the four steps the pass puts
- * in place of a conv2d or conv2d_grad_input give the direct convolution's values (to rounding of
- * float64). Then every kernel of the rewritten graph, on the host template and the GPU templates
+ * codegen/lower_winograd.c, passes/conv_algo.c). First, in float64, the steps the pass puts in
+ * place of a conv2d, conv2d_grad_input or conv2d_grad_weight give the direct convolution's values
+ * (to rounding of float64). Then every kernel of the rewritten graph, on the host template and the GPU templates
  * emulated, against the float64 interpreter on random inputs: padding 0, 1 and 2 (the input
  * gradient of padding 0), odd and even planes, tiles crossing the border, batch > 1, channel
  * counts that are multiples of nothing, within each tile's tolerance (ir/winograd.h). Last, that
- * tolerance against measured error: N(0,1) inputs, 256 channels. */
+ * tolerance against measured error: N(0,1) inputs, 256 channels, and a weight gradient summed over
+ * 16 images' tiles. */
 #include "ir/winograd.h"
 #include "tests/unit/cg_fused_harness.h"
+
+typedef enum { FORWARD, GRAD_INPUT, GRAD_WEIGHT } Kind;
 
 typedef struct {
 	const char *what;
 	int64_t n, c, k, h, w, pad;
-	bool grad; /* conv2d_grad_input: dy [n, k, oh, ow] -> dx [n, c, h, w] */
+	Kind kind; /* GRAD_INPUT: dy [n, k, oh, ow] -> dx [n, c, h, w]; GRAD_WEIGHT: (dy, x) -> dw */
 } Case;
 
 static const Case cases[] = {
-	{"pad 1, odd plane", 2, 3, 5, 7, 9, 1, false},
-	{"pad 0, even plane", 3, 5, 4, 8, 6, 0, false},
-	{"pad 1, 1x1 tiles", 1, 7, 3, 3, 3, 1, false},
-	{"pad 2", 2, 2, 3, 5, 4, 2, false},
-	{"pad 1, wide channels", 2, 37, 19, 10, 11, 1, false},
-	{"grad_input pad 1", 2, 3, 5, 7, 9, 1, true},
-	{"grad_input pad 0", 3, 5, 4, 8, 7, 0, true},
-	{"grad_input pad 2", 2, 6, 3, 5, 6, 2, true},
+	{"pad 1, odd plane", 2, 3, 5, 7, 9, 1, FORWARD},
+	{"pad 0, even plane", 3, 5, 4, 8, 6, 0, FORWARD},
+	{"pad 1, 1x1 tiles", 1, 7, 3, 3, 3, 1, FORWARD},
+	{"pad 2", 2, 2, 3, 5, 4, 2, FORWARD},
+	{"pad 1, wide channels", 2, 37, 19, 10, 11, 1, FORWARD},
+	{"grad_input pad 1", 2, 3, 5, 7, 9, 1, GRAD_INPUT},
+	{"grad_input pad 0", 3, 5, 4, 8, 7, 0, GRAD_INPUT},
+	{"grad_input pad 2", 2, 6, 3, 5, 6, 2, GRAD_INPUT},
+	{"grad_weight pad 1", 2, 3, 5, 7, 9, 1, GRAD_WEIGHT},
+	{"grad_weight pad 0", 3, 5, 4, 8, 6, 0, GRAD_WEIGHT},
+	{"grad_weight pad 2, 1x1 tiles", 2, 4, 3, 3, 3, 2, GRAD_WEIGHT},
+	{"grad_weight pad 1, wide channels", 3, 37, 19, 10, 11, 1, GRAD_WEIGHT},
 };
 
 /* x (or dy) and w params and the convolution; returns its id */
@@ -32,7 +39,15 @@ static int build(CgHarness *h, const Case *c)
 	char xd[64], wd[64];
 	int64_t oh = c->h + 2 * c->pad - 2, ow = c->w + 2 * c->pad - 2;
 	snprintf(wd, sizeof wd, "%lld,%lld,3,3", (long long)c->k, (long long)c->c);
-	if (!c->grad) {
+	if (c->kind == GRAD_WEIGHT) {
+		char dyd[64];
+		snprintf(dyd, sizeof dyd, "%lld,%lld,%lld,%lld", (long long)c->n, (long long)c->k, (long long)oh, (long long)ow);
+		snprintf(xd, sizeof xd, "%lld,%lld,%lld,%lld", (long long)c->n, (long long)c->c, (long long)c->h, (long long)c->w);
+		int dy = ch_param(h, DT_F32, dyd), x = ch_param(h, DT_F32, xd);
+		double a[IR_MAX_ATTRS] = {1, 1, (double)c->pad, (double)c->pad, 1, 1, 3, 3, LAYOUT_NCHW};
+		return ch_op(h, OP_conv2d_grad_weight, a, dy, x);
+	}
+	if (c->kind == FORWARD) {
 		snprintf(xd, sizeof xd, "%lld,%lld,%lld,%lld", (long long)c->n, (long long)c->c, (long long)c->h, (long long)c->w);
 		int x = ch_param(h, DT_F32, xd), w = ch_param(h, DT_F32, wd);
 		double a[IR_MAX_ATTRS] = {1, 1, (double)c->pad, (double)c->pad, 1, 1, LAYOUT_NCHW};
@@ -78,7 +93,8 @@ static void check_float64(const Case *c, int tile)
 	Graph *g = h->g;
 	CHECK(g->nnodes == n0 + 3, "%s F(%d): %d nodes after the rewrite", c->what, tile, g->nnodes);
 	int out = g->nnodes - 1;
-	CHECK(g->node[out].op == OP_winograd_output && shape_eq(&g->node[out].shape, &want), "%s: the output is no conv's", c->what);
+	OpId last = c->kind == GRAD_WEIGHT ? OP_winograd_weight_grad : OP_winograd_output;
+	CHECK(g->node[out].op == last && shape_eq(&g->node[out].shape, &want), "%s: the output is no conv's", c->what);
 	double **wino = tu_calloc((size_t)g->nnodes, sizeof *wino);
 	for (int i = 0; i < g->nnodes; i++)
 		wino[i] = tu_calloc((size_t)shape_numel(&g->node[i].shape), sizeof(double));
@@ -127,13 +143,12 @@ static void set_normal(CgHarness *h, int id)
 }
 
 /* The documented tolerance holds for the inputs it was measured on: N(0,1), 256 channels. */
-static void check_normal(int tile)
+static void check_normal(const Case *wide, int tile)
 {
-	static const Case wide = {"N(0,1), 256 channels", 1, 256, 16, 12, 12, 1, false};
 	char name[120];
-	snprintf(name, sizeof name, "%s F(%dx%d)", wide.what, tile, tile);
+	snprintf(name, sizeof name, "%s F(%dx%d)", wide->what, tile, tile);
 	CgHarness *h = ch_new(name);
-	build(h, &wide);
+	build(h, wide);
 	set_normal(h, 0);
 	set_normal(h, 1);
 	mark_programs(h->g);
@@ -153,7 +168,12 @@ int main(void)
 			check_kernels(&cases[i], tiles[t], false);
 			check_kernels(&cases[i], tiles[t], true);
 		}
-	check_normal(2);
-	check_normal(4);
+	/* the weight gradient sums over every tile of the batch: 16 images of 16x16 */
+	static const Case normal[] = {{"N(0,1), 256 channels", 1, 256, 16, 12, 12, 1, FORWARD},
+				      {"N(0,1) grad_weight, 16 images", 16, 32, 16, 16, 16, 1, GRAD_WEIGHT}};
+	for (size_t i = 0; i < sizeof normal / sizeof *normal; i++) {
+		check_normal(&normal[i], 2);
+		check_normal(&normal[i], 4);
+	}
 	return tu_finish("test_cg_winograd");
 }
