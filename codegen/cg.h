@@ -70,7 +70,8 @@ typedef struct Cg {
 	LLVMBasicBlockRef entry; /* allocas go here (cg_local) */
 	bool gpu_native;   /* GPU lowerings set it: they use work-item ids themselves */
 	int block;         /* GPU lowerings set it: work-items per work-group */
-	int resident;      /* GPU lowerings may set it: work-groups to keep resident per compute unit (0: any) */
+	int waves;         /* GPU lowerings may set it: waves to keep resident per SIMD (NVIDIA: warps per SM
+			      sub-partition), so the register allocator leaves room for them (0: any) */
 	struct CgEmission *emit; /* the fused group and kernels being emitted (codegen/cg_emission.h) */
 } Cg;
 

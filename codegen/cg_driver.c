@@ -55,7 +55,7 @@ static void kernel_open(Cg *cg, int node, const char *name)
 	const CgKernel *k = &kst->out->kernels[index];
 	const CgTargetOps *ops = cg->target->ops;
 	cg->gpu_native = false;
-	cg->resident = 0;
+	cg->waves = 0;
 	cg->block = 0;
 	ops->signature(cg, k->name);
 	LLVMSetValueName2(cg->arena, "arena", 5);

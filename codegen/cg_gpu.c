@@ -83,7 +83,7 @@ void cg_gpu_native(Cg *cg, int block)
 	cg->block = block;
 }
 
-void cg_gpu_resident(Cg *cg, int groups) { cg->resident = groups; }
+void cg_gpu_waves(Cg *cg, int waves) { cg->waves = waves; }
 
 LLVMValueRef cg_global_id(Cg *cg)
 {

@@ -48,9 +48,10 @@ void cg_kernel_next(Cg *cg, int64_t grid, const char *suffix);
 /* ---- codegen/cg_gpu.c: for lowerings written for GPUs ---- */
 /* Makes the kernel GPU-native with block work-items per work-group. */
 void cg_gpu_native(Cg *cg, int block);
-/* Asks the target to keep `groups` work-groups of the kernel resident per compute unit (NVIDIA:
- * minctasm, so ptxas caps the registers to fit them). */
-void cg_gpu_resident(Cg *cg, int groups);
+/* Asks the target to keep `waves` waves of the kernel resident per SIMD, four SIMDs to a compute
+ * unit (NVIDIA: warps per SM sub-partition; minctasm, so ptxas caps the registers to fit them;
+ * AMD: amdgpu-waves-per-eu, the VGPR budget of that many waves). */
+void cg_gpu_waves(Cg *cg, int waves);
 /* work-group id * cg->block + work-item id, as i64 */
 LLVMValueRef cg_global_id(Cg *cg);
 /* The kernel goes on where cond holds and returns where it does not (a bounds guard; no barrier

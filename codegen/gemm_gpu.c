@@ -23,6 +23,7 @@
 #include "codegen/gemm_gpu.h"
 #include "codegen/cg_util.h"
 #include "codegen/matrix_layout.h"
+#include "codegen/target.h"
 
 enum {
 	GPU_TILE = 128,         /* largest tile side (float32; float64 stops at GPU_SMALL_TILE) */
@@ -32,7 +33,11 @@ enum {
 	GPU_MAX_REG = 8,        /* register tile side of the GPU_TILE-wide tiles */
 	GPU_WANT_GROUPS = 256,  /* shrink tiles until the grid has this many work-groups */
 	GPU_STAGE_BYTES = 8192, /* LDS for one buffer of the A and B tiles; the k-block grows to fill it */
+	GPU_NARROW_STAGE_BYTES = 4096, /* the same without the wide tiles: 4 work-groups of 64 x 64 tiles
+					  (8.5 KiB of LDS each with the padding) fit AMD's 64 KiB per CU */
 	GPU_WARP = 32,          /* lanes of one mma.sync */
+	GPU_WAVES = 4,          /* waves per SIMD the widest tiles ask for (cg_gpu_waves) */
+	GPU_MIN_KBLOCKS = 4,    /* AMD asks for GPU_WAVES only with more k-blocks than this (a loop) */
 	GPU_WARPS = CG_GPU_BLOCK / GPU_WARP
 };
 
@@ -179,7 +184,7 @@ static void small_tile(const GemmSpec *s, GpuTiles *t)
  * accumulators would not stay in registers). */
 static void wide_tile(const GemmSpec *s, GpuTiles *t)
 {
-	if (is_double(s) || t->bm < GPU_SMALL_TILE || t->bn < GPU_SMALL_TILE)
+	if (is_double(s) || t->bm < GPU_SMALL_TILE || t->bn < GPU_SMALL_TILE || !t->wide)
 		return;
 	double best = 0;
 	for (int bm = GPU_SMALL_TILE; bm <= GPU_TILE; bm *= 2)
@@ -209,9 +214,9 @@ static void warp_tiles(GpuTiles *t)
 
 enum { MMA_K = 8 }; /* the k of mma.m16n8k8: each slice's share of a k-block is a multiple */
 
-static GpuTiles tiles(const GemmSpec *s, bool mma)
+static GpuTiles tiles(const GemmSpec *s, bool mma, bool wide)
 {
-	GpuTiles t = {.block = CG_GPU_BLOCK};
+	GpuTiles t = {.block = CG_GPU_BLOCK, .wide = wide};
 	small_tile(s, &t);
 	wide_tile(s, &t);
 	if (mma) {
@@ -225,7 +230,8 @@ static GpuTiles tiles(const GemmSpec *s, bool mma)
 	 * K rounded up to a power of two and gives every slice at least 4 steps (mma: one k8) */
 	t.bk = (mma ? MMA_K : 4) * t.ks;
 	int64_t esize = is_double(s) ? 8 : 4;
-	while ((t.bm + t.bn) * t.bk * 2 * esize <= GPU_STAGE_BYTES && t.bk < s->k)
+	int64_t budget = wide ? GPU_STAGE_BYTES : GPU_NARROW_STAGE_BYTES;
+	while ((t.bm + t.bn) * t.bk * 2 * esize <= budget && t.bk < s->k)
 		t.bk *= 2;
 	t.nmb = cdiv(s->m, t.bm);
 	t.nnb = cdiv(s->n, t.bn);
@@ -234,22 +240,25 @@ static GpuTiles tiles(const GemmSpec *s, bool mma)
 	return t;
 }
 
-GpuTiles cg_gemm_gpu_tiles(const GemmSpec *s) { return tiles(s, false); }
+GpuTiles cg_gemm_gpu_tiles(const GemmSpec *s, bool wide) { return tiles(s, false, wide); }
 
-static GpuTiles split_tiles(const GemmSpec *s, int slices, bool mma)
+static GpuTiles split_tiles(const GemmSpec *s, int slices, bool mma, bool wide)
 {
 	/* the tiles of one slice's problem, with the slices counted as work-groups */
 	GemmSpec one = *s;
 	one.batch = s->batch * slices;
 	one.k = cdiv(s->k, slices);
-	GpuTiles t = tiles(&one, mma);
+	GpuTiles t = tiles(&one, mma, wide);
 	/* whole k-blocks per slice; rounding up may leave fewer slices */
 	t.kslice = cdiv(one.k, t.bk) * t.bk;
 	t.slices = (int)cdiv(s->k, t.kslice);
 	return t;
 }
 
-GpuTiles cg_gemm_gpu_split_tiles(const GemmSpec *s, int slices) { return split_tiles(s, slices, false); }
+GpuTiles cg_gemm_gpu_split_tiles(const GemmSpec *s, int slices, bool wide) { return split_tiles(s, slices, false, wide); }
+
+/* Whether the target takes the 128-wide tiles (emulated: as NVIDIA does). */
+static bool wide_tiles(const Cg *cg) { return !cg_is_gpu(cg) || cg->target->ops->gemm_wide_tiles; }
 
 /* TF32 products through mma.sync: asked for by the spec, float, and a target with the unit (or
  * emulation that asks for it). */
@@ -810,12 +819,17 @@ static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 
 	LLVMValueRef wg = cg_gpu_group_begin(cg, &g.grp, g.t.block);
 	/* 8 x 8 register tiles want more than half the register file of an NVIDIA SM at 256
-	 * work-items; a second resident work-group overlaps one's barrier waits and loads with the
-	 * other's multiply-adds (vgg16's step on an H100: 251 -> 234 ms). Smaller tiles fit twice
-	 * already, and capping them only made ptxas schedule worse (mnist 0.444 -> 0.456 ms). */
+	 * work-items; a second resident work-group (4 warps per sub-partition) overlaps one's barrier
+	 * waits and loads with the other's multiply-adds (vgg16's step on an H100: 251 -> 234 ms).
+	 * Smaller tiles fit twice already, and capping them only made ptxas schedule worse (mnist
+	 * 0.444 -> 0.456 ms). AMD's tiles (at most 4 x 4) ask for 4 waves per SIMD where the kernel
+	 * is the k-block loop of one slice: the backend's own choice (83-131 VGPRs on gfx906) left a
+	 * SIMD 1 to 3 waves to switch between. With k-slices (their partial sums) or a few k-blocks
+	 * (LLVM unrolls them into straight-line code) 64 VGPRs made the backend spill. */
 	int64_t accs = g.mi ? (int64_t)(g.t.wm / g.mi->m) * (g.t.wn / g.mi->n) * g.mi->c_per_lane : (int64_t)g.t.tm * g.t.tn;
-	if (accs == GPU_MAX_REG * GPU_MAX_REG)
-		cg_gpu_resident(cg, 2);
+	bool loop = g.t.ks == 1 && g.t.kslice > GPU_MIN_KBLOCKS * g.t.bk;
+	if (accs == GPU_MAX_REG * GPU_MAX_REG || (!wide_tiles(cg) && loop))
+		cg_gpu_waves(cg, GPU_WAVES);
 	/* the slices' partial tiles reuse the staging LDS once the last k-block is done */
 	int64_t stage = 2 * g.t.bk * (g.lda + g.ldb), red = g.t.ks > 1 ? (int64_t)g.t.ks * g.t.bm * g.t.bn : 0;
 	g.lds = cg_gpu_shared(cg, &g.grp, g.et, stage > red ? stage : red, "gemm_lds");
@@ -832,7 +846,7 @@ static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 	return grid;
 }
 
-int64_t cg_gemm_gpu(Cg *cg, const GemmSpec *s) { return emit_tiles(cg, s, tiles(s, use_mma(cg, s))); }
+int64_t cg_gemm_gpu(Cg *cg, const GemmSpec *s) { return emit_tiles(cg, s, tiles(s, use_mma(cg, s), wide_tiles(cg))); }
 
 /* ---- split-K ---- */
 
@@ -891,7 +905,7 @@ int cg_gemm_gpu_slices(const Cg *cg, const Node *anchor, const GemmSpec *s)
 int64_t cg_gemm_gpu_split_k(Cg *cg, const GemmSpec *s, const GpuSplitK *sk)
 {
 	bool mma = use_mma(cg, s);
-	GpuTiles t = sk->slices > 1 ? split_tiles(s, sk->slices, mma) : tiles(s, mma);
+	GpuTiles t = sk->slices > 1 ? split_tiles(s, sk->slices, mma, wide_tiles(cg)) : tiles(s, mma, wide_tiles(cg));
 	if (t.slices < 2 || t.slices > sk->slices)
 		return cg_gemm_gpu(cg, s);
 	GemmSpec part = *s;

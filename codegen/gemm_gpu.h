@@ -41,11 +41,12 @@ typedef struct {
 	int64_t kslice;   /* the k extent of each (whole k-blocks; all of K without split-K) */
 	bool mma;         /* warp tiles of mma.sync instead of register tiles (tm, tn 0) */
 	int wm, wn;       /* mma: the warp tile */
+	bool wide;        /* 128-wide tiles of 8 x 8 register tiles allowed (CgTargetOps.gemm_wide_tiles) */
 } GpuTiles;
 
 /* Tile sizes for a problem: large tiles where there are enough of them, smaller ones (with more
- * k-slices) where M, N and the batch give few work-groups. */
-GpuTiles cg_gemm_gpu_tiles(const GemmSpec *s);
+ * k-slices) where M, N and the batch give few work-groups; at most 64 wide unless `wide`. */
+GpuTiles cg_gemm_gpu_tiles(const GemmSpec *s, bool wide);
 /* Emits the GEMM as a GPU-native kernel (or its host emulation); returns the grid. */
 int64_t cg_gemm_gpu(Cg *cg, const GemmSpec *s);
 
@@ -59,7 +60,7 @@ typedef struct {
 
 /* The tiles of the problem split into at most `slices` slices of K: those of one slice's problem
  * with the slices counted as work-groups; kslice whole k-blocks, so t.slices may come out fewer. */
-GpuTiles cg_gemm_gpu_split_tiles(const GemmSpec *s, int slices);
+GpuTiles cg_gemm_gpu_split_tiles(const GemmSpec *s, int slices, bool wide);
 /* How many slices the GEMM of anchor node n takes: ir_split_k on a GPU target (or emulated with
  * cg_gpu_emulation_split_k) when plan-memory gave it a workspace and it computes in float32; else 1. */
 int cg_gemm_gpu_slices(const Cg *cg, const Node *anchor, const GemmSpec *s);

@@ -23,6 +23,9 @@
  * (vgg16's bias gradients, 3.2M elements per channel on 64 work-groups, took 5 ms each on an
  * H100). */
 #define GPU_REDUCE_LANES 8
+/* The work-group of a reduction whose rows are that long: every GPU target allows 1024
+ * work-items, and a work-group per output leaves most of a GPU idle when outputs are few. */
+#define GPU_REDUCE_BIG_BLOCK 1024
 
 /* The work-group size for a tree over work elements: a power of two in [64, 256]. */
 static int tree_block(int64_t work)
@@ -205,76 +208,31 @@ static LLVMValueRef kept_base(Cg *cg, const Shape *kept, const int64_t *kstride,
 	return base;
 }
 
-/* Accumulates the term of x at off into acc, or nothing where in_range is false (NULL: true). */
-static void add_term(Cg *cg, const Node *n, LLVMValueRef acc, LLVMValueRef off, LLVMValueRef in_range)
-{
-	LLVMTypeRef t = LLVMGetAllocatedType(acc);
-	LLVMValueRef term = reduce_term(cg, n, cg_convert(cg, cg_load(cg, n->in[0], off), t));
-	acc_add(cg, acc, in_range ? LLVMBuildSelect(cg->b, in_range, term, cg_real(cg, t, 0), "") : term);
-}
-
-/* This work-item's share of `size` elements: j = tid, tid + block, ..., lane u of a step taking
- * j + u * block into acc[u]. at(j) is the element's offset: along one axis (axis set: from off0
- * by its stride) or over all the reduced axes (axis NULL: reduced_offset, one division per axis
- * and element). */
-typedef struct {
-	const Axis *red;
-	int nred;
-	const Axis *axis;
-	LLVMValueRef off0;
-} Share;
-
-static void strided_share(Cg *cg, const Node *n, const Share *sh, int64_t size, LLVMValueRef *acc, int lanes)
-{
-	CgLoop j = cg_for_begin(cg, workitem64(cg), cg_i64(cg, size), "j");
-	for (int u = 0; u < lanes; u++) {
-		LLVMValueRef ju = LLVMBuildNUWAdd(cg->b, j.i, cg_i64(cg, (int64_t)u * cg->block), "");
-		LLVMValueRef in = u ? LLVMBuildICmp(cg->b, LLVMIntULT, ju, cg_i64(cg, size), "") : NULL;
-		if (in)
-			ju = LLVMBuildSelect(cg->b, in, ju, cg_i64(cg, 0), "");
-		LLVMValueRef rel = sh->axis ? LLVMBuildNSWMul(cg->b, ju, cg_i64(cg, sh->axis->stride), "")
-					    : reduced_offset(cg, sh->red, sh->nred, ju);
-		add_term(cg, n, acc[u], LLVMBuildNSWAdd(cg->b, sh->off0, rel, ""), in);
-	}
-	cg_for_end_step(cg, &j, cg_i64(cg, (int64_t)cg->block * lanes));
-}
-
-/* Every work-item loops over the outer reduced axes; the innermost is strided over them. */
-static void outer_loops(Cg *cg, const Node *n, const Axis *red, int nred, LLVMValueRef off, LLVMValueRef *acc, int lanes)
-{
-	if (nred == 1) {
-		Share sh = {.axis = red, .off0 = off};
-		strided_share(cg, n, &sh, red->size, acc, lanes);
-		return;
-	}
-	CgLoop l = cg_for_begin(cg, cg_i64(cg, 0), cg_i64(cg, red->size), "r");
-	outer_loops(cg, n, red + 1, nred - 1, LLVMBuildNSWAdd(cg->b, off, LLVMBuildNSWMul(cg->b, l.i, cg_i64(cg, red->stride), ""), ""),
-		    acc, lanes);
-	cg_for_end(cg, &l);
-}
-
-/* A work-group per output element: work-items stride over its count elements, then a tree. Where
- * the innermost reduced axis keeps every work-item busy, the outer axes are loops and no element
- * needs a division (vgg16's bias gradients, a division per element: 0.88 ms each on an H100). */
+/* A work-group per output element: work-items stride over its count elements, then a tree. */
 static int64_t lower_reduce_gpu(Cg *cg, const Node *n, const Shape *kept, const int64_t *kstride, const Axis *red,
 				int nred, int64_t count)
 {
-	cg_gpu_native(cg, tree_block(count));
+	int x = n->in[0];
+	/* the largest work-group for the longest rows: more loads in flight on the few work-groups */
+	cg_gpu_native(cg, count >= (int64_t)GPU_REDUCE_LANES * GPU_REDUCE_BIG_BLOCK * 4 ? GPU_REDUCE_BIG_BLOCK : tree_block(count));
 	LLVMTypeRef t = cg_compute_type(cg, n->dtype);
 	LLVMValueRef sh = cg_shared_array(cg, t, cg->block, "sum");
 	LLVMValueRef out = workgroup64(cg), base = kept_base(cg, kept, kstride, out);
-	bool nested = red[nred - 1].size >= cg->block;
-	int64_t share = nested ? red[nred - 1].size : count;
-	int lanes = share >= (int64_t)GPU_REDUCE_LANES * cg->block * 4 ? GPU_REDUCE_LANES : 1;
+	int lanes = count >= (int64_t)GPU_REDUCE_LANES * cg->block * 4 ? GPU_REDUCE_LANES : 1;
 	LLVMValueRef acc[GPU_REDUCE_LANES];
 	for (int u = 0; u < lanes; u++)
 		acc[u] = acc_new(cg, t, 0);
-	if (nested) {
-		outer_loops(cg, n, red, nred, base, acc, lanes);
-	} else {
-		Share whole = {.red = red, .nred = nred, .off0 = base};
-		strided_share(cg, n, &whole, count, acc, lanes);
+	/* lane u of a step takes element j + u * block (zero past the end) */
+	CgLoop j = cg_for_begin(cg, workitem64(cg), cg_i64(cg, count), "j");
+	for (int u = 0; u < lanes; u++) {
+		LLVMValueRef ju = LLVMBuildNUWAdd(cg->b, j.i, cg_i64(cg, (int64_t)u * cg->block), "");
+		LLVMValueRef in = LLVMBuildICmp(cg->b, LLVMIntULT, ju, cg_i64(cg, count), "");
+		ju = LLVMBuildSelect(cg->b, in, ju, cg_i64(cg, 0), "");
+		LLVMValueRef off = LLVMBuildNSWAdd(cg->b, base, reduced_offset(cg, red, nred, ju), "");
+		LLVMValueRef term = reduce_term(cg, n, cg_convert(cg, cg_load(cg, x, off), t));
+		acc_add(cg, acc[u], u ? LLVMBuildSelect(cg->b, in, term, cg_real(cg, t, 0), "") : term);
 	}
+	cg_for_end_step(cg, &j, cg_i64(cg, (int64_t)cg->block * lanes));
 	LLVMValueRef total = acc_get(cg, acc[0]);
 	for (int u = 1; u < lanes; u++)
 		total = LLVMBuildFAdd(cg->b, total, acc_get(cg, acc[u]), "");

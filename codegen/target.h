@@ -16,6 +16,10 @@ typedef struct CgTargetOps {
 	bool code_is_text;     /* the code object is the assembly (PTX): no separate assembly */
 	bool amd_options;      /* --wave32/--wave64 and --code-object-version apply to it */
 	unsigned shared_addrspace; /* address space of work-group-shared arrays */
+	/* The GPU GEMM template may use its 128-wide tiles of 8 x 8 register tiles (64 accumulators
+	 * per work-item): NVIDIA yes (255 registers per thread, two work-groups per SM); AMD no, its
+	 * tiles stay at most 64 wide (4 x 4) so that 4 waves fit a SIMD without spilling. */
+	bool gemm_wide_tiles;
 	LLVMRelocMode reloc;
 
 	/* LLVM initialization: registers the target with LLVM; false if LLVM lacks it */

@@ -117,6 +117,11 @@ static void kernel_finish(Cg *cg, CgKernel *k, int64_t ret, LLVMBasicBlockRef bo
 	for (size_t i = 0; i < sizeof unused / sizeof unused[0]; i++)
 		cg_fn_attr(cg, unused[i], "");
 	cg_fn_attr(cg, "uniform-work-group-size", "true");
+	if (cg->waves > 0) {
+		char waves[16];
+		snprintf(waves, sizeof waves, "%d", cg->waves);
+		cg_fn_attr(cg, "amdgpu-waves-per-eu", waves);
+	}
 }
 
 static LLVMValueRef workitem_id(Cg *cg) { return cg_call_intrinsic0(cg, "llvm.amdgcn.workitem.id.x"); }
@@ -179,6 +184,7 @@ const CgTargetOps cg_target_amdgpu_ops = {
 	.code_ext = "hsaco",
 	.amd_options = true,
 	.shared_addrspace = 3, /* LDS */
+	.gemm_wide_tiles = false,
 	.reloc = LLVMRelocPIC,
 	.init_llvm = init_llvm,
 	.configure = configure,

@@ -50,8 +50,10 @@ static void kernel_finish(Cg *cg, CgKernel *k, int64_t ret, LLVMBasicBlockRef bo
 	cg_gpu_launch(cg, k, ret, body);
 	annotate(cg, "kernel", 1);
 	annotate(cg, "maxntidx", k->block);
-	if (cg->resident > 1)
-		annotate(cg, "minctasm", cg->resident);
+	/* waves per SM sub-partition as blocks per SM: 4 sub-partitions, block / 32 warps per block */
+	int warps = (k->block + 31) / 32, blocks = (cg->waves * 4 + warps - 1) / warps;
+	if (cg->waves > 0 && blocks > 1)
+		annotate(cg, "minctasm", blocks);
 }
 
 static LLVMValueRef workitem_id(Cg *cg) { return cg_call_intrinsic0(cg, "llvm.nvvm.read.ptx.sreg.tid.x"); }
@@ -73,6 +75,7 @@ const CgTargetOps cg_target_nvptx_ops = {
 	.code_ext = "ptx",
 	.code_is_text = true,
 	.shared_addrspace = 3, /* shared memory */
+	.gemm_wide_tiles = true,
 	.reloc = LLVMRelocDefault,
 	.init_llvm = init_llvm,
 	.configure = configure,

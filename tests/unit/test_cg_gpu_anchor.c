@@ -143,11 +143,16 @@ static void tiles(void)
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		GemmSpec s = {.batch = cases[i].batch, .m = cases[i].m, .n = cases[i].n, .k = cases[i].k};
-		GpuTiles t = cg_gemm_gpu_tiles(&s);
+		GpuTiles t = cg_gemm_gpu_tiles(&s, true);
 		bool ok = t.bm == cases[i].bm && t.bn == cases[i].bn && t.ks == cases[i].ks && t.block == 256 &&
 			  (t.bm / t.tm) * (t.bn / t.tn) * t.ks == t.block && t.bk % t.ks == 0;
 		CHECK(ok, "tiles %lldx%lldx%lldx%lld: %dx%d k%d ks%d block %d", (long long)s.batch, (long long)s.m,
 		      (long long)s.n, (long long)s.k, t.bm, t.bn, t.bk, t.ks, t.block);
+		/* without the wide tiles (AMD): never wider than 64, 4 x 4 register tiles at most */
+		GpuTiles n = cg_gemm_gpu_tiles(&s, false);
+		CHECK(n.bm <= 64 && n.bn <= 64 && n.tm <= 4 && n.tn <= 4 && (n.bm / n.tm) * (n.bn / n.tn) * n.ks == n.block,
+		      "narrow tiles %lldx%lldx%lldx%lld: %dx%d (%dx%d)", (long long)s.batch, (long long)s.m, (long long)s.n,
+		      (long long)s.k, n.bm, n.bn, n.tm, n.tn);
 	}
 }
 

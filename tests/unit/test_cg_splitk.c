@@ -318,7 +318,7 @@ static void tiles(void)
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		GemmSpec s = {.batch = 1, .m = cases[i].m, .n = cases[i].n, .k = cases[i].k};
-		GpuTiles t = cg_gemm_gpu_split_tiles(&s, cases[i].slices), one = cg_gemm_gpu_tiles(&s);
+		GpuTiles t = cg_gemm_gpu_split_tiles(&s, cases[i].slices, true), one = cg_gemm_gpu_tiles(&s, true);
 		int64_t groups = t.slices * t.nmb * t.nnb, groups1 = one.nmb * one.nnb;
 		bool ok = t.slices >= 2 && t.slices <= cases[i].slices && t.kslice % t.bk == 0 &&
 			  t.kslice * t.slices >= s.k && t.kslice * (t.slices - 1) < s.k && groups > groups1 &&
