@@ -51,6 +51,39 @@ static void put_name(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+/* One tensor's entry of the header: its data at [at, at + bytes) of the data section. */
+static void put_entry(FILE *f, const char *name, int rank, const int64_t *dim, int64_t at, int64_t bytes)
+{
+	fputc(',', f);
+	put_name(f, name);
+	fprintf(f, ":{\"dtype\":\"F32\",\"shape\":[");
+	for (int d = 0; d < rank; d++)
+		fprintf(f, "%s%lld", d ? "," : "", (long long)dim[d]);
+	fprintf(f, "],\"data_offsets\":[%lld,%lld]}", (long long)at, (long long)(at + bytes));
+}
+
+static void put_metadata(FILE *f, const char *model, const RtCheckpointMeta *m)
+{
+	fprintf(f, "{\"__metadata__\":{\"format\":\"netc\",\"model\":");
+	put_name(f, model);
+	fprintf(f, ",\"step\":\"%lld\"", (long long)m->step);
+	/* %.9g gives a float back exactly */
+	if (m->has_loss_scale)
+		fprintf(f, ",\"loss_scale\":\"%.9g\",\"loss_scale_growth\":\"%lld\",\"skipped_steps\":\"%lld\"",
+			(double)m->loss_scale, (long long)m->loss_scale_growth, (long long)m->skipped_steps);
+	fputc('}', f);
+}
+
+/* Closes the header: safetensors pads it with spaces to 8 bytes. */
+static char *end_header(FILE *f, char *buf)
+{
+	fputc('}', f);
+	while (ftell(f) % 8)
+		fputc(' ', f);
+	fclose(f);
+	return buf;
+}
+
 /* The JSON header into a memory stream; its length through *len. */
 static char *header_json(const Bundle *b, const RtCheckpointMeta *m, size_t *len)
 {
@@ -58,35 +91,18 @@ static char *header_json(const Bundle *b, const RtCheckpointMeta *m, size_t *len
 	FILE *f = open_memstream(&buf, len);
 	if (!f)
 		return NULL;
-	fprintf(f, "{\"__metadata__\":{\"format\":\"netc\",\"model\":");
-	put_name(f, b->model);
-	fprintf(f, ",\"step\":\"%lld\"", (long long)m->step);
-	/* %.9g gives a float back exactly */
-	if (m->has_loss_scale)
-		fprintf(f, ",\"loss_scale\":\"%.9g\",\"loss_scale_growth\":\"%lld\",\"skipped_steps\":\"%lld\"",
-			(double)m->loss_scale, (long long)m->loss_scale_growth, (long long)m->skipped_steps);
-	fputc('}', f);
+	put_metadata(f, b->model, m);
 	int64_t at = 0;
 	for (int i = 0; i < b->nbuf; i++) {
 		const BundleBuffer *x = &b->buf[i];
 		if (!saved(x))
 			continue;
-		fputc(',', f);
-		put_name(f, x->name);
-		fprintf(f, ":{\"dtype\":\"F32\",\"shape\":[");
 		int64_t dim[BUNDLE_MAX_DIMS];
 		rt_layout_public_shape(x, dim); /* checkpoints keep the public order (OIHW) */
-		for (int d = 0; d < x->rank; d++)
-			fprintf(f, "%s%lld", d ? "," : "", (long long)dim[d]);
-		fprintf(f, "],\"data_offsets\":[%lld,%lld]}", (long long)at, (long long)(at + x->bytes));
+		put_entry(f, x->name, x->rank, dim, at, x->bytes);
 		at += x->bytes;
 	}
-	fputc('}', f);
-	/* safetensors pads the header with spaces to 8 bytes */
-	while (ftell(f) % 8)
-		fputc(' ', f);
-	fclose(f);
-	return buf;
+	return end_header(f, buf);
 }
 
 static bool write_le64(FILE *f, uint64_t v)
@@ -163,38 +179,54 @@ static bool sync_folder(const char *path)
 	return ok;
 }
 
-bool rt_checkpoint_save(Session *s, const char *path, const RtCheckpointMeta *m, char *err, size_t errlen)
+/* The header json (len bytes) and the tensors data() writes, to path.tmp, fsynced and renamed over
+ * path. data returns false with *why set (NULL: errno says why) when it cannot write. */
+static bool write_durably(const char *path, const char *json, size_t len, bool (*data)(FILE *, void *, const char **),
+			  void *ctx, char *err, size_t errlen)
 {
-	size_t len;
-	char *json = header_json(rt_bundle(s), m, &len);
-	if (!json)
-		return fail(err, errlen, "%s: out of memory", path);
 	char tmp[4096];
 	snprintf(tmp, sizeof tmp, "%s.tmp", path);
 	FILE *f = create_tmp(tmp);
-	if (!f) {
-		free(json);
+	if (!f)
 		return fail(err, errlen, "%s: cannot write: %s", tmp, strerror(errno));
-	}
 	/* the data reach the disk before the rename makes them the checkpoint */
-	bool ok = write_le64(f, len) && fwrite(json, 1, len, f) == len && write_tensors(s, f) && fflush(f) == 0 &&
+	const char *why_text = NULL;
+	bool ok = write_le64(f, len) && fwrite(json, 1, len, f) == len && data(f, ctx, &why_text) && fflush(f) == 0 &&
 		  fsync(fileno(f)) == 0;
 	int why = ok ? 0 : errno;
 	if (fclose(f) != 0 && ok) {
 		ok = false;
 		why = errno;
 	}
-	free(json);
-	if (!ok || rt_error(s)) {
+	if (!ok) {
 		remove(tmp);
-		return fail(err, errlen, "%s: writing the checkpoint failed: %s", tmp,
-			    rt_error(s) ? rt_error(s) : strerror(why));
+		return fail(err, errlen, "%s: writing the checkpoint failed: %s", tmp, why_text ? why_text : strerror(why));
 	}
 	if (rename(tmp, path) != 0)
 		return fail(err, errlen, "%s: cannot rename to %s: %s", tmp, path, strerror(errno));
 	if (!sync_folder(path))
 		return fail(err, errlen, "%s: cannot sync its folder: %s", path, strerror(errno));
 	return true;
+}
+
+static bool session_data(FILE *f, void *ctx, const char **why)
+{
+	Session *s = ctx;
+	bool ok = write_tensors(s, f);
+	if (rt_error(s))
+		*why = rt_error(s);
+	return ok && !rt_error(s);
+}
+
+bool rt_checkpoint_save(Session *s, const char *path, const RtCheckpointMeta *m, char *err, size_t errlen)
+{
+	size_t len;
+	char *json = header_json(rt_bundle(s), m, &len);
+	if (!json)
+		return fail(err, errlen, "%s: out of memory", path);
+	bool ok = write_durably(path, json, len, session_data, s, err, errlen);
+	free(json);
+	return ok;
 }
 
 /* ---- reading the header: the restricted JSON ---- */
@@ -578,5 +610,192 @@ bool rt_checkpoint_load(Session *s, const char *path, RtCheckpointMeta *m, char 
 		*m = meta;
 	free(h.e);
 	free(file);
+	return ok;
+}
+
+/* ---- named tensors outside a session ---- */
+
+int64_t rt_tensor_numel(const RtTensor *t)
+{
+	int64_t n = 1;
+	for (int d = 0; d < t->rank; d++)
+		n *= t->dim[d];
+	return n;
+}
+
+RtTensor *rt_tensors_add(RtTensors *set, const char *name, int rank, const int64_t *dim)
+{
+	RtTensor t = {.rank = rank};
+	int64_t n = 1;
+	for (int d = 0; d < rank; d++) {
+		if (dim[d] < 0 || __builtin_mul_overflow(n, dim[d], &n) || n > ((int64_t)1 << 40))
+			return NULL;
+		t.dim[d] = dim[d];
+	}
+	if (rank < 0 || rank > BUNDLE_MAX_DIMS || !(t.data = calloc(n ? (size_t)n : 1, sizeof *t.data)))
+		return NULL;
+	snprintf(t.name, sizeof t.name, "%s", name);
+	if (set->n == set->cap) {
+		int cap = set->cap ? 2 * set->cap : 32;
+		RtTensor *grown = realloc(set->t, (size_t)cap * sizeof *grown);
+		if (!grown) {
+			free(t.data);
+			return NULL;
+		}
+		set->t = grown, set->cap = cap;
+	}
+	set->t[set->n] = t;
+	return &set->t[set->n++];
+}
+
+const RtTensor *rt_tensors_find(const RtTensors *set, const char *name)
+{
+	for (int i = 0; i < set->n; i++)
+		if (!strcmp(set->t[i].name, name))
+			return &set->t[i];
+	return NULL;
+}
+
+void rt_tensors_free(RtTensors *set)
+{
+	for (int i = 0; i < set->n; i++)
+		free(set->t[i].data);
+	free(set->t);
+	*set = (RtTensors){0};
+}
+
+static bool set_data(FILE *f, void *ctx, const char **why)
+{
+	const RtTensors *set = ctx;
+	for (int i = 0; i < set->n; i++) {
+		size_t n = (size_t)rt_tensor_numel(&set->t[i]);
+		if (fwrite(set->t[i].data, sizeof(float), n, f) != n)
+			return false;
+	}
+	return true;
+}
+
+bool rt_tensors_save(const RtTensors *set, const char *model, const char *path, char *err, size_t errlen)
+{
+	char *json = NULL;
+	size_t len;
+	FILE *f = open_memstream(&json, &len);
+	if (!f)
+		return fail(err, errlen, "%s: out of memory", path);
+	put_metadata(f, model, &(RtCheckpointMeta){0});
+	int64_t at = 0;
+	for (int i = 0; i < set->n; i++) {
+		int64_t bytes = rt_tensor_numel(&set->t[i]) * (int64_t)sizeof(float);
+		put_entry(f, set->t[i].name, set->t[i].rank, set->t[i].dim, at, bytes);
+		at += bytes;
+	}
+	end_header(f, json);
+	bool ok = write_durably(path, json, len, set_data, (void *)set, err, errlen);
+	free(json);
+	return ok;
+}
+
+/* Entry e of a file as a tensor of set, checked as load_entry checks a buffer's. */
+static bool read_entry(RtTensors *set, const Entry *e, const uint8_t *data, uint64_t size, const char *path,
+		       char *err, size_t errlen)
+{
+	if (strcmp(e->dtype, "F32"))
+		return fail(err, errlen, "%s: tensor '%s' is %s; netc loads F32", path, e->name, e->dtype);
+	RtTensor *t = rt_tensors_add(set, e->name, e->rank, e->dim);
+	if (!t)
+		return fail(err, errlen, "%s: tensor '%s' is too large", path, e->name);
+	int64_t bytes = rt_tensor_numel(t) * (int64_t)sizeof(float);
+	if (e->end - e->begin != bytes || (uint64_t)e->end > size)
+		return fail(err, errlen, "%s: tensor '%s' lies outside the file (truncated?)", path, e->name);
+	int64_t bad = first_nonfinite(data + e->begin, bytes / 4);
+	if (bad >= 0)
+		return fail(err, errlen, "%s: tensor '%s' holds NaN or Inf at element %lld (netc loads finite values only)",
+			    path, e->name, (long long)bad);
+	memcpy(t->data, data + e->begin, (size_t)bytes);
+	return true;
+}
+
+bool rt_tensors_read(const char *path, RtTensors *set, char *err, size_t errlen)
+{
+	uint8_t *file = NULL;
+	uint64_t size = 0;
+	if (!read_all(path, &file, &size, err, errlen))
+		return false;
+	uint64_t n = 0;
+	for (int i = 0; i < 8 && size >= 8; i++)
+		n |= (uint64_t)file[i] << (8 * i);
+	Header h = {0};
+	bool ok = size >= 8 && n <= CK_MAX_HEADER && n <= size - 8 && n >= 2 && file[8] == '{';
+	if (!ok)
+		fail(err, errlen, "%s: not a safetensors file (a header of %llu bytes in a file of %llu)", path,
+		     (unsigned long long)n, (unsigned long long)size);
+	else if (!(ok = parse_header((const char *)file + 8, n, &h)))
+		fail(err, errlen, "%s: not a safetensors file (its JSON header is malformed)", path);
+	for (int i = 0; ok && i < h.n; i++)
+		ok = read_entry(set, &h.e[i], file + 8 + n, size - 8 - n, path, err, errlen);
+	if (!ok)
+		rt_tensors_free(set);
+	free(h.e);
+	free(file);
+	return ok;
+}
+
+/* Whether state buffer x is a parameter's optimizer state ("<param>.<slot>"), which --init leaves
+ * at its start. */
+static bool optimizer_state(const Bundle *b, const BundleBuffer *x)
+{
+	for (int i = 0; i < b->nbuf; i++) {
+		size_t k = strlen(b->buf[i].name);
+		if (b->buf[i].role == BUF_PARAM && !strncmp(x->name, b->buf[i].name, k) && x->name[k] == '.')
+			return true;
+	}
+	return false;
+}
+
+bool rt_init_from(Session *s, const RtTensors *set, const char *source, char *err, size_t errlen)
+{
+	const Bundle *b = rt_bundle(s);
+	bool *used = calloc(set->n ? (size_t)set->n : 1, sizeof *used);
+	if (!used)
+		return fail(err, errlen, "out of memory");
+	bool ok = true;
+	for (int i = 0; ok && i < b->nbuf; i++) {
+		const BundleBuffer *x = &b->buf[i];
+		if (!saved(x) || (x->role == BUF_STATE && optimizer_state(b, x)))
+			continue;
+		const RtTensor *t = rt_tensors_find(set, x->name);
+		if (!t) {
+			if (x->role == BUF_PARAM)
+				ok = fail(err, errlen, "%s: no tensor '%s' (a parameter of model '%s')", source, x->name, b->model);
+			continue;
+		}
+		used[t - set->t] = true;
+		Entry e = {.rank = t->rank};
+		memcpy(e.dim, t->dim, sizeof e.dim);
+		int64_t dim[BUNDLE_MAX_DIMS];
+		rt_layout_public_shape(x, dim);
+		char a[96], c[96];
+		if (!same_shape(&e, x)) {
+			ok = fail(err, errlen, "%s: tensor '%s' has shape %s; the model's is %s", source, t->name,
+				  shape_str(t->rank, t->dim, a, sizeof a), shape_str(x->rank, dim, c, sizeof c));
+			break;
+		}
+		void *stored = public_order(x, t->data, false);
+		if (!stored) {
+			ok = fail(err, errlen, "out of memory");
+			break;
+		}
+		rt_write(s, i, stored, (size_t)x->bytes);
+		if (stored != t->data)
+			free(stored);
+	}
+	int extra = 0;
+	for (int i = 0; ok && i < set->n; i++)
+		if (!used[i])
+			fprintf(stderr, "%s%s", extra++ ? ", " : "warning: tensors the model does not have, ignored: ",
+				set->t[i].name);
+	if (extra)
+		fprintf(stderr, " (%s)\n", source);
+	free(used);
 	return ok;
 }

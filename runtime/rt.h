@@ -98,6 +98,34 @@ bool rt_load_synthetic(uint64_t seed, int c, int h, int w, int classes, Dataset 
  * returns its label. */
 int32_t rt_dataset_example(const Dataset *d, int64_t i, bool train, uint64_t key, float *dst);
 
+/* ---- named tensors outside a session: weights made elsewhere (an ONNX file's initializers);
+ * runtime/checkpoint.c reads and writes them as safetensors ---- */
+typedef struct {
+	char name[128];
+	int rank;
+	int64_t dim[BUNDLE_MAX_DIMS];
+	float *data; /* the elements in the public order (OIHW), owned by the set */
+} RtTensor;
+
+typedef struct {
+	RtTensor *t;
+	int n, cap;
+} RtTensors;
+
+/* A new zeroed tensor at the end of set (NULL when out of memory or numel above 2^40). */
+RtTensor *rt_tensors_add(RtTensors *set, const char *name, int rank, const int64_t *dim);
+const RtTensor *rt_tensors_find(const RtTensors *set, const char *name);
+int64_t rt_tensor_numel(const RtTensor *t);
+void rt_tensors_free(RtTensors *set);
+/* The set as a safetensors checkpoint of model at step 0 (written as rt_checkpoint_save does). */
+bool rt_tensors_save(const RtTensors *set, const char *model, const char *path, char *err, size_t errlen);
+/* Every F32 tensor of a safetensors file, checked as rt_checkpoint_load checks them. */
+bool rt_tensors_read(const char *path, RtTensors *set, char *err, size_t errlen);
+/* Starting weights (--init): every parameter of the bundle from set, with its shape, and the
+ * non-optimizer state set has (batch norm's running statistics); the rest keeps its init. Names
+ * the model lacks are listed in a warning; source names the set in messages. */
+bool rt_init_from(Session *s, const RtTensors *set, const char *source, char *err, size_t errlen);
+
 /* ---- training, evaluation, benchmarking (runtime/train.c) ---- */
 typedef struct {
 	const char *data_dir;  /* NULL: built-in data */
@@ -113,6 +141,10 @@ typedef struct {
 	const char *save;      /* checkpoint written every save_every steps and at the end */
 	int64_t save_every;    /* 0: only at the end */
 	const char *resume;    /* checkpoint to continue from (step counter and schedule too) */
+	const RtTensors *init; /* starting weights (--init, an imported model's), not with resume */
+	const char *init_source; /* the file they came from, for messages */
+	const char *input;     /* rt_predict: a .npy batch of images to run the evaluation program on */
+	const char *output;    /* rt_predict: the .npy file its output goes to */
 	const char *log_csv;   /* --log: one CSV row per logging interval */
 	bool overfit_batch;    /* every step on the first batch, augmented alike; no held-out evaluation */
 } TrainOptions;
@@ -125,9 +157,13 @@ int rt_train(const Bundle *b, const TrainOptions *o);
 /* The learning rate of a 0-based step in an epoch of a run of total steps (train.c). */
 double rt_lr_at(const TrainConfig *c, int64_t step, int64_t epoch, int64_t total);
 
-/* `netc eval`: the evaluation program over the held-out set with the weights of o->resume;
- * prints loss and accuracy; 0, or 1 after a user error. */
+/* `netc eval`: the evaluation program over the held-out set with the weights of o->resume (else
+ * o->init); prints loss and accuracy; 0, or 1 after a user error. */
 int rt_eval(const Bundle *b, const TrainOptions *o);
+/* `netc eval --input X.npy -o Y.npy` (runtime/predict.c): the evaluation program's output for the
+ * batch of images in o->input (a .npy file of the image input's shape) with the weights of
+ * o->resume, else o->init, written to o->output as .npy; 0, or 1 after a user error. */
+int rt_predict(const Bundle *b, const TrainOptions *o);
 
 /* ---- checkpoints in the safetensors format (runtime/checkpoint.c) ---- */
 /* What a checkpoint's __metadata__ carries besides the tensors, so that a resumed run continues

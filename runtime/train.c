@@ -650,6 +650,9 @@ static bool train_session(Session *s, const TrainOptions *o, const Dataset *trai
 	bool ok = loop_init(&L, s, o->seed);
 	if (!ok)
 		snprintf(err, errlen, "out of memory");
+	ok = ok && (!o->init || rt_init_from(s, o->init, o->init_source, err, errlen));
+	if (ok && o->init && !o->quiet)
+		printf("weights: %s\n", o->init_source);
 	L.total = p.total;
 	L.overfit = o->overfit_batch;
 	ok = ok && resume(&L, o, &p, err, errlen);
@@ -729,9 +732,15 @@ static bool eval_session(const Bundle *b, const TrainOptions *o, const Dataset *
 	bool ok = loop_init(&L, s, o->seed);
 	if (!ok)
 		snprintf(err, errlen, "out of memory");
-	ok = ok && rt_checkpoint_load(s, o->resume, &m, err, errlen);
-	if (ok && !o->quiet)
-		printf("checkpoint: %s (step %lld)\n", o->resume, (long long)m.step);
+	if (o->resume) {
+		ok = ok && rt_checkpoint_load(s, o->resume, &m, err, errlen);
+		if (ok && !o->quiet)
+			printf("checkpoint: %s (step %lld)\n", o->resume, (long long)m.step);
+	} else {
+		ok = ok && rt_init_from(s, o->init, o->init_source, err, errlen);
+		if (ok && !o->quiet)
+			printf("weights: %s\n", o->init_source);
+	}
 	if (ok && !(ok = evaluate(&L, test, false, &accuracy)))
 		snprintf(err, errlen, "%s (in the evaluation)", rt_error(s));
 	loop_free(&L);

@@ -50,7 +50,9 @@ static const Option options[] = {
 	{"--save", OPT_SAVE, true},
 	{"--save-every", OPT_SAVE, true},
 	{"--resume", OPT_RESUME, true},
+	{"--init", OPT_RESUME, true},
 	{"--checkpoint", OPT_CHECKPOINT, true},
+	{"--input", OPT_CHECKPOINT, true},
 	{"--log", OPT_LOG, true},
 	{"--overfit-batch", OPT_OVERFIT, false},
 	{"--accumulate", OPT_ACCUMULATE, true},
@@ -194,8 +196,18 @@ static bool set_option(const Option *o, const char *command, const char *v, Args
 			return true;
 		}
 		return parse_count(command, o->name, v, 1, &a->save_every);
-	case OPT_RESUME: a->resume = v; return true;
-	case OPT_CHECKPOINT: a->checkpoint = v; return true;
+	case OPT_RESUME:
+		if (strcmp(o->name, "--init") == 0)
+			a->init = v;
+		else
+			a->resume = v;
+		return true;
+	case OPT_CHECKPOINT:
+		if (strcmp(o->name, "--input") == 0)
+			a->input = v;
+		else
+			a->checkpoint = v;
+		return true;
 	case OPT_LOG: a->log = v; return true;
 	case OPT_OVERFIT: a->overfit_batch = true; return true;
 	case OPT_ACCUMULATE: return parse_range(command, o->name, v, 1, TRAIN_MAX_ACCUMULATE, &a->accumulate);

@@ -28,8 +28,8 @@ enum {
 	OPT_PLAN = 1 << 19,     /* --plan */
 	OPT_COMPARE = 1 << 20,  /* --compare LIST */
 	OPT_SAVE = 1 << 21,     /* --save F, --save-every N */
-	OPT_RESUME = 1 << 22,   /* --resume F */
-	OPT_CHECKPOINT = 1 << 23, /* --checkpoint F */
+	OPT_RESUME = 1 << 22,   /* --resume F, --init F: what a run starts from */
+	OPT_CHECKPOINT = 1 << 23, /* --checkpoint F, --input F: netc eval's weights and images */
 	OPT_LOG = 1 << 24,      /* --log FILE.csv */
 	OPT_OVERFIT = 1 << 25,  /* --overfit-batch */
 	OPT_ACCUMULATE = 1 << 26, /* --accumulate K */
@@ -60,7 +60,9 @@ typedef struct {
 	const char *save;        /* --save: checkpoint file */
 	int64_t save_every;      /* --save-every: steps between checkpoints */
 	const char *resume;      /* --resume: checkpoint to continue from */
-	const char *checkpoint;  /* --checkpoint: weights for netc eval */
+	const char *init;        /* --init: starting weights (a checkpoint of weights, step 0) */
+	const char *checkpoint;  /* --checkpoint: weights for netc eval and netc export */
+	const char *input;       /* --input: netc eval's images as .npy */
 	const char *log;         /* --log: the training log, CSV */
 	bool overfit_batch;      /* --overfit-batch: train on the first batch every step */
 	int64_t accumulate;      /* --accumulate: micro-batches per optimizer step; 0: the .net file's */

@@ -11,4 +11,8 @@ int cmd_dot(const Args *a, const CompileOptions *o);   /* tools/dot.c: the graph
 /* tools/opt.c: a text graph through exactly the passes of o, printed back */
 int cmd_opt(const Args *a, const CompileOptions *o);
 
+/* tools/onnx_cmd.c: ONNX models to .net files and checkpoints, and back */
+int cmd_import(const Args *a, const CompileOptions *o);
+int cmd_export(const Args *a, const CompileOptions *o);
+
 #endif

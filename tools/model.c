@@ -13,6 +13,7 @@
 #include "codegen/make_bundle.h"
 #include "codegen/target.h"
 #include "frontend/frontend.h"
+#include "onnx/onnx.h"
 #include "passes/passes.h"
 #endif
 
@@ -27,6 +28,12 @@ bool model_is_bundle(const char *path)
 	size_t n = fread(magic, 1, sizeof magic, f);
 	fclose(f);
 	return n >= 4 && memcmp(magic, BUNDLE_MAGIC, n) == 0;
+}
+
+bool model_is_onnx(const char *path)
+{
+	size_t k = strlen(path);
+	return k > 5 && strcmp(path + k - 5, ".onnx") == 0;
 }
 
 /* Source text has no control characters but white space; anything else is a damaged bundle or
@@ -75,6 +82,13 @@ Graph *model_load_graph(const char *path, int64_t batch, bool training, const Co
 			"compile it with a full netc (netc compile) and pass the bundle\n", path);
 	return NULL;
 }
+
+bool model_onnx_weights(const char *path, RtTensors *w)
+{
+	(void)w;
+	fprintf(stderr, "netc: error: %s: this netc is a runtime-only build and cannot import ONNX models\n", path);
+	return false;
+}
 #else
 /* Whether the first name of the --target list (the host when there is none) is a GPU: the
  * passes' auto choices follow it (a wrong name is reported when the targets are parsed). */
@@ -92,11 +106,45 @@ static bool first_target_is_gpu(const ModelTargets *t)
 	return cg_target_lookup(spec, &plain, &t0, err, sizeof err) && t0.ops->gpu;
 }
 
+/* An ONNX model through the importer, its .net text through the frontend as if read from a file
+ * of that name: the line numbers of messages are those of the file `netc import` writes. */
+static Graph *load_onnx(const char *path, int64_t batch, int max_errors)
+{
+	OnnxImport m;
+	char err[2048];
+	if (!onnx_import_file(path, &m, err, sizeof err)) {
+		fprintf(stderr, "netc: error: %s\n", err);
+		return NULL;
+	}
+	Graph *g = fe_load_string(path, m.text, m.len, batch, max_errors, stderr);
+	onnx_import_free(&m);
+	return g;
+}
+
+bool model_onnx_weights(const char *path, RtTensors *w)
+{
+	OnnxImport m;
+	char err[2048];
+	if (!onnx_import_file(path, &m, err, sizeof err)) {
+		fprintf(stderr, "netc: error: %s\n", err);
+		return false;
+	}
+	*w = m.weights;
+	m.weights = (RtTensors){0};
+	onnx_import_free(&m);
+	return true;
+}
+
 Graph *model_load_graph(const char *path, int64_t batch, bool training, const CompileOptions *o)
 {
-	if (!looks_like_source(path))
+	int max_errors = o->max_errors >= 0 ? o->max_errors : DIAG_MAX_ERRORS;
+	Graph *g;
+	if (model_is_onnx(path))
+		g = load_onnx(path, batch, max_errors);
+	else if (!looks_like_source(path))
 		return NULL;
-	Graph *g = fe_load_file(path, batch, o->max_errors >= 0 ? o->max_errors : DIAG_MAX_ERRORS, stderr);
+	else
+		g = fe_load_file(path, batch, max_errors, stderr);
 	if (g && o->accumulate > 0)
 		g->train.accumulate = o->accumulate;
 	if (g && o->precision >= 0)

@@ -7,6 +7,7 @@
 
 #include "passes/passes.h"
 #include "runtime/bundle.h"
+#include "runtime/rt.h"
 
 /* What to compile a .net file for, and which files to write besides the bundle. */
 typedef struct {
@@ -38,7 +39,14 @@ typedef struct {
 
 #define COMPILE_OPTIONS_DEFAULT ((CompileOptions){.precision = -1, .max_errors = -1})
 
-/* A .net file through the frontend and the pass pipeline (training graph, planned memory).
+/* Whether path names an ONNX model (it ends in .onnx), which commands import as .net text. */
+bool model_is_onnx(const char *path);
+
+/* The weights of an ONNX model's initializers under netc's names (onnx/onnx.h), which a run of
+ * the model starts from; false after printing an error. */
+bool model_onnx_weights(const char *path, RtTensors *w);
+
+/* A .net file (or an ONNX model, imported as .net text) through the frontend and the pass pipeline (training graph, planned memory).
  * training false stops at the forward graph. Prints errors and returns NULL on failure. */
 Graph *model_load_graph(const char *path, int64_t batch, bool training, const CompileOptions *o);
 

@@ -248,36 +248,81 @@ static int cmd_devices(const Args *a, const CompileOptions *o)
 	return 0;
 }
 
+/* The weights a run starts from: --init F, else an ONNX model's initializers when no checkpoint
+ * (given) says otherwise; w stays empty without either. False after printing an error. */
+static bool starting_weights(const Args *a, const char *checkpoint, RtTensors *w, const char **source)
+{
+	*w = (RtTensors){0};
+	*source = NULL;
+	if (a->init) {
+		char err[1024];
+		if (!rt_tensors_read(a->init, w, err, sizeof err)) {
+			fprintf(stderr, "netc: error: %s\n", err);
+			return false;
+		}
+		*source = a->init;
+		return true;
+	}
+	if (checkpoint || !model_is_onnx(a->model))
+		return true;
+	*source = a->model;
+	return model_onnx_weights(a->model, w);
+}
+
 /* train, eval and bench take a bundle file, or a .net file compiled now for --target (the host by
  * default) */
 static int cmd_train(const Args *a, const CompileOptions *co)
 {
+	if (a->init && a->resume) {
+		fprintf(stderr, "netc train: --init and --resume exclude each other (--resume continues a run, --init "
+				"starts one from given weights)\n");
+		return 2;
+	}
 	Bundle b;
+	RtTensors init;
+	const char *source;
 	if (!model_compile(a->model, a->batch, co, &b, NULL))
 		return 1;
+	if (!starting_weights(a, a->resume, &init, &source)) {
+		bundle_free(&b);
+		return 1;
+	}
 	TrainOptions o = {
 		.data_dir = a->data, .device = a->device, .threads = (int)a->threads, .steps = a->steps,
 		.epochs = a->epochs, .seed = a->seed, .log_every = a->log_every, .quiet = a->quiet,
 		.save = a->save, .save_every = a->save_every, .resume = a->resume, .log_csv = a->log,
-		.overfit_batch = a->overfit_batch,
+		.overfit_batch = a->overfit_batch, .init = source ? &init : NULL, .init_source = source,
 	};
 	int rc = rt_train(&b, &o);
+	rt_tensors_free(&init);
 	bundle_free(&b);
 	return rc;
 }
 
 static int cmd_eval(const Args *a, const CompileOptions *co)
 {
-	if (!a->checkpoint) {
+	if (!a->checkpoint && !model_is_onnx(a->model)) {
 		fprintf(stderr, "netc eval: --checkpoint F is required\n");
 		return 2;
 	}
+	if (!a->input != !a->output) {
+		fprintf(stderr, "netc eval: --input X.npy and -o Y.npy go together\n");
+		return 2;
+	}
 	Bundle b;
+	RtTensors init;
+	const char *source;
 	if (!model_compile(a->model, a->batch, co, &b, NULL))
 		return 1;
+	if (!starting_weights(a, a->checkpoint, &init, &source)) {
+		bundle_free(&b);
+		return 1;
+	}
 	TrainOptions o = {.data_dir = a->data, .device = a->device, .threads = (int)a->threads,
-			  .seed = a->seed, .quiet = a->quiet, .resume = a->checkpoint};
-	int rc = rt_eval(&b, &o);
+			  .seed = a->seed, .quiet = a->quiet, .resume = a->checkpoint,
+			  .init = source ? &init : NULL, .init_source = source, .input = a->input, .output = a->output};
+	int rc = a->input ? rt_predict(&b, &o) : rt_eval(&b, &o);
+	rt_tensors_free(&init);
 	bundle_free(&b);
 	return rc;
 }
@@ -558,6 +603,18 @@ static const Command commands[] = {
 	 "tolerance. The batch defaults to 8 (the interpreter is slow); the inputs are fresh random\n"
 	 "values unless --seed is given. The memory plan gives every value a block of its own, so each\n"
 	 "can be read after the step." PASS_HELP},
+	{"import", cmd_import, OPT_OUTPUT | OPT_CHECKPOINT | OPT_QUIET | OPT_MAX_ERRORS,
+	 "netc import MODEL.onnx -o MODEL.net [--checkpoint F]",
+	 "Reads an ONNX model and writes it as a .net file (the graph's names, a train section of\n"
+	 "defaults to fill in) and its initializers as a safetensors checkpoint F (default: MODEL.net's\n"
+	 "name with .safetensors) that `netc train MODEL.net --init F` starts from. The .net text is\n"
+	 "checked by the frontend before anything is written. `netc compile|train|check|info|eval\n"
+	 "MODEL.onnx` import on the fly. docs/onnx.md lists the operators (opsets 13 to 21)."},
+	{"export", cmd_export, OPT_OUTPUT | OPT_CHECKPOINT | OPT_QUIET | OPT_MAX_ERRORS,
+	 "netc export MODEL.net|MODEL.onnx --checkpoint F -o OUT.onnx",
+	 "Writes the model's evaluation graph (dropout off, batch norm on its running statistics) with\n"
+	 "the weights of checkpoint F as an ONNX model of opset 17 (20 where gelu needs it) whose batch\n"
+	 "dimension is symbolic, for onnxruntime, PyTorch or TVM. docs/onnx.md says how layers map."},
 #endif
 	{"devices", cmd_devices, OPT_NO_MODEL, "netc devices",
 	 "Lists the devices this machine offers: every GPU the HIP and CUDA drivers find (name, gfx or\n"
@@ -568,9 +625,12 @@ static const Command commands[] = {
 	 "netc train MODEL.net|FILE [--data DIR|synthetic] [--steps N | --epochs N] [--batch N] [--seed S]\n"
 	 "                  [--accumulate K]\n"
 	 "                  [--threads N] [--log-every N] [--log FILE.csv] [--device auto|cpu|hip|cuda[:N]]\n"
-	 "                  [--save F [--save-every N]] [--resume F] [--overfit-batch]"
+	 "                  [--save F [--save-every N]] [--resume F | --init F] [--overfit-batch]"
 	 RUN_TARGET_USAGE,
 	 "Trains the model on the data set its train section names (data = mnist | cifar10 | synthetic).\n"
+	 "MODEL may be an ONNX file (MODEL.onnx), imported as `netc import` does; the run starts from its\n"
+	 "weights. --init F starts from the weights of the safetensors file F (`netc import` writes one;\n"
+	 "every parameter by name, the step counter at 0, optimizer state fresh).\n"
 	 "--steps N runs N optimizer steps, across as many epochs as they take; --epochs N runs N whole\n"
 	 "epochs; the two exclude each other and override the file's `steps` and `epochs` (without\n"
 	 "either, the file's steps, else its epochs). --threads is at most the machine's cores.\n"
@@ -592,12 +652,15 @@ static const Command commands[] = {
 	 "per optimizer step, as one batch K times larger; steps, epochs and the schedule count\n"
 	 "optimizer steps, examples/s every batch."
 	 RUN_TARGET_HELP},
-	{"eval", cmd_eval, OPT_DATA | OPT_BATCH | OPT_SEED | OPT_THREADS | OPT_DEVICE | OPT_QUIET | OPT_CHECKPOINT
+	{"eval", cmd_eval, OPT_DATA | OPT_BATCH | OPT_SEED | OPT_THREADS | OPT_DEVICE | OPT_QUIET | OPT_CHECKPOINT | OPT_OUTPUT
 		 | RUN_TARGET_OPTS,
-	 "netc eval MODEL.net|FILE --checkpoint F [--data DIR] [--device auto|cpu|hip|cuda[:N]]" RUN_TARGET_USAGE,
+	 "netc eval MODEL.net|MODEL.onnx|FILE --checkpoint F [--data DIR] [--input X.npy -o Y.npy]\n"
+	 "                  [--device auto|cpu|hip|cuda[:N]]" RUN_TARGET_USAGE,
 	 "Runs the evaluation program (dropout off) over the held-out set with the weights of the\n"
 	 "checkpoint F (netc's own or a safetensors file exported from PyTorch with the same names and\n"
-	 "shapes) and prints the loss and the accuracy." RUN_TARGET_HELP},
+	 "shapes) and prints the loss and the accuracy; an ONNX model without --checkpoint runs with its\n"
+	 "own weights. --input X.npy -o Y.npy instead runs it on the images in X.npy (a float32 array of\n"
+	 "the image input's shape, the batch first: --batch N sets it) and writes the output as Y.npy." RUN_TARGET_HELP},
 	{"plot", run_plot, OPT_OUTPUT | OPT_QUIET | OPT_LOG_Y, "netc plot LOG.csv -o FILE.svg [--log-y]",
 	 "Draws the training log of `netc train --log LOG.csv` as SVG: the loss over the steps in one\n"
 	 "panel, the training and held-out accuracy in another (none when the log has no accuracy, as\n"
