@@ -108,6 +108,18 @@ const char *im_dims_str(int rank, const int64_t *dim, char *buf, size_t len)
 	return buf;
 }
 
+const char *im_shape_str(const Value *v, char *buf, size_t len)
+{
+	if (v->tensor || v->rank == 0)
+		return im_dims_str(v->rank, v->dim, buf, len);
+	size_t n = (size_t)snprintf(buf, len, "[batch");
+	for (int d = 1; d < v->rank && n < len; d++)
+		n += (size_t)snprintf(buf + n, len - n, ", %lld", (long long)v->dim[d]);
+	if (n < len)
+		snprintf(buf + n, len - n, "]");
+	return buf;
+}
+
 const char *im_float_str(float x, char *buf, size_t len)
 {
 	for (int digits = 6; digits <= 9; digits++) {
@@ -693,7 +705,7 @@ static bool write_loss(Importer *im, FILE *f, const Value *out, const char *labe
 	im->node = -1;
 	if (out->tensor || out->rank != 2)
 		return im_fail(im, "the graph output '%s' is %s; netc trains classifiers, whose output is [batch, classes]",
-			       out->onnx, out->tensor ? "a constant" : im_dims_str(out->rank, out->dim, buf, sizeof buf));
+			       out->onnx, out->tensor ? "a constant" : im_shape_str(out, buf, sizeof buf));
 	if (out_op && !strcmp(out_op, "LogSoftmax"))
 		fprintf(f, "\tloss nll_loss(%s, %s)\n", out->net, label);
 	else if (softmax_in)

@@ -24,7 +24,7 @@ static bool need_rank(Importer *im, const Value *x, int rank, const char *what)
 	if (x->rank == rank)
 		return true;
 	return im_fail(im, "input '%s' is %s; netc maps it for %d-D %s input only", x->onnx,
-		       im_dims_str(x->rank, x->dim, buf, sizeof buf), rank, what);
+		       im_shape_str(x, buf, sizeof buf), rank, what);
 }
 
 /* ---- element by element ---- */
@@ -167,8 +167,8 @@ static bool binary(Importer *im, const Onnx__NodeProto *n, const char *layer)
 	if (!act(im, 0, &a) || !act(im, 1, &b))
 		return false;
 	if (!broadcast(&a, &b, &rank, dim))
-		return im_fail(im, "its inputs %s and %s do not broadcast", im_dims_str(a.rank, a.dim, x, sizeof x),
-			       im_dims_str(b.rank, b.dim, y, sizeof y));
+		return im_fail(im, "its inputs %s and %s do not broadcast", im_shape_str(&a, x, sizeof x),
+			       im_shape_str(&b, y, sizeof y));
 	if (!im_out(im, NULL, rank, dim))
 		return false;
 	im_stmt(im, "%s = %s(%s, %s)", im->v[im->nv - 1].net, layer, a.net, b.net);
@@ -512,7 +512,7 @@ static bool dense(Importer *im, const Onnx__NodeProto *n, const Onnx__TensorProt
 		return false;
 	if (x.rank != 2)
 		return im_fail(im, "input '%s' is %s; netc's dense takes [batch, features] (Flatten first)", x.onnx,
-			       im_dims_str(x.rank, x.dim, buf, sizeof buf));
+			       im_shape_str(&x, buf, sizeof buf));
 	if (b->n_dims != 2 || b->dims[trans_b ? 1 : 0] != x.dim[1])
 		return im_fail(im, "its weight '%s' is %s, which does not multiply [batch, %lld]", onnx_str(b->name),
 			       im_dims_str((int)b->n_dims, b->dims, buf, sizeof buf), (long long)x.dim[1]);

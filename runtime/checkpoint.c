@@ -74,14 +74,13 @@ static void put_metadata(FILE *f, const char *model, const RtCheckpointMeta *m)
 	fputc('}', f);
 }
 
-/* Closes the header: safetensors pads it with spaces to 8 bytes. */
-static char *end_header(FILE *f, char *buf)
+/* Closes the header (the memory stream f): safetensors pads it with spaces to 8 bytes. */
+static void end_header(FILE *f)
 {
 	fputc('}', f);
 	while (ftell(f) % 8)
 		fputc(' ', f);
 	fclose(f);
-	return buf;
 }
 
 /* The JSON header into a memory stream; its length through *len. */
@@ -102,7 +101,8 @@ static char *header_json(const Bundle *b, const RtCheckpointMeta *m, size_t *len
 		put_entry(f, x->name, x->rank, dim, at, x->bytes);
 		at += x->bytes;
 	}
-	return end_header(f, buf);
+	end_header(f);
+	return buf;
 }
 
 static bool write_le64(FILE *f, uint64_t v)
@@ -689,7 +689,7 @@ bool rt_tensors_save(const RtTensors *set, const char *model, const char *path, 
 		put_entry(f, set->t[i].name, set->t[i].rank, set->t[i].dim, at, bytes);
 		at += bytes;
 	}
-	end_header(f, json);
+	end_header(f);
 	bool ok = write_durably(path, json, len, set_data, (void *)set, err, errlen);
 	free(json);
 	return ok;
