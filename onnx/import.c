@@ -324,7 +324,8 @@ int im_attr_ints(Importer *im, const char *name, int64_t *v, int max)
 		return -1;
 	if (a->n_ints > (size_t)max)
 		return im_fail(im, "attribute '%s' has %zu values; netc reads at most %d", name, a->n_ints, max), -1;
-	memcpy(v, a->ints, a->n_ints * sizeof *v);
+	if (a->n_ints) /* an empty list may have no array */
+		memcpy(v, a->ints, a->n_ints * sizeof *v);
 	return (int)a->n_ints;
 }
 
@@ -336,9 +337,10 @@ bool im_attr_string(Importer *im, const char *name, const char *def, char *buf, 
 		return true;
 	if (!attr_type(im, a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING, "a string"))
 		return false;
-	if (a->s.len >= len || memchr(a->s.data, 0, a->s.len))
+	if (a->s.len >= len || (a->s.len && memchr(a->s.data, 0, a->s.len)))
 		return im_fail(im, "attribute '%s' is not a value netc knows", name);
-	memcpy(buf, a->s.data, a->s.len);
+	if (a->s.len)
+		memcpy(buf, a->s.data, a->s.len);
 	buf[a->s.len] = 0;
 	return true;
 }

@@ -120,7 +120,7 @@ bool onnx_tensor_floats(const Onnx__TensorProto *t, float *out, int64_t n, char 
 	Source s;
 	if (!source_of(t, n, &s, why, len))
 		return false;
-	if (s.type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT)
+	if (s.type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT && n)
 		memcpy(out, s.p, (size_t)n * sizeof *out); /* a weight's common case, and its bulk */
 	else
 		for (int64_t i = 0; i < n; i++)

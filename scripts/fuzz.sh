@@ -1,6 +1,6 @@
 #!/bin/sh
 # fuzz.sh [SECONDS] [TARGET...]: builds the libFuzzer harnesses (build-fuzz: clang-19, NETC_FUZZ=ON)
-# and fuzzes each target (frontend bundle checkpoint idx cifar; default all) for SECONDS (default
+# and fuzzes each target (frontend onnx bundle checkpoint idx cifar; default all) for SECONDS (default
 # 20, what scripts/test.sh runs) from its seeds in fuzz/corpus/. Exit 1 on any finding (a crash,
 # a sanitizer report, a leak, a timeout, running out of memory), with the reproducer's path; 2 on a
 # usage error. docs/testing.md has the long run's figures and how to reproduce a finding.
@@ -15,7 +15,7 @@ root=$(pwd)
 
 seconds=${1:-20}
 [ $# -gt 0 ] && shift
-targets=${*:-frontend bundle checkpoint idx cifar}
+targets=${*:-frontend onnx bundle checkpoint idx cifar}
 jobs=${FUZZ_JOBS:-2}
 case $seconds in '' | *[!0-9]* | 0)
 	echo "usage: scripts/fuzz.sh [SECONDS] [TARGET...]  (SECONDS a whole number above 0)" >&2
@@ -25,8 +25,8 @@ case $jobs in 1 | 2) ;; *) echo "fuzz.sh: FUZZ_JOBS is 1 or 2, not '$jobs'" >&2;
 runs=${FUZZ_RUNS:--1}
 case $runs in -1) ;; '' | *[!0-9]*) echo "fuzz.sh: FUZZ_RUNS is a number of executions, not '$runs'" >&2; exit 2 ;; esac
 for t in $targets; do
-	case $t in frontend | bundle | checkpoint | idx | cifar) ;;
-	*) echo "fuzz.sh: unknown target '$t' (targets: frontend bundle checkpoint idx cifar)" >&2; exit 2 ;;
+	case $t in frontend | onnx | bundle | checkpoint | idx | cifar) ;;
+	*) echo "fuzz.sh: unknown target '$t' (targets: frontend onnx bundle checkpoint idx cifar)" >&2; exit 2 ;;
 	esac
 done
 
@@ -41,6 +41,7 @@ mkdir -p "$out"
 max_len() {
 	case $1 in
 	frontend) echo 4096 ;;    # every model but googlenet.net (9 KB; 50 times slower through the passes)
+	onnx) echo 8192 ;;        # the seeds are small models of one or a few operators (up to 5 KB)
 	bundle) echo 40960 ;;     # tiny.bundle is 33 KB, most of it code the reader does not look in
 	checkpoint) echo 4096 ;;  # ckpt.safetensors is 2.5 KB
 	idx) echo 4096 ;;         # four small IDX files
@@ -50,6 +51,7 @@ max_len() {
 dict() {
 	case $1 in
 	frontend) echo fuzz/net.dict ;;
+	onnx) echo fuzz/onnx.dict ;;
 	bundle | checkpoint) echo "fuzz/$1.dict" ;;
 	idx | cifar) echo fuzz/data.dict ;;
 	esac
