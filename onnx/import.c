@@ -426,9 +426,12 @@ void im_stmt(Importer *im, const char *fmt, ...)
 	fputc('\t', im->body);
 	vfprintf(im->body, fmt, ap);
 	va_end(ap);
+	/* the node's name where the value's had to be made from it (the name has other characters
+	 * than a .net name's, which include no line end) */
 	const Onnx__NodeProto *n = im_current(im);
-	if (n && onnx_str(n->name)[0])
-		fprintf(im->body, "  # %s", n->name); /* the names are the file's: no line ends in them */
+	const char *name = n ? onnx_str(n->name) : "";
+	if (name[0] && name[strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")])
+		fprintf(im->body, "  # %s", name);
 	fputc('\n', im->body);
 }
 

@@ -35,9 +35,10 @@ void onnx_import_free(OnnxImport *m);
 const char *onnx_supported_ops(void);
 
 /* Writes g's evaluation graph (g straight from the frontend: the forward graph) with the weights
- * of its parameters and state from w, as an ONNX model of opset ONNX_OPSET_EXPORT (or the first
+ * of its parameters and state from w (read from the file source, which messages name), as an ONNX model of opset ONNX_OPSET_EXPORT (or the first
  * that has an operator it needs) with a symbolic batch dimension. False with one message in err
  * (an op that has no ONNX form, a weight missing from w). */
-bool onnx_export(const Graph *g, const RtTensors *w, const char *path, char *err, size_t errlen);
+bool onnx_export(const Graph *g, const RtTensors *w, const char *source, const char *path, char *err,
+		 size_t errlen);
 
 #endif

@@ -35,11 +35,10 @@ static bool weights_match(const Graph *g, const RtTensors *w, const char *path, 
 		bool same = t && t->rank == n->shape.rank;
 		for (int d = 0; same && d < t->rank; d++)
 			same = t->dim[d] == n->shape.dim[d];
-		char a[96], b[96];
+		char b[96];
 		if (!same) {
 			fprintf(stderr, "netc: error: %s: the imported weights have %s for '%s', the network needs %s\n", path,
 				t ? "another shape" : "no tensor", n->name, shape_str(&n->shape, b, sizeof b));
-			(void)a;
 			return false;
 		}
 		found++;
@@ -115,7 +114,7 @@ int cmd_export(const Args *a, const CompileOptions *o)
 		return 1;
 	RtTensors w;
 	char err[2048];
-	bool ok = rt_tensors_read(a->checkpoint, &w, err, sizeof err) && onnx_export(g, &w, a->output, err, sizeof err);
+	bool ok = rt_tensors_read(a->checkpoint, &w, err, sizeof err) && onnx_export(g, &w, a->checkpoint, a->output, err, sizeof err);
 	if (!ok)
 		fprintf(stderr, "netc: error: %s\n", err);
 	else if (!a->quiet)

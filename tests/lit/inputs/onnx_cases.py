@@ -7,6 +7,8 @@ operators netc imports, to check `netc import` against.
   onnx_cases.py --bad DIR                        writes malformed and unsupported models for the
       error tests
   onnx_cases.py --model NAME --dir DIR           writes one case's model (and x.npy, y_ref.npy)
+  onnx_cases.py --reference MODEL X.npy Y.npy    checks MODEL with onnx's checker and writes the
+      reference output for the images in X.npy (and with --random SHAPE, writes X.npy first)
 """
 import argparse
 import math
@@ -165,6 +167,8 @@ def run_reference(model, x):
             p = list(i[1])
             r = len(p) // 2
             y = np.pad(i[0], [(p[d], p[d + r]) for d in range(r)])
+        elif op == "Cast":
+            y = i[0].astype(np.float64)
         elif op == "Constant":
             y = numpy_helper.to_array(attr(n, "value", None))
         else:
@@ -485,8 +489,19 @@ def main():
     p.add_argument("--dir", required=False)
     p.add_argument("--bad")
     p.add_argument("--model")
+    p.add_argument("--reference", nargs=3, metavar=("MODEL", "X", "Y"))
+    p.add_argument("--random", help="comma-separated shape of the images --reference draws")
     p.add_argument("groups", nargs="*")
     a = p.parse_args()
+    if a.reference:
+        model, x, y = a.reference
+        m = onnx.load(model)
+        onnx.checker.check_model(m)
+        if a.random:
+            shape = tuple(int(d) for d in a.random.split(","))
+            np.save(x, np.random.default_rng(5).uniform(-2, 2, shape).astype(np.float32))
+        np.save(y, run_reference(m, np.load(x)).astype(np.float32))
+        return 0
     if a.bad:
         os.makedirs(a.bad, exist_ok=True)
         write_bad(a.bad)
