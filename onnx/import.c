@@ -192,22 +192,30 @@ const char *im_take_name(Importer *im, const char *hint, char *out)
 	return out;
 }
 
-/* PyTorch names a node "/features/features.1/Relu": the module "features.1" is the useful part. */
+/* PyTorch names a node after its module's path and its operator: "/layer1/layer1.0/conv1/Conv"
+ * is module layer1.0.conv1 (the last component with a dot is the path so far, the ones after it
+ * go on it), whose parameters PyTorch names layer1.0.conv1.weight. */
 static const char *node_hint(const Onnx__NodeProto *n, char *buf, size_t len)
 {
-	const char *name = onnx_str(n->name);
+	const char *name = onnx_str(n->name), *op = onnx_str(n->op_type);
 	if (!*name)
 		return n->n_output ? onnx_str(n->output[0]) : "v";
 	const char *last = strrchr(name, '/');
-	if (last && last != name && !strncmp(last + 1, onnx_str(n->op_type), strlen(onnx_str(n->op_type)))) {
-		const char *prev = last - 1;
-		while (prev > name && *prev != '/')
-			prev--;
-		snprintf(buf, len, "%.*s", (int)(last - prev - (*prev == '/')), prev + (*prev == '/'));
-		if (buf[0])
-			return buf;
+	if (name[0] != '/' || !last || last == name || strncmp(last + 1, op, strlen(op)))
+		return name;
+	const char *from = name + 1; /* the start of the path: after the last component with a dot */
+	for (const char *c = name + 1; c < last; c = strchr(c, '/') + 1) {
+		const char *end = strchr(c, '/');
+		if (memchr(c, '.', (size_t)(end - c)))
+			from = c;
 	}
-	return name;
+	size_t k = (size_t)(last - from) < len ? (size_t)(last - from) : len - 1;
+	memcpy(buf, from, k);
+	buf[k] = 0;
+	for (char *p = buf; *p; p++)
+		if (*p == '/')
+			*p = '.';
+	return buf;
 }
 
 const char *im_layer_hint(Importer *im, const Onnx__TensorProto *weight, char *buf, size_t len)

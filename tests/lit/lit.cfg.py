@@ -29,14 +29,17 @@ else:
 # them through %onnx-python: the Python that runs lit when it can import onnx and numpy, else the
 # system's python3 (lit may run under another Python than the one Debian's packages are for).
 import subprocess
-def _has_onnx(python):
+def _has_onnx(python, extra=""):
 	try:
-		return subprocess.run([python, "-c", "import onnx, numpy"], capture_output=True, timeout=60).returncode == 0
+		return subprocess.run([python, "-c", "import onnx, numpy" + extra], capture_output=True, timeout=60).returncode == 0
 	except OSError:
 		return False
 _onnx_python = next((p for p in (sys.executable, "/usr/bin/python3") if os.path.exists(p) and _has_onnx(p)), None)
 if _onnx_python:
 	config.available_features.add("onnx")
 	config.substitutions.append(("%onnx-python", _onnx_python))
+	# `REQUIRES: onnx-torch`: that Python has PyTorch too, to export models as PyTorch does
+	if _has_onnx(_onnx_python, ", torch"):
+		config.available_features.add("onnx-torch")
 else:
 	lit_config.note("no Python here imports onnx and numpy (apt-get install python3-onnx): the ONNX tests are skipped")
