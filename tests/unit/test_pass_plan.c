@@ -114,11 +114,13 @@ static void collect(Checker *c)
 }
 
 /* Kernels that may write in place: every member elementwise, reading its inputs of the output's
- * size at the output's own element index. */
+ * size at the output's own element index: the registry's elementwise and broadcast ops (one
+ * output element from the inputs' elements at its index; in_place checks the shapes) and these. */
 static bool elementwise_op(OpId op)
 {
-	static const OpId ok[] = {OP_neg, OP_exp, OP_log, OP_sqrt, OP_relu, OP_copy, OP_relu_grad, OP_dropout, OP_add,
-				  OP_sub, OP_mul, OP_div, OP_bias_add, OP_reshape, OP_broadcast_to};
+	static const OpId ok[] = {OP_relu_grad, OP_dropout, OP_bias_add, OP_reshape, OP_broadcast_to};
+	if (ir_ops[op].pattern == PAT_ELEMWISE || ir_ops[op].pattern == PAT_BROADCAST)
+		return true;
 	for (size_t i = 0; i < sizeof ok / sizeof *ok; i++)
 		if (ok[i] == op)
 			return true;
