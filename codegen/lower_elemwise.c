@@ -73,7 +73,10 @@ LLVMValueRef cg_elem_dropout(Cg *cg, const Node *n, ElemIndex *at)
 	LLVMValueRef lin = index_lin(cg, at);
 	LLVMValueRef seed = cg_load_uniform(cg, n->in[1], 0);
 	LLVMValueRef step = cg_load_uniform(cg, n->in[1], 1);
-	LLVMValueRef index = LLVMBuildTrunc(cg->b, lin, cg->t_i32, "");
+	/* philox_row_index: the element's place in the step's global batch, mod 2^32 */
+	LLVMValueRef first_row = cg_load_uniform(cg, n->in[1], 2);
+	LLVMValueRef offset = LLVMBuildMul(cg->b, first_row, cg_i32(cg, (uint32_t)ir_dropout_row_elems(n)), "");
+	LLVMValueRef index = LLVMBuildAdd(cg->b, LLVMBuildTrunc(cg->b, lin, cg->t_i32, ""), offset, "");
 	LLVMValueRef draw = philox(cg, seed, step, d.stream, index);
 	/* u = k 2^-24 >= p  <=>  k >= ceil(p 2^24), exact in integers */
 	double t = fmin(ceil(p * 16777216.0), 16777216.0);

@@ -17,8 +17,10 @@ static void *xcalloc(size_t n, size_t size)
 	return p;
 }
 
-static int32_t role_of(const Graph *g, const Node *n)
+static int32_t role_of(const Graph *g, const Node *n, bool final_gradient)
 {
+	if (final_gradient && (n->programs & PROG_TRAIN))
+		return BUF_GRAD;
 	if (n->id == g->image)
 		return BUF_IMAGE;
 	if (n->id == g->label)
@@ -41,11 +43,11 @@ static int32_t role_of(const Graph *g, const Node *n)
 	}
 }
 
-static void fill_buffer(const Graph *g, const Node *n, BundleBuffer *b)
+static void fill_buffer(const Graph *g, const Node *n, bool final_gradient, BundleBuffer *b)
 {
 	snprintf(b->name, sizeof b->name, "%s", n->name);
 	b->node = n->id;
-	b->role = role_of(g, n);
+	b->role = role_of(g, n, final_gradient);
 	b->dtype = n->dtype;
 	b->rank = n->shape.rank;
 	bool permuted = ir_stored_permuted(n);
@@ -105,15 +107,22 @@ static void fill_plan(const Graph *g, Bundle *b)
 	b->train = g->train;
 	b->flops_per_step = ir_flops(g, PROG_TRAIN);
 
-	int *index = xcalloc(g->nnodes, sizeof *index);
+	int *index = xcalloc(g->nnodes, sizeof *index), *grad = ir_final_gradients(g);
+	bool *final = xcalloc(g->nnodes, sizeof *final);
+	for (int i = 0; i < g->nnodes; i++)
+		if (grad[i] >= 0)
+			final[grad[i]] = true;
 	b->buf = xcalloc(g->nnodes, sizeof *b->buf);
 	for (int i = 0; i < g->nnodes; i++) {
 		index[i] = -1;
 		if (g->node[i].offset < 0)
 			continue;
 		index[i] = b->nbuf;
-		fill_buffer(g, &g->node[i], &b->buf[b->nbuf++]);
+		fill_buffer(g, &g->node[i], final[i], &b->buf[b->nbuf++]);
 	}
+	b->update_node = ir_update_split(g);
+	free(grad);
+	free(final);
 	b->image = g->image >= 0 ? index[g->image] : -1;
 	b->label = g->label >= 0 ? index[g->label] : -1;
 	b->loss = g->loss >= 0 ? index[g->loss] : -1;

@@ -197,9 +197,9 @@ static int build_dropout(const Layer *l, LayerCall *c)
 		streams += g->node[i].op == OP_dropout;
 	if (g->rng < 0) {
 		double slot = RUNTIME_RNG;
-		int64_t two = 2;
+		int64_t words = RNG_WORDS;
 		g->rng = ir_leaf(g, OP_runtime, ir_find(g, "rng") < 0 ? "rng" : "rng.dropout",
-				 shape_make(1, &two), DT_I32, &slot);
+				 shape_make(1, &words), DT_I32, &slot);
 	}
 	int in[2] = {c->in[0], g->rng};
 	double attr[2] = {c->args->v[0], streams + 1};

@@ -19,9 +19,9 @@ int gc_rng(GradContext *gc)
 {
 	Graph *g = gc->g;
 	if (g->rng < 0) {
-		int64_t two = 2;
+		int64_t words = RNG_WORDS;
 		double slot = RUNTIME_RNG;
-		g->rng = ir_leaf(g, OP_runtime, "rng", shape_make(1, &two), DT_I32, &slot);
+		g->rng = ir_leaf(g, OP_runtime, "rng", shape_make(1, &words), DT_I32, &slot);
 	}
 	return g->rng;
 }

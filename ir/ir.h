@@ -43,6 +43,9 @@ enum { PROG_TRAIN = 1, PROG_EVAL = 2, PROG_ACCUM = 4 };
 enum { INIT_ZERO = 0, INIT_UNIFORM = 1, INIT_ONE = 2 };
 /* runtime->attr[0] (slot): values the runtime writes before each step */
 enum { RUNTIME_LR = 0, RUNTIME_RNG = 1, RUNTIME_LOSS_SCALE = 2 };
+/* The rng runtime node is i32[RNG_WORDS]: the seed, the optimizer step, and the row of the step's
+ * global batch where this batch starts (another rank's shard or micro-batch: ir/philox.h). */
+enum { RNG_WORDS = 3 };
 
 typedef struct {
 	int rank;
@@ -191,6 +194,20 @@ void ir_group_index(GroupIndex *ix, const Graph *g);
 void ir_group_index_free(GroupIndex *ix);
 /* Puts every non-leaf node in a group of its own (what fuse undoes and -O0 keeps). */
 void ir_ungroup(Graph *g);
+
+/* ---- the update's place in the training step (ir/update_split.c) ---- */
+/* By parameter: the node of its gradient as the optimizer reads it (the last node Node.grad_of
+ * marks), -1 for other nodes. malloc'd. */
+int *ir_final_gradients(const Graph *g);
+/* By node: whether a training node belongs to the update: it is not needed by the final
+ * gradients, the loss, the scores or an assign that reads no gradient (the optimizer's update,
+ * fp16's finite check). malloc'd. */
+bool *ir_update_nodes(const Graph *g);
+/* After fusion and memory planning: the id of the training program's first update kernel (its
+ * group's leader) when every final gradient has storage, no fused group holds nodes of both
+ * sides and every backward kernel runs before it, so a step may run [backward], sum the
+ * gradients across ranks, then [update]; else -1. */
+int ir_update_split(const Graph *g);
 
 /* ---- GEMM shape and split-K (ir/gemm_shape.c) ---- */
 /* The GEMM a node computes as C[b][m][n] = sum_k A(b,m,k) B(b,k,n): conv2d, its two gradients

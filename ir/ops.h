@@ -82,6 +82,9 @@ typedef struct {
 	uint32_t stream;
 } DropoutParams;
 DropoutParams ir_dropout_params(const Node *n);
+/* Elements per row of the first axis (per example of a batch): what a shard starting at row r
+ * offsets its dropout counters by, r times this (ir/philox.h). */
+int64_t ir_dropout_row_elems(const Node *n);
 /* leaky_relu and leaky_relu_grad: the slope below 0. */
 double ir_leaky_relu_slope(const Node *n);
 /* gelu and gelu_grad: whether the tanh approximation is used (approximate nonzero; else the

@@ -174,8 +174,9 @@ bool shape_dropout(Node *n, const Graph *g, char *err, size_t errlen)
 		return op_fail(n, err, errlen, "p must be in [0, 1), got %g", n->attr[0]);
 	if (!op_attr_int(n, 1, 0, UINT32_MAX, &stream, err, errlen))
 		return false;
-	if (rng->dtype != DT_I32 || rng->shape.rank != 1 || rng->shape.dim[0] != 2)
-		return op_fail(n, err, errlen, "rng must be i32[2] (seed, step), got %s", op_type_str(rng, t, sizeof t));
+	if (rng->dtype != DT_I32 || rng->shape.rank != 1 || rng->shape.dim[0] != RNG_WORDS)
+		return op_fail(n, err, errlen, "rng must be i32[3] (seed, step, first row), got %s",
+			       op_type_str(rng, t, sizeof t));
 	return shape_unary(n, g, err, errlen);
 }
 
@@ -400,16 +401,25 @@ DropoutParams ir_dropout_params(const Node *n)
 	return (DropoutParams){.p = n->attr[0], .stream = (uint32_t)(int64_t)n->attr[1]};
 }
 
+int64_t ir_dropout_row_elems(const Node *n)
+{
+	int64_t m = shape_numel(&n->shape);
+	return n->shape.rank > 0 && n->shape.dim[0] > 0 ? m / n->shape.dim[0] : m;
+}
+
 void ref_dropout(const Graph *g, const Node *n, const double *const *in, double *out)
 {
 	DropoutParams d = ir_dropout_params(n);
 	double p = d.p;
 	/* rng holds i32 values: go through int64 so negative seeds keep their bits */
 	uint32_t seed = (uint32_t)(int64_t)in[1][0], step = (uint32_t)(int64_t)in[1][1];
-	uint32_t stream = d.stream;
+	uint32_t first_row = (uint32_t)(int64_t)in[1][2], stream = d.stream;
 	int64_t m = shape_numel(&n->shape);
-	for (int64_t i = 0; i < m; i++)
-		out[i] = p == 0 ? in[0][i] : philox_keep(p, seed, step, stream, (uint32_t)i) ? in[0][i] / (1 - p) : 0;
+	uint32_t row_elems = (uint32_t)ir_dropout_row_elems(n);
+	for (int64_t i = 0; i < m; i++) {
+		uint32_t index = philox_row_index((uint32_t)i, first_row, row_elems);
+		out[i] = p == 0 ? in[0][i] : philox_keep(p, seed, step, stream, index) ? in[0][i] / (1 - p) : 0;
+	}
 }
 
 void ref_bias_add(const Graph *g, const Node *n, const double *const *in, double *out)

@@ -38,4 +38,13 @@ static inline int philox_keep(double p, uint32_t seed, uint32_t step, uint32_t s
 	return (double)philox_uniform(seed, step, stream, index) >= p;
 }
 
+/* The counter of element `index` of a batch whose first axis holds examples, row_elems elements
+ * each, when the batch starts at row first_row of the step's global batch (a rank's shard, a
+ * micro-batch): the element's index in one tensor of the whole global batch, mod 2^32. So N ranks
+ * at batch B, K micro-batches and one batch of N*K*B draw the same masks. */
+static inline uint32_t philox_row_index(uint32_t index, uint32_t first_row, uint32_t row_elems)
+{
+	return index + first_row * row_elems;
+}
+
 #endif

@@ -92,20 +92,7 @@ int *passes_step_roots(const Graph *g, int upto, int *n)
 	return roots;
 }
 
-int *passes_param_gradients(const Graph *g)
-{
-	int *grad = malloc((size_t)(g->nnodes ? g->nnodes : 1) * sizeof *grad);
-	if (!grad)
-		abort();
-	for (int i = 0; i < g->nnodes; i++)
-		grad[i] = -1;
-	for (int i = 0; i < g->nnodes; i++) {
-		int of = g->node[i].grad_of;
-		if (of >= 0 && g->node[of].op == OP_param)
-			grad[of] = i; /* the last mark wins: a rewrite's result comes after what it rewrote */
-	}
-	return grad;
-}
+int *passes_param_gradients(const Graph *g) { return ir_final_gradients(g); }
 
 void passes_set_gradient(Graph *g, int p, int grad) { g->node[grad].grad_of = p; }
 

@@ -15,7 +15,10 @@
  * Every merge is tried on the graph and kept only if the result is a group of one of the kinds
  * that codegen compiles (check_group, the contract in ir/ir.h's terms), so no phase can leave an
  * invalid group behind. An anchor group never takes a node of an optimizer update: each
- * parameter's update stays one elementwise kernel. */
+ * parameter's update stays one elementwise kernel. With --data-parallel (PassOptions.split_update)
+ * no group holds both a node that reads a final gradient and one that does not, so every gradient
+ * is stored before the update's kernels run and the ranks can sum it in between
+ * (ir/update_split.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -212,6 +215,8 @@ typedef struct {
 	unsigned prog;
 	unsigned done; /* nodes of these programs are grouped already: leave them */
 	bool *update;  /* nodes of an optimizer update: they reach an assign through elementwise ops */
+	bool *after_grads; /* --data-parallel: the nodes that read a final gradient (ir_update_nodes),
+			    * which no group mixes with others; NULL without */
 	Pattern *gpat; /* by leader: the largest pattern among the group's members */
 	int *first;    /* by leader: its first member in node order, -1 for a node that leads none */
 	int *next;     /* the next member of the same group in node order, -1 after the last */
@@ -271,12 +276,14 @@ static bool try_merge(Fuser *f, const int *lead, int nlead)
 	sort_ids(m, n);
 	bool anchor = false, update = false;
 	Pattern pat = PAT_ELEMWISE;
+	bool sides_mixed = false;
 	for (int i = 0; i < n; i++) {
 		anchor |= op_pattern(g, m[i]) == PAT_ANCHOR;
 		update |= f->update[m[i]];
 		pat = op_pattern(g, m[i]) > pat ? op_pattern(g, m[i]) : pat;
+		sides_mixed |= f->after_grads && f->after_grads[m[i]] != f->after_grads[m[0]];
 	}
-	if (n <= 0 || (anchor && update))
+	if (n <= 0 || (anchor && update) || sides_mixed)
 		return false;
 	int leader = m[n - 1];
 	for (int i = 0; i < n; i++) {
@@ -470,9 +477,8 @@ static void fuse_program(Fuser *f, unsigned prog)
 
 bool pass_fuse(Graph *g, const PassOptions *o, Diag *d)
 {
-	(void)o;
 	ir_ungroup(g);
-	Fuser f = {.g = g};
+	Fuser f = {.g = g, .after_grads = o->split_update ? ir_update_nodes(g) : NULL};
 	users_build(&f.users, g);
 	f.update = xcalloc(g->nnodes, sizeof *f.update);
 	f.gpat = xcalloc(g->nnodes, sizeof *f.gpat);
@@ -494,6 +500,7 @@ bool pass_fuse(Graph *g, const PassOptions *o, Diag *d)
 	fuse_program(&f, PROG_ACCUM);
 	users_free(&f.users);
 	free(f.update);
+	free(f.after_grads);
 	free(f.gpat);
 	free(f.mark);
 	free(f.seen);

@@ -6,7 +6,7 @@
  *
  *   "NETCBNDL"  u32 version
  *   header               section: the scalar fields of Bundle, then its TrainConfig in
- *                        ir/train_fields.def's order
+ *                        ir/train_fields.def's order, then i32 update_node
  *   buffer table         section: u32 count, count records of BUF_RECORD bytes
  *   code objects         section: u32 count, then each: target[32], arch[32], i32 kind, i32 wave,
  *                        u64 size, size bytes, training, evaluation and accumulation kernel lists
@@ -145,6 +145,7 @@ static void w_header(Wr *w, const Bundle *b)
 	for (int i = 0; i < NINDICES; i++)
 		w_i32(w, idx[i]);
 	w_train(w, &b->train);
+	w_i32(w, b->update_node);
 	w_end(w, at);
 }
 
@@ -421,6 +422,7 @@ static void check_header(Rd *r, const Bundle *b)
 	const TrainConfig *c = &b->train;
 	check_range(r, "batch", b->batch, 1, TRAIN_MAX_BATCH);
 	check_range(r, "arena size", b->arena_bytes, 0, MAX_ARENA);
+	check_range(r, "update node", b->update_node, -1, INT32_MAX);
 #define CHECK_i32(m, what, lo, hi) check_range(r, what, c->m, lo, hi)
 #define CHECK_i64(m, what, lo, hi) check_range(r, what, c->m, lo, hi)
 #define CHECK_f64(m, what, lo, hi)
@@ -465,6 +467,7 @@ static void r_header(Rd *r, Bundle *b)
 	for (int i = 0; i < NINDICES; i++)
 		*idx[i] = r_i32(&s, "header");
 	r_train(&s, &b->train);
+	b->update_node = r_i32(&s, "header");
 	r_section_end(&s, "header");
 	if (s.ok)
 		check_header(&s, b);
@@ -506,7 +509,7 @@ static bool is_permutation(const int32_t *perm, int rank)
 static void check_buffer(Rd *r, const Bundle *b, int i)
 {
 	const BundleBuffer *x = &b->buf[i];
-	if (x->node < 0 || (unsigned)x->role > BUF_LOSS_SCALE || (unsigned)x->dtype >= DT_COUNT ||
+	if (x->node < 0 || (unsigned)x->role > BUF_GRAD || (unsigned)x->dtype >= DT_COUNT ||
 	    (unsigned)x->rank > BUNDLE_MAX_DIMS || (unsigned)x->init > 2 || !(x->bound >= 0) ||
 	    !isfinite(x->bound) || !is_permutation(x->perm, x->rank)) {
 		r_fail(r, "malformed bundle: buffer %d '%s' has node %d, role %d, dtype %d, rank %d, "

@@ -12,7 +12,7 @@
 #include "ir/train_config.h"
 
 #define BUNDLE_MAGIC "NETCBNDL"
-#define BUNDLE_VERSION 5
+#define BUNDLE_VERSION 6
 #define BUNDLE_MAX_DIMS 6
 
 typedef enum {
@@ -24,7 +24,9 @@ typedef enum {
 	BUF_LR,         /* f32 scalar: the learning rate of this step */
 	BUF_RNG,        /* i32[2]: seed, step; dropout's Philox key and counter */
 	BUF_ALIAS,      /* no storage of its own: offset is its target's (assign) */
-	BUF_LOSS_SCALE  /* f32 scalar: the fp16 loss scale of this step, written by the runtime */
+	BUF_LOSS_SCALE, /* f32 scalar: the fp16 loss scale of this step, written by the runtime */
+	BUF_GRAD        /* a parameter's gradient as the update reads it: data-parallel runs sum it
+	                 * across the ranks between backward and the update */
 } BufferRole;
 
 typedef struct {
@@ -84,6 +86,10 @@ typedef struct {
 	/* fp16 dynamic loss scaling: the scale the runtime writes, and an f32 scalar the step sets to
 	 * 1 when every gradient was finite (the update ran) and 0 when it skipped the update */
 	int32_t loss_scale, finite;
+	/* The graph node that leads the training program's first update kernel: kernels of a node
+	 * below it are backward, the rest the update, and every BUF_GRAD buffer is written before it
+	 * (ir_update_split). -1 when the plan fused the two (compile with --data-parallel). */
+	int32_t update_node;
 	BundleBuffer *buf;
 	int32_t nbuf;
 	BundleCode *code;

@@ -64,6 +64,8 @@ typedef struct {
 	void (*replay)(RtDevice *d, void *graph);
 	void (*graph_free)(RtDevice *d, void *graph);
 	void (*synchronize)(RtDevice *d);
+	/* Optional: the stream launches go on (CUstream, hipStream_t), which NCCL queues on too. */
+	void *(*stream)(RtDevice *d);
 	/* The first error since open, NULL while there is none. */
 	const char *(*error)(RtDevice *d);
 	void (*close)(RtDevice *d);

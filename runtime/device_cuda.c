@@ -397,6 +397,7 @@ static void cuda_synchronize(RtDevice *d)
 }
 
 static const char *cuda_error(RtDevice *d) { return d->error[0] ? d->error : NULL; }
+static void *cuda_stream(RtDevice *d) { return d->stream; }
 
 const RtDeviceOps rt_device_cuda = {
 	.name = "cuda",
@@ -420,6 +421,7 @@ const RtDeviceOps rt_device_cuda = {
 	.replay = cuda_replay,
 	.graph_free = cuda_graph_free,
 	.synchronize = cuda_synchronize,
+	.stream = cuda_stream,
 	.error = cuda_error,
 	.close = cuda_close,
 };

@@ -390,6 +390,7 @@ static void hip_synchronize(RtDevice *d)
 }
 
 static const char *hip_error(RtDevice *d) { return d->error[0] ? d->error : NULL; }
+static void *hip_stream(RtDevice *d) { return d->stream; }
 
 const RtDeviceOps rt_device_hip = {
 	.name = "hip",
@@ -413,6 +414,7 @@ const RtDeviceOps rt_device_hip = {
 	.replay = hip_replay,
 	.graph_free = hip_graph_free,
 	.synchronize = hip_synchronize,
+	.stream = hip_stream,
 	.error = hip_error,
 	.close = hip_close,
 };

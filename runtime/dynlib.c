@@ -12,11 +12,11 @@ static bool is_missing(const char *name, const char *msg)
 	return !msg || (strncmp(msg, name, n) == 0 && strstr(msg + n, "No such file"));
 }
 
-void *rt_dlopen_first(const char *const *names, int n, const char **loaded, char *why, size_t len)
+static void *open_first(const char *const *names, int n, int mode, const char **loaded, char *why, size_t len)
 {
 	char broken[512] = "";
 	for (int i = 0; i < n; i++) {
-		void *lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+		void *lib = dlopen(names[i], RTLD_NOW | mode);
 		if (lib) {
 			*loaded = names[i];
 			return lib;
@@ -38,12 +38,22 @@ void *rt_dlopen_first(const char *const *names, int n, const char **loaded, char
 	return NULL;
 }
 
+void *rt_dlopen_first(const char *const *names, int n, const char **loaded, char *why, size_t len)
+{
+	return open_first(names, n, RTLD_LOCAL, loaded, why, len);
+}
+
+void *rt_dlopen_first_global(const char *const *names, int n, const char **loaded, char *why, size_t len)
+{
+	return open_first(names, n, RTLD_GLOBAL, loaded, why, len);
+}
+
 bool rt_dlsyms(void *lib, const char *libname, const RtSymbol *syms, int n, char *err, size_t errlen)
 {
 	for (int i = 0; i < n; i++) {
 		void *sym = dlsym(lib, syms[i].name);
 		if (!sym && !syms[i].optional) {
-			snprintf(err, errlen, "%s has no %s: the driver is too old", libname, syms[i].name);
+			snprintf(err, errlen, "%s has no %s: the library is too old", libname, syms[i].name);
 			return false;
 		}
 		/* POSIX: a function pointer and void * have the same representation */

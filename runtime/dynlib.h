@@ -16,6 +16,9 @@ typedef struct {
  * found" when none is installed, else the loader's own message for the first that is there but
  * fails. */
 void *rt_dlopen_first(const char *const *names, int n, const char **loaded, char *why, size_t len);
+/* The same, with the library's symbols global: for libraries that dlopen plugins of their own
+ * which expect them (Open MPI's components). */
+void *rt_dlopen_first_global(const char *const *names, int n, const char **loaded, char *why, size_t len);
 /* Fills every slot; false with a message naming the first required symbol lib lacks. */
 bool rt_dlsyms(void *lib, const char *libname, const RtSymbol *syms, int n, char *err, size_t errlen);
 

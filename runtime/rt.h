@@ -12,6 +12,9 @@
 /* The values of PROG_* and INIT_* in ir/ir.h, which the runtime may not include: keep them equal. */
 enum { RT_PROG_TRAIN = 1, RT_PROG_EVAL = 2, RT_PROG_ACCUM = 4 };
 enum { RT_INIT_ZERO = 0, RT_INIT_UNIFORM = 1, RT_INIT_ONE = 2 };
+/* RNG_WORDS: the dropout key is {seed, optimizer step, first row of this batch in the step's
+ * global batch} (ir/philox.h) */
+enum { RT_RNG_WORDS = 3 };
 
 /* ---- sessions: a bundle loaded on a device with its arena (runtime/session.c) ---- */
 typedef struct Session Session;
@@ -50,6 +53,40 @@ bool rt_graphs(const Session *s);
  * for the work queued before it. */
 void rt_write(Session *s, int buf, const void *src, size_t bytes);
 void rt_read(Session *s, int buf, void *dst, size_t bytes);
+
+/* ---- data-parallel sessions (runtime/session.c, runtime/comm.h) ---- */
+typedef struct RtComm RtComm;
+/* From now on the training program replaces each gradient by its mean over c's ranks between
+ * backward and the update (the accumulation program stays local). False with one line in err
+ * when the bundle's plan fused the two, or c's buffers are not this device's memory. c must
+ * outlive s. */
+bool rt_set_comm(Session *s, RtComm *c, char *err, size_t errlen);
+/* v[0..n) (n <= 16, host memory) summed over the ranks of the session's communicator, after the
+ * work queued before it; nothing without one. A failed collective ends every rank. */
+void rt_ranks_sum(Session *s, float *v, int n);
+/* The device's stream (CUstream, hipStream_t) that NCCL queues on; NULL on the CPU. */
+void *rt_stream(Session *s);
+
+/* ---- ranks (runtime/ranks.c) ---- */
+typedef enum { RT_LAUNCH_NONE, RT_LAUNCH_MPI, RT_LAUNCH_TORCHRUN } RtLaunch;
+typedef struct {
+	RtLaunch launch;    /* who started the ranks: nobody (one process), mpirun, a torchrun-style launcher */
+	int rank, size, local_rank;
+	char master_addr[256]; /* torchrun: rank 0's host and port, where it hands out NCCL's unique id */
+	int master_port;
+} RtRanks;
+/* The ranks this process belongs to, from Open MPI's variables (OMPI_COMM_WORLD_SIZE, _RANK,
+ * _LOCAL_RANK) or torchrun's (WORLD_SIZE, RANK, LOCAL_RANK, MASTER_ADDR, MASTER_PORT);
+ * RT_LAUNCH_NONE and size 1 without either. False with one line in err for a bad value. */
+bool rt_ranks_from_env(RtRanks *r, char *err, size_t errlen);
+/* The device of this rank: a GPU kind without an index ("cuda", "hip") becomes the local rank's
+ * GPU ("cuda:1"); true when it did. Anything else is copied. */
+bool rt_rank_device(const char *spec, const RtRanks *r, char *out, size_t len);
+/* The communicator of the ranks for s's device: MPI for the CPU (under mpirun), NCCL or RCCL for
+ * GPUs (their unique id from rank 0 by MPI or over TCP). NULL with one line in err. */
+RtComm *rt_ranks_connect(const RtRanks *r, Session *s, char *err, size_t errlen);
+/* Closes it, and the MPI that carried NCCL's id. */
+void rt_ranks_close(RtComm *c);
 
 /* ---- devices (runtime/devices.c) ---- */
 /* Whether spec names a device netc knows (auto, cpu, cuda, cuda:N, hip, hip:N), whether or not it
@@ -147,6 +184,7 @@ typedef struct {
 	const char *output;    /* rt_predict: the .npy file its output goes to */
 	const char *log_csv;   /* --log: one CSV row per logging interval */
 	bool overfit_batch;    /* every step on the first batch, augmented alike; no held-out evaluation */
+	const RtRanks *ranks;  /* data-parallel: this process's rank (rt_ranks_from_env); NULL: one process */
 } TrainOptions;
 
 /* Trains and prints progress lines and a summary; returns 0, or 1 after printing a user error.

@@ -3,13 +3,22 @@
  * On a device with graphs, the first run of a program captures its launches as one graph and
  * every later run replays it. That is valid because nothing a step reads moves: the kernels take
  * only the arena's address, and the learning rate, the dropout key and the inputs are written
- * into fixed places in the arena before each run. */
+ * into fixed places in the arena before each run.
+ *
+ * A data-parallel session (rt_set_comm) runs the training program in two parts, backward and the
+ * update, split where the bundle says (Bundle.update_node), and between them replaces every
+ * gradient (BUF_GRAD) by its mean over the ranks: on the CPU through MPI on the arena itself, on a
+ * GPU through NCCL on the device's stream, inside the captured graph. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/comm.h"
 #include "runtime/device.h"
 #include "runtime/rt.h"
+
+/* Values rt_ranks_sum takes at once. */
+#define RANKS_SUM_MAX 16
 
 /* One program's kernels as the device resolved them, and its graph once captured. */
 typedef struct {
@@ -18,6 +27,7 @@ typedef struct {
 	void **fn;
 	void *graph;
 	bool no_graph;   /* capture failed or is off: launch kernel by kernel */
+	int split;       /* data-parallel training: the gradients are reduced before kernel split; -1 */
 } Program;
 
 struct Session {
@@ -29,6 +39,10 @@ struct Session {
 	uint8_t *host;    /* the host's view of the arena, NULL where the device has none */
 	void *module;
 	Program train, eval, accum; /* accum: a gradient-accumulation micro-batch */
+	RtComm *comm;     /* data-parallel: the ranks; NULL for one process */
+	int *grads;       /* the BUF_GRAD buffers, which the ranks average */
+	int ngrads;
+	void *scratch;    /* device memory for rt_ranks_sum where the ranks sum device memory */
 	char info[256];
 	char note[1024];
 };
@@ -37,6 +51,7 @@ static bool resolve(Session *s, Program *p, const BundleKernel *k, int n, char *
 {
 	p->k = k;
 	p->n = n;
+	p->split = -1;
 	p->fn = calloc(n ? (size_t)n : 1, sizeof *p->fn);
 	if (!p->fn) {
 		snprintf(err, errlen, "out of memory");
@@ -100,6 +115,7 @@ static void program_free(Session *s, Program *p)
 	if (p->graph)
 		s->ops->graph_free(s->dev, p->graph);
 	free(p->fn);
+	p->graph = NULL;
 }
 
 void rt_close(Session *s)
@@ -109,6 +125,9 @@ void rt_close(Session *s)
 	program_free(s, &s->train);
 	program_free(s, &s->eval);
 	program_free(s, &s->accum);
+	free(s->grads);
+	if (s->scratch)
+		s->ops->free(s->dev, s->scratch);
 	if (s->module)
 		s->ops->unload_code(s->dev, s->module);
 	if (s->arena)
@@ -118,10 +137,112 @@ void rt_close(Session *s)
 	free(s);
 }
 
+static void launch_range(Session *s, const Program *p, int from, int to)
+{
+	for (int i = from; i < to; i++)
+		s->ops->launch(s->dev, p->fn[i], s->arena, p->k[i].grid, p->k[i].block);
+}
+
+/* Every gradient replaced by its mean over the ranks, in one group where the engine fuses calls. A
+ * failed collective ends every rank: the ranks' parameters would part ways. */
+static void average_gradients(Session *s)
+{
+	RtComm *c = s->comm;
+	bool ok = !c->ops->group_begin || c->ops->group_begin(c);
+	for (int i = 0; i < s->ngrads && ok; i++) {
+		const BundleBuffer *x = &s->b->buf[s->grads[i]];
+		char what[160];
+		snprintf(what, sizeof what, "the all-reduce of gradient '%s'", x->name);
+		float *at = s->host ? (float *)(s->host + x->offset) : (float *)((char *)s->arena + x->offset);
+		ok = rt_comm_allreduce_mean(c, at, (size_t)x->bytes / sizeof(float), what);
+	}
+	ok = ok && (!c->ops->group_end || c->ops->group_end(c));
+	if (!ok)
+		rt_comm_abort(c, c->error);
+}
+
 static void launch_all(Session *s, const Program *p)
 {
-	for (int i = 0; i < p->n; i++)
-		s->ops->launch(s->dev, p->fn[i], s->arena, p->k[i].grid, p->k[i].block);
+	if (p->split < 0) {
+		launch_range(s, p, 0, p->n);
+		return;
+	}
+	launch_range(s, p, 0, p->split);
+	average_gradients(s);
+	launch_range(s, p, p->split, p->n);
+}
+
+bool rt_set_comm(Session *s, RtComm *c, char *err, size_t errlen)
+{
+	const Bundle *b = s->b;
+	if (b->update_node < 0) {
+		snprintf(err, errlen, "%s: backward and the optimizer update share kernels in this bundle, so the ranks "
+			 "cannot sum the gradients in between: compile it with --data-parallel", b->model);
+		return false;
+	}
+	if (c->ops->host_buffers != (s->host != NULL)) {
+		snprintf(err, errlen, "%s ranks cannot reach the memory of the %s device (MPI sums host memory: the "
+			 "CPU device; GPUs use NCCL or RCCL)", c->ops->name, s->ops->name);
+		return false;
+	}
+	free(s->grads);
+	s->grads = malloc((size_t)(b->nbuf ? b->nbuf : 1) * sizeof *s->grads);
+	if (!s->grads) {
+		snprintf(err, errlen, "out of memory");
+		return false;
+	}
+	s->ngrads = 0;
+	for (int i = 0; i < b->nbuf; i++) {
+		const BundleBuffer *x = &b->buf[i];
+		if (x->role != BUF_GRAD)
+			continue;
+		if (x->dtype != DT_F32 || x->offset < 0) {
+			snprintf(err, errlen, "%s: gradient '%s' is %s; the ranks sum f32 gradients", b->model, x->name,
+				 dtype_name((DType)x->dtype));
+			return false;
+		}
+		s->grads[s->ngrads++] = i;
+	}
+	if (!c->ops->host_buffers && !s->scratch &&
+	    !(s->scratch = s->ops->alloc(s->dev, RANKS_SUM_MAX * sizeof(float), err, errlen)))
+		return false;
+	Program *p = &s->train;
+	for (p->split = 0; p->split < p->n && p->k[p->split].node < b->update_node; p->split++)
+		;
+	if (p->graph) /* recorded without the collectives */
+		s->ops->graph_free(s->dev, p->graph);
+	p->graph = NULL;
+	s->comm = c;
+	return true;
+}
+
+void rt_ranks_sum(Session *s, float *v, int n)
+{
+	RtComm *c = s->comm;
+	if (!c || n <= 0)
+		return;
+	if (n > RANKS_SUM_MAX) {
+		fprintf(stderr, "%s:%d: rt_ranks_sum: %d values, more than %d\n", __FILE__, __LINE__, n, RANKS_SUM_MAX);
+		abort();
+	}
+	float *at = v;
+	if (!c->ops->host_buffers) {
+		s->ops->copy_in(s->dev, s->scratch, 0, v, (size_t)n * sizeof *v);
+		at = s->scratch;
+	}
+	const char *what = "the all-reduce of the step's loss";
+	if (!rt_comm_allreduce_sum(c, at, (size_t)n, what))
+		rt_comm_abort(c, c->error);
+	if (!c->ops->host_buffers) {
+		rt_comm_watch(c, what); /* the stream holds the step's collectives: this read waits for them */
+		s->ops->copy_out(s->dev, v, s->scratch, 0, (size_t)n * sizeof *v);
+		rt_comm_unwatch(c);
+	}
+}
+
+void *rt_stream(Session *s)
+{
+	return s->ops->stream ? s->ops->stream(s->dev) : NULL;
 }
 
 /* Records the program as a graph; where that fails, it stays kernel by kernel, and says so

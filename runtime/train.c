@@ -3,7 +3,15 @@
  * The runtime owns everything around the compiled step: it shuffles the data, makes each batch
  * (augmented as the data set says) in the image and label buffers, writes the step's learning
  * rate and dropout key, runs the training program's kernels and reads the loss and the scores
- * back to report progress (runtime/progress.c). */
+ * back to report progress (runtime/progress.c).
+ *
+ * Data-parallel (TrainOptions.ranks): every rank runs this loop on its own shard. The step's
+ * global batch is ranks x accumulate x batch examples of the epoch's order; micro-batch j of rank r
+ * takes rows (j*ranks + r)*batch onwards of it, so N ranks at batch B see the examples one rank
+ * at batch N*B sees, in the same places, and dropout draws by the row in the global batch
+ * (ir/philox.h), so their masks agree too. The session averages the gradients (rt_set_comm); the
+ * loop sums the step's loss, hits and any stop signal across the ranks, so every rank reports and
+ * decides alike. Only rank 0 prints, logs, evaluates and saves. */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -14,6 +22,7 @@
 #include <unistd.h>
 
 #include "runtime/clock.h"
+#include "runtime/comm.h"
 #include "runtime/hash.h"
 #include "runtime/image_dtype.h"
 #include "runtime/loss_scale.h"
@@ -36,9 +45,15 @@ typedef struct {
 	int64_t micro;   /* the batch of the run now loaded: step * accumulate + its place in the step */
 	int64_t total;   /* steps of the whole run, for the schedule */
 	float lr;        /* of the last step */
+	RtComm *comm;    /* data-parallel: the ranks; NULL in a run of one process */
+	int rank, ranks; /* 0 and 1 without */
 	bool overfit;    /* --overfit-batch: one batch, augmented as at step 0, every step */
 	RtLossScale scale; /* fp16: the loss scale and the steps it skipped */
 } Loop;
+
+/* The signal that asked the run to stop, 0 while none did. The loop reads it between steps
+ * (the handler is in "stopping on SIGINT and SIGTERM" below). */
+static volatile sig_atomic_t stop_signal;
 
 /* Progress over the current logging interval. */
 typedef struct {
@@ -127,7 +142,7 @@ static bool check_bundle(const Bundle *b, const Dataset *d, char *err, size_t er
 		return false;
 	if (b->lr >= 0 && !expect(b, b->lr, "learning rate", DT_F32, -1, NULL, err, errlen))
 		return false;
-	const int64_t rng[1] = {2};
+	const int64_t rng[1] = {RT_RNG_WORDS};
 	return b->rng < 0 || expect(b, b->rng, "random key", DT_I32, 1, rng, err, errlen);
 }
 
@@ -217,7 +232,7 @@ static bool loop_init(Loop *L, Session *s, uint64_t seed)
 {
 	const Bundle *b = rt_bundle(s);
 	const BundleBuffer *img = &b->buf[b->image];
-	*L = (Loop){.s = s, .b = b, .batch = b->batch, .seed = seed,
+	*L = (Loop){.s = s, .b = b, .batch = b->batch, .seed = seed, .ranks = 1,
 		    .classes = has_scores(b, b->output) ? b->buf[b->output].dim[1] : 0,
 		    .accumulate = batches_per_step(b),
 		    .pixels = img->dim[1] * img->dim[2] * img->dim[3], .scale = rt_loss_scale_new(b)};
@@ -227,6 +242,9 @@ static bool loop_init(Loop *L, Session *s, uint64_t seed)
 	return L->images && L->labels && L->scores;
 }
 
+/* Examples of one optimizer step over every rank. */
+static int64_t step_examples(const Loop *L) { return L->batch * L->accumulate * L->ranks; }
+
 static void loop_free(Loop *L)
 {
 	free(L->images);
@@ -235,10 +253,11 @@ static void loop_free(Loop *L)
 }
 
 /* Examples idx[0..batch) of d into the input buffers; a training batch is augmented from the
- * seed and the batch's place in the run, so a resumed run sees the same crops and flips. */
+ * seed, the optimizer step and each example's index, so a resumed run sees the same crops and
+ * flips, and so does an example on any rank or in any micro-batch of its step. */
 static void load_batch(Loop *L, const Dataset *d, const int32_t *idx, bool train)
 {
-	uint64_t step = L->overfit ? 0 : (uint64_t)L->micro;
+	uint64_t step = L->overfit ? 0 : (uint64_t)L->step;
 	uint64_t key = rt_mix64(L->seed ^ rt_mix64(step + 0xA06));
 	for (int64_t k = 0; k < L->batch; k++)
 		L->labels[k] = rt_dataset_example(d, idx[k], train, key, L->images + k * L->pixels);
@@ -304,12 +323,14 @@ double rt_lr_at(const TrainConfig *c, int64_t step, int64_t epoch, int64_t total
 	return lr;
 }
 
-/* One batch of a step on examples idx: PROG_ACCUM adds its gradients to the accumulators,
- * PROG_TRAIN (the step's last batch) updates. Its loss, or NaN; its hits added to *hits. */
-static float micro_step(Loop *L, const Dataset *d, const int32_t *idx, int program, int64_t *hits)
+/* One batch of a step on examples idx, rows [first_row, first_row + batch) of the step's global
+ * batch: PROG_ACCUM adds its gradients to the accumulators, PROG_TRAIN (the step's last batch)
+ * updates. Its loss, or NaN; its hits added to *hits. */
+static float micro_step(Loop *L, const Dataset *d, const int32_t *idx, int64_t first_row, int program,
+			int64_t *hits)
 {
 	load_batch(L, d, idx, true);
-	int32_t key[2] = {(int32_t)(uint32_t)L->seed, (int32_t)L->micro};
+	int32_t key[RT_RNG_WORDS] = {(int32_t)(uint32_t)L->seed, (int32_t)L->step, (int32_t)first_row};
 	rt_write(L->s, L->b->rng, key, sizeof key);
 	rt_run(L->s, program);
 	/* the progress line needs the loss and the scores: this read waits for the step */
@@ -322,7 +343,22 @@ static float micro_step(Loop *L, const Dataset *d, const int32_t *idx, int progr
 	return loss;
 }
 
-/* One optimizer step on batch idx (accumulate batches of examples); the mean loss, or NaN. */
+/* The step's loss, hits and stop signal summed over the ranks: the loss becomes the global
+ * batch's mean, and a signal any rank caught stops every rank after this step. */
+static float across_ranks(Loop *L, float loss, int64_t *hits)
+{
+	if (!L->comm)
+		return loss;
+	float v[3] = {loss, (float)*hits, stop_signal ? (float)stop_signal : 0.0f};
+	rt_ranks_sum(L->s, v, 3);
+	*hits = (int64_t)v[1];
+	if (v[2] > 0 && !stop_signal)
+		stop_signal = v[2] >= (float)SIGTERM ? SIGTERM : SIGINT;
+	return v[0] / (float)L->ranks;
+}
+
+/* One optimizer step on the step's global batch idx (ranks x accumulate batches of examples);
+ * the mean loss over all of them, or NaN. */
 static float train_step(Loop *L, const Dataset *d, const int32_t *idx, int64_t epoch, int64_t *hits)
 {
 	/* a step that fp16 loss scaling skipped did not happen for the schedule */
@@ -335,17 +371,15 @@ static float train_step(Loop *L, const Dataset *d, const int32_t *idx, int64_t e
 	for (int64_t j = 0; j < L->accumulate; j++) {
 		L->micro = L->step * L->accumulate + j;
 		int program = j + 1 < L->accumulate ? RT_PROG_ACCUM : RT_PROG_TRAIN;
-		loss += micro_step(L, d, idx + j * L->batch, program, hits);
+		int64_t row = (j * L->ranks + L->rank) * L->batch;
+		loss += micro_step(L, d, idx + row, row, program, hits);
 	}
 	rt_loss_scale_after_step(&L->scale, L->s);
 	L->step++;
-	return (float)(loss / (double)L->accumulate);
+	return across_ranks(L, (float)(loss / (double)L->accumulate), hits);
 }
 
 /* ---- stopping on SIGINT and SIGTERM ---- */
-
-/* The signal that asked the run to stop, 0 while none did. The loop reads it between steps. */
-static volatile sig_atomic_t stop_signal;
 
 /* The first signal restores the default action of both, so a second one ends the process at once
  * (sigaction is async-signal-safe). */
@@ -456,7 +490,7 @@ static ProgressRow progress_row(const Loop *L, const Plan *p, const Interval *iv
 		.step = L->step, .total = p->total, .epoch = epoch + 1, .epochs = p->epochs,
 		.loss = iv->loss_sum / (double)iv->steps,
 		.accuracy = L->classes ? 100.0 * (double)iv->hits / (double)iv->seen : NAN,
-		.examples_per_s = (double)(iv->steps * L->batch * L->accumulate) / (t - iv->t_mark),
+		.examples_per_s = (double)(iv->steps * step_examples(L)) / (t - iv->t_mark),
 		.elapsed_s = t - p->t0,
 		.eta_s = done > 0 ? p->train_s / (double)done * (double)(p->total - L->step) : NAN,
 		.lr = L->lr, .eval_accuracy = NAN,
@@ -466,7 +500,7 @@ static ProgressRow progress_row(const Loop *L, const Plan *p, const Interval *iv
 /* The checkpoint after step L->step when the options ask for one (final: the run's end). */
 static bool maybe_save(const Loop *L, const TrainOptions *o, bool final, char *err, size_t errlen)
 {
-	if (!o->save || (!final && (o->save_every <= 0 || L->step % o->save_every)))
+	if (!o->save || L->rank != 0 || (!final && (o->save_every <= 0 || L->step % o->save_every)))
 		return true;
 	RtCheckpointMeta m = {.step = L->step};
 	rt_loss_scale_to_meta(&L->scale, &m);
@@ -499,7 +533,7 @@ static bool run_epochs(Loop *L, Plan *p, const Dataset *train, const Dataset *te
 		for (int64_t k = L->step % p->per_epoch; k < p->per_epoch && L->step < p->total && !stopping; k++) {
 			double t = rt_clock_s();
 			int64_t hits;
-			float loss = train_step(L, train, perm + (L->overfit ? 0 : k) * L->batch * L->accumulate, e, &hits);
+			float loss = train_step(L, train, perm + (L->overfit ? 0 : k) * step_examples(L), e, &hits);
 			p->train_s += rt_clock_s() - t;
 			if (rt_error(L->s)) {
 				snprintf(err, errlen, "%s (at step %lld)", rt_error(L->s), (long long)L->step);
@@ -516,7 +550,7 @@ static bool run_epochs(Loop *L, Plan *p, const Dataset *train, const Dataset *te
 				break;
 			iv.loss_sum += loss;
 			iv.hits += hits;
-			iv.seen += L->batch * L->accumulate;
+			iv.seen += step_examples(L);
 			iv.steps++;
 			/* a stop signal ends the interval here, without the evaluation */
 			stopping = stop_signal != 0;
@@ -558,11 +592,11 @@ static bool run_epochs(Loop *L, Plan *p, const Dataset *train, const Dataset *te
  * epochs), which exclude each other on the command line and override the file; else the file's
  * steps, else its epochs. Every count the loop derives from them (micro-batches, examples) must
  * fit in 64 bits: absurd lengths are an error, never a wrapped count. */
-static bool make_plan(const Bundle *b, const TrainOptions *o, const Dataset *train, Plan *p,
+static bool make_plan(const Bundle *b, const TrainOptions *o, const Dataset *train, int ranks, Plan *p,
 		      char *err, size_t errlen)
 {
 	*p = (Plan){.accuracy = NAN, .last_loss = NAN};
-	int64_t k = batches_per_step(b), step_examples, run_examples;
+	int64_t k = batches_per_step(b) * ranks, step_examples, run_examples;
 	if (__builtin_mul_overflow(b->batch, k, &step_examples)) {
 		snprintf(err, errlen, "a step of %lld batches of %lld examples is more than netc can count", (long long)k,
 			 (long long)b->batch);
@@ -571,8 +605,8 @@ static bool make_plan(const Bundle *b, const TrainOptions *o, const Dataset *tra
 	p->per_epoch = train->n / step_examples; /* optimizer steps */
 	if (p->per_epoch == 0) {
 		snprintf(err, errlen, "the training set has %lld examples, fewer than one step of %lld (%lld batch%s "
-			 "of %lld)", (long long)train->n, (long long)step_examples, (long long)k, k == 1 ? "" : "es",
-			 (long long)b->batch);
+			 "of %lld%s)", (long long)train->n, (long long)step_examples, (long long)k, k == 1 ? "" : "es",
+			 (long long)b->batch, ranks > 1 ? " over the ranks" : "");
 		return false;
 	}
 	int64_t steps = o->steps > 0 ? o->steps : o->epochs > 0 ? 0 : b->train.steps;
@@ -638,12 +672,12 @@ static void report_stop(int sig, const Loop *L, const Plan *p, const TrainOption
 }
 
 /* Trains on session s; *stopped_by: the signal that stopped the run early, 0 when none did. */
-static bool train_session(Session *s, const TrainOptions *o, const Dataset *train, const Dataset *test,
-			  int *stopped_by, char *err, size_t errlen)
+static bool train_session(Session *s, RtComm *comm, const TrainOptions *o, const Dataset *train,
+			  const Dataset *test, int *stopped_by, char *err, size_t errlen)
 {
 	const Bundle *b = rt_bundle(s);
 	Plan p;
-	if (!make_plan(b, o, train, &p, err, errlen))
+	if (!make_plan(b, o, train, comm ? comm->size : 1, &p, err, errlen))
 		return false;
 	rt_init_params(s, o->seed);
 	Loop L;
@@ -655,6 +689,11 @@ static bool train_session(Session *s, const TrainOptions *o, const Dataset *trai
 		printf("weights: %s\n", o->init_source);
 	L.total = p.total;
 	L.overfit = o->overfit_batch;
+	if (comm) {
+		L.comm = comm;
+		L.rank = comm->rank;
+		L.ranks = comm->size;
+	}
 	ok = ok && resume(&L, o, &p, err, errlen);
 	p.t0 = rt_clock_s();
 	bool eval = has_eval(b) && !test->no_holdout && !o->overfit_batch;
@@ -669,7 +708,7 @@ static bool train_session(Session *s, const TrainOptions *o, const Dataset *trai
 	if (ok) {
 		struct sigaction old[2];
 		catch_stop_signals(old);
-		ok = run_epochs(&L, &p, train, eval ? test : NULL, o, err, errlen);
+		ok = run_epochs(&L, &p, train, eval && L.rank == 0 ? test : NULL, o, err, errlen);
 		restore_signals(old);
 	}
 	char log_err[512];
@@ -679,26 +718,62 @@ static bool train_session(Session *s, const TrainOptions *o, const Dataset *trai
 	}
 	*stopped_by = ok ? p.stopped_by : 0;
 	fflush(stdout);
-	if (*stopped_by)
+	if (*stopped_by && L.rank == 0)
 		report_stop(*stopped_by, &L, &p, o);
 	else if (ok && !o->quiet)
-		summary(&p, L.step - p.first_step, L.batch * L.accumulate);
+		summary(&p, L.step - p.first_step, step_examples(&L));
 	if (ok && !o->quiet)
 		rt_loss_scale_summary(&L.scale, stdout);
 	loop_free(&L);
 	return ok;
 }
 
-int rt_train(const Bundle *b, const TrainOptions *o)
+/* Rank r's options: only rank 0 prints, logs and saves. */
+static TrainOptions rank_options(const TrainOptions *o, int rank)
+{
+	TrainOptions r = *o;
+	if (rank != 0) {
+		r.quiet = true;
+		r.log_csv = NULL;
+		r.save = NULL;
+	}
+	return r;
+}
+
+/* Data-parallel: the ranks' communicator on s, which averages the gradients from now on; NULL
+ * with err set on failure, and NULL with err "" for a run of one process. */
+static RtComm *join_ranks(Session *s, const TrainOptions *o, char *err, size_t errlen)
+{
+	err[0] = 0;
+	if (!o->ranks || o->ranks->launch == RT_LAUNCH_NONE)
+		return NULL;
+	RtComm *c = rt_ranks_connect(o->ranks, s, err, errlen);
+	if (c && !rt_set_comm(s, c, err, errlen)) {
+		rt_ranks_close(c);
+		return NULL;
+	}
+	if (c && !o->quiet && c->rank == 0)
+		printf("ranks: %d (%s), %lld examples per step\n", c->size, c->ops->name,
+		       (long long)(rt_bundle(s)->batch * batches_per_step(rt_bundle(s)) * c->size));
+	return c;
+}
+
+int rt_train(const Bundle *b, const TrainOptions *all)
 {
 	char err[1024];
 	Dataset train = {0}, test = {0};
 	int stopped_by = 0;
+	int rank = all->ranks ? all->ranks->rank : 0;
+	TrainOptions opts = rank_options(all, rank), *o = &opts;
+	char device[64];
+	rt_rank_device(o->device ? o->device : "auto", all->ranks ? all->ranks : &(RtRanks){0}, device, sizeof device);
 	/* the device first: one that is not there is said before a data set is built */
-	Session *s = rt_open(b, o->device ? o->device : "auto", o->threads, err, sizeof err);
+	Session *s = rt_open(b, device, o->threads, err, sizeof err);
 	bool ok = s != NULL;
 	if (ok && !o->quiet)
 		printf("device: %s%s%s\n", rt_device_info(s), *rt_device_note(s) ? "; " : "", rt_device_note(s));
+	RtComm *comm = ok ? join_ranks(s, o, err, sizeof err) : NULL;
+	ok = ok && (comm || !err[0]);
 	ok = ok && load_data(b, o->data_dir, o->seed, &train, &test, err, sizeof err);
 	if (ok && !o->quiet)
 		printf("data: %s\n", train.source);
@@ -706,11 +781,17 @@ int rt_train(const Bundle *b, const TrainOptions *o)
 	ok = ok && check_bundle(b, &train, err, sizeof err) &&
 	     (!eval || check_scores(b, b->eval_output, "evaluation output", test.classes, err, sizeof err)) &&
 	     (!eval || expect(b, b->eval_loss, "evaluation loss", DT_F32, -1, NULL, err, sizeof err)) &&
-	     train_session(s, o, &train, &test, &stopped_by, err, sizeof err);
+	     train_session(s, comm, o, &train, &test, &stopped_by, err, sizeof err);
 	fflush(stdout);
-	if (!ok)
+	if (!ok && all->ranks && all->ranks->size > 1)
+		fprintf(stderr, "error: rank %d: %s\n", rank, err);
+	else if (!ok)
 		fprintf(stderr, "error: %s\n", err);
+	if (!ok && comm)
+		rt_comm_abort(comm, "ends the run: the other ranks cannot go on without it");
 	rt_close(s);
+	if (comm)
+		rt_ranks_close(comm);
 	rt_dataset_free(&train);
 	rt_dataset_free(&test);
 	return !ok ? 1 : stopped_by ? 128 + stopped_by : 0;

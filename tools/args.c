@@ -45,6 +45,7 @@ static const Option options[] = {
 	{"--layout", OPT_PASSES, true},
 	{"--precision", OPT_PASSES, true},
 	{"--conv-algo", OPT_PASSES, true},
+	{"--data-parallel", OPT_PASSES, false},
 	{"--plan", OPT_PLAN, false},
 	{"--compare", OPT_COMPARE, true},
 	{"--save", OPT_SAVE, true},
@@ -169,6 +170,8 @@ static bool set_pass_option(const char *command, const char *name, const char *v
 		a->print_after = v;
 	else if (strcmp(name, "--time-passes") == 0)
 		a->time_passes = true;
+	else if (strcmp(name, "--data-parallel") == 0)
+		a->data_parallel = true;
 	else
 		a->O0 = strcmp(name, "-O0") == 0;
 	return true;

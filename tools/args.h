@@ -53,6 +53,7 @@ typedef struct {
 	const char *print_after; /* --print-after: passes (or "all") after which the IR is printed */
 	bool time_passes;        /* --time-passes */
 	bool O0;                 /* -O0: no optimization passes, no memory reuse */
+	bool data_parallel;      /* --data-parallel: the update apart from backward (PassOptions.split_update) */
 	const char *layout;      /* --layout nchw|nhwc|auto; NULL: auto */
 	const char *conv_algo;   /* --conv-algo auto|direct|winograd; NULL: auto */
 	bool plan;               /* --plan: print the memory plan */

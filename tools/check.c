@@ -86,7 +86,8 @@ static void fill_inputs(Session *s, const Bundle *b, const Graph *g, uint64_t se
 	free(image);
 	free(label);
 	float lr = (float)g->train.lr;
-	int32_t rng[2] = {(int32_t)(seed & 0x7fffffff), 1};
+	/* a first row past 0, so that dropout's shard offset is checked too */
+	int32_t rng[RT_RNG_WORDS] = {(int32_t)(seed & 0x7fffffff), 1, 5};
 	rt_write(s, b->lr, &lr, sizeof lr);
 	rt_write(s, b->rng, rng, sizeof rng);
 	float scale = 1024; /* fp16 loss scaling: a scale that keeps the checked gradients in range */

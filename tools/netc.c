@@ -166,6 +166,22 @@ static int64_t param_count(const Bundle *b)
 	return n;
 }
 
+/* Whether the ranks of a data-parallel run can sum the gradients between backward and the update. */
+static void print_data_parallel(const Bundle *b)
+{
+	if (b->update_node < 0) {
+		printf("data-parallel: no (backward and the update share kernels: compile with --data-parallel)\n");
+		return;
+	}
+	int grads = 0, backward = 0;
+	for (int i = 0; i < b->nbuf; i++)
+		grads += b->buf[i].role == BUF_GRAD;
+	while (b->ncode && backward < b->code[0].ntrain && b->code[0].train_kernels[backward].node < b->update_node)
+		backward++;
+	printf("data-parallel: yes (%d gradient buffers summed after %d of %d training kernels)\n", grads, backward,
+	       b->ncode ? b->code[0].ntrain : 0);
+}
+
 static int info_bundle(const Args *a, const CompileOptions *o)
 {
 	Bundle b;
@@ -177,6 +193,7 @@ static int info_bundle(const Args *a, const CompileOptions *o)
 	printf("parameters: %lld\n", (long long)param_count(&b));
 	printf("training step FLOPs: %.4g\n", b.flops_per_step);
 	printf("arena bytes: %lld\n", (long long)b.arena_bytes);
+	print_data_parallel(&b);
 	printf("targets: %d\n", b.ncode);
 	int rc = 0;
 	for (int i = 0; i < b.ncode; i++) {
@@ -271,13 +288,22 @@ static bool starting_weights(const Args *a, const char *checkpoint, RtTensors *w
 
 /* train, eval and bench take a bundle file, or a .net file compiled now for --target (the host by
  * default) */
-static int cmd_train(const Args *a, const CompileOptions *co)
+static int cmd_train(const Args *a, const CompileOptions *options)
 {
 	if (a->init && a->resume) {
 		fprintf(stderr, "netc train: --init and --resume exclude each other (--resume continues a run, --init "
 				"starts one from given weights)\n");
 		return 2;
 	}
+	RtRanks ranks;
+	char err[512];
+	if (!rt_ranks_from_env(&ranks, err, sizeof err)) {
+		fprintf(stderr, "netc train: error: %s\n", err);
+		return 1;
+	}
+	/* ranks sum the gradients between backward and the update: a .net file is compiled so */
+	CompileOptions dp = *options, *co = &dp;
+	dp.passes.split_update |= ranks.launch != RT_LAUNCH_NONE;
 	Bundle b;
 	RtTensors init;
 	const char *source;
@@ -288,6 +314,7 @@ static int cmd_train(const Args *a, const CompileOptions *co)
 		return 1;
 	}
 	TrainOptions o = {
+		.ranks = &ranks,
 		.data_dir = a->data, .device = a->device, .threads = (int)a->threads, .steps = a->steps,
 		.epochs = a->epochs, .seed = a->seed, .log_every = a->log_every, .quiet = a->quiet,
 		.save = a->save, .save_every = a->save_every, .resume = a->resume, .log_csv = a->log,
@@ -527,7 +554,7 @@ static int cmd_bench(const Args *a, const CompileOptions *co)
 /* the pass manager's options, on every command that runs the passes */
 #define PASS_USAGE "[--passes=LIST] [--disable-pass=NAME] [--print-after=NAME|all] [--time-passes] [-O0]\n" \
 	"                  [--layout nchw|nhwc|auto] [--conv-algo auto|direct|winograd]\n"                        \
-	"                  [--precision fp32|fp16|bf16|tf32] [--max-errors N]"
+	"                  [--precision fp32|fp16|bf16|tf32] [--data-parallel] [--max-errors N]"
 #define PASS_HELP                                                                                      \
 	"\n--passes=LIST sets the pass pipeline (`netc passes` lists them; default\n"                    \
 	PASSES_DEFAULT "),\n--disable-pass=NAME takes passes out, -O0 runs no optimization (no fusion, no\n"  \
@@ -538,6 +565,8 @@ static int cmd_bench(const Args *a, const CompileOptions *co)
 	"shows each convolution's); --precision what forward and backward compute\n"                  \
 	"in (fp16 and bf16 keep fp32 master weights; fp16 scales the loss; tf32 is fp32 with TF32\n"   \
 	"products in conv and matmul on NVIDIA sm_80+, docs/training.md).\n"                            \
+	"--data-parallel keeps the optimizer update out of backward's kernels, so that ranks can sum\n" \
+	"the gradients in between (docs/distributed.md; most fp32 plans are split without it).\n"       \
 	"--max-errors N prints at most N errors of a .net file (default 20; 0: all of them)."
 
 static int run_plot(const Args *a, const CompileOptions *o)
@@ -708,6 +737,7 @@ static bool pass_options_of(const Command *c, const Args *a, PassOptions *o)
 		.passes = a->passes, .disable = a->disable_pass, .print_after = a->print_after,
 		.time_passes = a->time_passes, .O0 = a->O0, .no_reuse = c->run == cmd_check,
 		.layout = layout_of(a), .conv_algo = conv_algo_of(a), .listed_only = c->run == cmd_opt,
+		.split_update = a->data_parallel,
 	};
 	const PassInfo *list[64];
 	int n;

@@ -156,10 +156,10 @@ CH_API int ch_labels(CgHarness *h, int64_t n, int classes)
 	return id;
 }
 
-/* The runtime rng i32[2] (seed, step), both random. */
+/* The runtime rng i32[3] (seed, step, first row), all random. */
 CH_API int ch_rng(CgHarness *h)
 {
-	int id = ch_leaf(h, OP_runtime, DT_I32, "2", RUNTIME_RNG);
+	int id = ch_leaf(h, OP_runtime, DT_I32, "3", RUNTIME_RNG);
 	h->g->rng = id;
 	return id;
 }

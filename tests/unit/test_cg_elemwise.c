@@ -3,6 +3,7 @@
  * bf16 and f64, exp/log accuracy and special values, and dropout's mask against ir/philox.h. */
 #include <float.h>
 
+#include "ir/ops.h"
 #include "ir/philox.h"
 #include "tests/unit/cg_harness.h"
 #include "tests/unit/test_util.h"
@@ -176,8 +177,10 @@ static void dropout(const char *dims, double p)
 	tu_failures += ch_run(h);
 	const double *got = h->got[y], *r = h->want[rng];
 	int64_t m = shape_numel(&h->g->node[y].shape), bad = 0;
+	uint32_t row_elems = (uint32_t)ir_dropout_row_elems(&h->g->node[y]);
 	for (int64_t i = 0; got && i < m; i++) {
-		int keep = philox_keep(p, (uint32_t)(int64_t)r[0], (uint32_t)(int64_t)r[1], (uint32_t)attr[1], (uint32_t)i);
+		uint32_t index = philox_row_index((uint32_t)i, (uint32_t)(int64_t)r[2], row_elems);
+		int keep = philox_keep(p, (uint32_t)(int64_t)r[0], (uint32_t)(int64_t)r[1], (uint32_t)attr[1], index);
 		bad += keep != (got[i] != 0);
 	}
 	CHECK(got && !bad, "%s: seed %llu: %lld mask elements differ from philox_keep", name, ch_seed, (long long)bad);

@@ -82,7 +82,7 @@ static void test_small(void)
 	Graph *g = ir_graph_new("t");
 	int x = leaf(g, S(4, 2, 3, 4, 5), DT_F32), b = leaf(g, S(1, 5), DT_F32), m = leaf(g, S(2, 6, 3), DT_F32);
 	int labels = ir_leaf(g, OP_input, "labels", S(1, 6), DT_I32, NULL);
-	int rng = ir_leaf(g, OP_runtime, "rng", S(1, 2), DT_I32, A(RUNTIME_RNG));
+	int rng = ir_leaf(g, OP_runtime, "rng", S(1, 3), DT_I32, A(RUNTIME_RNG));
 
 	CHECK(ir_axis(&g->node[tu_add(g, OP_softmax, &x, A(-1))]) == 3);
 	CHECK(ir_axis(&g->node[tu_add(g, OP_log_softmax, &x, A(2))]) == 2);

@@ -45,7 +45,7 @@ static void test_shapes_elemwise(void)
 	Graph *g = ir_graph_new("t");
 	int a = leaf(g, S(2, 64, 10), DT_F32), b = leaf(g, S(2, 64, 12), DT_F32), c = leaf(g, S(1, 10), DT_F32);
 	int h = leaf(g, S(2, 64, 10), DT_F16), l = leaf(g, S(1, 64), DT_I32), col = leaf(g, S(2, 64, 1), DT_F32);
-	int rng = leaf(g, S(1, 2), DT_I32), k = ir_const(g, 2.0);
+	int rng = leaf(g, S(1, 3), DT_I32), k = ir_const(g, 2.0);
 	for (OpId o = OP_neg; o <= OP_copy; o++)
 		expect_shape(g, tu_add(g, o, &a, NULL), "[64, 10]");
 	expect_shape(g, tu_add(g, OP_add, (int[]){a, c}, NULL), "[64, 10]");
@@ -64,7 +64,7 @@ static void test_shapes_elemwise(void)
 	expect_error(g, OP_exp, &l, NULL, "exp: input 0 must be a float tensor, got i32[64]");
 	expect_error(g, OP_mul, (int[]){a, l}, NULL, "mul: input 1 must be a float tensor, got i32[64]");
 	expect_error(g, OP_dropout, (int[]){a, rng}, A(1, 0), "dropout: p must be in [0, 1), got 1");
-	expect_error(g, OP_dropout, (int[]){a, c}, A(0.5, 0), "dropout: rng must be i32[2] (seed, step), got f32[10]");
+	expect_error(g, OP_dropout, (int[]){a, c}, A(0.5, 0), "dropout: rng must be i32[3] (seed, step, first row), got f32[10]");
 	expect_error(g, OP_dropout, (int[]){a, rng}, A(0.5, 1.5), "dropout: stream must be an integer in [0, 4294967295], got 1.5");
 	expect_error(g, OP_bias_add, (int[]){b, c}, A(1), "bias_add: bias [10] does not match axis 1 of [64, 12]");
 	expect_error(g, OP_bias_add, (int[]){a, c}, A(2), "bias_add: axis 2 is out of range for a rank-2 input");
@@ -628,7 +628,7 @@ static void test_dropout(void)
 	enum { N = 20000 };
 	const double p = 0.3;
 	Graph *g = ir_graph_new("t");
-	int x = leaf(g, S(1, N), DT_F32), rng = ir_leaf(g, OP_runtime, "rng", S(1, 2), DT_I32, NULL);
+	int x = leaf(g, S(1, N), DT_F32), rng = ir_leaf(g, OP_runtime, "rng", S(1, 3), DT_I32, NULL);
 	int d[4], d0 = tu_add(g, OP_dropout, (int[]){x, rng}, A(0, 5));
 	for (int i = 0; i < 4; i++)
 		d[i] = tu_add(g, OP_dropout, (int[]){x, rng}, A(p, i < 3 ? 7 : 8));
@@ -657,6 +657,42 @@ static void test_dropout(void)
 		for (int i = 0; i < N; i++)
 			diff += (v[d[2]][i] != 0) != (y0[i] != 0);
 		CHECK(diff > N / 4);
+	}
+	values_free(g, v);
+	ir_graph_free(g);
+}
+
+/* A batch of R rows split into shards (ranks, micro-batches) at random rows: each shard, told its
+ * first row in rng[2], draws exactly the rows of the whole batch's mask. */
+static void test_dropout_shards(void)
+{
+	enum { R = 24, C = 37 };
+	const double p = 0.4;
+	Graph *g = ir_graph_new("t");
+	int xw = leaf(g, S(2, R, C), DT_F32), rw = ir_leaf(g, OP_runtime, "rng", S(1, 3), DT_I32, NULL);
+	int whole = tu_add(g, OP_dropout, (int[]){xw, rw}, A(p, 3));
+	double **v = values_new(g);
+	fill(v[xw], R * C, 0.5, 1.5);
+	int32_t seed = (int32_t)tu_uniform(-1e9, 1e9), step = (int32_t)tu_uniform(0, 1e6);
+	v[rw][0] = seed, v[rw][1] = step, v[rw][2] = 0;
+	ir_interp(g, 0, v);
+	for (int first = 0; first < R;) {
+		int rows = 1 + (int)tu_uniform(0, R - first);
+		rows = rows > R - first ? R - first : rows;
+		Graph *h = ir_graph_new("shard");
+		int xs = leaf(h, S(2, rows, C), DT_F32), rs = ir_leaf(h, OP_runtime, "rng", S(1, 3), DT_I32, NULL);
+		int part = tu_add(h, OP_dropout, (int[]){xs, rs}, A(p, 3));
+		double **u = values_new(h);
+		memcpy(u[xs], v[xw] + first * C, (size_t)(rows * C) * sizeof **u);
+		u[rs][0] = seed, u[rs][1] = step, u[rs][2] = first;
+		ir_interp(h, 0, u);
+		int bad = 0;
+		for (int i = 0; i < rows * C; i++)
+			bad += u[part][i] != v[whole][first * C + i];
+		CHECK(bad == 0, "rows %d..%d: %d elements differ from the whole batch's mask", first, first + rows, bad);
+		values_free(h, u);
+		ir_graph_free(h);
+		first += rows;
 	}
 	values_free(g, v);
 	ir_graph_free(g);
@@ -722,6 +758,7 @@ int main(void)
 	test_ref_pool_by_hand();
 	test_ref_pool_random();
 	test_dropout();
+	test_dropout_shards();
 	test_flops_and_programs();
 	return tu_finish("test_ir_ops");
 }

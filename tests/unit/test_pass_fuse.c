@@ -301,7 +301,7 @@ static Graph *random_graph(int size)
 		ir_leaf(g, OP_param, NULL, shapes[i], DT_F32, NULL);
 	int state = ir_leaf(g, OP_state, NULL, S2(4, 6), DT_F32, NULL);
 	ir_leaf(g, OP_const, NULL, (Shape){0}, DT_F32, (double[]){2});
-	g->rng = ir_leaf(g, OP_runtime, "rng", (Shape){1, {2}}, DT_I32, (double[]){RUNTIME_RNG});
+	g->rng = ir_leaf(g, OP_runtime, "rng", (Shape){1, {RNG_WORDS}}, DT_I32, (double[]){RUNTIME_RNG});
 	char err[256];
 	for (int tries = 0; g->nnodes < size && tries < 50 * size; tries++) {
 		OpId op = random_ops[urand(sizeof random_ops / sizeof *random_ops)];

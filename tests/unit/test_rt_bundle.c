@@ -22,7 +22,7 @@ static void make_bundle(Bundle *b)
 		BundleBuffer *x = &b->buf[i];
 		snprintf(x->name, sizeof x->name, "buf%d_%u", i, (uint32_t)tu_next());
 		x->node = (int32_t)tu_below(100);
-		x->role = (int32_t)tu_below(BUF_LOSS_SCALE + 1);
+		x->role = (int32_t)tu_below(BUF_GRAD + 1);
 		x->dtype = (int32_t)tu_below(DT_COUNT);
 		x->rank = (int32_t)(1 + tu_below(4));
 		int64_t numel = 1;
@@ -52,6 +52,7 @@ static void make_bundle(Bundle *b)
 		b->arena_bytes += x->bytes;
 	}
 	b->loss_scale = -1, b->finite = 1;
+	b->update_node = (int32_t)tu_below(100) - 1;
 	b->train.accumulate = 1 + (int64_t)tu_below(8);
 	b->train.precision = (PrecisionKind)tu_below(PREC_COUNT);
 	b->ncode = 2;
@@ -95,7 +96,7 @@ static void check_equal(const Bundle *a, const Bundle *b)
 	      "train config");
 	CHECK(a->image == b->image && a->label == b->label && a->loss == b->loss && a->rng == b->rng &&
 	      a->eval_loss == b->eval_loss && a->lr == b->lr && a->loss_scale == b->loss_scale &&
-	      a->finite == b->finite, "indices");
+	      a->finite == b->finite && a->update_node == b->update_node, "indices");
 	CHECK(a->train.accumulate == b->train.accumulate && a->train.precision == b->train.precision,
 	      "accumulation and precision");
 	CHECK(a->nbuf == b->nbuf, "nbuf %d vs %d", a->nbuf, b->nbuf);
@@ -414,7 +415,7 @@ static size_t put_f64(uint8_t *p, double v)
 	return put_le(p, u, 8);
 }
 
-/* Every field round-trips, and the header holds them in BUNDLE_VERSION 5's order, written out
+/* Every field round-trips, and the header holds them in BUNDLE_VERSION 6's order, written out
  * here apart from the table: reordering its rows changes the format. */
 static void test_train_layout(const char *path, const Bundle *a)
 {
@@ -458,11 +459,14 @@ static void test_train_layout(const char *path, const Bundle *a)
 
 	size_t size;
 	uint8_t *d = slurp(path, &size);
-	/* header contents: model[64], batch, arena, FLOPs, 10 buffer indices, then the train fields */
+	/* header contents: model[64], batch, arena, FLOPs, 10 buffer indices, the train fields, then
+	 * the update node */
 	size_t header = 12, at = header + SECTION_HEAD + 64 + 3 * 8 + 10 * 4;
-	CHECK(get_u64(d + header) == at - header - SECTION_HEAD + n, "header holds %llu bytes, want %zu",
-	      (unsigned long long)get_u64(d + header), at - header - SECTION_HEAD + n);
-	CHECK(at + n <= size && memcmp(d + at, want, n) == 0, "train fields out of BUNDLE_VERSION 5's order");
+	CHECK(get_u64(d + header) == at - header - SECTION_HEAD + n + 4, "header holds %llu bytes, want %zu",
+	      (unsigned long long)get_u64(d + header), at - header - SECTION_HEAD + n + 4);
+	CHECK(at + n + 4 <= size && (int32_t)get_u64(d + at + n) == c.update_node, "the update node is not after "
+	      "the train fields");
+	CHECK(at + n <= size && memcmp(d + at, want, n) == 0, "train fields out of BUNDLE_VERSION 6's order");
 	free(d);
 }
 
