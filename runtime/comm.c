@@ -46,7 +46,7 @@ static void *watch(void *arg)
 			continue;
 		}
 		if (pthread_cond_timedwait(&w->wake, &w->lock, &w->deadline) == ETIMEDOUT && w->armed) {
-			fprintf(stderr, "netc: rank %d: %s waited %.0f s for the other ranks: a rank died or hangs "
+			fprintf(stderr, "netc: rank %d: %s waited %g s for the other ranks: a rank died or hangs "
 				"(NETC_COMM_TIMEOUT sets the wait); ending this rank\n", w->rank, w->what, w->timeout_s);
 			fflush(NULL);
 			_exit(1);

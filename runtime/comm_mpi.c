@@ -58,10 +58,12 @@ static struct {
 	char why[384];
 } lib;
 
+/* NETC_MPI_LIBRARY names the library to load instead (Open MPI installed elsewhere). */
 static void mpi_load(void)
 {
 	lib.tried = true;
-	static const char *const names[] = {LIBMPI};
+	const char *own = getenv("NETC_MPI_LIBRARY");
+	const char *const names[] = {own && *own ? own : LIBMPI};
 	const char *loaded;
 	void *h = rt_dlopen_first_global(names, 1, &loaded, lib.why, sizeof lib.why);
 	if (!h) {
@@ -71,7 +73,7 @@ static void mpi_load(void)
 		return;
 	}
 	const RtSymbol syms[] = {MPI_FUNCS(FN_SYM) MPI_HANDLES(H_SYM)};
-	lib.ok = rt_dlsyms(h, LIBMPI, syms, (int)(sizeof syms / sizeof syms[0]), lib.why, sizeof lib.why);
+	lib.ok = rt_dlsyms(h, names[0], syms, (int)(sizeof syms / sizeof syms[0]), lib.why, sizeof lib.why);
 }
 
 typedef struct {

@@ -65,10 +65,13 @@ const char *rt_nccl_library(const char *device_kind)
 	return e ? e->library : NULL;
 }
 
+/* NETC_NCCL_LIBRARY names the library to load instead (a build of one's own, a path). */
 static void load(Engine *e)
 {
 	e->tried = true;
-	const char *loaded;
+	const char *loaded, *own = getenv("NETC_NCCL_LIBRARY");
+	if (own && *own)
+		e->library = own;
 	void *lib = rt_dlopen_first(&e->library, 1, &loaded, e->why, sizeof e->why);
 	if (!lib)
 		return;

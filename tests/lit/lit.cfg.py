@@ -43,3 +43,16 @@ if _onnx_python:
 		config.available_features.add("onnx-torch")
 else:
 	lit_config.note("no Python here imports onnx and numpy (apt-get install python3-onnx): the ONNX tests are skipped")
+# `REQUIRES: mpi`: Open MPI's mpirun and libmpi.so.40, which netc loads (scripts/install-deps.sh
+# installs them in CI).
+import ctypes.util, shutil
+def _has_libmpi():
+	try:
+		ctypes.CDLL("libmpi.so.40")
+		return True
+	except OSError:
+		return False
+if shutil.which("mpirun") and _has_libmpi():
+	config.available_features.add("mpi")
+else:
+	lit_config.note("Open MPI (mpirun, libmpi.so.40) not found: tests that require mpi are skipped")
