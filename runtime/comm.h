@@ -61,6 +61,8 @@ RtComm *rt_comm_single(void);
 /* MPI_Init (or the MPI the process already initialized) on MPI_COMM_WORLD. Missing library:
  * NULL with one line in err ("libmpi.so.40 not found: ..."). */
 RtComm *rt_comm_mpi_open(char *err, size_t errlen);
+/* `netc devices`: "libmpi.so.40 (Open MPI v4.1.4)" and true, or why it is not there and false. */
+bool rt_comm_mpi_describe(char *buf, size_t len);
 /* Whether this process was started by Open MPI's mpirun (OMPI_COMM_WORLD_SIZE is set). */
 bool rt_comm_mpi_launched(void);
 
@@ -84,6 +86,8 @@ enum {
 const char *rt_nccl_library(const char *device_kind);
 /* Loads the engine of device_kind; false with one line in why ("libnccl.so.2 not found"). */
 bool rt_nccl_available(const char *device_kind, char *why, size_t len);
+/* `netc devices`: "libnccl.so.2 (version 2.18.3)" and true, or why it is not there and false. */
+bool rt_nccl_describe(const char *device_kind, char *buf, size_t len);
 /* Rank 0's new unique id (ncclGetUniqueId). */
 bool rt_nccl_unique_id(const char *device_kind, RtNcclUniqueId *id, char *err, size_t errlen);
 /* ncclCommInitRank on the current device (the caller's context is current), collectives queued

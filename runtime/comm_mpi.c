@@ -49,6 +49,7 @@ enum { MPI_SUCCESS = 0, MPI_MAX_ERROR_STRING = 256 };
 static struct {
 	MPI_FUNCS(FN_FIELD)
 	MPI_HANDLES(H_FIELD)
+	int (*GetLibraryVersion)(char *version, int *len); /* MPI 3.0; callable before MPI_Init */
 } mpi;
 
 #define LIBMPI "libmpi.so.40"
@@ -72,7 +73,7 @@ static void mpi_load(void)
 			 "libopenmpi-dev)");
 		return;
 	}
-	const RtSymbol syms[] = {MPI_FUNCS(FN_SYM) MPI_HANDLES(H_SYM)};
+	const RtSymbol syms[] = {MPI_FUNCS(FN_SYM) MPI_HANDLES(H_SYM){"MPI_Get_library_version", &mpi.GetLibraryVersion, true}};
 	lib.ok = rt_dlsyms(h, names[0], syms, (int)(sizeof syms / sizeof syms[0]), lib.why, sizeof lib.why);
 }
 
@@ -154,6 +155,22 @@ const RtCommOps rt_comm_mpi_ops = {
 	.abort = mpi_abort,
 	.close = mpi_close,
 };
+
+bool rt_comm_mpi_describe(char *buf, size_t len)
+{
+	if (!lib.tried)
+		mpi_load();
+	if (!lib.ok) {
+		snprintf(buf, len, "%s", lib.why);
+		return false;
+	}
+	char version[3072] = ""; /* MPI_MAX_LIBRARY_VERSION_STRING is 256 in Open MPI, 8192 in MPICH */
+	int n = 0;
+	if (mpi.GetLibraryVersion && mpi.GetLibraryVersion(version, &n) == MPI_SUCCESS)
+		version[strcspn(version, ",\n")] = 0; /* "Open MPI v4.1.4, package: ..." */
+	snprintf(buf, len, "%s%s%s%s", LIBMPI, version[0] ? " (" : "", version, version[0] ? ")" : "");
+	return true;
+}
 
 bool rt_comm_mpi_launched(void)
 {

@@ -105,6 +105,17 @@ static void message(const Engine *e, ncclResult_t rc, const char *what, char *er
 	snprintf(err, errlen, "%s: %s: %s", e->kind[0] == 'h' ? "rccl" : "nccl", what, s ? s : "unknown error");
 }
 
+bool rt_nccl_describe(const char *device_kind, char *buf, size_t len)
+{
+	if (!rt_nccl_available(device_kind, buf, len))
+		return false;
+	const Engine *e = engine_of(device_kind);
+	int v = e->version; /* 2.9 and newer: major * 10000 + minor * 100 + patch; before, * 1000 */
+	int major = v >= 10000 ? v / 10000 : v / 1000, minor = v >= 10000 ? v / 100 % 100 : v / 100 % 10;
+	snprintf(buf, len, "%s (version %d.%d.%d)", e->library, major, minor, v % 100);
+	return true;
+}
+
 bool rt_nccl_unique_id(const char *device_kind, RtNcclUniqueId *id, char *err, size_t errlen)
 {
 	Engine *e = engine_of(device_kind);

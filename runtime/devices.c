@@ -221,6 +221,15 @@ bool rt_choose_device(const Bundle *b, const char *spec, RtChoice *c, char *err,
 
 /* ---- listing ---- */
 
+int rt_device_count(const char *kind, char *why, size_t len)
+{
+	for (int i = 0; i < NBACKENDS; i++)
+		if (strcmp(backends[i]->name, kind) == 0)
+			return backends[i]->count(why, len);
+	snprintf(why, len, "no device kind '%s'", kind);
+	return -1;
+}
+
 int rt_devices_print(FILE *out)
 {
 	int found = 0;
@@ -241,5 +250,6 @@ int rt_devices_print(FILE *out)
 			found++;
 		}
 	}
+	rt_engines_print(out);
 	return found;
 }

@@ -85,6 +85,8 @@ bool rt_rank_device(const char *spec, const RtRanks *r, char *out, size_t len);
 /* The communicator of the ranks for s's device: MPI for the CPU (under mpirun), NCCL or RCCL for
  * GPUs (their unique id from rank 0 by MPI or over TCP). NULL with one line in err. */
 RtComm *rt_ranks_connect(const RtRanks *r, Session *s, char *err, size_t errlen);
+/* `netc devices`: whether NCCL, RCCL and MPI are there, with their versions, one line each. */
+void rt_engines_print(FILE *out);
 /* Closes it, and the MPI that carried NCCL's id. */
 void rt_ranks_close(RtComm *c);
 
@@ -92,6 +94,9 @@ void rt_ranks_close(RtComm *c);
 /* Whether spec names a device netc knows (auto, cpu, cuda, cuda:N, hip, hip:N), whether or not it
  * is there; false with one line in err. The command line checks --device with it up front. */
 bool rt_device_spec_valid(const char *spec, char *err, size_t errlen);
+/* Devices of kind ("cpu", "cuda", "hip"): 0 or more, or -1 when the backend cannot look; why gets
+ * one line whenever there is none. */
+int rt_device_count(const char *kind, char *why, size_t len);
 /* `netc devices`: every GPU found (name, architecture, memory, units, wave size), a line for
  * each backend that has none saying why, and the CPU. Returns the number of devices listed. */
 int rt_devices_print(FILE *out);

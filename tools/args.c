@@ -60,6 +60,9 @@ static const Option options[] = {
 	{"--log-y", OPT_LOG_Y, false},
 	{"--collapse", OPT_COLLAPSE, true},
 	{"--max-errors", OPT_MAX_ERRORS, true},
+	{"--devices", OPT_LAUNCH, true},
+	{"--gpus", OPT_LAUNCH, true},
+	{"--ranks", OPT_LAUNCH, true},
 };
 
 static bool parse_count(const char *command, const char *opt, const char *s, int64_t min, int64_t *out)
@@ -219,6 +222,12 @@ static bool set_option(const Option *o, const char *command, const char *v, Args
 	case OPT_COLLAPSE: a->collapse = v; return true;
 	case OPT_MAX_ERRORS: return parse_range(command, o->name, v, 0, INT32_MAX, &a->max_errors);
 	case OPT_QUIET: a->quiet = true; return true;
+	case OPT_LAUNCH:
+		if (strcmp(o->name, "--devices") == 0) {
+			a->devices = v;
+			return true;
+		}
+		return parse_range(command, o->name, v, 1, 64, strcmp(o->name, "--gpus") == 0 ? &a->gpus : &a->ranks);
 	case OPT_OUTPUT: a->output = v; return true;
 	case OPT_DATA: a->data = v; return true;
 	case OPT_DEVICE: return set_device(command, v, a);

@@ -36,6 +36,7 @@ enum {
 	OPT_LOG_Y = 1 << 27,    /* --log-y (netc plot) */
 	OPT_COLLAPSE = 1 << 28, /* --collapse LIST (netc dot) */
 	OPT_MAX_ERRORS = 1 << 29, /* --max-errors N (commands that read .net files) */
+	OPT_LAUNCH = 1u << 30,  /* --devices LIST, --gpus N, --ranks N (netc train) */
 };
 
 typedef struct {
@@ -75,6 +76,8 @@ typedef struct {
 	int64_t steps, epochs, batch, repeats, warmup, log_every;
 	int64_t threads;
 	uint64_t seed;
+	const char *devices;     /* --devices: one rank per device, comma-separated (tools/launch.c) */
+	int64_t gpus, ranks;     /* --gpus N: the first N GPUs; --ranks N: N CPU ranks */
 } Args;
 
 /* Parses argv[first..argc) allowing the options in `allowed`. On a usage error prints it and

@@ -8,6 +8,7 @@
 #include "runtime/rt.h"
 #include "tools/args.h"
 #include "tools/commands.h"
+#include "tools/launch.h"
 #include "tools/model.h"
 #include "tools/plot.h"
 
@@ -650,10 +651,11 @@ static const Command commands[] = {
 	 "sm architecture, memory, wave size), why a backend finds none, and the CPU."},
 	{"train", cmd_train,
 	 OPT_DATA | OPT_STEPS | OPT_EPOCHS | OPT_BATCH | OPT_SEED | OPT_THREADS | OPT_DEVICE | OPT_LOG_EVERY | OPT_QUIET
-		 | OPT_SAVE | OPT_RESUME | OPT_LOG | OPT_OVERFIT | OPT_ACCUMULATE | RUN_TARGET_OPTS,
+		 | OPT_SAVE | OPT_RESUME | OPT_LOG | OPT_OVERFIT | OPT_ACCUMULATE | OPT_LAUNCH | RUN_TARGET_OPTS,
 	 "netc train MODEL.net|FILE [--data DIR|synthetic] [--steps N | --epochs N] [--batch N] [--seed S]\n"
 	 "                  [--accumulate K]\n"
 	 "                  [--threads N] [--log-every N] [--log FILE.csv] [--device auto|cpu|hip|cuda[:N]]\n"
+	 "                  [--devices LIST | --gpus N | --ranks N]\n"
 	 "                  [--save F [--save-every N]] [--resume F | --init F] [--overfit-batch]"
 	 RUN_TARGET_USAGE,
 	 "Trains the model on the data set its train section names (data = mnist | cifar10 | synthetic).\n"
@@ -679,7 +681,13 @@ static const Command commands[] = {
 	 "skips the held-out evaluation: a sanity check in which the loss must fall.\n"
 	 "--accumulate K (or `accumulate = K` in the train section) averages the gradients of K batches\n"
 	 "per optimizer step, as one batch K times larger; steps, epochs and the schedule count\n"
-	 "optimizer steps, examples/s every batch."
+	 "optimizer steps, examples/s every batch.\n"
+	 "--devices LIST (cuda:0,cuda:1 or cpu,cpu), --gpus N (the first N GPUs) or --ranks N (N CPU\n"
+	 "ranks) train on one rank per device, each on its own batch of --batch examples, averaging the\n"
+	 "gradients before every update: N ranks at batch B train like one process at batch N*B. CPU\n"
+	 "ranks are started through Open MPI's mpirun, GPU ranks here (NCCL). Under mpirun or a launcher\n"
+	 "that sets torchrun's variables (WORLD_SIZE, RANK, ...) every process is a rank by itself; only\n"
+	 "rank 0 prints, logs, evaluates and saves (docs/distributed.md)."
 	 RUN_TARGET_HELP},
 	{"eval", cmd_eval, OPT_DATA | OPT_BATCH | OPT_SEED | OPT_THREADS | OPT_DEVICE | OPT_QUIET | OPT_CHECKPOINT | OPT_OUTPUT
 		 | RUN_TARGET_OPTS,
@@ -794,6 +802,8 @@ int main(int argc, char **argv)
 		}
 		if (!a.seed_given && strcmp(c->name, "check") == 0)
 			a.seed = (uint64_t)time(NULL);
+		if (launch_wanted(&a))
+			return launch_ranks(argc, argv, &a);
 		CompileOptions o;
 		if (!compile_options_of(c, &a, &o))
 			return 2;

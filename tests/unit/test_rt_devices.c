@@ -249,6 +249,11 @@ static void test_devices_print(void)
 	CHECK(n >= 1, "listed %d devices", n);
 	CHECK(strstr(text, "cpu ") && strstr(text, "cores"), "no CPU line:\n%s", text);
 	CHECK(strncmp(text, "cuda", 4) == 0 && strstr(text, "\nhip"), "no cuda or hip line:\n%s", text);
+	/* the collective engines, found or not, after the devices */
+	const char *nccl = strstr(text, "\nnccl (cuda ranks): "), *rccl = strstr(text, "\nrccl (hip ranks): ");
+	const char *mpi = strstr(text, "\nmpi (cpu ranks, mpirun): ");
+	CHECK(nccl && rccl && mpi && strstr(text, "\ncpu ") < nccl && nccl < rccl && rccl < mpi,
+	      "no line for NCCL, RCCL or MPI after the devices:\n%s", text);
 }
 
 int main(void)
