@@ -58,6 +58,7 @@ static void fill_buffer(const Graph *g, const Node *n, bool final_gradient, Bund
 	b->offset = n->offset;
 	b->bytes = shape_numel(&n->shape) * (int64_t)dtype_size(n->dtype);
 	b->programs = n->programs;
+	b->group = n->group;
 	if (n->op == OP_param || n->op == OP_state)
 		b->init = (int32_t)ir_leaf_init(n);
 	if (n->op == OP_param)

@@ -28,7 +28,7 @@
 #include "runtime/crc32.h"
 #include "runtime/readfile.h"
 
-#define BUF_RECORD (96 + 4 * 4 + 8 * BUNDLE_MAX_DIMS + 8 + 8 + 4 + 8 + 4 + 4 * BUNDLE_MAX_DIMS)
+#define BUF_RECORD (96 + 4 * 4 + 8 * BUNDLE_MAX_DIMS + 8 + 8 + 4 + 8 + 4 + 4 * BUNDLE_MAX_DIMS + 4)
 #define NINDICES 10 /* buffer indices in the header: image ... finite */
 #define KERNEL_RECORD (64 + 4 + 8 + 4)
 #define CODE_TARGET 32
@@ -169,6 +169,7 @@ static void w_buffers(Wr *w, const Bundle *b)
 		w_i32(w, x->programs);
 		for (int d = 0; d < BUNDLE_MAX_DIMS; d++)
 			w_i32(w, x->perm[d]);
+		w_i32(w, x->group);
 	}
 	w_end(w, at);
 }
@@ -490,6 +491,7 @@ static void r_buffer(Rd *r, BundleBuffer *x)
 	x->programs = r_i32(r, "buffer");
 	for (int d = 0; d < BUNDLE_MAX_DIMS; d++)
 		x->perm[d] = r_i32(r, "buffer");
+	x->group = r_i32(r, "buffer");
 }
 
 /* perm[0..rank) is a permutation of 0..rank) */
@@ -511,7 +513,7 @@ static void check_buffer(Rd *r, const Bundle *b, int i)
 	const BundleBuffer *x = &b->buf[i];
 	if (x->node < 0 || (unsigned)x->role > BUF_GRAD || (unsigned)x->dtype >= DT_COUNT ||
 	    (unsigned)x->rank > BUNDLE_MAX_DIMS || (unsigned)x->init > 2 || !(x->bound >= 0) ||
-	    !isfinite(x->bound) || !is_permutation(x->perm, x->rank)) {
+	    !isfinite(x->bound) || !is_permutation(x->perm, x->rank) || x->group < -1) {
 		r_fail(r, "malformed bundle: buffer %d '%s' has node %d, role %d, dtype %d, rank %d, "
 		       "init %d, bound %g", i, x->name, x->node, x->role, x->dtype, x->rank, x->init,
 		       x->bound);

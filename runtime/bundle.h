@@ -44,6 +44,9 @@ typedef struct {
 	/* Stored axis d holds public axis perm[d] (the layout pass may store a weight as OHWI where
 	 * checkpoints keep OIHW); dim[] is the stored shape; identity for most buffers. */
 	int32_t perm[BUNDLE_MAX_DIMS];
+	/* The node that leads the fused group whose kernel writes it (BundleKernel.node), -1 for
+	 * leaves: data-parallel runs reduce a gradient as soon as that kernel has run. */
+	int32_t group;
 } BundleBuffer;
 
 typedef struct {

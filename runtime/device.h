@@ -66,6 +66,13 @@ typedef struct {
 	void (*synchronize)(RtDevice *d);
 	/* Optional: the stream launches go on (CUstream, hipStream_t), which NCCL queues on too. */
 	void *(*stream)(RtDevice *d);
+	/* Optional, all three or none: a second stream (made on first use; NULL when it cannot be)
+	 * for collectives that overlap the kernels; fork orders the side stream after the work
+	 * queued on the main one so far, join the main stream after the side's. Both are recorded
+	 * into a graph under capture. */
+	void *(*side_stream)(RtDevice *d);
+	void (*fork)(RtDevice *d);
+	void (*join)(RtDevice *d);
 	/* The first error since open, NULL while there is none. */
 	const char *(*error)(RtDevice *d);
 	void (*close)(RtDevice *d);

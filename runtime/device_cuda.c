@@ -21,6 +21,7 @@ typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphExec_st *CUgraphExec;
+typedef struct CUevent_st *CUevent;
 
 enum {
 	CUDA_SUCCESS = 0,
@@ -31,6 +32,7 @@ enum {
 	CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
 	CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
 	CU_STREAM_NON_BLOCKING = 1,
+	CU_EVENT_DISABLE_TIMING = 2,
 	CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
 	CU_JIT_ERROR_LOG_BUFFER = 5,
 	CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
@@ -75,7 +77,11 @@ enum {
 	  (CUgraphExec *e, CUgraph g, unsigned long long flags))                                \
 	X(GraphLaunch, "cuGraphLaunch", (CUgraphExec e, CUstream s))                            \
 	X(GraphExecDestroy, "cuGraphExecDestroy", (CUgraphExec e))                              \
-	X(GraphDestroy, "cuGraphDestroy", (CUgraph g))
+	X(GraphDestroy, "cuGraphDestroy", (CUgraph g))                                          \
+	X(EventCreate, "cuEventCreate", (CUevent *e, unsigned flags))                           \
+	X(EventRecord, "cuEventRecord", (CUevent e, CUstream s))                                \
+	X(EventDestroy, "cuEventDestroy_v2", (CUevent e))                                       \
+	X(StreamWaitEvent, "cuStreamWaitEvent", (CUstream s, CUevent e, unsigned flags))
 
 #define CU_FIELD(f, sym, params) CUresult(*f) params;
 #define CU_REQ(f, sym, params) {sym, &cu.f, false},
@@ -197,6 +203,10 @@ struct RtDevice {
 	CUdevice dev;
 	CUcontext ctx;
 	CUstream stream;
+	/* collectives' stream (data-parallel), made on first use: it waits for the main stream at
+	 * each fork and the main stream for it at the join (cuda_side_stream) */
+	CUstream side;
+	CUevent forked, joined;
 	RtDeviceInfo info;
 	char error[512]; /* the first failure, "" while there is none */
 };
@@ -219,6 +229,14 @@ static void cuda_close(RtDevice *d)
 		cu.StreamSynchronize(d->stream);
 		cu.StreamDestroy(d->stream);
 	}
+	if (d->side) {
+		cu.StreamSynchronize(d->side);
+		cu.StreamDestroy(d->side);
+	}
+	if (d->forked)
+		cu.EventDestroy(d->forked);
+	if (d->joined)
+		cu.EventDestroy(d->joined);
 	if (d->ctx)
 		cu.PrimaryCtxRelease(d->dev);
 	free(d);
@@ -399,6 +417,35 @@ static void cuda_synchronize(RtDevice *d)
 static const char *cuda_error(RtDevice *d) { return d->error[0] ? d->error : NULL; }
 static void *cuda_stream(RtDevice *d) { return d->stream; }
 
+/* A second stream and its two events, or NULL (without events the collectives stay on the main
+ * stream, in order). */
+static void *cuda_side_stream(RtDevice *d)
+{
+	if (d->side)
+		return d->side;
+	if (!cu.EventCreate || !cu.EventRecord || !cu.EventDestroy || !cu.StreamWaitEvent)
+		return NULL;
+	if (cu.StreamCreate(&d->side, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS ||
+	    cu.EventCreate(&d->forked, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS ||
+	    cu.EventCreate(&d->joined, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
+		return NULL; /* what was made is freed at close */
+	return d->side;
+}
+
+/* What the main stream has queued so far comes before what the side stream queues next. */
+static void cuda_fork(RtDevice *d)
+{
+	fail(d, cu.EventRecord(d->forked, d->stream), "an event record");
+	fail(d, cu.StreamWaitEvent(d->side, d->forked, 0), "a stream wait");
+}
+
+/* What the side stream has queued comes before what the main stream queues next. */
+static void cuda_join(RtDevice *d)
+{
+	fail(d, cu.EventRecord(d->joined, d->side), "an event record");
+	fail(d, cu.StreamWaitEvent(d->stream, d->joined, 0), "a stream wait");
+}
+
 const RtDeviceOps rt_device_cuda = {
 	.name = "cuda",
 	.code_kind = CODE_PTX,
@@ -422,6 +469,9 @@ const RtDeviceOps rt_device_cuda = {
 	.graph_free = cuda_graph_free,
 	.synchronize = cuda_synchronize,
 	.stream = cuda_stream,
+	.side_stream = cuda_side_stream,
+	.fork = cuda_fork,
+	.join = cuda_join,
 	.error = cuda_error,
 	.close = cuda_close,
 };

@@ -99,7 +99,8 @@ static bool share_unique_id(const RtRanks *r, const char *kind, RtNcclUniqueId *
 RtComm *rt_ranks_connect(const RtRanks *r, Session *s, char *err, size_t errlen)
 {
 	const char *kind = rt_device_name(s);
-	if (!rt_stream(s)) { /* the CPU: MPI on the arena */
+	void *stream = rt_comm_stream(s);
+	if (!stream) { /* the CPU: MPI on the arena */
 		if (r->launch != RT_LAUNCH_MPI) {
 			snprintf(err, errlen, "rank %d: the %s device's ranks sum through MPI: start them with mpirun "
 				 "(torchrun's variables serve GPU ranks, through NCCL)", r->rank, kind);
@@ -117,7 +118,7 @@ RtComm *rt_ranks_connect(const RtRanks *r, Session *s, char *err, size_t errlen)
 	RtNcclUniqueId id;
 	if (!share_unique_id(r, kind, &id, err, errlen))
 		return NULL;
-	return rt_comm_nccl_open(kind, &id, r->rank, r->size, rt_stream(s), err, errlen);
+	return rt_comm_nccl_open(kind, &id, r->rank, r->size, stream, err, errlen);
 }
 
 void rt_engines_print(FILE *out)

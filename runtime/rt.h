@@ -59,13 +59,15 @@ typedef struct RtComm RtComm;
 /* From now on the training program replaces each gradient by its mean over c's ranks between
  * backward and the update (the accumulation program stays local). False with one line in err
  * when the bundle's plan fused the two, or c's buffers are not this device's memory. c must
- * outlive s. */
+ * outlive s, or be detached first: c NULL makes the program a plain one again. */
 bool rt_set_comm(Session *s, RtComm *c, char *err, size_t errlen);
 /* v[0..n) (n <= 16, host memory) summed over the ranks of the session's communicator, after the
  * work queued before it; nothing without one. A failed collective ends every rank. */
 void rt_ranks_sum(Session *s, float *v, int n);
-/* The device's stream (CUstream, hipStream_t) that NCCL queues on; NULL on the CPU. */
-void *rt_stream(Session *s);
+/* The stream (CUstream, hipStream_t) for NCCL to queue on, NULL on the CPU: the device's second
+ * stream where it has one (the gradients' all-reduce then overlaps backward), unless
+ * NETC_DP_OVERLAP=0, else its one stream. Call it before rt_set_comm. */
+void *rt_comm_stream(Session *s);
 
 /* ---- ranks (runtime/ranks.c) ---- */
 typedef enum { RT_LAUNCH_NONE, RT_LAUNCH_MPI, RT_LAUNCH_TORCHRUN } RtLaunch;
@@ -237,6 +239,7 @@ typedef struct {
 	int64_t steps;     /* timed steps per repeat */
 	int repeats;
 	uint64_t seed;
+	const RtRanks *ranks;  /* this process's rank: the step averages the gradients across the ranks */
 } BenchOptions;
 
 typedef struct {
@@ -246,6 +249,10 @@ typedef struct {
 	char device[256];        /* rt_device_info of the device it ran on */
 	char device_note[1024];   /* rt_device_note */
 	bool graphs;             /* the step ran as a captured graph */
+	int ranks;               /* ranks the step averaged its gradients over; 0 in a plain run */
+	double ms_alone;         /* ranks: this rank's step without the all-reduce, timed with every
+	                          * rank doing the same at once (the scaling efficiency's baseline) */
+	char engine[16];         /* their engine: "mpi", "nccl" */
 } BenchResult;
 
 int rt_bench(const Bundle *b, const BenchOptions *o, BenchResult *r);

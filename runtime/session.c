@@ -15,6 +15,7 @@
 
 #include "runtime/comm.h"
 #include "runtime/device.h"
+#include "runtime/grad_buckets.h"
 #include "runtime/rt.h"
 
 /* Values rt_ranks_sum takes at once. */
@@ -40,8 +41,8 @@ struct Session {
 	void *module;
 	Program train, eval, accum; /* accum: a gradient-accumulation micro-batch */
 	RtComm *comm;     /* data-parallel: the ranks; NULL for one process */
-	int *grads;       /* the BUF_GRAD buffers, which the ranks average */
-	int ngrads;
+	RtGradPlan grads; /* the BUF_GRAD buffers, which the ranks average, in buckets */
+	bool overlap;     /* the collectives run on the device's side stream (rt_comm_stream) */
 	void *scratch;    /* device memory for rt_ranks_sum where the ranks sum device memory */
 	char info[256];
 	char note[1024];
@@ -125,7 +126,7 @@ void rt_close(Session *s)
 	program_free(s, &s->train);
 	program_free(s, &s->eval);
 	program_free(s, &s->accum);
-	free(s->grads);
+	rt_grad_plan_free(&s->grads);
 	if (s->scratch)
 		s->ops->free(s->dev, s->scratch);
 	if (s->module)
@@ -143,14 +144,14 @@ static void launch_range(Session *s, const Program *p, int from, int to)
 		s->ops->launch(s->dev, p->fn[i], s->arena, p->k[i].grid, p->k[i].block);
 }
 
-/* Every gradient replaced by its mean over the ranks, in one group where the engine fuses calls. A
- * failed collective ends every rank: the ranks' parameters would part ways. */
-static void average_gradients(Session *s)
+/* The bucket's gradients replaced by their mean over the ranks, in one group where the engine
+ * fuses calls. A failed collective ends every rank: the ranks' parameters would part ways. */
+static void average_bucket(Session *s, const RtGradBucket *bucket)
 {
 	RtComm *c = s->comm;
 	bool ok = !c->ops->group_begin || c->ops->group_begin(c);
-	for (int i = 0; i < s->ngrads && ok; i++) {
-		const BundleBuffer *x = &s->b->buf[s->grads[i]];
+	for (int i = bucket->first; i < bucket->first + bucket->count && ok; i++) {
+		const BundleBuffer *x = &s->b->buf[s->grads.order[i]];
 		char what[160];
 		snprintf(what, sizeof what, "the all-reduce of gradient '%s'", x->name);
 		float *at = s->host ? (float *)(s->host + x->offset) : (float *)((char *)s->arena + x->offset);
@@ -161,20 +162,57 @@ static void average_gradients(Session *s)
 		rt_comm_abort(c, c->error);
 }
 
+/* Backward, the gradients' means, the update. With a side stream each bucket is reduced there as
+ * soon as backward has written it, while backward goes on, and the update waits for them all;
+ * else the buckets follow backward on the one stream. */
 static void launch_all(Session *s, const Program *p)
 {
 	if (p->split < 0) {
 		launch_range(s, p, 0, p->n);
 		return;
 	}
-	launch_range(s, p, 0, p->split);
-	average_gradients(s);
+	int next = 0;
+	for (int k = 0; k < p->split; k++) {
+		launch_range(s, p, k, k + 1);
+		for (; s->overlap && next < s->grads.nbuckets && s->grads.bucket[next].after == k; next++) {
+			s->ops->fork(s->dev);
+			average_bucket(s, &s->grads.bucket[next]);
+		}
+	}
+	for (; next < s->grads.nbuckets; next++)
+		average_bucket(s, &s->grads.bucket[next]);
+	if (s->overlap)
+		s->ops->join(s->dev);
 	launch_range(s, p, p->split, p->n);
+}
+
+/* NETC_DP_BUCKET_MB: the bucket size in MiB (PyTorch DDP's default, 25, without). */
+static int64_t bucket_bytes(void)
+{
+	const char *env = getenv("NETC_DP_BUCKET_MB");
+	char *end;
+	double mb = env ? strtod(env, &end) : 0;
+	return (int64_t)((env && end != env && *end == 0 && mb > 0 ? mb : 25) * 1048576.0);
+}
+
+/* The training program without the collectives again: recaptured, launched whole. */
+static void detach(Session *s)
+{
+	Program *p = &s->train;
+	if (p->graph)
+		s->ops->graph_free(s->dev, p->graph);
+	p->graph = NULL;
+	p->split = -1;
+	s->comm = NULL;
 }
 
 bool rt_set_comm(Session *s, RtComm *c, char *err, size_t errlen)
 {
 	const Bundle *b = s->b;
+	if (!c) {
+		detach(s);
+		return true;
+	}
 	if (b->update_node < 0) {
 		snprintf(err, errlen, "%s: backward and the optimizer update share kernels in this bundle, so the ranks "
 			 "cannot sum the gradients in between: compile it with --data-parallel", b->model);
@@ -185,35 +223,29 @@ bool rt_set_comm(Session *s, RtComm *c, char *err, size_t errlen)
 			 "CPU device; GPUs use NCCL or RCCL)", c->ops->name, s->ops->name);
 		return false;
 	}
-	free(s->grads);
-	s->grads = malloc((size_t)(b->nbuf ? b->nbuf : 1) * sizeof *s->grads);
-	if (!s->grads) {
-		snprintf(err, errlen, "out of memory");
-		return false;
-	}
-	s->ngrads = 0;
-	for (int i = 0; i < b->nbuf; i++) {
-		const BundleBuffer *x = &b->buf[i];
-		if (x->role != BUF_GRAD)
-			continue;
-		if (x->dtype != DT_F32 || x->offset < 0) {
-			snprintf(err, errlen, "%s: gradient '%s' is %s; the ranks sum f32 gradients", b->model, x->name,
-				 dtype_name((DType)x->dtype));
-			return false;
-		}
-		s->grads[s->ngrads++] = i;
-	}
 	if (!c->ops->host_buffers && !s->scratch &&
 	    !(s->scratch = s->ops->alloc(s->dev, RANKS_SUM_MAX * sizeof(float), err, errlen)))
 		return false;
 	Program *p = &s->train;
 	for (p->split = 0; p->split < p->n && p->k[p->split].node < b->update_node; p->split++)
 		;
+	rt_grad_plan_free(&s->grads);
+	if (!rt_grad_plan(b, p->k, p->split, bucket_bytes(), &s->grads, err, errlen))
+		return false;
 	if (p->graph) /* recorded without the collectives */
 		s->ops->graph_free(s->dev, p->graph);
 	p->graph = NULL;
 	s->comm = c;
 	return true;
+}
+
+void *rt_comm_stream(Session *s)
+{
+	const char *env = getenv("NETC_DP_OVERLAP");
+	bool wanted = !(env && strcmp(env, "0") == 0);
+	void *side = wanted && s->ops->side_stream ? s->ops->side_stream(s->dev) : NULL;
+	s->overlap = side != NULL;
+	return side ? side : s->ops->stream ? s->ops->stream(s->dev) : NULL;
 }
 
 void rt_ranks_sum(Session *s, float *v, int n)
@@ -231,8 +263,12 @@ void rt_ranks_sum(Session *s, float *v, int n)
 		at = s->scratch;
 	}
 	const char *what = "the all-reduce of the step's loss";
+	if (s->overlap)
+		s->ops->fork(s->dev);
 	if (!rt_comm_allreduce_sum(c, at, (size_t)n, what))
 		rt_comm_abort(c, c->error);
+	if (s->overlap)
+		s->ops->join(s->dev);
 	if (!c->ops->host_buffers) {
 		rt_comm_watch(c, what); /* the stream holds the step's collectives: this read waits for them */
 		s->ops->copy_out(s->dev, v, s->scratch, 0, (size_t)n * sizeof *v);
@@ -240,10 +276,6 @@ void rt_ranks_sum(Session *s, float *v, int n)
 	}
 }
 
-void *rt_stream(Session *s)
-{
-	return s->ops->stream ? s->ops->stream(s->dev) : NULL;
-}
 
 /* Records the program as a graph; where that fails, it stays kernel by kernel, and says so
  * once on stderr: slower, not wrong. */

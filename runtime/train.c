@@ -921,6 +921,20 @@ static bool bench_session(Session *s, const BenchOptions *o, BenchResult *r)
 	return ok;
 }
 
+/* Data-parallel: every rank times the plain step at once (the all-reduce's baseline), then
+ * rejoins the ranks. */
+static bool bench_alone(Session *s, RtComm *comm, const BenchOptions *o, BenchResult *r, char *err, size_t errlen)
+{
+	BenchResult alone = {0};
+	bool ok = rt_comm_barrier(comm, "the barrier before the benchmark") && rt_set_comm(s, NULL, err, errlen) &&
+		  bench_session(s, o, &alone) && !rt_error(s) && rt_set_comm(s, comm, err, errlen) &&
+		  rt_comm_barrier(comm, "the barrier after the one-rank benchmark");
+	r->ms_alone = alone.ms_per_step;
+	if (!ok && !err[0])
+		snprintf(err, errlen, "%s", rt_error(s) ? rt_error(s) : comm->error[0] ? comm->error : "out of memory");
+	return ok;
+}
+
 int rt_bench(const Bundle *b, const BenchOptions *o, BenchResult *r)
 {
 	char err[1024];
@@ -932,14 +946,28 @@ int rt_bench(const Bundle *b, const BenchOptions *o, BenchResult *r)
 		shape.c = (int)dim[1], shape.h = (int)dim[2], shape.w = (int)dim[3];
 	}
 	bool ok = check_bundle(b, &shape, err, sizeof err);
-	Session *s = ok ? rt_open(b, o->device ? o->device : "auto", o->threads, err, sizeof err) : NULL;
-	if (s) {
+	char device[64];
+	rt_rank_device(o->device ? o->device : "auto", o->ranks ? o->ranks : &(RtRanks){0}, device, sizeof device);
+	Session *s = ok ? rt_open(b, device, o->threads, err, sizeof err) : NULL;
+	TrainOptions join = {.ranks = o->ranks, .quiet = true};
+	RtComm *comm = s ? join_ranks(s, &join, err, sizeof err) : NULL;
+	if (s && !comm && err[0])
+		ok = false;
+	else if (s) {
 		snprintf(r->device, sizeof r->device, "%s", rt_device_info(s));
 		snprintf(r->device_note, sizeof r->device_note, "%s", rt_device_note(s));
-		ok = bench_session(s, o, r) && !rt_error(s);
+		if (comm) {
+			ok = bench_alone(s, comm, o, r, err, sizeof err);
+			r->ranks = comm->size;
+			snprintf(r->engine, sizeof r->engine, "%s", comm->ops->name);
+		}
+		ok = ok && bench_session(s, o, r) && !rt_error(s);
+		r->examples_per_s *= comm ? comm->size : 1; /* every rank's examples */
 		snprintf(err, sizeof err, "%s", rt_error(s) ? rt_error(s) : "out of memory");
 	}
 	rt_close(s);
+	if (comm)
+		rt_ranks_close(comm);
 	if (!s || !ok) {
 		fprintf(stderr, "error: %s\n", err);
 		return 1;

@@ -1,5 +1,5 @@
-/* launch.c: `netc train --devices LIST | --gpus N | --ranks N` starts one rank per device on this
- * machine, each the same command with `--device D` in place of the list.
+/* launch.c: `netc train|bench --devices LIST | --gpus N | --ranks N` starts one rank per device on
+ * this machine, each the same command with `--device D` in place of the list.
  *
  * CPU ranks sum through MPI, so they are started by Open MPI's mpirun (exec'd in place of this
  * process). GPU ranks are started here, with torchrun's variables (WORLD_SIZE, RANK, LOCAL_RANK,
@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,18 @@
 #include "tools/launch.h"
 
 #define MAX_RANKS 64
+
+static const char *command = "train"; /* argv[1], for messages */
+
+/* One line on stderr: "netc COMMAND: ...". */
+static __attribute__((format(printf, 1, 2))) void say(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "netc %s: ", command);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+}
 
 typedef struct {
 	char spec[MAX_RANKS][32];
@@ -37,29 +50,29 @@ static bool parse_devices(const char *list, DeviceList *d)
 		size_t k = strcspn(p, ",");
 		char err[256];
 		if (d->n == MAX_RANKS || k == 0 || k >= sizeof d->spec[0]) {
-			fprintf(stderr, "netc train: --devices takes 1 to %d comma-separated devices, got '%s'\n", MAX_RANKS,
+			say("--devices takes 1 to %d comma-separated devices, got '%s'\n", MAX_RANKS,
 				list);
 			return false;
 		}
 		snprintf(d->spec[d->n], sizeof d->spec[0], "%.*s", (int)k, p);
 		const char *s = d->spec[d->n];
 		if (!rt_device_spec_valid(s, err, sizeof err)) {
-			fprintf(stderr, "netc train: --devices: %s\n", err);
+			say("--devices: %s\n", err);
 			return false;
 		}
 		bool cpu = strcmp(s, "cpu") == 0, gpu = strchr(s, ':') != NULL;
 		if (!cpu && !gpu) {
-			fprintf(stderr, "netc train: --devices names each device: cpu, cuda:N or hip:N, not '%s'\n", s);
+			say("--devices names each device: cpu, cuda:N or hip:N, not '%s'\n", s);
 			return false;
 		}
 		if (d->n && (cpu != d->cpu || (!cpu && strncmp(s, d->spec[0], 3) != 0))) {
-			fprintf(stderr, "netc train: --devices mixes kinds of device ('%s' and '%s'): the ranks of a run share "
+			say("--devices mixes kinds of device ('%s' and '%s'): the ranks of a run share "
 				"one engine\n", d->spec[0], s);
 			return false;
 		}
 		for (int i = 0; !cpu && i < d->n; i++)
 			if (strcmp(d->spec[i], s) == 0) {
-				fprintf(stderr, "netc train: --devices names %s twice\n", s);
+				say("--devices names %s twice\n", s);
 				return false;
 			}
 		d->cpu = cpu;
@@ -91,7 +104,7 @@ static bool first_gpus(const Args *a, DeviceList *d)
 			snprintf(line + n, sizeof line - n, " (%d GPU%s)", have, have == 1 ? "" : "s");
 		}
 	}
-	fprintf(stderr, "netc train: --gpus %lld: this machine has fewer GPUs: %s\n", (long long)a->gpus, line);
+	say("--gpus %lld: this machine has fewer GPUs: %s\n", (long long)a->gpus, line);
 	return false;
 }
 
@@ -99,7 +112,7 @@ static bool device_list(const Args *a, DeviceList *d)
 {
 	memset(d, 0, sizeof *d);
 	if ((a->devices != NULL) + (a->gpus > 0) + (a->ranks > 0) > 1) {
-		fprintf(stderr, "netc train: --devices, --gpus and --ranks exclude each other\n");
+		say("--devices, --gpus and --ranks exclude each other\n");
 		return false;
 	}
 	if (a->devices)
@@ -120,7 +133,7 @@ static bool gpus_present(const DeviceList *d)
 	int have = rt_device_count(kind, why, sizeof why);
 	for (int i = 0; i < d->n; i++)
 		if (atoi(strchr(d->spec[i], ':') + 1) >= (have > 0 ? have : 0)) {
-			fprintf(stderr, "netc train: --devices: %s: %s\n", d->spec[i],
+			say("--devices: %s: %s\n", d->spec[i],
 				have <= 0 ? why : "there is no such GPU on this machine");
 			return false;
 		}
@@ -184,7 +197,7 @@ static int exec_mpirun(int argc, char **argv, const Args *a, const DeviceList *d
 	char **rank = rank_argv(argc, argv, self, "cpu", a->threads ? NULL : threads);
 	char **cmd = calloc((size_t)argc + 16, sizeof *cmd);
 	if (!rank || !cmd) {
-		fprintf(stderr, "netc train: out of memory\n");
+		say("out of memory\n");
 		return 1;
 	}
 	int n = 0;
@@ -204,7 +217,7 @@ static int exec_mpirun(int argc, char **argv, const Args *a, const DeviceList *d
 	}
 	fflush(NULL);
 	execvp("mpirun", cmd);
-	fprintf(stderr, "netc train: %d CPU ranks are started by Open MPI's mpirun, which does not run: %s "
+	say("%d CPU ranks are started by Open MPI's mpirun, which does not run: %s "
 		"(apt-get install openmpi-bin)\n", d->n, strerror(errno));
 	return 1;
 }
@@ -256,12 +269,12 @@ static int spawn_gpu_ranks(int argc, char **argv, const DeviceList *d, const cha
 			sigaction(SIGINT, &old[0], NULL);
 			sigaction(SIGTERM, &old[1], NULL);
 			execv(self, rank);
-			fprintf(stderr, "netc train: rank %d: cannot run %s: %s\n", started, self, strerror(errno));
+			say("rank %d: cannot run %s: %s\n", started, self, strerror(errno));
 			_exit(127);
 		}
 		free(rank);
 		if (pid[started] < 0) {
-			fprintf(stderr, "netc train: cannot start rank %d: %s\n", started, strerror(errno));
+			say("cannot start rank %d: %s\n", started, strerror(errno));
 			break;
 		}
 	}
@@ -304,10 +317,10 @@ static int spawn_gpu_ranks(int argc, char **argv, const DeviceList *d, const cha
 		failed = r;
 		rc = status_of(st);
 		if (WIFSIGNALED(st))
-			fprintf(stderr, "netc train: rank %d (%s) was killed by signal %d (%s); ending the other ranks\n", r,
+			say("rank %d (%s) was killed by signal %d (%s); ending the other ranks\n", r,
 				d->spec[r], WTERMSIG(st), strsignal(WTERMSIG(st)));
 		else if (rc != 130 && rc != 143)
-			fprintf(stderr, "netc train: rank %d (%s) exited with status %d; ending the other ranks\n", r,
+			say("rank %d (%s) exited with status %d; ending the other ranks\n", r,
 				d->spec[r], rc);
 		for (int i = 0; i < started; i++)
 			if (pid[i] > 0)
@@ -320,11 +333,12 @@ static int spawn_gpu_ranks(int argc, char **argv, const DeviceList *d, const cha
 
 int launch_ranks(int argc, char **argv, const Args *a)
 {
+	command = argv[1];
 	DeviceList d;
 	RtRanks env;
 	char err[256], self[4096];
 	if (!rt_ranks_from_env(&env, err, sizeof err) || env.launch != RT_LAUNCH_NONE) {
-		fprintf(stderr, "netc train: --devices, --gpus and --ranks start the ranks themselves: not under mpirun "
+		say("--devices, --gpus and --ranks start the ranks themselves: not under mpirun "
 			"or a launcher that set WORLD_SIZE\n");
 		return 2;
 	}
@@ -333,7 +347,7 @@ int launch_ranks(int argc, char **argv, const Args *a)
 	if (a->gpus ? !first_gpus(a, &d) : !d.cpu && !gpus_present(&d))
 		return 1;
 	if (!self_path(self, sizeof self)) {
-		fprintf(stderr, "netc train: cannot find this program (/proc/self/exe) to start the ranks\n");
+		say("cannot find this program (/proc/self/exe) to start the ranks\n");
 		return 1;
 	}
 	return d.cpu ? exec_mpirun(argc, argv, a, &d, self) : spawn_gpu_ranks(argc, argv, &d, self);

@@ -507,21 +507,36 @@ static int cmd_bench(const Args *a, const CompileOptions *co)
 	if (a->compare)
 		return bench_compare(a, co);
 #endif
+	RtRanks ranks;
+	char err[512];
+	if (!rt_ranks_from_env(&ranks, err, sizeof err)) {
+		fprintf(stderr, "netc bench: error: %s\n", err);
+		return 1;
+	}
+	CompileOptions dp = *co;
+	dp.passes.split_update |= ranks.launch != RT_LAUNCH_NONE;
 	Bundle b;
-	if (!model_compile(a->model, a->batch, co, &b, NULL))
+	if (!model_compile(a->model, a->batch, &dp, &b, NULL))
 		return 1;
 	BenchOptions o = bench_options(a);
+	o.ranks = &ranks;
 	BenchResult r;
 	int rc = rt_bench(&b, &o, &r);
-	if (rc == 0) {
+	if (rc == 0 && ranks.rank == 0) {
 		printf("model %s, batch %lld, %d kernels per step, %.3g GFLOP per step\n", b.model,
 		       (long long)b.batch, b.code[0].ntrain, b.flops_per_step / 1e9);
+		if (r.ranks)
+			printf("ranks: %d (%s), gradients averaged every step; examples/s counts every rank's\n", r.ranks,
+			       r.engine);
+		if (r.ranks)
+			printf("scaling efficiency: %.1f%% (a rank alone, all ranks timed at once: %.3f ms/step)\n",
+			       100 * r.ms_alone / r.ms_per_step, r.ms_alone);
 		printf("ms/step: %.3f (median of %d repeats of %lld steps; min %.3f, max %.3f)\n", r.ms_per_step,
 		       o.repeats, (long long)o.steps, r.ms_min, r.ms_max);
 		printf("examples/s: %.0f\n", r.examples_per_s);
 		/* a step of K batches: about K times one batch's work (the update once) */
 		double k = b.train.accumulate > 1 ? (double)b.train.accumulate : 1.0;
-		printf("GFLOP/s: %.1f\n", k * b.flops_per_step / (r.ms_per_step * 1e6));
+		printf("GFLOP/s: %.1f\n", k * b.flops_per_step / (r.ms_per_step * 1e6) * (r.ranks ? r.ranks : 1));
 	}
 	bundle_free(&b);
 	return rc;
@@ -704,13 +719,17 @@ static const Command commands[] = {
 	 "for a regression loss). --log-y draws the loss on a logarithmic axis."},
 	{"bench", cmd_bench,
 	 OPT_BATCH | OPT_STEPS | OPT_REPEATS | OPT_WARMUP | OPT_SEED | OPT_THREADS | OPT_DEVICE | RUN_TARGET_OPTS
-		 | BENCH_COMPARE_OPTS | OPT_ACCUMULATE,
+		 | BENCH_COMPARE_OPTS | OPT_ACCUMULATE | OPT_LAUNCH,
 	 "netc bench MODEL.net|FILE [--batch N] [--accumulate K] [--steps N] [--repeats R] [--warmup W]\n"
 	 "                  [--threads N]\n"
-	 "                  [--device auto|cpu|hip|cuda[:N]]" BENCH_COMPARE_USAGE RUN_TARGET_USAGE,
+	 "                  [--device auto|cpu|hip|cuda[:N]] [--devices LIST | --gpus N | --ranks N]"
+	 BENCH_COMPARE_USAGE RUN_TARGET_USAGE,
 	 "Times training steps after W warm-up steps (default 5): R repeats (default 5) of N steps\n"
 	 "(default 20); prints the median ms/step and examples/s. With --accumulate K a step is a whole\n"
-	 "optimizer step: K batches." BENCH_COMPARE_HELP RUN_TARGET_HELP},
+	 "optimizer step: K batches. On ranks (--devices, --gpus, --ranks, or under mpirun, as netc\n"
+	 "train) every rank first times its step alone, all at once, then the data-parallel step:\n"
+	 "examples/s counts every rank's, and the scaling efficiency is the step alone over the step\n"
+	 "with the all-reduce." BENCH_COMPARE_HELP RUN_TARGET_HELP},
 };
 
 static void usage(FILE *out)

@@ -36,6 +36,7 @@ static void make_bundle(Bundle *b)
 		x->init = (int32_t)tu_below(2);
 		x->bound = tu_below(1000) / 997.0;
 		x->programs = (int32_t)(1 + tu_below(3));
+		x->group = (int32_t)tu_below(200) - 1;
 	}
 	b->arena_bytes = offset;
 	b->image = 0, b->label = 1, b->loss = 2, b->output = 2;
@@ -106,7 +107,8 @@ static void check_equal(const Bundle *a, const Bundle *b)
 		       a->buf[i].bytes == b->buf[i].bytes && a->buf[i].bound == b->buf[i].bound &&
 		       memcmp(a->buf[i].dim, b->buf[i].dim, sizeof a->buf[i].dim) == 0 &&
 		       memcmp(a->buf[i].perm, b->buf[i].perm, sizeof a->buf[i].perm) == 0 &&
-		       a->buf[i].role == b->buf[i].role && a->buf[i].dtype == b->buf[i].dtype),
+		       a->buf[i].role == b->buf[i].role && a->buf[i].dtype == b->buf[i].dtype &&
+		       a->buf[i].group == b->buf[i].group),
 		      "buffer %d", i);
 	CHECK(a->ncode == b->ncode, "ncode");
 	for (int i = 0; i < a->ncode && a->ncode == b->ncode; i++) {
