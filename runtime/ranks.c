@@ -121,18 +121,6 @@ RtComm *rt_ranks_connect(const RtRanks *r, Session *s, char *err, size_t errlen)
 	return rt_comm_nccl_open(kind, &id, r->rank, r->size, stream, err, errlen);
 }
 
-void rt_engines_print(FILE *out)
-{
-	char line[512];
-	static const char *const gpu[][2] = {{"nccl", "cuda"}, {"rccl", "hip"}};
-	for (int i = 0; i < 2; i++) {
-		rt_nccl_describe(gpu[i][1], line, sizeof line);
-		fprintf(out, "%s (%s ranks): %s\n", gpu[i][0], gpu[i][1], line);
-	}
-	rt_comm_mpi_describe(line, sizeof line);
-	fprintf(out, "mpi (cpu ranks, mpirun): %s\n", line);
-}
-
 void rt_ranks_close(RtComm *c)
 {
 	rt_comm_close(c);

@@ -87,7 +87,8 @@ bool rt_rank_device(const char *spec, const RtRanks *r, char *out, size_t len);
 /* The communicator of the ranks for s's device: MPI for the CPU (under mpirun), NCCL or RCCL for
  * GPUs (their unique id from rank 0 by MPI or over TCP). NULL with one line in err. */
 RtComm *rt_ranks_connect(const RtRanks *r, Session *s, char *err, size_t errlen);
-/* `netc devices`: whether NCCL, RCCL and MPI are there, with their versions, one line each. */
+/* `netc devices`: whether NCCL, RCCL and MPI are there, with their versions, one line each
+ * (runtime/engines.c). */
 void rt_engines_print(FILE *out);
 /* Closes it, and the MPI that carried NCCL's id. */
 void rt_ranks_close(RtComm *c);

@@ -20,7 +20,7 @@ typedef enum {
 	BETWEEN,  /* between DISTINCT's values (of up to 64), at least 0.0025 from each: maximum and
 	           * minimum of the two away from ties */
 	LABELS,   /* class indices */
-	SEED      /* the rng (seed, step) */
+	SEED      /* the rng (seed, step, first row) */
 } Fill;
 
 #define MAX_LEAVES 16
@@ -45,7 +45,7 @@ static int labels(Graph *g, int n, int classes)
 	return id;
 }
 
-static int rng(Graph *g) { return leaf(g, OP_runtime, S(1, 2), DT_I32, SEED); }
+static int rng(Graph *g) { return leaf(g, OP_runtime, S(1, RNG_WORDS), DT_I32, SEED); }
 
 static void fill(double *x, int64_t m, Fill f, int classes)
 {
