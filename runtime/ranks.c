@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "runtime/comm.h"
+#include "runtime/device.h"
 #include "runtime/rendezvous.h"
 #include "runtime/rt.h"
 
@@ -62,9 +63,15 @@ bool rt_ranks_from_env(RtRanks *r, char *err, size_t errlen)
 	return env_int("MASTER_PORT", 1, 65535, &r->master_port, err, errlen) >= 0;
 }
 
-bool rt_rank_device(const char *spec, const RtRanks *r, char *out, size_t len)
+bool rt_rank_device(const Bundle *b, const char *spec, const RtRanks *r, char *out, size_t len)
 {
 	const char *kind = spec && (strcmp(spec, "cuda") == 0 || strcmp(spec, "hip") == 0) ? spec : NULL;
+	RtChoice c;
+	char err[512];
+	/* auto: the kind of GPU auto takes, on every rank the local rank's one */
+	if ((!spec || strcmp(spec, "auto") == 0) && b && r->launch != RT_LAUNCH_NONE &&
+	    rt_choose_device(b, "auto", &c, err, sizeof err) && c.ops != &rt_device_cpu)
+		kind = c.ops->name;
 	if (!kind || r->launch == RT_LAUNCH_NONE) {
 		snprintf(out, len, "%s", spec ? spec : "auto");
 		return false;

@@ -81,9 +81,10 @@ typedef struct {
  * _LOCAL_RANK) or torchrun's (WORLD_SIZE, RANK, LOCAL_RANK, MASTER_ADDR, MASTER_PORT);
  * RT_LAUNCH_NONE and size 1 without either. False with one line in err for a bad value. */
 bool rt_ranks_from_env(RtRanks *r, char *err, size_t errlen);
-/* The device of this rank: a GPU kind without an index ("cuda", "hip") becomes the local rank's
- * GPU ("cuda:1"); true when it did. Anything else is copied. */
-bool rt_rank_device(const char *spec, const RtRanks *r, char *out, size_t len);
+/* The device of this rank: a GPU kind without an index ("cuda", "hip"), or auto where it takes a
+ * GPU for b (b may be NULL), becomes the local rank's GPU ("cuda:1"); true when it did. Anything
+ * else is copied. */
+bool rt_rank_device(const Bundle *b, const char *spec, const RtRanks *r, char *out, size_t len);
 /* The communicator of the ranks for s's device: MPI for the CPU (under mpirun), NCCL or RCCL for
  * GPUs (their unique id from rank 0 by MPI or over TCP). NULL with one line in err. */
 RtComm *rt_ranks_connect(const RtRanks *r, Session *s, char *err, size_t errlen);

@@ -766,7 +766,7 @@ int rt_train(const Bundle *b, const TrainOptions *all)
 	int rank = all->ranks ? all->ranks->rank : 0;
 	TrainOptions opts = rank_options(all, rank), *o = &opts;
 	char device[64];
-	rt_rank_device(o->device ? o->device : "auto", all->ranks ? all->ranks : &(RtRanks){0}, device, sizeof device);
+	rt_rank_device(b, o->device ? o->device : "auto", all->ranks ? all->ranks : &(RtRanks){0}, device, sizeof device);
 	/* the device first: one that is not there is said before a data set is built */
 	Session *s = rt_open(b, device, o->threads, err, sizeof err);
 	bool ok = s != NULL;
@@ -947,7 +947,7 @@ int rt_bench(const Bundle *b, const BenchOptions *o, BenchResult *r)
 	}
 	bool ok = check_bundle(b, &shape, err, sizeof err);
 	char device[64];
-	rt_rank_device(o->device ? o->device : "auto", o->ranks ? o->ranks : &(RtRanks){0}, device, sizeof device);
+	rt_rank_device(b, o->device ? o->device : "auto", o->ranks ? o->ranks : &(RtRanks){0}, device, sizeof device);
 	Session *s = ok ? rt_open(b, device, o->threads, err, sizeof err) : NULL;
 	TrainOptions join = {.ranks = o->ranks, .quiet = true};
 	RtComm *comm = s ? join_ranks(s, &join, err, sizeof err) : NULL;

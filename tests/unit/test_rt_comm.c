@@ -151,8 +151,8 @@ static void test_ranks_from_env(void)
 	CHECK(r.launch == RT_LAUNCH_TORCHRUN && r.size == 4 && r.rank == 2 && r.local_rank == 0 &&
 	      strcmp(r.master_addr, "node0") == 0 && r.master_port == 29400);
 	char dev[32];
-	CHECK(rt_rank_device("cuda", &r, dev, sizeof dev) && strcmp(dev, "cuda:0") == 0, "%s", dev);
-	CHECK(!rt_rank_device("cpu", &r, dev, sizeof dev) && strcmp(dev, "cpu") == 0, "%s", dev);
+	CHECK(rt_rank_device(NULL, "cuda", &r, dev, sizeof dev) && strcmp(dev, "cuda:0") == 0, "%s", dev);
+	CHECK(!rt_rank_device(NULL, "cpu", &r, dev, sizeof dev) && strcmp(dev, "cpu") == 0, "%s", dev);
 	setenv("RANK", "4", 1);
 	CHECK(!rt_ranks_from_env(&r, err, sizeof err) && strcmp(err, "RANK=4: expected an integer from 0 to 3") == 0,
 	      "got '%s'", err);
