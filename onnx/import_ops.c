@@ -71,8 +71,16 @@ static bool op_gelu(Importer *im, const Onnx__NodeProto *n)
 	return true;
 }
 
+/* Identity: the value itself; PyTorch's exporter (2.x) passes weights that modules share, and
+ * the folded batch norm's, through Identity nodes, so a constant stays a constant. */
 static bool op_identity(Importer *im, const Onnx__NodeProto *n)
 {
+	(void)n;
+	Value *in = im_in(im, 0);
+	if (in && in->tensor) {
+		Value c = {.tensor = in->tensor};
+		return im_alias(im, &c);
+	}
 	Value x;
 	return act(im, 0, &x) && im_alias(im, &x);
 }
