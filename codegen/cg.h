@@ -49,6 +49,14 @@ typedef struct {
 	int block;         /* work-items per work-group: 1 on the host */
 } CgKernel;
 
+/* Where one target's compile went (--time-passes). The per-unit times are summed over the units,
+ * which run on several threads: they add up to more than the wall time. */
+typedef struct {
+	int units, cached;                  /* compile units, and those the kernel cache had */
+	double lower_s, optimize_s, emit_s; /* building (and hashing) the IR, O3, code generation */
+	double join_s;                      /* linking the units' code into the code object */
+} CgCompileTimes;
+
 typedef struct {
 	uint8_t *code;     /* the loadable code object (host: a shared object) */
 	size_t size;
@@ -56,6 +64,7 @@ typedef struct {
 	int nkernels;
 	char *ir;          /* optimized LLVM IR as text, when asked for */
 	char *assembly;    /* the target's assembly (PTX is the code itself), when asked for */
+	CgCompileTimes times;
 } CgOutput;
 
 typedef struct Cg {
@@ -92,9 +101,25 @@ bool cg_target_lookup(const char *spec, const CgTargetOptions *o, CgTarget *t, c
 /* Prints every target and alias with its wave size and what is known of it (`netc targets`). */
 void cg_targets_print(FILE *out);
 
-/* ---- driver (codegen/cg_driver.c) ---- */
-/* Lowers every node of the graph's programs that has a kernel, optimizes the module with the
- * O3 pipeline, compiles it for t and links it (ld.lld) into a code object. want_ir keeps the IR. */
+/* ---- compiling (codegen/cg_compile.c, codegen/cg_driver.c) ---- */
+struct KernelCache;
+typedef struct {
+	int jobs;                  /* threads; 0: one per online core */
+	struct KernelCache *cache; /* codegen/kernel_cache.h; NULL: none */
+	bool want_ir;              /* keep the optimized IR and the assembly (bypasses the cache) */
+	/* called after each compile unit with the units done and all of them, one call at a time;
+	 * NULL: none */
+	void (*progress)(void *ctx, int done, int total);
+	void *progress_ctx;
+} CgCompileOptions;
+/* Compiles the graph's kernels for targets[0..n) into outs[0..n): each fused group's kernels
+ * are one compile unit, lowered into a module of its own, optimized with the O3 pipeline and
+ * compiled (or found in the cache) on o->jobs threads, then every target's units are joined
+ * (ld.lld, or PTX text) into its code object. The code objects do not depend on the number of
+ * threads or on the cache. An error names the target. */
+bool cg_compile_targets(const Graph *g, const CgTarget *targets, int n, const CgCompileOptions *o, CgOutput *outs,
+			char *err, size_t errlen);
+/* One target, on this thread, without the cache; want_ir keeps the IR and assembly. */
 bool cg_compile(const Graph *g, const CgTarget *t, bool want_ir, CgOutput *out, char *err, size_t errlen);
 void cg_output_free(CgOutput *out);
 /* Whether the node owns a kernel (its op has a lowering and it runs in a program). */

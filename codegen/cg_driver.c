@@ -1,17 +1,20 @@
-/* cg_driver.c: the codegen driver: one module per compile, one kernel per fused group (opened,
- * lowered by its template's lowering, closed), the O3 pipeline, and the code object. What differs
- * by target is its ops (codegen/target.h). */
+/* cg_driver.c: one compile unit (codegen/cg_unit.h): its fused group's kernels (opened, lowered
+ * by the template's lowering, closed) in a module of their own, the kernel cache looked up by the
+ * module's IR, else the O3 pipeline and the target's code. What differs by target is its ops
+ * (codegen/target.h); codegen/cg_compile.c runs the units and joins their code. */
 #include <stdlib.h>
 #include <string.h>
 
 #include <llvm-c/Analysis.h>
+#include <llvm-c/BitWriter.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 
 #include "codegen/cg_emission.h"
+#include "codegen/cg_unit.h"
 #include "codegen/cg_util.h"
 #include "codegen/lower_table.h"
-#include "codegen/target.h"
 #include "ir/ops.h"
+#include "runtime/clock.h"
 
 bool cg_has_kernel(const Node *n)
 {
@@ -164,50 +167,90 @@ static bool optimize(Cg *cg, LLVMTargetMachineRef tm, char *err, size_t errlen)
 	}
 	return true;
 }
-static void lower_all(Cg *cg, CgOutput *out)
+/* The unit's kernels into u: leader's group, or none. */
+static void lower_unit(Cg *cg, int leader, CgUnit *u)
 {
-	const Graph *g = cg->g;
-	struct CgEmission emit = {.group = {.leader = -1}, .kernels = {.out = out}};
+	CgOutput out = {0};
+	struct CgEmission emit = {.group = {.leader = -1}, .kernels = {.out = &out}};
 	cg->emit = &emit;
-	for (int i = 0; i < g->nnodes; i++)
-		if (cg_has_kernel(&g->node[i]))
-			emit_kernel(cg, &g->node[i]);
+	if (leader >= 0)
+		emit_kernel(cg, &cg->g->node[leader]);
 	cg->emit = NULL;
+	free(u->kernels);
+	u->kernels = out.kernels;
+	u->nkernels = out.nkernels;
 }
 
-bool cg_compile(const Graph *g, const CgTarget *t, bool want_ir, CgOutput *out, char *err, size_t errlen)
+/* The cache key: the target's part, then the module as bitcode (which LLVM writes several times
+ * faster than text, and which holds the same module). */
+static void unit_key(const Sha256 *target_key, LLVMModuleRef mod, uint8_t key[32])
 {
-	memset(out, 0, sizeof *out);
-	LLVMTargetMachineRef tm = cg_target_machine(t, err, errlen);
-	if (!tm)
-		return false;
-	Cg cg;
-	cg_init(&cg, g, t, tm);
-	lower_all(&cg, out);
-	bool ok = optimize(&cg, tm, err, errlen);
+	Sha256 s = *target_key;
+	LLVMMemoryBufferRef bc = LLVMWriteBitcodeToMemoryBuffer(mod);
+	sha256_update(&s, LLVMGetBufferStart(bc), LLVMGetBufferSize(bc));
+	LLVMDisposeMemoryBuffer(bc);
+	sha256_final(&s, key);
+}
+
+/* O3 and the target's code, with the text forms where asked for. */
+static bool optimize_and_emit(Cg *cg, LLVMTargetMachineRef tm, bool want_ir, CgUnit *u, char *err, size_t errlen)
+{
+	double t0 = rt_clock_s();
+	bool ok = optimize(cg, tm, err, errlen);
+	double t1 = rt_clock_s();
+	u->optimize_s += t1 - t0;
 	if (ok && want_ir) {
-		char *ir = LLVMPrintModuleToString(cg.mod);
-		out->ir = strdup(ir);
+		char *ir = LLVMPrintModuleToString(cg->mod);
+		u->ir = strdup(ir);
 		LLVMDisposeMessage(ir);
+		/* where the code object is the assembly (PTX), it is emitted once */
+		if (!cg->target->ops->code_is_text)
+			ok = cg_emit_assembly(tm, cg->mod, &u->assembly, err, errlen);
 	}
-	/* where the code object is the assembly (PTX), it is emitted once */
-	if (ok && want_ir && !t->ops->code_is_text)
-		ok = cg_emit_assembly(&cg, tm, out, err, errlen);
-	ok = ok && t->ops->emit_code(&cg, tm, out, err, errlen);
-	if (ok && want_ir && t->ops->code_is_text)
-		out->assembly = strdup((const char *)out->code);
-	cg_dispose(&cg);
-	LLVMDisposeTargetMachine(tm);
-	if (!ok)
-		cg_output_free(out);
+	ok = ok && cg->target->ops->emit_unit(tm, cg->mod, &u->code, err, errlen);
+	if (ok && want_ir && cg->target->ops->code_is_text)
+		u->assembly = strndup((const char *)u->code.data, u->code.size);
+	u->emit_s += rt_clock_s() - t1;
 	return ok;
 }
 
-void cg_output_free(CgOutput *out)
+void cg_unit_prepare(const Graph *g, const CgTarget *t, LLVMTargetMachineRef tm, int leader, const Sha256 *target_key,
+		     CgUnit *u)
 {
-	free(out->code);
-	free(out->kernels);
-	free(out->ir);
-	free(out->assembly);
-	memset(out, 0, sizeof *out);
+	double t0 = rt_clock_s();
+	Cg cg;
+	cg_init(&cg, g, t, tm);
+	lower_unit(&cg, leader, u);
+	unit_key(target_key, cg.mod, u->key);
+	u->keyed = true;
+	cg_dispose(&cg);
+	u->lower_s += rt_clock_s() - t0;
+}
+
+bool cg_unit_compile(const Graph *g, const CgTarget *t, LLVMTargetMachineRef tm, int leader, const CgUnitJob *job,
+		     CgUnit *u, char *err, size_t errlen)
+{
+	if (u->keyed && job->cache && kc_get(job->cache, u->key, &u->code.data, &u->code.size)) {
+		u->cached = true;
+		return true;
+	}
+	double t0 = rt_clock_s();
+	Cg cg;
+	cg_init(&cg, g, t, tm);
+	lower_unit(&cg, leader, u);
+	u->lower_s += rt_clock_s() - t0;
+	bool ok = optimize_and_emit(&cg, tm, job->want_ir, u, err, errlen);
+	if (ok && u->keyed && job->cache)
+		kc_put(job->cache, u->key, u->code.data, u->code.size);
+	cg_dispose(&cg);
+	return ok;
+}
+
+void cg_unit_free(CgUnit *u)
+{
+	free(u->kernels);
+	free(u->code.data);
+	free(u->ir);
+	free(u->assembly);
+	memset(u, 0, sizeof *u);
 }

@@ -1,5 +1,4 @@
-/* cg_object.c: an optimized module as code: an object or assembly in memory, the object linked by
- * ld.lld into a loadable code object. */
+/* cg_object.c: an optimized module as code: an object or assembly in memory. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,26 +28,18 @@ bool cg_emit_file(LLVMTargetMachineRef tm, LLVMModuleRef mod, LLVMCodeGenFileTyp
 	return *data != NULL;
 }
 
-/* The assembly of a copy of the module (code generation changes the module it runs on). */
-bool cg_emit_assembly(Cg *cg, LLVMTargetMachineRef tm, CgOutput *out, char *err, size_t errlen)
+bool cg_emit_object(LLVMTargetMachineRef tm, LLVMModuleRef mod, CgBlob *code, char *err, size_t errlen)
 {
-	LLVMModuleRef copy = LLVMCloneModule(cg->mod);
-	uint8_t *text;
+	return cg_emit_file(tm, mod, LLVMObjectFile, &code->data, &code->size, err, errlen);
+}
+
+bool cg_emit_assembly(LLVMTargetMachineRef tm, LLVMModuleRef mod, char **text, char *err, size_t errlen)
+{
+	LLVMModuleRef copy = LLVMCloneModule(mod);
+	uint8_t *data;
 	size_t size;
-	bool ok = cg_emit_file(tm, copy, LLVMAssemblyFile, &text, &size, err, errlen);
+	bool ok = cg_emit_file(tm, copy, LLVMAssemblyFile, &data, &size, err, errlen);
 	LLVMDisposeModule(copy);
-	out->assembly = ok ? (char *)text : NULL;
+	*text = ok ? (char *)data : NULL;
 	return ok;
 }
-
-bool cg_emit_linked(Cg *cg, LLVMTargetMachineRef tm, bool gpu, CgOutput *out, char *err, size_t errlen)
-{
-	uint8_t *obj;
-	size_t size;
-	if (!cg_emit_file(tm, cg->mod, LLVMObjectFile, &obj, &size, err, errlen))
-		return false;
-	bool ok = cg_link_shared(obj, size, gpu, &out->code, &out->size, err, errlen);
-	free(obj);
-	return ok;
-}
-

@@ -80,6 +80,25 @@ static bool read_file(const char *path, uint8_t **out, size_t *out_size)
 	return ok;
 }
 
+/* Writes objs[0..n) as dir/u0.o, u1.o, ..., their names in paths (malloc'd, NULL where none was
+ * made); false with err set when one could not be written. */
+static bool write_objects(const char *dir, const CgBlob *objs, int n, char **paths, char *err, size_t errlen)
+{
+	for (int i = 0; i < n; i++) {
+		char p[4200];
+		snprintf(p, sizeof p, "%s/u%d.o", dir, i);
+		if (!(paths[i] = strdup(p))) {
+			snprintf(err, errlen, "out of memory");
+			return false;
+		}
+		if (!write_file(p, objs[i].data, objs[i].size)) {
+			snprintf(err, errlen, "cannot write %s: %s", p, strerror(errno));
+			return false;
+		}
+	}
+	return true;
+}
+
 /* The first line ld.lld wrote to stderr, for the error message. */
 static void first_line(const char *path, char *buf, size_t len)
 {
@@ -92,19 +111,27 @@ static void first_line(const char *path, char *buf, size_t len)
 	fclose(f);
 }
 
-/* Runs lld -shared -o so obj with stderr to log; returns the exit status or -1. */
-static int run_lld(const char *lld, bool gpu, const char *obj, const char *so, const char *log)
+/* Runs lld -shared -o so objs... with stderr to log; returns the exit status or -1. */
+static int run_lld(const char *lld, bool gpu, char **objs, int n, const char *so, const char *log)
 {
 	/* a GPU code object has no loader to resolve an undefined symbol: make one an error */
 	char *mode = gpu ? "--no-undefined" : "--hash-style=both";
-	char *argv[] = {(char *)lld, "-shared", mode, "-o", (char *)so, (char *)obj, NULL};
-	posix_spawn_file_actions_t fa;
-	if (posix_spawn_file_actions_init(&fa) != 0)
+	char **argv = calloc((size_t)n + 6, sizeof *argv);
+	if (!argv)
 		return -1;
+	char *head[] = {(char *)lld, "-shared", mode, "-o", (char *)so};
+	memcpy(argv, head, sizeof head);
+	memcpy(argv + 5, objs, (size_t)n * sizeof *objs);
+	posix_spawn_file_actions_t fa;
+	if (posix_spawn_file_actions_init(&fa) != 0) {
+		free(argv);
+		return -1;
+	}
 	posix_spawn_file_actions_addopen(&fa, 2, log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	pid_t pid;
 	int rc = posix_spawnp(&pid, lld, &fa, NULL, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
+	free(argv);
 	if (rc != 0)
 		return -1;
 	int status;
@@ -114,7 +141,7 @@ static int run_lld(const char *lld, bool gpu, const char *obj, const char *so, c
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-bool cg_link_shared(const uint8_t *obj, size_t size, bool gpu, uint8_t **out, size_t *out_size, char *err,
+bool cg_link_shared(const CgBlob *objs, int n, bool gpu, uint8_t **out, size_t *out_size, char *err,
 		    size_t errlen)
 {
 	char lld[4096];
@@ -125,21 +152,21 @@ bool cg_link_shared(const uint8_t *obj, size_t size, bool gpu, uint8_t **out, si
 		return false;
 	}
 	const char *tmp = getenv("TMPDIR");
-	char dir[4096], obj_path[4200], so_path[4200], log_path[4200];
+	char dir[4096], so_path[4200], log_path[4200];
 	snprintf(dir, sizeof dir, "%s/netc-XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(dir)) {
 		snprintf(err, errlen, "cannot create a temporary directory %s: %s", dir, strerror(errno));
 		return false;
 	}
-	snprintf(obj_path, sizeof obj_path, "%s/kernels.o", dir);
 	snprintf(so_path, sizeof so_path, "%s/kernels.so", dir);
 	snprintf(log_path, sizeof log_path, "%s/lld.log", dir);
 
+	char **paths = calloc(n ? (size_t)n : 1, sizeof *paths);
 	bool ok = false;
-	if (!write_file(obj_path, obj, size)) {
-		snprintf(err, errlen, "cannot write %s: %s", obj_path, strerror(errno));
-	} else {
-		int rc = run_lld(lld, gpu, obj_path, so_path, log_path);
+	if (!paths) {
+		snprintf(err, errlen, "out of memory");
+	} else if (write_objects(dir, objs, n, paths, err, errlen)) {
+		int rc = run_lld(lld, gpu, paths, n, so_path, log_path);
 		if (rc != 0) {
 			char line[512];
 			first_line(log_path, line, sizeof line);
@@ -153,7 +180,11 @@ bool cg_link_shared(const uint8_t *obj, size_t size, bool gpu, uint8_t **out, si
 			ok = true;
 		}
 	}
-	unlink(obj_path);
+	for (int i = 0; paths && i < n && paths[i]; i++) {
+		unlink(paths[i]);
+		free(paths[i]);
+	}
+	free(paths);
 	unlink(so_path);
 	unlink(log_path);
 	rmdir(dir);

@@ -7,6 +7,7 @@
 
 #include <llvm-c/TargetMachine.h>
 
+#include "codegen/link.h"
 #include "codegen/targets.h"
 
 typedef struct CgTargetOps {
@@ -41,8 +42,11 @@ typedef struct CgTargetOps {
 	LLVMValueRef (*workitem_id)(Cg *cg);
 	LLVMValueRef (*workgroup_id)(Cg *cg);
 	void (*barrier)(Cg *cg);
-	/* How the optimized module becomes the code object in out->code. */
-	bool (*emit_code)(Cg *cg, LLVMTargetMachineRef tm, CgOutput *out, char *err, size_t errlen);
+	/* The optimized module of one compile unit (codegen/cg_compile.c) as code: an object, or the
+	 * code object's text (PTX). */
+	bool (*emit_unit)(LLVMTargetMachineRef tm, LLVMModuleRef mod, CgBlob *code, char *err, size_t errlen);
+	/* The units' code, in kernel order, joined into the code object in out->code. */
+	bool (*join)(const CgBlob *units, int n, CgOutput *out, char *err, size_t errlen);
 } CgTargetOps;
 
 extern const CgTargetOps cg_target_host_ops;   /* codegen/target_host.c */
@@ -54,11 +58,10 @@ extern const CgTargetOps cg_target_nvptx_ops;  /* codegen/target_nvptx.c */
  * with a NUL after its *size bytes. */
 bool cg_emit_file(LLVMTargetMachineRef tm, LLVMModuleRef mod, LLVMCodeGenFileType type, uint8_t **data,
 		  size_t *size, char *err, size_t errlen);
-/* The module as an object linked by ld.lld into out->code (gpu: an AMDGPU code object). */
-bool cg_emit_linked(Cg *cg, LLVMTargetMachineRef tm, bool gpu, CgOutput *out, char *err, size_t errlen);
-/* The assembly of a copy of the module into out->assembly (code generation changes the module
- * it runs on). */
-bool cg_emit_assembly(Cg *cg, LLVMTargetMachineRef tm, CgOutput *out, char *err, size_t errlen);
+/* The module as an object (emit_unit of the targets that link). */
+bool cg_emit_object(LLVMTargetMachineRef tm, LLVMModuleRef mod, CgBlob *code, char *err, size_t errlen);
+/* The assembly of a copy of the module (code generation changes the module it runs on). */
+bool cg_emit_assembly(LLVMTargetMachineRef tm, LLVMModuleRef mod, char **text, char *err, size_t errlen);
 /* codegen/cg_build.c: a string function attribute on cg->fn; an enum attribute. */
 void cg_fn_attr(Cg *cg, const char *key, const char *value);
 void cg_enum_attr(Cg *cg, LLVMValueRef fn, unsigned index, const char *name);

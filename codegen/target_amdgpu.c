@@ -9,6 +9,7 @@
 #include <llvm-c/Linker.h>
 #include <llvm-c/Target.h>
 
+#include "codegen/amdgpu_notes.h"
 #include "codegen/target.h"
 #include "runtime/bundle.h"
 
@@ -172,10 +173,11 @@ static void barrier(Cg *cg)
 	LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(cg->ctx, kind, 0));
 }
 
-/* object -> .hsaco */
-static bool emit_code(Cg *cg, LLVMTargetMachineRef tm, CgOutput *out, char *err, size_t errlen)
+/* objects -> .hsaco, with one metadata note for all their kernels */
+static bool join(const CgBlob *units, int n, CgOutput *out, char *err, size_t errlen)
 {
-	return cg_emit_linked(cg, tm, true, out, err, errlen);
+	return cg_link_shared(units, n, true, &out->code, &out->size, err, errlen) &&
+	       cg_amd_merge_notes(out->code, out->size, err, errlen);
 }
 
 const CgTargetOps cg_target_amdgpu_ops = {
@@ -195,5 +197,6 @@ const CgTargetOps cg_target_amdgpu_ops = {
 	.workitem_id = workitem_id,
 	.workgroup_id = workgroup_id,
 	.barrier = barrier,
-	.emit_code = emit_code,
+	.emit_unit = cg_emit_object,
+	.join = join,
 };

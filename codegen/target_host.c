@@ -71,10 +71,10 @@ static void kernel_finish(Cg *cg, CgKernel *k, int64_t ret, LLVMBasicBlockRef bo
 	LLVMBuildBr(cg->b, body);
 }
 
-/* object -> shared object */
-static bool emit_code(Cg *cg, LLVMTargetMachineRef tm, CgOutput *out, char *err, size_t errlen)
+/* objects -> shared object */
+static bool join(const CgBlob *units, int n, CgOutput *out, char *err, size_t errlen)
 {
-	return cg_emit_linked(cg, tm, false, out, err, errlen);
+	return cg_link_shared(units, n, false, &out->code, &out->size, err, errlen);
 }
 
 const CgTargetOps cg_target_host_ops = {
@@ -86,5 +86,6 @@ const CgTargetOps cg_target_host_ops = {
 	.configure = configure,
 	.signature = signature,
 	.kernel_finish = kernel_finish,
-	.emit_code = emit_code,
+	.emit_unit = cg_emit_object,
+	.join = join,
 };

@@ -1,6 +1,8 @@
 /* target_nvptx.c: NVIDIA GPUs (nvptx64-nvidia-cuda). Kernels use the PTX kernel calling
  * convention, nvvm intrinsics and nvvm.annotations; the code object is the PTX text, which the
  * CUDA driver assembles when it loads it. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <llvm-c/Target.h>
@@ -60,12 +62,42 @@ static LLVMValueRef workitem_id(Cg *cg) { return cg_call_intrinsic0(cg, "llvm.nv
 static LLVMValueRef workgroup_id(Cg *cg) { return cg_call_intrinsic0(cg, "llvm.nvvm.read.ptx.sreg.ctaid.x"); }
 static void barrier(Cg *cg) { cg_call_intrinsic0(cg, "llvm.nvvm.barrier0"); }
 
-/* the PTX text, with its NUL (what the CUDA driver loads) */
-static bool emit_code(Cg *cg, LLVMTargetMachineRef tm, CgOutput *out, char *err, size_t errlen)
+static bool emit_unit(LLVMTargetMachineRef tm, LLVMModuleRef mod, CgBlob *code, char *err, size_t errlen)
 {
-	if (!cg_emit_file(tm, cg->mod, LLVMAssemblyFile, &out->code, &out->size, err, errlen))
+	return cg_emit_file(tm, mod, LLVMAssemblyFile, &code->data, &code->size, err, errlen);
+}
+
+/* The end of a unit's PTX header (.version, .target, .address_size), which every unit repeats. */
+static size_t header_end(const CgBlob *u)
+{
+	const char *p = strstr((const char *)u->data, "\n.address_size");
+	if (!p)
+		return 0;
+	const char *eol = strchr(p + 1, '\n');
+	return eol ? (size_t)(eol + 1 - (const char *)u->data) : u->size;
+}
+
+/* One PTX text with its NUL (what the CUDA driver loads): the first unit whole, the others without
+ * their header. Shared arrays are demoted into their kernels, so units declare nothing at module
+ * scope that another one declares too. */
+static bool join(const CgBlob *units, int n, CgOutput *out, char *err, size_t errlen)
+{
+	size_t total = 1;
+	for (int i = 0; i < n; i++)
+		total += units[i].size;
+	out->code = malloc(total);
+	if (!out->code) {
+		snprintf(err, errlen, "out of memory");
 		return false;
-	out->size++;
+	}
+	size_t len = 0;
+	for (int i = 0; i < n; i++) {
+		size_t skip = i > 0 ? header_end(&units[i]) : 0;
+		memcpy(out->code + len, units[i].data + skip, units[i].size - skip);
+		len += units[i].size - skip;
+	}
+	out->code[len] = 0;
+	out->size = len + 1;
 	return true;
 }
 
@@ -85,5 +117,6 @@ const CgTargetOps cg_target_nvptx_ops = {
 	.workitem_id = workitem_id,
 	.workgroup_id = workgroup_id,
 	.barrier = barrier,
-	.emit_code = emit_code,
+	.emit_unit = emit_unit,
+	.join = join,
 };

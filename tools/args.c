@@ -31,6 +31,8 @@ static const Option options[] = {
 	{"--log-every", OPT_LOG_EVERY, true},
 	{"--quiet", OPT_QUIET, false},
 	{"--target", OPT_TARGET, true},
+	{"--no-cache", OPT_TARGET, false},
+	{"--jobs", OPT_TARGET, true},
 	{"--wave32", OPT_WAVE, false},
 	{"--wave64", OPT_WAVE, false},
 	{"--code-object-version", OPT_COV, true},
@@ -184,7 +186,14 @@ static bool set_option(const Option *o, const char *command, const char *v, Args
 {
 	int64_t n;
 	switch (o->flag) {
-	case OPT_TARGET: a->target = v; return true;
+	case OPT_TARGET:
+		if (strcmp(o->name, "--no-cache") == 0)
+			a->no_cache = true;
+		else if (strcmp(o->name, "--jobs") == 0)
+			return parse_range(command, o->name, v, 1, 1024, &a->jobs);
+		else
+			a->target = v;
+		return true;
 	case OPT_WAVE: return set_wave(command, o->name, a);
 	case OPT_COV: return set_cov(command, v, a);
 	case OPT_EMIT:

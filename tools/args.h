@@ -53,6 +53,8 @@ typedef struct {
 	const char *disable_pass; /* --disable-pass: passes to take out, comma-separated */
 	const char *print_after; /* --print-after: passes (or "all") after which the IR is printed */
 	bool time_passes;        /* --time-passes */
+	bool no_cache;           /* --no-cache: compile every kernel, store none */
+	int64_t jobs;            /* --jobs N: compiler threads; 0: one per core */
 	bool O0;                 /* -O0: no optimization passes, no memory reuse */
 	bool data_parallel;      /* --data-parallel: the update apart from backward (PassOptions.split_update) */
 	const char *layout;      /* --layout nchw|nhwc|auto; NULL: auto */

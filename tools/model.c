@@ -6,10 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "runtime/clock.h"
 #include "tools/model.h"
 
 #ifndef NETC_RUNTIME_ONLY
+#include "codegen/kernel_cache.h"
 #include "codegen/make_bundle.h"
 #include "codegen/target.h"
 #include "frontend/frontend.h"
@@ -360,19 +363,83 @@ static bool make_dump_dir(const char *dir)
 
 /* ---- compile ---- */
 
+/* The progress line on a terminal: redrawn in place at most ten times a second, erased at the end. */
+typedef struct {
+	double last;
+	bool drawn;
+} CompileProgress;
+
+static void draw_progress(void *ctx, int done, int total)
+{
+	CompileProgress *p = ctx;
+	double now = rt_clock_s();
+	if (done < total && now - p->last < 0.1)
+		return;
+	p->last = now;
+	p->drawn = true;
+	fprintf(stderr, "\rnetc: compiling kernels %d/%d (%d%%)", done, total, (int)(100.0 * done / total));
+	fflush(stderr);
+}
+
+static void end_progress(CompileProgress *p)
+{
+	if (p->drawn)
+		fprintf(stderr, "\r\033[K");
+}
+
+/* --time-passes: where each target's compile went (the unit times are summed over threads). */
+static void print_compile_times(const CgTarget *tg, const CgOutput *outs, int n, int jobs, double wall,
+				const KernelCache *cache)
+{
+	fprintf(stderr, "compile: %.3f s wall on %d thread%s, kernel cache %s\n", wall, jobs, jobs == 1 ? "" : "s",
+		cache ? kc_dir(cache) : "off");
+	fprintf(stderr, "  %-16s %6s %6s %9s %9s %9s %9s\n", "target", "units", "cached", "lower", "optimize", "codegen",
+		"link");
+	for (int i = 0; i < n; i++) {
+		const CgCompileTimes *t = &outs[i].times;
+		fprintf(stderr, "  %-16s %6d %6d %9.3f %9.3f %9.3f %9.3f\n", tg[i].name, t->units, t->cached, t->lower_s,
+			t->optimize_s, t->emit_s, t->join_s);
+	}
+	if (cache) {
+		KernelCacheStats st = kc_stats(cache);
+		fprintf(stderr, "  kernel cache: %ld hits, %ld misses (%ld damaged), %ld stored\n", st.hits, st.misses,
+			st.corrupt, st.stored);
+	}
+}
+
+static int compile_jobs(const ModelTargets *mt)
+{
+	if (mt->jobs > 0)
+		return mt->jobs;
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (int)n : 1;
+}
+
 static bool compile_all(Graph *g, const ModelTargets *mt, const CgTarget *tg, int n, unsigned emit, CgOutput *outs)
 {
 	bool want_text = mt->dump_dir && (emit & (EMIT_LL | EMIT_ASM));
-	for (int i = 0; i < n; i++) {
-		char err[1024];
-		if (!cg_compile(g, &tg[i], want_text, &outs[i], err, sizeof err)) {
-			fprintf(stderr, "netc: error: %s: %s\n", tg[i].name, err);
-			return false;
-		}
+	char dir[4096];
+	KernelCache *cache = !mt->no_cache && kc_default_dir(dir, sizeof dir) ? kc_open(dir) : NULL;
+	CompileProgress progress = {0};
+	bool tty = isatty(fileno(stderr)) && !mt->quiet;
+	CgCompileOptions o = {
+		.jobs = compile_jobs(mt), .cache = cache, .want_ir = want_text,
+		.progress = tty ? draw_progress : NULL, .progress_ctx = &progress,
+	};
+	char err[1200];
+	double t0 = rt_clock_s();
+	bool ok = cg_compile_targets(g, tg, n, &o, outs, err, sizeof err);
+	end_progress(&progress);
+	if (!ok)
+		fprintf(stderr, "netc: error: %s\n", err);
+	if (ok && mt->time)
+		print_compile_times(tg, outs, n, o.jobs, rt_clock_s() - t0, cache);
+	if (cache)
+		kc_close(cache);
+	for (int i = 0; ok && i < n; i++)
 		if (mt->dump_dir && !dump_target(mt, g->name, &tg[i], &outs[i], emit))
 			return false;
-	}
-	return true;
+	return ok;
 }
 
 static bool compile_graph(Graph *g, const ModelTargets *mt, Bundle *b)

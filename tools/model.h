@@ -17,6 +17,9 @@ typedef struct {
 	const char *emit;         /* comma-separated of hsaco,ptx,ll,asm,so; NULL: all the targets make */
 	const char *dump_dir;     /* where emitted files go; NULL: none are written */
 	bool quiet;               /* no line per written file */
+	bool no_cache;            /* --no-cache: the kernel cache is neither read nor written */
+	int jobs;                 /* compiler threads; 0: one per core */
+	bool time;                /* --time-passes: each target's compile times on stderr */
 } ModelTargets;
 
 /* Whether path is a bundle (a compiled artifact rather than a .net file): it starts with the

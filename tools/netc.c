@@ -563,9 +563,17 @@ static int cmd_bench(const Args *a, const CompileOptions *co)
 #define RUN_TARGET_HELP ""
 #else
 #define RUN_TARGET_OPTS (OPT_TARGET | OPT_WAVE | OPT_COV | OPT_PASSES)
-#define RUN_TARGET_USAGE " [--target LIST]\n                  " PASS_USAGE
-#define RUN_TARGET_HELP "\nA .net file is compiled first, for the host or for --target LIST (as netc compile)." PASS_HELP
+#define RUN_TARGET_USAGE " [--target LIST] [--jobs N] [--no-cache]\n                  " PASS_USAGE
+#define RUN_TARGET_HELP "\nA .net file is compiled first, for the host or for --target LIST (as netc compile)." COMPILE_HELP \
+	PASS_HELP
 #endif
+
+/* how kernels are compiled, on every command that compiles them */
+#define COMPILE_HELP                                                                                   \
+	"\n--jobs N compiles kernels on N threads (default: every core); compiled kernels are kept in\n"  \
+	"$NETC_CACHE_DIR (default ~/.cache/netc) and reused, --no-cache compiles them all again.\n"     \
+	"--time-passes also prints each target's compile times and cache hits. On a terminal a\n"      \
+	"progress line shows the kernels compiled so far."
 
 /* the pass manager's options, on every command that runs the passes */
 #define PASS_USAGE "[--passes=LIST] [--disable-pass=NAME] [--print-after=NAME|all] [--time-passes] [-O0]\n" \
@@ -614,7 +622,7 @@ static const Command commands[] = {
 	{"compile", cmd_compile, OPT_OUTPUT | OPT_BATCH | OPT_QUIET | OPT_TARGET | OPT_WAVE | OPT_COV | OPT_EMIT | OPT_PASSES
 		 | OPT_ACCUMULATE,
 	 "netc compile MODEL.net -o FILE [--batch N] [--accumulate K] [--target LIST] [--wave32|--wave64]\n"
-	 "                    [--code-object-version 4|5|6] [--emit KINDS --dump-dir DIR]\n"
+	 "                    [--code-object-version 4|5|6] [--emit KINDS --dump-dir DIR] [--jobs N] [--no-cache]\n"
 	 "                    " PASS_USAGE,
 	 "Compiles the training and evaluation programs and writes the bundle FILE: the plan once, one\n"
 	 "code object per target, and the training settings; `netc train` and `netc bench` run it.\n"
@@ -624,7 +632,7 @@ static const Command commands[] = {
 	 "newer; default 32 there, 64 before). --code-object-version sets the AMD code object version\n"
 	 "(default 5). --emit KINDS (comma-separated of hsaco, ptx, ll, asm, so) with --dump-dir DIR also\n"
 	 "writes each code object, its LLVM IR and its assembly as DIR/MODEL.TARGET.EXT (':' in a target\n"
-	 "becomes '_'); --dump-dir alone writes every kind the targets produce." PASS_HELP},
+	 "becomes '_'); --dump-dir alone writes every kind the targets produce." COMPILE_HELP PASS_HELP},
 	{"dot", cmd_dot, OPT_TRAINING | OPT_OUTPUT | OPT_BATCH | OPT_PASSES | OPT_COLLAPSE,
 	 "netc dot MODEL.net [--training [--collapse backward,optimizer]] -o FILE.dot [--batch N] " PASS_USAGE,
 	 "Writes the graph (with --training the training step) for Graphviz: fused groups as clusters,\n"
@@ -787,6 +795,7 @@ static bool compile_options_of(const Command *c, const Args *a, CompileOptions *
 	o->targets = (ModelTargets){
 		.targets = a->target, .wave = a->wave, .code_object_version = a->code_object_version,
 		.emit = a->emit, .dump_dir = a->dump_dir, .quiet = a->quiet,
+		.no_cache = a->no_cache, .jobs = (int)a->jobs, .time = a->time_passes,
 	};
 #ifdef NETC_RUNTIME_ONLY
 	(void)c;

@@ -15,6 +15,13 @@ import sys
 config.substitutions.append(("%python", sys.executable))
 # LLVM's `not` and friends
 config.environment["PATH"] = "/usr/lib/llvm-19/bin:" + os.environ.get("PATH", "")
+# script(1) gives a command a pseudo-terminal (tests of what netc draws on a terminal)
+import shutil
+if shutil.which("script"):
+	config.available_features.add("script")
+# the kernel cache is off unless a test names its own directory (tests/lit/cli/kernel_cache.test):
+# a test compiles what it tests
+config.environment["NETC_CACHE_DIR"] = ""
 config.substitutions.append(("%scripts", os.path.join(config.netc_source_dir, "scripts")))
 
 # `REQUIRES: torch` tests run where the Python that runs lit can import PyTorch (found, not

@@ -1,0 +1,399 @@
+/* cg_compile.c: compiling a graph for its targets (cg.h), in phases, each a parallel loop over
+ * its tasks on o->jobs threads (the calling thread one of them):
+ *   1. with a cache: every (target, unit) lowered and hashed to its key (cg_unit_prepare);
+ *      a target whose code object the cache has (keyed by its units' keys) is done;
+ *   2. every (target, unit) of the other targets: its code from the cache, else compiled;
+ *   3. every such target's units joined into its code object, in unit order (stored in the cache).
+ * Each thread keeps its own target machine per target, and each unit has its own LLVM context
+ * (codegen/cg_driver.c), so nothing LLVM owns is shared between threads; the code objects are the
+ * same whatever the number of threads and whatever the cache held. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <llvm-c/IRReader.h>
+#include <llvm-c/Linker.h>
+
+#include "codegen/cg_unit.h"
+#include "runtime/clock.h"
+
+/* Part of every kernel-cache key. Bump it when a change of netc alters the code of a kernel
+ * without altering its LLVM IR before O3: the pass pipeline and its options, emit_unit, join,
+ * the target machine's options. */
+#define NETC_CODEGEN_VERSION "netc-codegen-1"
+
+typedef struct Work Work;
+typedef void (*TaskFn)(Work *w, int task, LLVMTargetMachineRef *tms);
+
+struct Work {
+	const Graph *g;
+	const CgTarget *targets;
+	int ntargets;
+	const CgCompileOptions *o;
+	CgOutput *outs;
+	int *leaders;          /* the units' group leaders */
+	int nunits;
+	CgUnit *units;         /* [target * nunits + unit] */
+	Sha256 *keys;          /* per target: its part of the cache key */
+	bool *done;            /* per target: its code object is made (or came from the cache) */
+	int *tasks;            /* the phase's tasks, each a (target * nunits + unit) or a target */
+	int ntasks;
+	TaskFn run;
+
+	pthread_mutex_t lock;
+	int next;              /* the phase's next task */
+	int finished, total;   /* units finished (compiled or found), all units */
+	bool failed;
+	char err[1024];
+};
+
+static void fail(Work *w, const CgTarget *t, const char *msg)
+{
+	pthread_mutex_lock(&w->lock);
+	if (!w->failed)
+		snprintf(w->err, sizeof w->err, "%s: %.960s", t->name, msg);
+	w->failed = true;
+	pthread_mutex_unlock(&w->lock);
+}
+
+static void report(Work *w, int units)
+{
+	pthread_mutex_lock(&w->lock);
+	w->finished += units;
+	if (w->o->progress)
+		w->o->progress(w->o->progress_ctx, w->finished, w->total);
+	pthread_mutex_unlock(&w->lock);
+}
+
+/* The thread's target machine for target i, made on first use. */
+static LLVMTargetMachineRef machine(Work *w, int i, LLVMTargetMachineRef *tms)
+{
+	char err[512];
+	if (!tms[i] && !(tms[i] = cg_target_machine(&w->targets[i], err, sizeof err)))
+		fail(w, &w->targets[i], err);
+	return tms[i];
+}
+
+static void prepare_task(Work *w, int task, LLVMTargetMachineRef *tms)
+{
+	int target = task / w->nunits;
+	LLVMTargetMachineRef tm = machine(w, target, tms);
+	if (tm)
+		cg_unit_prepare(w->g, &w->targets[target], tm, w->leaders[task % w->nunits], &w->keys[target],
+				&w->units[task]);
+}
+
+static void compile_task(Work *w, int task, LLVMTargetMachineRef *tms)
+{
+	int target = task / w->nunits;
+	LLVMTargetMachineRef tm = machine(w, target, tms);
+	if (!tm)
+		return;
+	CgUnitJob job = {w->o->want_ir ? NULL : w->o->cache, w->o->want_ir};
+	char err[1024];
+	if (!cg_unit_compile(w->g, &w->targets[target], tm, w->leaders[task % w->nunits], &job, &w->units[task], err,
+			     sizeof err))
+		fail(w, &w->targets[target], err);
+	else
+		report(w, 1);
+}
+
+static void *worker(void *arg)
+{
+	Work *w = arg;
+	LLVMTargetMachineRef *tms = calloc((size_t)w->ntargets, sizeof *tms);
+	if (!tms)
+		fail(w, &w->targets[0], "out of memory");
+	for (;;) {
+		pthread_mutex_lock(&w->lock);
+		int i = w->failed || !tms ? w->ntasks : w->next++;
+		pthread_mutex_unlock(&w->lock);
+		if (i >= w->ntasks)
+			break;
+		w->run(w, w->tasks[i], tms);
+	}
+	for (int i = 0; tms && i < w->ntargets; i++)
+		if (tms[i])
+			LLVMDisposeTargetMachine(tms[i]);
+	free(tms);
+	return NULL;
+}
+
+/* Runs fn on every task of tasks[0..n) on the threads; false when one failed. */
+static bool parallel(Work *w, TaskFn fn, int *tasks, int n)
+{
+	w->run = fn;
+	w->tasks = tasks;
+	w->ntasks = n;
+	w->next = 0;
+	int jobs = w->o->jobs > 0 ? w->o->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
+	if (jobs > n)
+		jobs = n;
+	pthread_t *threads = calloc(jobs > 0 ? (size_t)jobs : 1, sizeof *threads);
+	int started = 0;
+	/* this thread works too: jobs - 1 more */
+	while (threads && started < jobs - 1 && pthread_create(&threads[started], NULL, worker, w) == 0)
+		started++;
+	worker(w);
+	for (int i = 0; i < started; i++)
+		pthread_join(threads[i], NULL);
+	free(threads);
+	return !w->failed;
+}
+
+/* The units' assembly, one after the other. */
+static char *join_assembly(const CgUnit *units, int n)
+{
+	size_t len = 1;
+	for (int i = 0; i < n; i++)
+		len += strlen(units[i].assembly);
+	char *text = malloc(len), *p = text;
+	for (int i = 0; text && i < n; i++) {
+		size_t k = strlen(units[i].assembly);
+		memcpy(p, units[i].assembly, k);
+		p += k;
+	}
+	if (text)
+		*p = 0;
+	return text;
+}
+
+/* The units' optimized IR as one module (LLVM's linker renames internal names that clash), so
+ * that the text is IR that LLVM reads back. */
+static char *join_ir(const CgUnit *units, int n, char *err, size_t errlen)
+{
+	LLVMContextRef ctx = LLVMContextCreate();
+	LLVMModuleRef all = NULL;
+	bool ok = true;
+	for (int i = 0; ok && i < n; i++) {
+		LLVMMemoryBufferRef buf =
+			LLVMCreateMemoryBufferWithMemoryRangeCopy(units[i].ir, strlen(units[i].ir), "unit");
+		LLVMModuleRef m = NULL;
+		char *msg = NULL;
+		if (LLVMParseIRInContext(ctx, buf, &m, &msg)) {
+			snprintf(err, errlen, "internal error: a unit's IR does not parse: %s", msg ? msg : "?");
+			LLVMDisposeMessage(msg);
+			ok = false;
+		} else if (!all) {
+			all = m;
+		} else if (LLVMLinkModules2(all, m)) {
+			snprintf(err, errlen, "internal error: the units' IR does not link");
+			ok = false;
+		}
+	}
+	char *text = NULL;
+	if (ok) {
+		char *ir = LLVMPrintModuleToString(all);
+		text = strdup(ir);
+		LLVMDisposeMessage(ir);
+	}
+	if (all)
+		LLVMDisposeModule(all);
+	LLVMContextDispose(ctx);
+	return text;
+}
+
+/* The target's code object's cache key: its part of the key and its units' keys, in order. */
+static void code_key(const Work *w, int target, uint8_t key[32])
+{
+	Sha256 s = w->keys[target];
+	sha256_update(&s, "code object", 12);
+	for (int i = 0; i < w->nunits; i++)
+		sha256_update(&s, w->units[target * w->nunits + i].key, 32);
+	sha256_final(&s, key);
+}
+
+/* The target's code object from its units (kept in the cache when they were keyed). */
+static bool join_target(Work *w, int target, char *err, size_t errlen)
+{
+	const CgTarget *t = &w->targets[target];
+	CgUnit *units = &w->units[target * w->nunits];
+	CgOutput *out = &w->outs[target];
+	CgBlob *code = calloc((size_t)w->nunits, sizeof *code);
+	if (!code) {
+		snprintf(err, errlen, "out of memory");
+		return false;
+	}
+	for (int i = 0; i < w->nunits; i++)
+		code[i] = units[i].code;
+	double t0 = rt_clock_s();
+	bool ok = t->ops->join(code, w->nunits, out, err, errlen);
+	out->times.join_s = rt_clock_s() - t0;
+	free(code);
+	if (ok && w->o->want_ir) {
+		out->ir = join_ir(units, w->nunits, err, errlen);
+		out->assembly = join_assembly(units, w->nunits);
+		ok = out->ir && out->assembly;
+		if (out->ir && !out->assembly)
+			snprintf(err, errlen, "out of memory");
+	}
+	if (ok && units[0].keyed && w->o->cache) {
+		uint8_t key[32];
+		code_key(w, target, key);
+		kc_put(w->o->cache, key, out->code, out->size);
+	}
+	return ok;
+}
+
+static void join_task(Work *w, int target, LLVMTargetMachineRef *tms)
+{
+	(void)tms;
+	char err[1024];
+	if (!join_target(w, target, err, sizeof err))
+		fail(w, &w->targets[target], err);
+}
+
+/* A target whose code object the cache has is done: its units are not compiled. */
+static void find_code_object(Work *w, int target)
+{
+	uint8_t key[32];
+	code_key(w, target, key);
+	CgOutput *out = &w->outs[target];
+	if (!kc_get(w->o->cache, key, &out->code, &out->size))
+		return;
+	w->done[target] = true;
+	out->times.cached = w->nunits;
+	report(w, w->nunits);
+}
+
+/* Everything besides a unit's IR that its code depends on. */
+static void target_key(const CgTarget *t, Sha256 *s)
+{
+	unsigned major, minor, patch;
+	LLVMGetVersion(&major, &minor, &patch);
+	char head[256];
+	int n = snprintf(head, sizeof head, "%s\nllvm %u.%u.%u\n%d %d %d %d\n", NETC_CODEGEN_VERSION, major, minor,
+			 patch, (int)t->ops->code_kind, (int)t->ops->reloc, t->wave, t->code_object_version);
+	sha256_init(s);
+	sha256_update(s, head, (size_t)n);
+	const char *fields[] = {t->name, t->triple, t->cpu, t->features};
+	for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
+		sha256_update(s, fields[i], strlen(fields[i]) + 1);
+}
+
+/* The units' leaders: every node that owns a kernel; a graph with none gets one empty unit. */
+static int list_units(const Graph *g, int *leaders)
+{
+	int n = 0;
+	for (int i = 0; i < g->nnodes; i++)
+		if (cg_has_kernel(&g->node[i]))
+			leaders[n++] = i;
+	if (n == 0)
+		leaders[n++] = -1;
+	return n;
+}
+
+/* Each target's kernels (in unit order) and times from its units. */
+static bool collect(Work *w)
+{
+	for (int t = 0; t < w->ntargets; t++) {
+		CgOutput *out = &w->outs[t];
+		CgUnit *units = &w->units[t * w->nunits];
+		int nkernels = 0;
+		for (int i = 0; i < w->nunits; i++)
+			nkernels += units[i].nkernels;
+		out->kernels = calloc(nkernels ? (size_t)nkernels : 1, sizeof *out->kernels);
+		if (!out->kernels)
+			return false;
+		CgCompileTimes *tm = &out->times;
+		tm->units = w->nunits;
+		for (int i = 0; i < w->nunits; i++) {
+			memcpy(out->kernels + out->nkernels, units[i].kernels,
+			       (size_t)units[i].nkernels * sizeof *out->kernels);
+			out->nkernels += units[i].nkernels;
+			tm->cached += units[i].cached;
+			tm->lower_s += units[i].lower_s;
+			tm->optimize_s += units[i].optimize_s;
+			tm->emit_s += units[i].emit_s;
+		}
+	}
+	return true;
+}
+
+/* The phases of the file comment. */
+static bool run_phases(Work *w)
+{
+	int n = w->ntargets, all = n * w->nunits;
+	int *tasks = malloc(((size_t)all + 1) * sizeof *tasks);
+	if (!tasks)
+		return false;
+	bool ok = true;
+	if (w->o->cache && !w->o->want_ir) {
+		for (int i = 0; i < all; i++)
+			tasks[i] = i;
+		ok = parallel(w, prepare_task, tasks, all);
+		for (int t = 0; ok && t < n; t++)
+			find_code_object(w, t);
+	}
+	int k = 0;
+	for (int i = 0; i < all; i++)
+		if (!w->done[i / w->nunits])
+			tasks[k++] = i;
+	ok = ok && parallel(w, compile_task, tasks, k);
+	k = 0;
+	for (int t = 0; t < n; t++)
+		if (!w->done[t])
+			tasks[k++] = t;
+	ok = ok && parallel(w, join_task, tasks, k);
+	free(tasks);
+	return ok;
+}
+
+bool cg_compile_targets(const Graph *g, const CgTarget *targets, int n, const CgCompileOptions *o, CgOutput *outs,
+			char *err, size_t errlen)
+{
+	memset(outs, 0, (size_t)n * sizeof *outs);
+	/* LLVM's targets are registered here, before any thread uses them */
+	for (int i = 0; i < n; i++) {
+		char e[512];
+		LLVMTargetMachineRef tm = cg_target_machine(&targets[i], e, sizeof e);
+		if (!tm) {
+			snprintf(err, errlen, "%s: %s", targets[i].name, e);
+			return false;
+		}
+		LLVMDisposeTargetMachine(tm);
+	}
+	Work w = {.g = g, .targets = targets, .ntargets = n, .o = o, .outs = outs};
+	w.leaders = malloc(((size_t)g->nnodes + 1) * sizeof *w.leaders);
+	w.nunits = w.leaders ? list_units(g, w.leaders) : 0;
+	w.units = calloc((size_t)n * (size_t)w.nunits + 1, sizeof *w.units);
+	w.keys = calloc((size_t)n, sizeof *w.keys);
+	w.done = calloc((size_t)n, sizeof *w.done);
+	if (!w.leaders || !w.units || !w.keys || !w.done)
+		abort();
+	for (int i = 0; i < n; i++)
+		target_key(&targets[i], &w.keys[i]);
+	w.total = n * w.nunits;
+	pthread_mutex_init(&w.lock, NULL);
+
+	bool ok = run_phases(&w) && collect(&w);
+	if (!ok)
+		snprintf(err, errlen, "%s", w.failed ? w.err : "out of memory");
+	for (int i = 0; i < n * w.nunits; i++)
+		cg_unit_free(&w.units[i]);
+	for (int i = 0; !ok && i < n; i++)
+		cg_output_free(&outs[i]);
+	pthread_mutex_destroy(&w.lock);
+	free(w.leaders);
+	free(w.units);
+	free(w.keys);
+	free(w.done);
+	return ok;
+}
+
+bool cg_compile(const Graph *g, const CgTarget *t, bool want_ir, CgOutput *out, char *err, size_t errlen)
+{
+	CgCompileOptions o = {.jobs = 1, .want_ir = want_ir};
+	return cg_compile_targets(g, t, 1, &o, out, err, errlen);
+}
+
+void cg_output_free(CgOutput *out)
+{
+	free(out->code);
+	free(out->kernels);
+	free(out->ir);
+	free(out->assembly);
+	memset(out, 0, sizeof *out);
+}
