@@ -179,5 +179,8 @@ typedef struct {
 /* The kernels of program prog (PROG_TRAIN or PROG_EVAL) and the bytes they move, as the compiler
  * counts them (workspaces and constants not included). */
 PassTraffic passes_traffic(const Graph *g, unsigned prog);
+/* The same, and each kernel's bytes (read and written) added to bytes[its group's leader]
+ * (g->nnodes entries, zeroed by the caller; NULL: none). */
+PassTraffic passes_traffic_by_group(const Graph *g, unsigned prog, int64_t *bytes);
 
 #endif

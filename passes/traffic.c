@@ -36,6 +36,11 @@ static Member *members(const Graph *g, unsigned prog, int *count)
 
 PassTraffic passes_traffic(const Graph *g, unsigned prog)
 {
+	return passes_traffic_by_group(g, prog, NULL);
+}
+
+PassTraffic passes_traffic_by_group(const Graph *g, unsigned prog, int64_t *bytes)
+{
 	PassTraffic t = {0, 0, 0};
 	int count;
 	Member *m = members(g, prog, &count);
@@ -55,9 +60,14 @@ PassTraffic passes_traffic(const Graph *g, unsigned prog)
 				continue;
 			read_by[x->id] = m[k].group;
 			t.read = sat_add_i64(t.read, liveness_bytes(g, x->id)); /* a value may be read by every kernel */
+			if (bytes)
+				bytes[m[k].group] = sat_add_i64(bytes[m[k].group], liveness_bytes(g, x->id));
 		}
-		if (ix.output[n->id])
+		if (ix.output[n->id]) {
 			t.written = sat_add_i64(t.written, liveness_bytes(g, n->id));
+			if (bytes)
+				bytes[m[k].group] = sat_add_i64(bytes[m[k].group], liveness_bytes(g, n->id));
+		}
 	}
 	ir_group_index_free(&ix);
 	free(read_by);

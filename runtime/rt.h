@@ -35,6 +35,12 @@ void rt_init_params(Session *s, uint64_t seed);
 bool rt_run(Session *s, int program);
 /* Waits for the queued work; false once the device has failed. */
 bool rt_sync(Session *s);
+/* Profiling: while seconds is not NULL, every run of the training program launches its kernels
+ * one at a time, waits for each and adds its wall time to seconds[i] (i: its place in the
+ * program, rt_train_kernels); NULL ends it. */
+void rt_profile(Session *s, double *seconds);
+/* The training program's launches on this session's device. */
+const BundleKernel *rt_train_kernels(const Session *s, int *n);
 /* The device's first failure ("cuda:0: a kernel failed: ..."), NULL while there is none. GPU
  * errors surface late: check it after reading results. */
 const char *rt_error(const Session *s);
@@ -242,6 +248,7 @@ typedef struct {
 	int repeats;
 	uint64_t seed;
 	const RtRanks *ranks;  /* this process's rank: the step averages the gradients across the ranks */
+	bool profile;      /* also time each kernel of the training step (BenchResult.kernel_ms) */
 } BenchOptions;
 
 typedef struct {
@@ -255,7 +262,16 @@ typedef struct {
 	double ms_alone;         /* ranks: this rank's step without the all-reduce, timed with every
 	                          * rank doing the same at once (the scaling efficiency's baseline) */
 	char engine[16];         /* their engine: "mpi", "nccl" */
+	/* with BenchOptions.profile: the training step's launches on the device it ran on and each
+	 * one's median ms over the repeats (one launch at a time, waited for); kernel_ms is malloc'd
+	 * (rt_bench_result_free) */
+	BundleKernel *kernels;
+	double *kernel_ms;
+	int nkernels;
+	double profiled_step_ms; /* median ms of the profiled steps, launch by launch */
 } BenchResult;
+
+void rt_bench_result_free(BenchResult *r);
 
 int rt_bench(const Bundle *b, const BenchOptions *o, BenchResult *r);
 

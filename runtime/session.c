@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "runtime/comm.h"
+#include "runtime/clock.h"
 #include "runtime/device.h"
 #include "runtime/grad_buckets.h"
 #include "runtime/rt.h"
@@ -44,6 +45,7 @@ struct Session {
 	RtGradPlan grads; /* the BUF_GRAD buffers, which the ranks average, in buckets */
 	bool overlap;     /* the collectives run on the device's side stream (rt_comm_stream) */
 	void *scratch;    /* device memory for rt_ranks_sum where the ranks sum device memory */
+	double *profile;  /* rt_profile: seconds per training kernel, added to; NULL: not profiling */
 	char info[256];
 	char note[1024];
 };
@@ -292,6 +294,30 @@ static void capture(Session *s, Program *p)
 	}
 }
 
+/* Each kernel launched alone and waited for, its wall time added to s->profile. */
+static void launch_timed(Session *s, const Program *p)
+{
+	for (int i = 0; i < p->n; i++) {
+		double t = rt_clock_s();
+		s->ops->launch(s->dev, p->fn[i], s->arena, p->k[i].grid, p->k[i].block);
+		s->ops->synchronize(s->dev);
+		s->profile[i] += rt_clock_s() - t;
+	}
+}
+
+void rt_profile(Session *s, double *seconds)
+{
+	if (seconds)
+		rt_sync(s);
+	s->profile = seconds;
+}
+
+const BundleKernel *rt_train_kernels(const Session *s, int *n)
+{
+	*n = s->train.n;
+	return s->train.k;
+}
+
 bool rt_run(Session *s, int program)
 {
 	Program *p = program == RT_PROG_TRAIN ? &s->train : program == RT_PROG_EVAL ? &s->eval
@@ -299,6 +325,10 @@ bool rt_run(Session *s, int program)
 	if (!p) {
 		fprintf(stderr, "%s:%d: rt_run: no program %d\n", __FILE__, __LINE__, program);
 		abort();
+	}
+	if (s->profile && p == &s->train) {
+		launch_timed(s, p);
+		return !s->ops->error(s->dev);
 	}
 	if (!p->graph && !p->no_graph)
 		capture(s, p);

@@ -889,6 +889,58 @@ static void bench_step(Loop *L)
 	rt_run(L->s, RT_PROG_TRAIN);
 }
 
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof *v, cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* repeats profiled steps: each kernel's median, and the steps' (launch by launch, so slower
+ * than a step run whole; the difference to the kernels' sum is what launching costs). */
+static bool profile_session(Loop *L, int repeats, BenchResult *r)
+{
+	int n;
+	const BundleKernel *k = rt_train_kernels(L->s, &n);
+	double *sec = calloc((size_t)n * (size_t)repeats + 1, sizeof *sec), *step = calloc((size_t)repeats, sizeof *step);
+	r->kernels = calloc(n ? (size_t)n : 1, sizeof *r->kernels);
+	r->kernel_ms = calloc(n ? (size_t)n : 1, sizeof *r->kernel_ms);
+	if (!sec || !step || !r->kernels || !r->kernel_ms) {
+		free(sec);
+		free(step);
+		return false;
+	}
+	memcpy(r->kernels, k, (size_t)n * sizeof *k);
+	r->nkernels = n;
+	for (int i = 0; i < repeats; i++) {
+		rt_profile(L->s, sec + (size_t)i * n);
+		double t = rt_clock_s();
+		bench_step(L);
+		rt_sync(L->s);
+		step[i] = (rt_clock_s() - t) * 1e3;
+		rt_profile(L->s, NULL);
+	}
+	double *col = calloc((size_t)repeats, sizeof *col);
+	for (int j = 0; col && j < n; j++) {
+		for (int i = 0; i < repeats; i++)
+			col[i] = sec[(size_t)i * n + j] * 1e3;
+		r->kernel_ms[j] = median(col, repeats);
+	}
+	r->profiled_step_ms = median(step, repeats);
+	free(col);
+	free(sec);
+	free(step);
+	return true;
+}
+
+void rt_bench_result_free(BenchResult *r)
+{
+	free(r->kernels);
+	free(r->kernel_ms);
+	r->kernels = NULL;
+	r->kernel_ms = NULL;
+	r->nkernels = 0;
+}
+
 static bool bench_session(Session *s, const BenchOptions *o, BenchResult *r)
 {
 	Loop L;
@@ -915,6 +967,8 @@ static bool bench_session(Session *s, const BenchOptions *o, BenchResult *r)
 		r->ms_min = ms[0];
 		r->ms_max = ms[repeats - 1];
 		r->examples_per_s = (double)(L.batch * L.accumulate) * 1e3 / r->ms_per_step;
+		if (o->profile)
+			ok = profile_session(&L, repeats, r);
 	}
 	free(ms);
 	loop_free(&L);

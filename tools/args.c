@@ -65,6 +65,8 @@ static const Option options[] = {
 	{"--devices", OPT_LAUNCH, true},
 	{"--gpus", OPT_LAUNCH, true},
 	{"--ranks", OPT_LAUNCH, true},
+	{"--profile", OPT_PROFILE, false},
+	{"--trace", OPT_PROFILE, true},
 };
 
 static bool parse_count(const char *command, const char *opt, const char *s, int64_t min, int64_t *out)
@@ -237,6 +239,11 @@ static bool set_option(const Option *o, const char *command, const char *v, Args
 			return true;
 		}
 		return parse_range(command, o->name, v, 1, 64, strcmp(o->name, "--gpus") == 0 ? &a->gpus : &a->ranks);
+	case OPT_PROFILE:
+		if (strcmp(o->name, "--trace") == 0)
+			a->trace = v;
+		a->profile = true;
+		return true;
 	case OPT_OUTPUT: a->output = v; return true;
 	case OPT_DATA: a->data = v; return true;
 	case OPT_DEVICE: return set_device(command, v, a);

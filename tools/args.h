@@ -37,6 +37,7 @@ enum {
 	OPT_COLLAPSE = 1 << 28, /* --collapse LIST (netc dot) */
 	OPT_MAX_ERRORS = 1 << 29, /* --max-errors N (commands that read .net files) */
 	OPT_LAUNCH = 1u << 30,  /* --devices LIST, --gpus N, --ranks N (netc train) */
+	OPT_PROFILE = 1u << 31,   /* --profile, --trace FILE.json (netc bench) */
 };
 
 typedef struct {
@@ -54,6 +55,8 @@ typedef struct {
 	const char *print_after; /* --print-after: passes (or "all") after which the IR is printed */
 	bool time_passes;        /* --time-passes */
 	bool no_cache;           /* --no-cache: compile every kernel, store none */
+	bool profile;            /* --profile: time each kernel of the step */
+	const char *trace;       /* --trace FILE.json: the profiled step as a Chrome trace */
 	int64_t jobs;            /* --jobs N: compiler threads; 0: one per core */
 	bool O0;                 /* -O0: no optimization passes, no memory reuse */
 	bool data_parallel;      /* --data-parallel: the update apart from backward (PassOptions.split_update) */

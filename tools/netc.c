@@ -11,6 +11,7 @@
 #include "tools/launch.h"
 #include "tools/model.h"
 #include "tools/plot.h"
+#include "tools/profile.h"
 
 #ifndef NETC_RUNTIME_ONLY
 #include "codegen/amdgpu_info.h"
@@ -360,6 +361,7 @@ static BenchOptions bench_options(const Args *a)
 	BenchOptions o = {
 		.device = a->device, .threads = (int)a->threads, .warmup = a->warmup ? a->warmup : 5,
 		.steps = a->steps ? a->steps : 20, .repeats = a->repeats ? (int)a->repeats : 5, .seed = a->seed,
+		.profile = a->profile,
 	};
 	return o;
 }
@@ -516,7 +518,8 @@ static int cmd_bench(const Args *a, const CompileOptions *co)
 	CompileOptions dp = *co;
 	dp.passes.split_update |= ranks.launch != RT_LAUNCH_NONE;
 	Bundle b;
-	if (!model_compile(a->model, a->batch, &dp, &b, NULL))
+	Graph *g = NULL;
+	if (!model_compile(a->model, a->batch, &dp, &b, a->profile ? &g : NULL))
 		return 1;
 	BenchOptions o = bench_options(a);
 	o.ranks = &ranks;
@@ -537,7 +540,14 @@ static int cmd_bench(const Args *a, const CompileOptions *co)
 		/* a step of K batches: about K times one batch's work (the update once) */
 		double k = b.train.accumulate > 1 ? (double)b.train.accumulate : 1.0;
 		printf("GFLOP/s: %.1f\n", k * b.flops_per_step / (r.ms_per_step * 1e6) * (r.ranks ? r.ranks : 1));
+		if (a->profile && !profile_print(stdout, &b, g, &r, a->trace))
+			rc = 1;
 	}
+	rt_bench_result_free(&r);
+#ifndef NETC_RUNTIME_ONLY
+	if (g)
+		ir_graph_free(g);
+#endif
 	bundle_free(&b);
 	return rc;
 }
@@ -727,9 +737,9 @@ static const Command commands[] = {
 	 "for a regression loss). --log-y draws the loss on a logarithmic axis."},
 	{"bench", cmd_bench,
 	 OPT_BATCH | OPT_STEPS | OPT_REPEATS | OPT_WARMUP | OPT_SEED | OPT_THREADS | OPT_DEVICE | RUN_TARGET_OPTS
-		 | BENCH_COMPARE_OPTS | OPT_ACCUMULATE | OPT_LAUNCH,
+		 | BENCH_COMPARE_OPTS | OPT_ACCUMULATE | OPT_LAUNCH | OPT_PROFILE,
 	 "netc bench MODEL.net|FILE [--batch N] [--accumulate K] [--steps N] [--repeats R] [--warmup W]\n"
-	 "                  [--threads N]\n"
+	 "                  [--threads N] [--profile] [--trace FILE.json]\n"
 	 "                  [--device auto|cpu|hip|cuda[:N]] [--devices LIST | --gpus N | --ranks N]"
 	 BENCH_COMPARE_USAGE RUN_TARGET_USAGE,
 	 "Times training steps after W warm-up steps (default 5): R repeats (default 5) of N steps\n"
@@ -737,7 +747,13 @@ static const Command commands[] = {
 	 "optimizer step: K batches. On ranks (--devices, --gpus, --ranks, or under mpirun, as netc\n"
 	 "train) every rank first times its step alone, all at once, then the data-parallel step:\n"
 	 "examples/s counts every rank's, and the scaling efficiency is the step alone over the step\n"
-	 "with the all-reduce." BENCH_COMPARE_HELP RUN_TARGET_HELP},
+	 "with the all-reduce.\n"
+	 "--profile then runs R more steps launching the kernels one at a time, each waited for, and\n"
+	 "prints every kernel of the training step, slowest first: its fused group, the FLOPs and bytes\n"
+	 "the compiler counts (a .net file; a bundle file does not record them), the median time,\n"
+	 "GFLOP/s, GB/s and its share, then the kernels' sum against the step. --trace FILE.json (implies\n"
+	 "--profile) writes that step as a Chrome trace (chrome://tracing, ui.perfetto.dev)."
+	 BENCH_COMPARE_HELP RUN_TARGET_HELP},
 };
 
 static void usage(FILE *out)

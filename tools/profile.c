@@ -1,0 +1,171 @@
+/* profile.c: `netc bench --profile` and `--trace` (profile.h). The runtime times each kernel of
+ * the training step launched alone (runtime/train.c, profile_session); this file names them by
+ * their fused groups and sets the compiler's counts beside the times. */
+#include "tools/profile.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef NETC_RUNTIME_ONLY
+#include "passes/passes.h"
+#endif
+
+/* What the compiler counts of one kernel: FLOPs and bytes of its group (known: g was given),
+ * and its members' ops. A group that several kernels compute (Winograd's, split-K's) is
+ * counted at its first. */
+typedef struct {
+	bool known;
+	double flops, bytes;
+	char members[37];   /* as much of the list as the table's column holds */
+} KernelCounts;
+
+#ifndef NETC_RUNTIME_ONLY
+static void append(char *buf, size_t len, const char *word)
+{
+	size_t at = strlen(buf);
+	if (at + strlen(word) + 2 < len)
+		snprintf(buf + at, len - at, "%s%s", at ? "+" : "", word);
+	else if (at + 4 < len && (at < 3 || strcmp(buf + at - 3, "...") != 0))
+		snprintf(buf + at, len - at, "...");
+}
+
+static KernelCounts *count_kernels(const Graph *g, const BenchResult *r)
+{
+	KernelCounts *c = calloc(r->nkernels ? (size_t)r->nkernels : 1, sizeof *c);
+	int64_t *bytes = calloc(g ? (size_t)g->nnodes + 1 : 1, sizeof *bytes);
+	bool *seen = calloc(g ? (size_t)g->nnodes + 1 : 1, sizeof *seen);
+	if (!c || !bytes || !seen)
+		abort();
+	if (g)
+		passes_traffic_by_group(g, PROG_TRAIN, bytes);
+	for (int k = 0; g && k < r->nkernels; k++) {
+		int leader = r->kernels[k].node;
+		if (leader < 0 || leader >= g->nnodes || seen[leader])
+			continue;
+		seen[leader] = true;
+		c[k].known = true;
+		c[k].bytes = (double)bytes[leader];
+		for (int i = 0; i <= leader; i++) {
+			const Node *n = &g->node[i];
+			if (i != leader && n->group != leader)
+				continue;
+			if (!(n->programs & PROG_TRAIN) || ir_is_leaf(n->op))
+				continue;
+			if (ir_ops[n->op].flops)
+				c[k].flops += ir_ops[n->op].flops(g, n);
+			append(c[k].members, sizeof c[k].members, ir_ops[n->op].name);
+		}
+	}
+	free(bytes);
+	free(seen);
+	return c;
+}
+#else
+static KernelCounts *count_kernels(const Graph *g, const BenchResult *r)
+{
+	(void)g;
+	KernelCounts *c = calloc(r->nkernels ? (size_t)r->nkernels : 1, sizeof *c);
+	if (!c)
+		abort();
+	return c;
+}
+#endif
+
+static const BenchResult *sort_by;
+static int slower_first(const void *a, const void *b)
+{
+	double x = sort_by->kernel_ms[*(const int *)a], y = sort_by->kernel_ms[*(const int *)b];
+	return x < y ? 1 : x > y ? -1 : *(const int *)a - *(const int *)b;
+}
+
+bool profile_print(FILE *out, const Bundle *b, const Graph *g, const BenchResult *r, const char *trace)
+{
+	KernelCounts *c = count_kernels(g, r);
+	int *order = malloc((r->nkernels ? (size_t)r->nkernels : 1) * sizeof *order);
+	if (!order)
+		abort();
+	double sum = 0;
+	for (int k = 0; k < r->nkernels; k++) {
+		order[k] = k;
+		sum += r->kernel_ms[k];
+	}
+	sort_by = r;
+	qsort(order, (size_t)r->nkernels, sizeof *order, slower_first);
+	fprintf(out, "%-28s %-36s %9s %9s %9s %9s %8s %6s\n", "kernel", "group", "GFLOP", "MB", "ms", "GFLOP/s", "GB/s",
+		"share");
+	for (int i = 0; i < r->nkernels; i++) {
+		int k = order[i];
+		double ms = r->kernel_ms[k];
+		fprintf(out, "%-28s %-36s ", r->kernels[k].name, c[k].known ? c[k].members : "-");
+		if (c[k].known)
+			fprintf(out, "%9.4f %9.2f ", c[k].flops / 1e9, c[k].bytes / 1e6);
+		else
+			fprintf(out, "%9s %9s ", "-", "-");
+		fprintf(out, "%9.4f ", ms);
+		if (c[k].known && ms > 0)
+			fprintf(out, "%9.1f %8.1f ", c[k].flops / (ms * 1e6), c[k].bytes / (ms * 1e6));
+		else
+			fprintf(out, "%9s %8s ", "-", "-");
+		fprintf(out, "%5.1f%%\n", sum > 0 ? 100 * ms / sum : 0);
+	}
+	fprintf(out, "kernels: %d, their sum %.3f ms (medians); the step launched kernel by kernel %.3f ms; run whole "
+		     "%.3f ms/step\n", r->nkernels, sum, r->profiled_step_ms, r->ms_per_step);
+	fprintf(out, "sum of kernels / step run whole: %.1f%% (the difference: launching and waiting for each kernel "
+		     "alone, the thread pool's start and join per launch, %s)\n",
+		r->ms_per_step > 0 ? 100 * sum / r->ms_per_step : 0,
+		b->train.accumulate > 1 ? "the accumulation micro-batches, which are not profiled" : "writing the step's inputs");
+	free(order);
+	free(c);
+	return !trace || profile_write_trace(trace, b, g, r);
+}
+
+/* A JSON string: the names netc makes need no escapes but a quote or backslash would. */
+static void json_string(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fputc('\\', f);
+		if ((unsigned char)*s >= 0x20)
+			fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+bool profile_write_trace(const char *path, const Bundle *b, const Graph *g, const BenchResult *r)
+{
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		fprintf(stderr, "netc: error: cannot write %s: %s\n", path, strerror(errno));
+		return false;
+	}
+	KernelCounts *c = count_kernels(g, r);
+	fprintf(f, "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n");
+	fprintf(f, "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 1, \"args\": {\"name\": ");
+	json_string(f, b->model);
+	fprintf(f, "}},\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 1, \"args\": {\"name\": \"kernels\"}},");
+	fprintf(f, "\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 2, \"args\": {\"name\": \"step\"}}");
+	double ts = 0; /* microseconds */
+	for (int k = 0; k < r->nkernels; k++) {
+		double dur = r->kernel_ms[k] * 1e3;
+		fprintf(f, ",\n{\"name\": ");
+		json_string(f, r->kernels[k].name);
+		fprintf(f, ", \"cat\": \"kernel\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": 1, \"tid\": 1, "
+			   "\"args\": {\"group\": ", ts, dur);
+		json_string(f, c[k].known ? c[k].members : "");
+		if (c[k].known)
+			fprintf(f, ", \"flops\": %.0f, \"bytes\": %.0f", c[k].flops, c[k].bytes);
+		fprintf(f, ", \"grid\": %lld}}", (long long)r->kernels[k].grid);
+		ts += dur;
+	}
+	fprintf(f, ",\n{\"name\": \"training step\", \"cat\": \"step\", \"ph\": \"X\", \"ts\": 0, \"dur\": %.3f, "
+		   "\"pid\": 1, \"tid\": 2, \"args\": {\"ms_per_step\": %.4f}}\n]}\n", ts, r->ms_per_step);
+	free(c);
+	bool ok = !ferror(f);
+	if (fclose(f) != 0 || !ok) {
+		fprintf(stderr, "netc: error: cannot write %s: %s\n", path, strerror(errno));
+		return false;
+	}
+	return true;
+}

@@ -1,0 +1,24 @@
+/* profile.h: `netc bench --profile`: the training step kernel by kernel, and its Chrome trace. */
+#ifndef NETC_TOOLS_PROFILE_H
+#define NETC_TOOLS_PROFILE_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "ir/ir.h"
+#include "runtime/rt.h"
+
+/* Prints the table of r's kernels, slowest first: each kernel's fused group (its members' ops),
+ * the compiler's FLOPs and bytes (from g, the compiled graph of a .net file; NULL for a bundle
+ * file, which does not record them), the median time, GFLOP/s, GB/s and its share; then the sum
+ * of the kernels against the step. trace (NULL: none) also gets the step as a Chrome trace
+ * (profile_write_trace). */
+bool profile_print(FILE *out, const Bundle *b, const Graph *g, const BenchResult *r, const char *trace);
+
+/* The kernels' medians laid end to end in launch order, as Chrome's Trace Event format (JSON:
+ * chrome://tracing and Perfetto open it): one track for the device, one complete event ("ph":
+ * "X") per kernel with its group, FLOPs and bytes as args, and one event for the whole profiled
+ * step. false with a message when the file cannot be written. */
+bool profile_write_trace(const char *path, const Bundle *b, const Graph *g, const BenchResult *r);
+
+#endif
