@@ -2,12 +2,15 @@
  * header (magic, key, code size, SHA-256 of the code) and the code. See kernel_cache.h. */
 #include "codegen/kernel_cache.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "codegen/sha256.h"
@@ -110,7 +113,90 @@ bool kc_get(KernelCache *c, const uint8_t key[32], uint8_t **data, size_t *size)
 	*data = buf;
 	*size = h.size;
 	atomic_fetch_add(&c->hits, 1);
+	/* a use: kc_trim deletes the entries used longest ago (a read-only cache keeps its times) */
+	utimensat(AT_FDCWD, path, NULL, 0);
 	return true;
+}
+
+uint64_t kc_max_bytes(void)
+{
+	const char *env = getenv("NETC_CACHE_MAX_MB");
+	char *end;
+	unsigned long long mb = env ? strtoull(env, &end, 10) : 0;
+	return env && *env && !*end ? (uint64_t)mb << 20 : (uint64_t)2 << 30;
+}
+
+typedef struct {
+	char *path;
+	struct timespec used;
+	uint64_t bytes;
+} Entry;
+
+static int used_earlier(const void *a, const void *b)
+{
+	const Entry *x = a, *y = b;
+	if (x->used.tv_sec != y->used.tv_sec)
+		return x->used.tv_sec < y->used.tv_sec ? -1 : 1;
+	if (x->used.tv_nsec != y->used.tv_nsec)
+		return x->used.tv_nsec < y->used.tv_nsec ? -1 : 1;
+	return strcmp(x->path, y->path);
+}
+
+/* Every entry file under dir/xx/ into *list; false when out of memory. */
+static bool list_entries(const char *dir, Entry **list, size_t *n, uint64_t *total)
+{
+	size_t cap = 0;
+	for (int sub = 0; sub < 256; sub++) {
+		char path[4200];
+		snprintf(path, sizeof path, "%s/%02x", dir, sub);
+		DIR *d = opendir(path);
+		if (!d)
+			continue;
+		for (struct dirent *e; (e = readdir(d));) {
+			char file[4500];
+			struct stat st;
+			snprintf(file, sizeof file, "%s/%s", path, e->d_name);
+			if (e->d_name[0] == '.' || stat(file, &st) != 0 || !S_ISREG(st.st_mode))
+				continue;
+			/* another process's entry being written, unless it was left an hour ago by one
+			 * that died */
+			if (strstr(e->d_name, ".tmp.") && time(NULL) - st.st_mtim.tv_sec < 3600)
+				continue;
+			if (*n == cap) {
+				cap = cap ? 2 * cap : 1024;
+				Entry *grown = realloc(*list, cap * sizeof **list);
+				if (!grown) {
+					closedir(d);
+					return false;
+				}
+				*list = grown;
+			}
+			(*list)[(*n)++] = (Entry){strdup(file), st.st_mtim, (uint64_t)st.st_size};
+			*total += (uint64_t)st.st_size;
+		}
+		closedir(d);
+	}
+	return true;
+}
+
+long kc_trim(KernelCache *c, uint64_t max_bytes)
+{
+	Entry *list = NULL;
+	size_t n = 0;
+	uint64_t total = 0;
+	long deleted = 0;
+	if (list_entries(c->dir, &list, &n, &total) && total > max_bytes) {
+		qsort(list, n, sizeof *list, used_earlier);
+		for (size_t i = 0; i < n && total > max_bytes; i++)
+			if (list[i].path && unlink(list[i].path) == 0) {
+				total -= list[i].bytes;
+				deleted++;
+			}
+	}
+	for (size_t i = 0; i < n; i++)
+		free(list[i].path);
+	free(list);
+	return deleted;
 }
 
 static bool make_dir(const char *path)

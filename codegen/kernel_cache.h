@@ -4,7 +4,8 @@
  * code-generation version, LLVM's version). Entries are written to a temporary file and renamed,
  * so concurrent netc processes never see half an entry; each carries a SHA-256 of its code, so a
  * damaged one is a miss, compiled again and replaced. A cache that cannot be written (read-only,
- * full disk) gives one warning and netc compiles without storing; reads go on. */
+ * full disk) gives one warning and netc compiles without storing; reads go on. After a compile
+ * that stored entries the least recently used ones are deleted beyond a size (kc_trim). */
 #ifndef NETC_KERNEL_CACHE_H
 #define NETC_KERNEL_CACHE_H
 
@@ -31,6 +32,11 @@ bool kc_get(KernelCache *c, const uint8_t key[32], uint8_t **data, size_t *size)
 /* Stores data under key; a failure warns once (on stderr) and leaves the cache unwritten. */
 void kc_put(KernelCache *c, const uint8_t key[32], const uint8_t *data, size_t size);
 KernelCacheStats kc_stats(const KernelCache *c);
+/* Deletes the least recently used entries (a hit counts as a use) until the entries take at most
+ * max_bytes; returns how many were deleted. */
+long kc_trim(KernelCache *c, uint64_t max_bytes);
+/* The size kc_trim keeps the cache to: $NETC_CACHE_MAX_MB MiB, else 2 GiB. */
+uint64_t kc_max_bytes(void);
 const char *kc_dir(const KernelCache *c);
 
 #endif

@@ -434,6 +434,8 @@ static bool compile_all(Graph *g, const ModelTargets *mt, const CgTarget *tg, in
 		fprintf(stderr, "netc: error: %s\n", err);
 	if (ok && mt->time)
 		print_compile_times(tg, outs, n, o.jobs, rt_clock_s() - t0, cache);
+	if (cache && kc_stats(cache).stored > 0)
+		kc_trim(cache, kc_max_bytes());
 	if (cache)
 		kc_close(cache);
 	for (int i = 0; ok && i < n; i++)

@@ -581,7 +581,8 @@ static int cmd_bench(const Args *a, const CompileOptions *co)
 /* how kernels are compiled, on every command that compiles them */
 #define COMPILE_HELP                                                                                   \
 	"\n--jobs N compiles kernels on N threads (default: every core); compiled kernels are kept in\n"  \
-	"$NETC_CACHE_DIR (default ~/.cache/netc) and reused, --no-cache compiles them all again.\n"     \
+	"$NETC_CACHE_DIR (default ~/.cache/netc, at most $NETC_CACHE_MAX_MB MiB, default 2048) and\n"   \
+	"reused; --no-cache compiles them all again.\n"                                                 \
 	"--time-passes also prints each target's compile times and cache hits. On a terminal a\n"      \
 	"progress line shows the kernels compiled so far."
 

@@ -1,7 +1,8 @@
 /* test_cg_kernel_cache.c: SHA-256 against FIPS 180-4's examples and against itself fed in random
  * pieces; the kernel cache's entries: a stored entry read back whole, a missing one a miss, a
  * damaged one (any byte of the code or the header) a miss counted as damaged, concurrent writers
- * of one key leaving a whole entry, and a directory that cannot be made leaving the cache unwritten.
+ * of one key leaving a whole entry, a directory that cannot be made leaving the cache unwritten,
+ * and trimming deleting the entries used longest ago.
  * Data are random; the seed is printed (NETC_TEST_SEED=n replays a run). */
 #include <pthread.h>
 
@@ -183,6 +184,36 @@ static void test_cache_unwritable(const char *dir)
 	kc_close(c);
 }
 
+/* Ten entries of 10 KB stored, the first five read again (used) later: trimmed to 60 KB, the
+ * five unused go first and the used ones stay. */
+static void test_cache_trim(const char *parent)
+{
+	char dir[200];
+	snprintf(dir, sizeof dir, "%.150s/trim", parent);
+	KernelCache *c = kc_open(dir);
+	uint8_t keys[10][32], data[10000], *got;
+	size_t n;
+	for (int i = 0; i < 10; i++) {
+		random_bytes(keys[i], 32);
+		random_bytes(data, sizeof data);
+		kc_put(c, keys[i], data, sizeof data);
+	}
+	struct timespec pause = {0, 20000000};
+	nanosleep(&pause, NULL);
+	for (int i = 0; i < 5; i++) {
+		CHECK(kc_get(c, keys[i], &got, &n), "entry %d", i);
+		free(got);
+	}
+	long deleted = kc_trim(c, 60000);
+	CHECK(deleted == 5, "deleted %ld entries, not 5", deleted);
+	char path[4200];
+	for (int i = 0; i < 10; i++)
+		CHECK(entry_file(dir, keys[i], path, sizeof path) == (i < 5), "entry %d %s", i,
+		      i < 5 ? "was used but deleted" : "was not used but kept");
+	CHECK(kc_trim(c, 60000) == 0, "a second trim deleted more");
+	kc_close(c);
+}
+
 int main(void)
 {
 	tu_start("test_cg_kernel_cache");
@@ -193,6 +224,7 @@ int main(void)
 	test_cache_entries(dir);
 	test_cache_concurrent(dir);
 	test_cache_unwritable(dir);
+	test_cache_trim(dir);
 	char cmd[200];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 	CHECK(system(cmd) == 0, "%s", cmd);
