@@ -9,6 +9,7 @@
 
 #include "frontend/ast.h"
 #include "frontend/layers.h"
+#include "frontend/suggest.h"
 
 /* V_FAILED: a constant whose definition failed; its uses fail quietly, as a failed layer's do. */
 typedef enum { V_NUM, V_BOOL, V_TENSOR, V_FAILED } ValueKind;
@@ -104,6 +105,15 @@ static bool check_new_name(Builder *b, const char *name, SrcLoc loc)
 	diag_error(b->d, loc, "'%s' is already defined", name);
 	diag_note(b->d, s->loc, "'%s' was defined here", name);
 	return false;
+}
+
+/* "; did you mean 'near'?" after an unknown name, or "" when nothing known is close to it. */
+static const char *did_you_mean(const char *near, char *buf, size_t len)
+{
+	if (!near)
+		return "";
+	snprintf(buf, len, "; did you mean '%s'?", near);
+	return buf;
 }
 
 /* ---- constant expressions ---- */
@@ -254,7 +264,12 @@ static bool bind_one(Builder *b, const Signature *s, const Arg *a, int *npos, Bo
 	Value v;
 	int i = a->key ? arg_index(s, a->key) : (*npos)++;
 	if (a->key && i < 0) {
-		diag_error(b->d, a->loc, "unknown argument '%s' for %s", a->key, s->name);
+		const char *names[SIG_MAX_ARGS];
+		for (int k = 0; k < s->nargs; k++)
+			names[k] = s->arg[k].name;
+		char hint[FE_NAME_BUF + 24];
+		diag_error(b->d, a->loc, "unknown argument '%s' for %s%s", a->key, s->name,
+			   did_you_mean(fe_nearest(a->key, names, s->nargs), hint, sizeof hint));
 		return false;
 	}
 	if (!a->key && s->variadic) {
@@ -413,8 +428,12 @@ static const Layer *stmt_layer(Builder *b, const Stmt *st)
 		return NULL;
 	}
 	const Layer *l = layer_lookup(e->name);
-	if (!l)
-		diag_error(b->d, e->loc, "unknown op '%s'", e->name);
+	char hint[FE_NAME_BUF + 24];
+	const char *near = l ? NULL : layer_nearest(e->name);
+	if (!l && near)
+		diag_error(b->d, e->loc, "unknown op '%s'%s", e->name, did_you_mean(near, hint, sizeof hint));
+	else if (!l)
+		diag_error(b->d, e->loc, "unknown op '%s' (`netc layers` lists the layers)", e->name);
 	return l;
 }
 
@@ -610,10 +629,15 @@ static int train_call(Builder *b, const Expr *e, const Signature *table, int n, 
 		diag_error(b->d, e->loc, "expected %s such as %s", what, table[n - 1].name);
 		return -1;
 	}
-	for (int i = 0; i < n; i++)
+	const char *names[16]; /* more than any table of optimizers or schedules holds */
+	_Static_assert(OPT_COUNT <= 16 && SCHED_COUNT <= 16, "names[] holds every optimizer and schedule");
+	for (int i = 0; i < n; i++) {
 		if (!strcmp(e->name, table[i].name))
 			return bind(b, &table[i], e->kind == E_CALL ? e->args : NULL, NULL, 0, e->loc, args) ? i : -1;
-	diag_error(b->d, e->loc, "unknown %s '%s'", what, e->name);
+		names[i] = table[i].name;
+	}
+	char hint[FE_NAME_BUF + 24];
+	diag_error(b->d, e->loc, "unknown %s '%s'%s", what, e->name, did_you_mean(fe_nearest(e->name, names, n), hint, sizeof hint));
 	return -1;
 }
 
@@ -751,7 +775,14 @@ static void train_stmt(Builder *b, const Stmt *st, TrainConfig *c, const Stmt **
 	while (k < NKEYS && !(train_keys[k].key && strcmp(st->name, train_keys[k].key) == 0))
 		k++;
 	if (k == NKEYS) {
-		diag_error(b->d, st->name_loc, "unknown key '%s' in train section", st->name);
+		const char *keys[NKEYS];
+		int nkeys = 0;
+		for (int i = 0; i < NKEYS; i++)
+			if (train_keys[i].key)
+				keys[nkeys++] = train_keys[i].key;
+		char hint[FE_NAME_BUF + 24];
+		diag_error(b->d, st->name_loc, "unknown key '%s' in train section%s", st->name,
+			   did_you_mean(fe_nearest(st->name, keys, nkeys), hint, sizeof hint));
 		return;
 	}
 	if (seen[k]) {

@@ -14,5 +14,8 @@ Graph *fe_load_file(const char *path, int64_t batch, int max_errors, FILE *errou
 /* The same for text already in memory; name is what messages call the file. */
 Graph *fe_load_string(const char *name, const char *text, size_t len, int64_t batch, int max_errors,
 		      FILE *errout);
+/* Every layer a .net file can call, one per line as a call with its tensor inputs and its
+ * arguments' defaults (`netc layers`), then the aliases (frontend/layer_list.c). */
+void fe_print_layers(FILE *out);
 
 #endif

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "frontend/layers.h"
+#include "frontend/suggest.h"
 #include "ir/checked.h"
 
 /* Adds a node at the layer's location; a shape error is reported there. */
@@ -446,3 +447,22 @@ const Layer *layer_lookup(const char *name)
 
 int layer_index(const Layer *l) { return (int)(l - layers); }
 int layer_count(void) { return NLAYERS; }
+const Layer *layer_at(int i) { return &layers[i]; }
+int layer_alias_count(void) { return (int)(sizeof aliases / sizeof aliases[0]); }
+
+const char *layer_alias(int i, const Layer **layer)
+{
+	*layer = layer_lookup(aliases[i].name);
+	return aliases[i].alias;
+}
+
+const char *layer_nearest(const char *name)
+{
+	enum { NALIASES = sizeof aliases / sizeof aliases[0] };
+	const char *names[NLAYERS + NALIASES];
+	for (int i = 0; i < NLAYERS; i++)
+		names[i] = layers[i].sig.name;
+	for (int i = 0; i < NALIASES; i++)
+		names[NLAYERS + i] = aliases[i].alias;
+	return fe_nearest(name, names, NLAYERS + NALIASES);
+}

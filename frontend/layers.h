@@ -80,5 +80,12 @@ const Layer *layer_lookup(const char *name);
 /* Position in the table, for per-layer counters; < layer_count(). */
 int layer_index(const Layer *l);
 int layer_count(void);
+/* The layer at position i < layer_count(). */
+const Layer *layer_at(int i);
+/* Alias i < layer_alias_count() (as `linear`), and the layer it names in *layer. */
+int layer_alias_count(void);
+const char *layer_alias(int i, const Layer **layer);
+/* A layer name or alias close to name (a likely typo), or NULL (frontend/suggest.c's rule). */
+const char *layer_nearest(const char *name);
 
 #endif

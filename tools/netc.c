@@ -16,6 +16,7 @@
 #ifndef NETC_RUNTIME_ONLY
 #include "codegen/amdgpu_info.h"
 #include "codegen/cg.h"
+#include "frontend/frontend.h"
 #include "ir/ir.h"
 #include "passes/passes.h"
 #endif
@@ -221,6 +222,13 @@ static int cmd_passes(const Args *a, const CompileOptions *o)
 {
 	(void)a, (void)o;
 	passes_list(stdout);
+	return 0;
+}
+
+static int cmd_layers(const Args *a, const CompileOptions *o)
+{
+	(void)a, (void)o;
+	fe_print_layers(stdout);
 	return 0;
 }
 
@@ -657,6 +665,11 @@ static const Command commands[] = {
 	{"passes", cmd_passes, OPT_NO_MODEL, "netc passes",
 	 "Lists every pass the pipeline may name, what it does, whether it is required, and the default\n"
 	 "pipeline. docs/passes.md says how to add one."},
+	{"layers", cmd_layers, OPT_NO_MODEL, "netc layers",
+	 "Lists every layer a .net file can call, as a call: its tensor inputs (x; a, b; ...), then its\n"
+	 "arguments in positional order with their defaults (an argument without one is required;\n"
+	 "a|b lists the words an argument takes, the first the default). docs/language.md says what\n"
+	 "each computes."},
 	{"targets", cmd_targets, OPT_NO_MODEL, "netc targets",
 	 "Lists every target and product alias netc compiles for, with its wave size and what is known\n"
 	 "about it."},
