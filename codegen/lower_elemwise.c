@@ -184,6 +184,54 @@ LLVMValueRef cg_elem_relu(Cg *cg, const Node *n, ElemIndex *at)
 	return LLVMBuildSelect(cg->b, LLVMBuildFCmp(cg->b, LLVMRealOGT, x, zero, ""), x, zero, "");
 }
 
+LLVMValueRef cg_elem_abs(Cg *cg, const Node *n, ElemIndex *at)
+{
+	LLVMValueRef x = operand(cg, n, 0, at);
+	return cg_intrinsic(cg, "fabs", LLVMTypeOf(x), &x, 1);
+}
+
+/* 1 above 0, -1 below, else x itself (0, -0 and NaN) */
+LLVMValueRef cg_elem_sign(Cg *cg, const Node *n, ElemIndex *at)
+{
+	LLVMValueRef x = operand(cg, n, 0, at);
+	LLVMTypeRef t = LLVMTypeOf(x);
+	LLVMValueRef zero = cg_real(cg, t, 0);
+	LLVMValueRef y = LLVMBuildSelect(cg->b, LLVMBuildFCmp(cg->b, LLVMRealOLT, x, zero, ""), cg_real(cg, t, -1), x, "");
+	return LLVMBuildSelect(cg->b, LLVMBuildFCmp(cg->b, LLVMRealOGT, x, zero, ""), cg_real(cg, t, 1), y, "");
+}
+
+/* x^k for a whole k by repeated squaring, 1/x^|k| below 0: exact signs for negative x, as pow */
+static LLVMValueRef powi(Cg *cg, LLVMValueRef x, int64_t k)
+{
+	LLVMTypeRef t = LLVMTypeOf(x);
+	LLVMValueRef r = cg_real(cg, t, 1), base = x;
+	for (int64_t m = k < 0 ? -k : k; m; m >>= 1) {
+		if (m & 1)
+			r = LLVMBuildFMul(cg->b, r, base, "");
+		if (m > 1)
+			base = LLVMBuildFMul(cg->b, base, base, "");
+	}
+	return k < 0 ? LLVMBuildFDiv(cg->b, cg_real(cg, t, 1), r, "") : r;
+}
+
+/* x^e: whole exponents up to 64 by multiplication, 0.5 by sqrt, others as exp(e ln x) with x = 0
+ * giving 0 (e > 0) or inf (e < 0) and x < 0 NaN, as pow */
+LLVMValueRef cg_elem_pow(Cg *cg, const Node *n, ElemIndex *at)
+{
+	LLVMValueRef x = operand(cg, n, 0, at);
+	LLVMTypeRef t = LLVMTypeOf(x);
+	double e = ir_pow_exponent(n);
+	if (e == floor(e) && fabs(e) <= 64)
+		return powi(cg, x, (int64_t)e);
+	if (e == 0.5)
+		return cg_intrinsic(cg, "sqrt", t, &x, 1);
+	LLVMValueRef y = cg_exp(cg, LLVMBuildFMul(cg->b, cg_real(cg, t, e), cg_log(cg, x), ""));
+	LLVMValueRef zero = LLVMBuildFCmp(cg->b, LLVMRealOEQ, x, cg_real(cg, t, 0), "");
+	LLVMValueRef neg = LLVMBuildFCmp(cg->b, LLVMRealOLT, x, cg_real(cg, t, 0), "");
+	y = LLVMBuildSelect(cg->b, neg, cg_real(cg, t, NAN), y, "");
+	return LLVMBuildSelect(cg->b, zero, cg_real(cg, t, e > 0 ? 0 : INFINITY), y, "");
+}
+
 /* 1/(1+e) for x >= 0 and e/(1+e) below, e = exp(-|x|) in (0, 1]: never inf/inf at large |x|. */
 static LLVMValueRef sigmoid_of(Cg *cg, LLVMValueRef x)
 {

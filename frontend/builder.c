@@ -397,7 +397,7 @@ static int build_layer(Builder *b, const Stmt *st, const Layer *l, const char *n
 	BoundArgs args;
 	if (!bind(b, &l->sig, call->args, targ, given, call->loc, &args) || poisoned)
 		return -1;
-	LayerCall c = {b->g, b->d, call->loc, name, {0}, &args};
+	LayerCall c = {b->g, b->d, call->loc, name, l->sig.name, {0}, &args};
 	memcpy(c.in, in, (size_t)nin * sizeof *in);
 	return l->build(l, &c);
 }
@@ -823,23 +823,29 @@ static const Section *only_section(Builder *b, const AstFile *f, SectionKind kin
 	return first;
 }
 
-/* The data set feeds inputs in declaration order: images, then labels. */
+/* The data set feeds inputs in declaration order: images, then labels (i32[batch] classes, or
+ * float targets of any shape whose first axis is the batch), or images alone for a loss that
+ * reads no second input (an autoencoder's). */
 static void bind_data(Builder *b, const Section *net)
 {
 	Graph *g = b->g;
-	if (b->ninputs != 2) {
-		diag_error(b->d, net->loc, "network '%s' declares %d input%s; data set '%s' feeds two (images, labels)",
+	if (b->ninputs != 1 && b->ninputs != 2) {
+		diag_error(b->d, net->loc, "network '%s' declares %d input%s; data set '%s' feeds one or two (images, then labels or targets)",
 			   net->name, b->ninputs, b->ninputs == 1 ? "" : "s", g->train.dataset);
 		return;
 	}
-	if (b->inputs[0] < 0 || b->inputs[1] < 0)
+	if (b->inputs[0] < 0 || (b->ninputs == 2 && b->inputs[1] < 0))
 		return; /* their errors are out already */
 	g->image = b->inputs[0];
+	if (b->ninputs == 1)
+		return;
 	g->label = b->inputs[1];
 	const Node *label = &g->node[g->label];
-	if (label->dtype != DT_I32 || label->shape.rank != 1) {
-		diag_error(b->d, label->loc, "the label input '%s' must be i32[batch]", label->name);
-	}
+	bool classes = label->dtype == DT_I32 && label->shape.rank == 1;
+	bool targets = dtype_is_float(label->dtype) && label->shape.dim[0] == g->batch;
+	if (!classes && !targets)
+		diag_error(b->d, label->loc, "the label input '%s' must be i32[batch] (classes) or a float tensor whose first dimension is the batch (targets)",
+			   label->name);
 }
 
 static void build_network(Builder *b, const Section *net)

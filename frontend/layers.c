@@ -349,19 +349,28 @@ static bool eval_swap(LayerCall *c, int batch, int state)
 	return true;
 }
 
-/* batch_norm2d(eps, momentum): training-mode batch norm over N, H, W of NCHW input, gamma and
- * beta as NAME.weight and NAME.bias, running statistics NAME.running_mean and NAME.running_var
- * updated by assign nodes (the unbiased variance, as PyTorch). The evaluation program uses the
- * running statistics in place of the batch ones NAME.batch_mean and NAME.batch_var (Graph's
- * eval_swap table). */
+/* batch_norm2d and batch_norm1d(eps, momentum): training-mode batch norm over every axis but the
+ * channels (axis 1) of NCHW, [N, C] or [N, C, L] input, gamma and beta as NAME.weight and
+ * NAME.bias, running statistics NAME.running_mean and NAME.running_var updated by assign nodes
+ * (the unbiased variance, as PyTorch). The evaluation program uses the running statistics in
+ * place of the batch ones NAME.batch_mean and NAME.batch_var (Graph's eval_swap table). */
 static int build_batch_norm(const Layer *l, LayerCall *c)
 {
-	if (!need_rank(c, l->sig.name, 4, "NCHW"))
+	const Shape *s = &input(c, 0)->shape;
+	bool one_d = l->op == OP_sum; /* the table's mark for batch_norm1d */
+	if (one_d && s->rank != 2 && s->rank != 3) {
+		char buf[96];
+		diag_error(c->d, c->loc, "batch_norm1d expects a 2-D [N, C] or 3-D [N, C, L] input, got %s",
+			   shape_str(s, buf, sizeof buf));
+		return -1;
+	}
+	if (!one_d && !need_rank(c, l->sig.name, 4, "NCHW"))
 		return -1;
 	const double *a = c->args->v;
-	const Shape *s = &input(c, 0)->shape;
-	int64_t ch = s->dim[1], count = s->dim[0] * s->dim[2] * s->dim[3], col[3] = {ch, 1, 1};
-	double axes[2] = {1 | 4 | 8, 1};
+	int64_t ch = s->dim[1], count = shape_numel(s) / ch, col[IR_MAX_DIMS];
+	double axes[2] = {(double)(((1u << s->rank) - 1) & ~2u), 1};
+	for (int d = 1; d < s->rank; d++)
+		col[d - 1] = d == 1 ? ch : 1;
 	int x = c->in[0];
 	int mean = node(c, OP_mean, x, -1, axes, "batch_mean");
 	int d = node(c, OP_sub, x, mean, NULL, NULL);
@@ -369,7 +378,7 @@ static int build_batch_norm(const Layer *l, LayerCall *c)
 	int std = node(c, OP_sqrt, node(c, OP_add, var, ir_const(c->g, a[0]), NULL, NULL), -1, NULL, NULL);
 	int w = param(c, "weight", 1, &ch, 0);
 	c->g->node[w].attr[0] = INIT_ONE;
-	int y = node(c, OP_mul, node(c, OP_div, d, std, NULL, NULL), reshaped(c, w, 3, col), NULL, NULL);
+	int y = node(c, OP_mul, node(c, OP_div, d, std, NULL, NULL), reshaped(c, w, s->rank - 1, col), NULL, NULL);
 	int b = param(c, "bias", 1, &ch, 0);
 	c->g->node[b].attr[0] = INIT_ZERO;
 	int rmean = running_stat(c, "running_mean", mean, INIT_ZERO, a[1], 1);
@@ -383,8 +392,99 @@ static int build_batch_norm(const Layer *l, LayerCall *c)
 	return out;
 }
 
+/* layer_norm(eps, elementwise_affine): PyTorch's LayerNorm over the last axis, (x - mean) /
+ * sqrt(var + eps) with the biased variance, times NAME.weight plus NAME.bias ([last dim], starting
+ * at 1 and 0) when elementwise_affine. */
+static int build_layer_norm(const Layer *l, LayerCall *c)
+{
+	const double *a = c->args->v;
+	const Shape *s = &input(c, 0)->shape;
+	int64_t dim = s->dim[s->rank - 1];
+	double axes[2] = {(double)(1u << (s->rank - 1)), 1};
+	int x = c->in[0];
+	int d = node(c, OP_sub, x, node(c, OP_mean, x, -1, axes, NULL), NULL, NULL);
+	int var = node(c, OP_mean, node(c, OP_mul, d, d, NULL, NULL), -1, axes, NULL);
+	int std = node(c, OP_sqrt, node(c, OP_add, var, ir_const(c->g, a[0]), NULL, NULL), -1, NULL, NULL);
+	int y = node(c, OP_div, d, std, NULL, NULL);
+	if (a[1] != 0) {
+		int w = param(c, "weight", 1, &dim, 0), b = param(c, "bias", 1, &dim, 0);
+		c->g->node[w].attr[0] = INIT_ONE;
+		c->g->node[b].attr[0] = INIT_ZERO;
+		y = node(c, OP_add, node(c, OP_mul, y, w, NULL, NULL), b, NULL, NULL);
+	}
+	if (y >= 0)
+		ir_set_name(c->g, y, c->name);
+	return y;
+}
+
+/* pow(exponent): x to a number (torch.pow(x, exponent)). */
+static int build_pow(const Layer *l, LayerCall *c) { return add(c, OP_pow, c->in, c->args->v, c->name); }
+
+/* ---- regression losses: composites of elementwise ops and one reduction ---- */
+
+enum { REDUCE_MEAN, REDUCE_SUM }; /* the words of `reduction`, in WORDS_REDUCTION's order */
+
+/* The input and the target: float tensors of one shape (PyTorch warns when they differ, and a
+ * broadcast target is almost always a mistake). */
+static bool same_shape_pair(LayerCall *c)
+{
+	const Node *x = input(c, 0), *t = input(c, 1);
+	char sx[96], st[96];
+	if (!dtype_is_float(t->dtype) || !dtype_is_float(x->dtype)) {
+		diag_error(c->d, c->loc, "%s needs float input and target, got %s and %s", c->layer, dtype_name(x->dtype),
+			   dtype_name(t->dtype));
+		return false;
+	}
+	if (shape_eq(&x->shape, &t->shape))
+		return true;
+	diag_error(c->d, c->loc, "%s: the input %s and the target %s differ in shape", c->layer,
+		   shape_str(&x->shape, sx, sizeof sx), shape_str(&t->shape, st, sizeof st));
+	return false;
+}
+
+/* The mean or sum of every element of v, named as the layer. */
+static int reduce_all(LayerCall *c, int v, double reduction)
+{
+	double axes[2] = {(double)((1u << c->g->node[v].shape.rank) - 1), 0};
+	return add(c, reduction == REDUCE_SUM ? OP_sum : OP_mean, &v, axes, c->name);
+}
+
+/* mse_loss, l1_loss, smooth_l1_loss(beta) and binary_cross_entropy_with_logits, each
+ * (input, target, ..., reduction=mean) as torch.nn.functional's: the elementwise terms by
+ * existing ops, so shape, reference, gradient and lowering come from theirs. */
+static int build_regression_loss(const Layer *l, LayerCall *c)
+{
+	if (!same_shape_pair(c))
+		return -1;
+	const BoundArgs *a = c->args;
+	double reduction = a->v[l->sig.nargs - 1];
+	int x = c->in[0], t = c->in[1], d = node(c, OP_sub, x, t, NULL, NULL), v;
+	const char *name = l->sig.name;
+	if (!strcmp(name, "mse_loss")) {
+		v = node(c, OP_mul, d, d, NULL, NULL);
+	} else if (!strcmp(name, "l1_loss") || (!strcmp(name, "smooth_l1_loss") && a->v[0] == 0)) {
+		v = node(c, OP_abs, d, -1, NULL, NULL);
+	} else if (!strcmp(name, "smooth_l1_loss")) {
+		/* 0.5 d^2 / beta below beta, |d| - beta/2 above: with m = min(|d|, beta), both are
+		 * 0.5 m^2 / beta + (|d| - m) */
+		double beta = a->v[0];
+		int ad = node(c, OP_abs, d, -1, NULL, NULL), m = node(c, OP_minimum, ad, ir_const(c->g, beta), NULL, NULL);
+		int quad = node(c, OP_mul, node(c, OP_mul, m, m, NULL, NULL), ir_const(c->g, 0.5 / beta), NULL, NULL);
+		v = node(c, OP_add, quad, node(c, OP_sub, ad, m, NULL, NULL), NULL, NULL);
+	} else {
+		/* max(x, 0) - x t + log(1 + exp(-|x|)): no exp of a large positive number */
+		int soft = node(c, OP_log, node(c, OP_add, node(c, OP_exp, node(c, OP_neg, node(c, OP_abs, x, -1, NULL, NULL), -1, NULL, NULL), -1, NULL, NULL),
+						ir_const(c->g, 1), NULL, NULL), -1, NULL, NULL);
+		int lin = node(c, OP_sub, node(c, OP_relu, x, -1, NULL, NULL), node(c, OP_mul, x, t, NULL, NULL), NULL, NULL);
+		v = node(c, OP_add, lin, soft, NULL, NULL);
+	}
+	return v < 0 ? -1 : reduce_all(c, v, reduction);
+}
+
 static const char *const words_approximate[] = {"none", "tanh", NULL};
-const char *const *const arg_words[WORDS_COUNT] = {[WORDS_APPROXIMATE] = words_approximate};
+static const char *const words_reduction[] = {"mean", "sum", NULL};
+const char *const *const arg_words[WORDS_COUNT] = {[WORDS_APPROXIMATE] = words_approximate,
+						   [WORDS_REDUCTION] = words_reduction};
 
 #define UNARY(id) {{#id, 0, {{0}}, false}, 1, OP_##id, build_op}
 #define BINARY(id) {{#id, 0, {{0}}, false}, 2, OP_##id, build_op}
@@ -425,6 +525,16 @@ static const Layer layers[] = {
 	{{"concat2", 1, {{"dim", ARG_INT, 1, 0}}, false}, 2, OP_concat2, build_concat},
 	{{"global_avg_pool2d", 0, {{0}}, false}, 1, OP_avg_pool2d, build_global_avg_pool},
 	{{"batch_norm2d", 2, {{"eps", ARG_NNUM, 1e-5, 0}, {"momentum", ARG_PROB, 0.1, 0}}, false}, 1, OP_mean, build_batch_norm},
+	{{"batch_norm1d", 2, {{"eps", ARG_NNUM, 1e-5, 0}, {"momentum", ARG_PROB, 0.1, 0}}, false}, 1, OP_sum, build_batch_norm},
+	{{"layer_norm", 2, {{"eps", ARG_NNUM, 1e-5, 0}, {"elementwise_affine", ARG_BOOL, 1, 0}}, false}, 1, OP_mean, build_layer_norm},
+	UNARY(abs),
+	{{"pow", 1, {{"exponent", ARG_NUM, 0, ARG_REQUIRED}}, false}, 1, OP_pow, build_pow},
+	{{"mse_loss", 1, {{"reduction", ARG_WORD, WORDS_REDUCTION, 0}}, false}, 2, OP_mean, build_regression_loss},
+	{{"l1_loss", 1, {{"reduction", ARG_WORD, WORDS_REDUCTION, 0}}, false}, 2, OP_mean, build_regression_loss},
+	{{"smooth_l1_loss", 2, {{"beta", ARG_NNUM, 1.0, 0}, {"reduction", ARG_WORD, WORDS_REDUCTION, 0}}, false}, 2, OP_mean,
+	 build_regression_loss},
+	{{"binary_cross_entropy_with_logits", 1, {{"reduction", ARG_WORD, WORDS_REDUCTION, 0}}, false}, 2, OP_mean,
+	 build_regression_loss},
 	{{"scale", 1, {{"factor", ARG_NUM, 0, ARG_REQUIRED}}, false}, 1, OP_mul, build_scale},
 };
 

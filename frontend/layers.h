@@ -39,6 +39,7 @@ typedef struct {
 /* The word lists of ARG_WORD arguments, NULL-terminated (frontend/layers.c). */
 typedef enum {
 	WORDS_APPROXIMATE, /* PyTorch's GELU approximations: none, tanh */
+	WORDS_REDUCTION,   /* a loss's reduction: mean, sum */
 	WORDS_COUNT
 } ArgWords;
 extern const char *const *const arg_words[WORDS_COUNT];
@@ -64,6 +65,7 @@ typedef struct {
 	Diag *d;
 	SrcLoc loc;
 	const char *name; /* the layer's name; the last node gets it, params derive theirs from it */
+	const char *layer; /* what the statement calls, for messages */
 	int in[IR_MAX_INPUTS];
 	const BoundArgs *args;
 } LayerCall;

@@ -90,6 +90,8 @@ double ir_leaky_relu_slope(const Node *n);
 /* gelu and gelu_grad: whether the tanh approximation is used (approximate nonzero; else the
  * exact erf form). */
 bool ir_gelu_is_tanh(const Node *n);
+/* pow: the exponent. */
+double ir_pow_exponent(const Node *n);
 /* const: the value. */
 double ir_const_value(const Node *n);
 /* param and state: the InitKind their storage starts from; param: its uniform bound. */
@@ -183,6 +185,9 @@ OP_REF(copy);
 OP_REF(sigmoid);
 OP_REF(tanh);
 OP_REF(silu);
+OP_REF(abs);
+OP_REF(sign);
+OP_REF(pow);
 OP_REF(relu_grad);
 OP_REF(leaky_relu);
 OP_REF(leaky_relu_grad);
@@ -248,6 +253,8 @@ OP_GRAD(copy);
 OP_GRAD(sigmoid);
 OP_GRAD(tanh);
 OP_GRAD(silu);
+OP_GRAD(abs);
+OP_GRAD(pow);
 OP_GRAD(leaky_relu);
 OP_GRAD(gelu);
 OP_GRAD(dropout);

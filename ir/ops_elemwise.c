@@ -332,6 +332,21 @@ void ref_relu_grad(const Graph *g, const Node *n, const double *const *in, doubl
 	map2(g, n, in, out, f_relu_grad);
 }
 
+static double f_sign(double x) { return x > 0 ? 1 : x < 0 ? -1 : x; /* 0 and NaN stay */ }
+
+void ref_abs(const Graph *g, const Node *n, const double *const *in, double *out) { map1(n, in[0], out, fabs); }
+void ref_sign(const Graph *g, const Node *n, const double *const *in, double *out) { map1(n, in[0], out, f_sign); }
+
+double ir_pow_exponent(const Node *n) { return n->attr[0]; }
+
+void ref_pow(const Graph *g, const Node *n, const double *const *in, double *out)
+{
+	double e = ir_pow_exponent(n);
+	int64_t m = shape_numel(&n->shape);
+	for (int64_t i = 0; i < m; i++)
+		out[i] = pow(in[0][i], e);
+}
+
 double ir_leaky_relu_slope(const Node *n) { return n->attr[0]; }
 
 /* v where x > 0 (NaN x gives slope * v, as PyTorch's x > 0 does): the forward with v = x, the
@@ -496,6 +511,27 @@ void grad_tanh(GradContext *gc, const Node *n, int dy)
 	int x = n->in[0], y = n->id;
 	int one = ir_const(gc_graph(gc), 1);
 	gc_accumulate(gc, x, emit2(gc, OP_mul, dy, emit2(gc, OP_sub, one, emit2(gc, OP_mul, y, y))));
+}
+
+void grad_abs(GradContext *gc, const Node *n, int dy)
+{
+	int x = n->in[0];
+	gc_accumulate(gc, x, emit2(gc, OP_mul, dy, emit1(gc, OP_sign, x)));
+}
+
+/* PyTorch's pow_backward: dy e x^(e-1), and zeros for e = 0 (where x^-1 could be inf) */
+void grad_pow(GradContext *gc, const Node *n, int dy)
+{
+	int x = n->in[0];
+	Graph *g = gc_graph(gc);
+	double e = ir_pow_exponent(n), e1 = e - 1;
+	if (e == 0) {
+		gc_accumulate(gc, x, emit2(gc, OP_mul, dy, ir_const(g, 0)));
+		return;
+	}
+	int power = e1 == 0 ? -1 : ir_emit(g, OP_pow, &x, &e1);
+	int slope = power < 0 ? ir_const(g, e) : emit2(gc, OP_mul, power, ir_const(g, e));
+	gc_accumulate(gc, x, emit2(gc, OP_mul, dy, slope));
 }
 
 void grad_leaky_relu(GradContext *gc, const Node *n, int dy)

@@ -131,14 +131,15 @@ static bool has_scores(const Bundle *b, int i)
 	return i >= 0 && b->buf[i].rank == 2 && b->buf[i].dim[0] == b->batch && b->buf[i].dtype == DT_F32;
 }
 
-/* Synthetic data fits any loss; a set with classes needs scores for them. */
+/* Synthetic data fits any loss; a set with classes needs scores for them, unless the model reads
+ * no labels (an autoencoder's loss compares its output with its image). */
 static bool check_bundle(const Bundle *b, const Dataset *d, char *err, size_t errlen)
 {
 	const int64_t image[4] = {b->batch, d->c, d->h, d->w}, label[1] = {b->batch};
 	if (!expect(b, b->image, "image input", rt_image_dtype(b), 4, image, err, errlen) ||
-	    !expect(b, b->label, "label input", DT_I32, 1, label, err, errlen) ||
+	    (b->label >= 0 && !expect(b, b->label, "label input", DT_I32, 1, label, err, errlen)) ||
 	    !expect(b, b->loss, "loss", DT_F32, -1, NULL, err, errlen) ||
-	    (!d->no_holdout && !check_scores(b, b->output, "output", d->classes, err, errlen)))
+	    (!d->no_holdout && b->label >= 0 && !check_scores(b, b->output, "output", d->classes, err, errlen)))
 		return false;
 	if (b->lr >= 0 && !expect(b, b->lr, "learning rate", DT_F32, -1, NULL, err, errlen))
 		return false;
@@ -233,7 +234,7 @@ static bool loop_init(Loop *L, Session *s, uint64_t seed)
 	const Bundle *b = rt_bundle(s);
 	const BundleBuffer *img = &b->buf[b->image];
 	*L = (Loop){.s = s, .b = b, .batch = b->batch, .seed = seed, .ranks = 1,
-		    .classes = has_scores(b, b->output) ? b->buf[b->output].dim[1] : 0,
+		    .classes = has_scores(b, b->output) && b->label >= 0 ? b->buf[b->output].dim[1] : 0,
 		    .accumulate = batches_per_step(b),
 		    .pixels = img->dim[1] * img->dim[2] * img->dim[3], .scale = rt_loss_scale_new(b)};
 	L->images = malloc((size_t)(L->batch * L->pixels) * sizeof *L->images);
@@ -269,7 +270,7 @@ static void load_batch(Loop *L, const Dataset *d, const int32_t *idx, bool train
 static int64_t count_hits(const Loop *L, int64_t rows)
 {
 	int64_t hits = 0;
-	for (int64_t k = 0; k < rows; k++) {
+	for (int64_t k = 0; k < rows && L->classes; k++) {
 		const float *row = L->scores + k * L->classes;
 		int64_t best = 0;
 		for (int64_t c = 1; c < L->classes; c++)
@@ -432,7 +433,9 @@ static bool evaluate(Loop *L, const Dataset *d, bool quiet, double *accuracy)
 		if (rt_error(L->s))
 			break;
 		hits += count_hits(L, rows);
-		if (rows == L->batch) {
+		/* without class scores there are no rows to take apart: the padded batch's mean stands
+		 * for its real rows' */
+		if (rows == L->batch || !L->classes) {
 			loss_sum += (double)loss * (double)rows;
 		} else {
 			/* the program's loss averages the padding too: take the real rows' own */
@@ -445,10 +448,12 @@ static bool evaluate(Loop *L, const Dataset *d, bool quiet, double *accuracy)
 		return false;
 	if (stop_signal)
 		return true;
-	*accuracy = 100.0 * (double)hits / (double)d->n;
-	if (!quiet)
+	*accuracy = L->classes ? 100.0 * (double)hits / (double)d->n : NAN;
+	if (!quiet && L->classes)
 		printf("eval: loss %.4f  accuracy %.2f%% (%lld examples)\n", loss_sum / (double)d->n,
 		       *accuracy, (long long)d->n);
+	else if (!quiet)
+		printf("eval: loss %.4f (%lld examples)\n", loss_sum / (double)d->n, (long long)d->n);
 	fflush(stdout);
 	return true;
 }
@@ -779,7 +784,7 @@ int rt_train(const Bundle *b, const TrainOptions *all)
 		printf("data: %s\n", train.source);
 	bool eval = has_eval(b) && !test.no_holdout;
 	ok = ok && check_bundle(b, &train, err, sizeof err) &&
-	     (!eval || check_scores(b, b->eval_output, "evaluation output", test.classes, err, sizeof err)) &&
+	     (!eval || b->label < 0 || check_scores(b, b->eval_output, "evaluation output", test.classes, err, sizeof err)) &&
 	     (!eval || expect(b, b->eval_loss, "evaluation loss", DT_F32, -1, NULL, err, sizeof err)) &&
 	     train_session(s, comm, o, &train, &test, &stopped_by, err, sizeof err);
 	fflush(stdout);
@@ -846,7 +851,7 @@ int rt_eval(const Bundle *b, const TrainOptions *o)
 	if (ok && !o->quiet)
 		printf("data: %s\n", test.source);
 	ok = ok && check_bundle(b, &train, err, sizeof err) &&
-	     check_scores(b, b->eval_output, "evaluation output", test.classes, err, sizeof err) &&
+	     (b->label < 0 || check_scores(b, b->eval_output, "evaluation output", test.classes, err, sizeof err)) &&
 	     eval_session(b, o, &test, err, sizeof err);
 	fflush(stdout);
 	if (!ok)

@@ -65,26 +65,38 @@ static uint64_t next_random(uint64_t *state)
 	return z ^ (z >> 31);
 }
 
-/* Images uniform in [-2, 2) away from zero; labels uniform over the classes. */
+/* A float input's values: uniform in [-2, 2) away from zero. */
+static void fill_float(Session *s, int buf, const Node *n, uint64_t *st)
+{
+	int64_t count = shape_numel(&n->shape);
+	float *v = malloc(count * sizeof *v);
+	if (!v)
+		abort();
+	for (int64_t i = 0; i < count; i++) {
+		double u = (next_random(st) >> 11) * 0x1.0p-53;
+		v[i] = (float)(u < 0.5 ? -2 + 3.8 * u : 0.1 + 3.8 * (u - 0.5));
+	}
+	rt_write_image(s, buf, v, count);
+	free(v);
+}
+
+/* Images, and float targets, from fill_float; class labels uniform over the classes. */
 static void fill_inputs(Session *s, const Bundle *b, const Graph *g, uint64_t seed)
 {
 	uint64_t st = seed * 2654435761u + 17;
-	int64_t count = shape_numel(&g->node[g->image].shape);
-	float *image = malloc(count * sizeof *image);
-	int32_t *label = malloc(b->batch * sizeof *label);
-	if (!image || !label)
-		abort();
-	for (int64_t i = 0; i < count; i++) {
-		double u = (next_random(&st) >> 11) * 0x1.0p-53;
-		image[i] = (float)(u < 0.5 ? -2 + 3.8 * u : 0.1 + 3.8 * (u - 0.5));
+	fill_float(s, b->image, &g->node[g->image], &st);
+	if (g->label >= 0 && g->node[g->label].dtype != DT_I32) {
+		fill_float(s, b->label, &g->node[g->label], &st);
+	} else if (g->label >= 0) {
+		int32_t *label = malloc(b->batch * sizeof *label);
+		if (!label)
+			abort();
+		int64_t classes = g->node[g->output].shape.dim[g->node[g->output].shape.rank - 1];
+		for (int64_t i = 0; i < b->batch; i++)
+			label[i] = (int32_t)(next_random(&st) % (uint64_t)classes);
+		rt_write(s, b->label, label, b->batch * sizeof *label);
+		free(label);
 	}
-	int64_t classes = g->node[g->output].shape.dim[g->node[g->output].shape.rank - 1];
-	for (int64_t i = 0; i < b->batch; i++)
-		label[i] = (int32_t)(next_random(&st) % (uint64_t)classes);
-	rt_write_image(s, b->image, image, count);
-	rt_write(s, b->label, label, b->batch * sizeof *label);
-	free(image);
-	free(label);
 	float lr = (float)g->train.lr;
 	/* a first row past 0, so that dropout's shard offset is checked too */
 	int32_t rng[RT_RNG_WORDS] = {(int32_t)(seed & 0x7fffffff), 1, 5};

@@ -25,16 +25,24 @@ static const double *attrs_of(OpId op, double attr[IR_MAX_ATTRS])
 		attr[0] = (double)(ch_next() & 1); /* approximate: none or tanh */
 		return attr;
 	}
+	if (op == OP_pow) { /* whole (multiplied out), square root, and exp(e ln x) exponents */
+		static const double exponent[] = {2, 3, -2, 0.5, 1.7, -0.5};
+		attr[0] = exponent[ch_next() % 6];
+		return attr;
+	}
 	return NULL;
 }
 
 static void unary_ops(const char *dims, DType dt)
 {
 	static const OpId ops[] = {OP_neg, OP_exp, OP_log, OP_sqrt, OP_relu, OP_copy, OP_sigmoid, OP_tanh,
-				   OP_leaky_relu, OP_gelu, OP_silu};
+				   OP_leaky_relu, OP_gelu, OP_silu, OP_abs, OP_sign, OP_pow};
 	for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+		double attr[IR_MAX_ATTRS];
+		const double *a = attrs_of(ops[i], attr);
 		char name[96];
-		snprintf(name, sizeof name, "%s [%s] %s", ir_ops[ops[i]].name, dims, dtype_name(dt));
+		snprintf(name, sizeof name, "%s%s [%s] %s", ir_ops[ops[i]].name, a && ops[i] == OP_pow ? " (exponent)" : "", dims,
+			 dtype_name(dt));
 		CgHarness *h = ch_new(name);
 		int x = ch_param(h, dt, dims);
 		if (ops[i] == OP_log || ops[i] == OP_sqrt)
@@ -45,8 +53,11 @@ static void unary_ops(const char *dims, DType dt)
 			ch_range(h, x, -50, 50);
 		else if (ops[i] == OP_gelu) /* below -3, 1 + erf cancels (as PyTorch's): gelu_accuracy */
 			ch_range(h, x, -3, 6);
-		double attr[IR_MAX_ATTRS];
-		ch_op(h, ops[i], attrs_of(ops[i], attr), x);
+		else if (ops[i] == OP_pow && attr[0] != floor(attr[0])) /* a fractional power of x < 0 is NaN */
+			ch_range(h, x, 0.1, 4);
+		else if (ops[i] == OP_pow)
+			ch_range(h, x, -4, 4);
+		ch_op(h, ops[i], a, x);
 		run(h);
 	}
 }

@@ -246,6 +246,28 @@ static void test_ref_sigmoid_tanh(void)
 	ir_graph_free(g);
 }
 
+/* abs, sign and pow against hand-worked values: pow of a negative base is NaN unless the exponent is
+ * whole, 0 to a negative power inf (torch.pow's rules) */
+static void test_ref_abs_sign_pow(void)
+{
+	Graph *g = ir_graph_new("t");
+	int x = leaf(g, S(1, 5), DT_F32);
+	int ab = tu_add(g, OP_abs, &x, NULL), sg = tu_add(g, OP_sign, &x, NULL);
+	int p3 = tu_add(g, OP_pow, &x, A(3)), ph = tu_add(g, OP_pow, &x, A(1.5)), pm = tu_add(g, OP_pow, &x, A(-1));
+	double **v = values_new(g);
+	memcpy(v[x], (double[]){-2, 0, 0.25, 4, -0.5}, sizeof(double[5]));
+	ir_interp(g, 0, v);
+	const double want_abs[] = {2, 0, 0.25, 4, 0.5}, want_sign[] = {-1, 0, 1, 1, -1};
+	const double want_p3[] = {-8, 0, 0.015625, 64, -0.125}, want_pm[] = {-0.5, INFINITY, 4, 0.25, -2};
+	for (int i = 0; i < 5; i++) {
+		CHECK(v[ab][i] == want_abs[i] && v[sg][i] == want_sign[i], "abs/sign at %d", i);
+		CHECK(v[p3][i] == want_p3[i] && v[pm][i] == want_pm[i], "pow 3 / pow -1 at %d: %g %g", i, v[p3][i], v[pm][i]);
+	}
+	CHECK(isnan(v[ph][0]) && v[ph][1] == 0 && v[ph][2] == 0.125 && v[ph][3] == 8, "pow 1.5");
+	values_free(g, v);
+	ir_graph_free(g);
+}
+
 /* maximum and minimum with broadcasting and NaN from either side, and the shares of dy of their
  * gradient ops: the winner dy, a tie dy/2, the loser 0, a NaN dy. */
 static void test_ref_maximum_minimum(void)
@@ -749,6 +771,7 @@ int main(void)
 	test_ref_sigmoid_tanh();
 	test_ref_silu();
 	test_ref_maximum_minimum();
+	test_ref_abs_sign_pow();
 	test_ref_leaky_relu();
 	test_ref_gelu();
 	test_ref_injective_reduce();

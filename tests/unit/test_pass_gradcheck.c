@@ -198,6 +198,12 @@ static void test_elemwise(void)
 	unary_attr("gelu", OP_gelu, S(2, 3, 4), WIDE, A(0));
 	unary_attr("gelu approximate=tanh", OP_gelu, S(2, 3, 4), WIDE, A(1));
 	unary("copy", OP_copy, S(1, 5), ANY);
+	unary("abs", OP_abs, S(2, 3, 4), KINK);
+	unary_attr("pow 2", OP_pow, S(2, 3, 4), ANY, A(2));
+	unary_attr("pow 3", OP_pow, S(2, 3, 4), ANY, A(3));
+	unary_attr("pow -2", OP_pow, S(2, 3, 4), AWAY, A(-2));
+	unary_attr("pow 1.7", OP_pow, S(2, 3, 4), POS, A(1.7));
+	unary_attr("pow 0.5", OP_pow, S(2, 3, 4), POS, A(0.5));
 	binary("add", OP_add, S(2, 3, 4), S(2, 3, 4), ANY);
 	binary("add broadcast [3,4,5] + [4,1]", OP_add, S(3, 3, 4, 5), S(2, 4, 1), ANY);
 	binary("sub broadcast [5] - [3,4,5]", OP_sub, S(1, 5), S(3, 3, 4, 5), ANY);

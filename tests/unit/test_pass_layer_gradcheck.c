@@ -1,0 +1,140 @@
+/* test_pass_layer_gradcheck.c: the gradients of layers that the frontend builds from several ops
+ * (losses, normalizations, ...) against central finite differences in float64, on graphs built
+ * from .net text: the composite's value is the layer's definition, so checking its gradient end to
+ * end checks that the ops are wired as the docs say. Every param and input is random; the
+ * seed is printed (NETC_TEST_SEED=n replays a run). */
+#include "frontend/frontend.h"
+#include "ir/ops.h"
+#include "passes/passes.h"
+#include "tests/unit/test_util.h"
+
+/* Evaluates the non-leaf nodes up to the loss. */
+static double forward(const Graph *g, double **v)
+{
+	for (int i = 0; i <= g->loss; i++) {
+		const Node *n = &g->node[i];
+		if (ir_is_leaf(n->op))
+			continue;
+		const double *in[IR_MAX_INPUTS];
+		for (int k = 0; k < n->nin; k++)
+			in[k] = v[n->in[k]];
+		ir_eval_node(g, n, in, v[i]);
+	}
+	return v[g->loss][0];
+}
+
+/* Leaves: params and float inputs uniform in (lo, hi), away from zero by at least 0.05 when lo < 0
+ * (so |x| and max(x, 0) have no kink in reach of the differences), labels over the classes, state
+ * at its init, consts their value. */
+static void fill_leaves(const Graph *g, double **v, double lo, double hi)
+{
+	for (int i = 0; i < g->nnodes; i++) {
+		const Node *n = &g->node[i];
+		int64_t m = shape_numel(&n->shape);
+		if (n->op == OP_const)
+			v[i][0] = ir_const_value(n);
+		else if (n->op == OP_state)
+			for (int64_t k = 0; k < m; k++)
+				v[i][k] = ir_leaf_init(n) == INIT_ONE;
+		else if (n->op == OP_input && n->dtype == DT_I32)
+			for (int64_t k = 0; k < m; k++)
+				v[i][k] = (int)tu_uniform(0, 3);
+		else if (n->op == OP_param || n->op == OP_input)
+			for (int64_t k = 0; k < m; k++) {
+				double x = tu_uniform(lo, hi);
+				v[i][k] = lo < 0 && fabs(x) < 0.05 ? (x < 0 ? -0.05 : 0.05) : x;
+			}
+	}
+}
+
+/* Builds text, differentiates its loss, and compares every param's gradient with central
+ * differences of the loss. lo, hi: the range of the random leaves. */
+static void check(const char *what, const char *text, double lo, double hi)
+{
+	Graph *g = fe_load_string("t.net", text, strlen(text), 0, DIAG_MAX_ERRORS, stdout);
+	CHECK(g, "%s: does not build", what);
+	if (!g)
+		return;
+	int nforward = g->nnodes;
+	int *grads = autodiff_gradients(g, g->loss);
+	double **v = calloc(g->nnodes, sizeof *v);
+	for (int i = 0; i < g->nnodes; i++)
+		v[i] = calloc(shape_numel(&g->node[i].shape), sizeof **v);
+	fill_leaves(g, v, lo, hi);
+	ir_interp(g, 0, v);
+	double worst = 0;
+	int nchecked = 0;
+	for (int p = 0; p < nforward; p++) {
+		const Node *n = &g->node[p];
+		if (n->op != OP_param)
+			continue;
+		if (grads[p] < 0) {
+			FAIL("%s: no gradient reaches %s", what, n->name);
+			continue;
+		}
+		int64_t m = shape_numel(&n->shape);
+		double *grad = malloc(m * sizeof *grad);
+		memcpy(grad, v[grads[p]], m * sizeof *grad);
+		for (int64_t k = 0; k < m; k++) {
+			double x = v[p][k], h = 1e-6 * fmax(1, fabs(x));
+			v[p][k] = x + h;
+			double up = forward(g, v);
+			v[p][k] = x - h;
+			double down = forward(g, v);
+			v[p][k] = x;
+			double num = (up - down) / (2 * h), err = fabs(num - grad[k]) / fmax(1e-2, fmax(fabs(num), fabs(grad[k])));
+			worst = fmax(worst, err);
+			if (!(err < 1e-5)) {
+				FAIL("%s: d loss / d %s[%lld] = %.10g, finite differences %.10g", what, n->name, (long long)k,
+				     grad[k], num);
+				break;
+			}
+		}
+		nchecked++;
+		free(grad);
+	}
+	CHECK(nchecked > 0, "%s: nothing to check", what);
+	printf("  %-44s worst relative error %.2e\n", what, worst);
+	for (int i = 0; i < g->nnodes; i++)
+		free(v[i]);
+	free(v);
+	free(grads);
+	ir_graph_free(g);
+}
+
+/* A network of inputs x: f32[4, 5] (or as declared) and target t, body, then the loss line. */
+#define NET(inputs, body, loss) "network m {\n" inputs body "loss " loss "\n}\ntrain {\nbatch = 4\n}\n"
+#define XT "input x: f32[b, 5]\ninput t: f32[b, 5]\n"
+
+static void test_losses(void)
+{
+	check("mse_loss", NET(XT, "y = dense(x, 5)\n", "mse_loss(y, t)"), -1, 1);
+	check("mse_loss reduction=sum", NET(XT, "y = dense(x, 5)\n", "mse_loss(y, t, reduction=sum)"), -1, 1);
+	check("l1_loss", NET(XT, "y = dense(x, 5)\n", "l1_loss(y, t)"), -1, 1);
+	/* |y - t| straddles beta = 0.5 somewhere in 20 random pairs */
+	check("smooth_l1_loss beta=0.5", NET(XT, "y = dense(x, 5)\n", "smooth_l1_loss(y, t, beta=0.5)"), -1, 1);
+	check("smooth_l1_loss beta=0 (l1)", NET(XT, "y = dense(x, 5)\n", "smooth_l1_loss(y, t, beta=0)"), -1, 1);
+	check("binary_cross_entropy_with_logits", NET(XT, "y = dense(x, 5)\n", "binary_cross_entropy_with_logits(y, t)"),
+	      -3, 3);
+}
+
+static void test_norms(void)
+{
+	check("layer_norm of [4, 3, 5]",
+	      NET("input x: f32[b, 3, 5]\ninput t: f32[b, 3, 5]\n", "y = layer_norm(x)\n", "mse_loss(y, t)"), -2, 2);
+	check("layer_norm without affine",
+	      NET(XT, "h = dense(x, 5)\ny = layer_norm(h, elementwise_affine=false)\n", "mse_loss(y, t)"), -2, 2);
+	check("batch_norm1d of [4, 5]", NET(XT, "y = batch_norm1d(x)\n", "mse_loss(y, t)"), -2, 2);
+	check("batch_norm1d of [4, 5, 3]",
+	      NET("input x: f32[b, 5, 3]\ninput t: f32[b, 5, 3]\n", "y = batch_norm1d(x, eps=0.01)\n", "mse_loss(y, t)"), -2, 2);
+	check("pow 3 and abs", NET(XT, "h = dense(x, 5)\ny = pow(h, 3)\nz = abs(y)\n", "mse_loss(z, t)"), -1, 1);
+	check("pow 1.5", NET(XT, "h = dense(x, 5)\na = abs(h)\ny = pow(a, 1.5)\n", "mse_loss(y, t)"), -1, 1);
+}
+
+int main(void)
+{
+	tu_start("test_pass_layer_gradcheck");
+	test_losses();
+	test_norms();
+	return tu_finish("test_pass_layer_gradcheck");
+}
