@@ -347,7 +347,7 @@ static int tensor_args(Builder *b, const Arg *args, const Arg **targ, int *in, b
 		Sym *s = lookup(b, a->val->name);
 		if (!s || s->val.kind != V_TENSOR)
 			continue;
-		if (n < IR_MAX_INPUTS) {
+		if (n < FE_MAX_TENSORS) {
 			targ[n] = a;
 			in[n] = s->val.node;
 		}
@@ -371,16 +371,21 @@ static const char *layer_name(Builder *b, const Layer *l, const Stmt *st, char *
 static int build_layer(Builder *b, const Stmt *st, const Layer *l, const char *name)
 {
 	const Expr *call = st->value;
-	const Arg *targ[IR_MAX_INPUTS] = {0};
-	int in[IR_MAX_INPUTS + 1], nin = 0; /* room to put the previous value first */
-	bool poisoned = false;
+	const Arg *targ[FE_MAX_TENSORS] = {0};
+	int in[FE_MAX_TENSORS + 1], nin = 0; /* room to put the previous value first */
+	bool poisoned = false, variadic = l->ntensor == LAYER_VARIADIC;
+	int least = variadic ? 2 : l->ntensor, most = variadic ? FE_MAX_TENSORS : l->ntensor;
 	int given = tensor_args(b, call->args, targ, in + 1, &poisoned);
-	if (given > l->ntensor) {
+	if (given > most && variadic) {
+		diag_error(b->d, call->loc, "%s takes at most %d tensor inputs, got %d", l->sig.name, most, given);
+		return -1;
+	}
+	if (given > most) {
 		diag_error(b->d, call->loc, "%s takes %d tensor input%s, got %d", l->sig.name, l->ntensor,
 			   l->ntensor == 1 ? "" : "s", given);
 		return -1;
 	}
-	if (given < l->ntensor) {
+	if (given < least) {
 		if (!b->have_prev) {
 			diag_error(b->d, call->loc, "%s has no input: no input or layer comes before it", l->sig.name);
 			return -1;
@@ -390,14 +395,15 @@ static int build_layer(Builder *b, const Stmt *st, const Layer *l, const char *n
 	}
 	memmove(in + nin, in + 1, (size_t)given * sizeof *in);
 	nin += given;
-	if (nin < l->ntensor) {
-		diag_error(b->d, call->loc, "%s takes %d tensor inputs, got %d", l->sig.name, l->ntensor, given);
+	if (nin < least) {
+		diag_error(b->d, call->loc, "%s takes %s%d tensor inputs, got %d", l->sig.name, variadic ? "at least " : "",
+			   least, given);
 		return -1;
 	}
 	BoundArgs args;
 	if (!bind(b, &l->sig, call->args, targ, given, call->loc, &args) || poisoned)
 		return -1;
-	LayerCall c = {b->g, b->d, call->loc, name, l->sig.name, {0}, &args};
+	LayerCall c = {b->g, b->d, call->loc, name, l->sig.name, {0}, nin, &args};
 	memcpy(c.in, in, (size_t)nin * sizeof *in);
 	return l->build(l, &c);
 }

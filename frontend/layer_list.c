@@ -9,6 +9,8 @@
 static const char *tensor_names(int n)
 {
 	static const char *const names[] = {"", "x", "a, b", "a, b, c", "a, b, c, d"};
+	if (n == LAYER_VARIADIC)
+		return "a, b, ...";
 	return n >= 0 && n < (int)(sizeof names / sizeof names[0]) ? names[n] : "...";
 }
 

@@ -268,15 +268,34 @@ static int build_lrn_caffe(const Layer *l, LayerCall *c)
 	return add(c, OP_lrn, c->in, attr, c->name);
 }
 
-/* concat(a, b[, c[, d]], dim): the op of that many inputs (the layer takes its count from its name;
- * concat is the four branches of an inception block). */
+/* concat(a, b, ..., dim): concat2..concat4 nodes, each taking up to four pieces, the first of the
+ * next holding the previous result (pieces in order along the axis); the last is the layer's. */
 static int build_concat(const Layer *l, LayerCall *c)
 {
+	static const OpId by_count[] = {OP_COUNT, OP_COUNT, OP_concat2, OP_concat3, OP_concat4};
 	int axis;
 	if (!axis_of(c, c->args->v[0], &axis))
 		return -1;
 	double attr = axis;
-	return add(c, l->op, c->in, &attr, c->name);
+	int acc = c->in[0], next = 1;
+	while (next < c->nin) {
+		int take = c->nin - next < IR_MAX_INPUTS - 1 ? c->nin - next : IR_MAX_INPUTS - 1, in[IR_MAX_INPUTS] = {acc};
+		memcpy(in + 1, c->in + next, (size_t)take * sizeof *in);
+		next += take;
+		acc = add(c, by_count[take + 1], in, &attr, next == c->nin ? c->name : NULL);
+		if (acc < 0)
+			return -1;
+	}
+	return acc;
+}
+
+/* add(a, b, ...): a + b + ..., left to right, each with numpy broadcasting. */
+static int build_add(const Layer *l, LayerCall *c)
+{
+	int acc = c->in[0];
+	for (int k = 1; k < c->nin && acc >= 0; k++)
+		acc = add(c, OP_add, (int[]){acc, c->in[k]}, NULL, k == c->nin - 1 ? c->name : NULL);
+	return acc;
 }
 
 /* global_avg_pool2d: the mean of each channel's plane, as [N, C, 1, 1] (a window of the plane). */
@@ -512,7 +531,8 @@ static const Layer layers[] = {
 	{{"dropout", 1, {{"p", ARG_PROB, 0.5, 0}}, false}, 1, OP_dropout, build_dropout},
 	{{"log_softmax", 1, {{"dim", ARG_INT, -1, 0}}, false}, 1, OP_log_softmax, build_softmax},
 	{{"softmax", 1, {{"dim", ARG_INT, -1, 0}}, false}, 1, OP_softmax, build_softmax},
-	BINARY(add), BINARY(sub), BINARY(mul), BINARY(div), BINARY(maximum), BINARY(minimum),
+	{{"add", 0, {{0}}, false}, LAYER_VARIADIC, OP_add, build_add},
+	BINARY(sub), BINARY(mul), BINARY(div), BINARY(maximum), BINARY(minimum),
 	{{"sum", 2, {{"dim", ARG_INT, 0, ARG_OPTIONAL}, {"keepdim", ARG_BOOL, 0, 0}}, false}, 1, OP_sum, build_reduce},
 	{{"mean", 2, {{"dim", ARG_INT, 0, ARG_OPTIONAL}, {"keepdim", ARG_BOOL, 0, 0}}, false}, 1, OP_mean, build_reduce},
 	LOSS(nll_loss), LOSS(cross_entropy),
@@ -520,7 +540,7 @@ static const Layer layers[] = {
 		     {"beta", ARG_NUM, 0.5, 0}}, false}, 1, OP_lrn, build_lrn},
 	{{"local_response_norm", 4, {{"size", ARG_POS, 0, ARG_REQUIRED}, {"alpha", ARG_NNUM, 1e-4, 0},
 				     {"beta", ARG_NUM, 0.75, 0}, {"k", ARG_NUM, 1, 0}}, false}, 1, OP_lrn, build_lrn_caffe},
-	{{"concat", 1, {{"dim", ARG_INT, 1, 0}}, false}, 4, OP_concat4, build_concat},
+	{{"concat", 1, {{"dim", ARG_INT, 1, 0}}, false}, LAYER_VARIADIC, OP_concat4, build_concat},
 	{{"concat3", 1, {{"dim", ARG_INT, 1, 0}}, false}, 3, OP_concat3, build_concat},
 	{{"concat2", 1, {{"dim", ARG_INT, 1, 0}}, false}, 2, OP_concat2, build_concat},
 	{{"global_avg_pool2d", 0, {{0}}, false}, 1, OP_avg_pool2d, build_global_avg_pool},

@@ -9,6 +9,10 @@
 #include "ir/ir.h"
 
 #define SIG_MAX_ARGS 8
+/* The most tensor inputs one call takes (concat and add take any number, from 2). */
+#define FE_MAX_TENSORS 64
+/* Layer.ntensor of concat and add: any number of tensors from 2 to FE_MAX_TENSORS. */
+#define LAYER_VARIADIC (-1)
 #define FE_NAME_BUF (FE_MAX_NAME + 32) /* a layer name and a suffix such as ".weight" */
 
 /* What an argument accepts. */
@@ -66,13 +70,14 @@ typedef struct {
 	SrcLoc loc;
 	const char *name; /* the layer's name; the last node gets it, params derive theirs from it */
 	const char *layer; /* what the statement calls, for messages */
-	int in[IR_MAX_INPUTS];
+	int in[FE_MAX_TENSORS];
+	int nin; /* tensor inputs in in[] */
 	const BoundArgs *args;
 } LayerCall;
 
 typedef struct Layer {
 	Signature sig;
-	int ntensor;                 /* tensor inputs it takes */
+	int ntensor;                 /* tensor inputs it takes, or LAYER_VARIADIC */
 	OpId op;                     /* the IR op, for layers that are one node */
 	int (*build)(const struct Layer *l, LayerCall *c); /* node id, or -1 after reporting */
 } Layer;

@@ -131,10 +131,22 @@ static void test_norms(void)
 	check("pow 1.5", NET(XT, "h = dense(x, 5)\na = abs(h)\ny = pow(a, 1.5)\n", "mse_loss(y, t)"), -1, 1);
 }
 
+/* concat and add of any number of tensors: chains of concat2..concat4 and of add */
+static void test_many_inputs(void)
+{
+	check("concat of six along dim 1",
+	      NET("input x: f32[b, 5]\ninput t: f32[b, 14]\n",
+		  "a = dense(x, 2)\nb2 = dense(x, 3)\nc = dense(x, 1)\nd = dense(x, 4)\ne = dense(x, 2)\nf = dense(x, 2)\n"
+		  "y = concat(a, b2, c, d, e, f)\n", "mse_loss(y, t)"), -1, 1);
+	check("add of three, one broadcast",
+	      NET(XT, "a = dense(x, 5)\nb2 = dense(x, 5)\nc = dense(x, 1)\ny = add(a, b2, c)\n", "mse_loss(y, t)"), -1, 1);
+}
+
 int main(void)
 {
 	tu_start("test_pass_layer_gradcheck");
 	test_losses();
 	test_norms();
+	test_many_inputs();
 	return tu_finish("test_pass_layer_gradcheck");
 }
