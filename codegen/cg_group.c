@@ -222,9 +222,8 @@ static LLVMValueRef piece_index(Cg *cg, const Node *n, int k, ElemIndex *at)
 static LLVMValueRef transpose_index(Cg *cg, const Node *n, const Shape *in, ElemIndex *at)
 {
 	LLVMValueRef *idx = cg_index_idx(cg, at), src[IR_MAX_DIMS];
-	int perm[4];
-	ir_transpose_perm(n, perm);
-	for (int d = 0; d < 4; d++)
+	int perm[IR_MAX_DIMS], rank = ir_transpose_perm(cg->g, n, perm);
+	for (int d = 0; d < rank; d++)
 		src[perm[d]] = idx[d];
 	return cg_linear(cg, in, src);
 }

@@ -436,6 +436,94 @@ static int build_layer_norm(const Layer *l, LayerCall *c)
 	return y;
 }
 
+/* ---- permutations and products of activations ---- */
+
+/* transpose with output axis d from input axis perm[d] */
+static int permuted(LayerCall *c, const int *perm, int rank)
+{
+	double attr[IR_MAX_ATTRS] = {0};
+	for (int d = 0; d < rank; d++)
+		attr[d] = perm[d];
+	return add(c, OP_transpose, c->in, attr, c->name);
+}
+
+/* permute(d0, d1, ...): torch.permute, output axis i is input axis d<i> (negative dims count from
+ * the end). */
+static int build_permute(const Layer *l, LayerCall *c)
+{
+	const BoundArgs *a = c->args;
+	int rank = input(c, 0)->shape.rank, perm[IR_MAX_DIMS];
+	unsigned seen = 0;
+	if (a->nvar != rank) {
+		diag_error(c->d, c->loc, "permute needs %d dimensions for a %d-D input, got %d", rank, rank, a->nvar);
+		return -1;
+	}
+	for (int i = 0; i < rank; i++) {
+		if (!axis_of(c, (double)a->var[i], &perm[i]))
+			return -1;
+		if (seen >> perm[i] & 1) {
+			diag_error(c->d, c->loc, "permute names dimension %d twice", perm[i]);
+			return -1;
+		}
+		seen |= 1u << perm[i];
+	}
+	return permuted(c, perm, rank);
+}
+
+/* transpose(dim0, dim1): torch.transpose, the two axes swapped. */
+static int build_transpose(const Layer *l, LayerCall *c)
+{
+	int rank = input(c, 0)->shape.rank, perm[IR_MAX_DIMS], d0, d1;
+	if (!axis_of(c, c->args->v[0], &d0) || !axis_of(c, c->args->v[1], &d1))
+		return -1;
+	for (int d = 0; d < rank; d++)
+		perm[d] = d == d0 ? d1 : d == d1 ? d0 : d;
+	return permuted(c, perm, rank);
+}
+
+/* matmul(a, b) and bmm(a, b): torch.matmul of two activations. Matrices are one matmul node; a
+ * stack of matrices times one matrix is one matmul of the stack's rows; two stacks of the same
+ * batch dimensions multiply pairwise as a product broadcast over [B, m, k, n] summed over k, which
+ * fusion computes as one reduction kernel without storing the product. */
+static int build_matmul(const Layer *l, LayerCall *c)
+{
+	const Shape *sa = &input(c, 0)->shape, *sb = &input(c, 1)->shape;
+	char ta[96], tb[96];
+	bool bmm = !strcmp(l->sig.name, "bmm");
+	int ra = sa->rank, rb = sb->rank;
+	bool ok = bmm ? ra == 3 && rb == 3 : ra >= 2 && (rb == 2 || rb == ra);
+	for (int d = 0; ok && rb > 2 && d < ra - 2; d++)
+		ok = sa->dim[d] == sb->dim[d];
+	if (!ok || sa->dim[ra - 1] != sb->dim[rb - 2]) {
+		diag_error(c->d, c->loc, "%s cannot multiply %s by %s (%s)", l->sig.name, shape_str(sa, ta, sizeof ta),
+			   shape_str(sb, tb, sizeof tb),
+			   bmm ? "it takes [B, m, k] and [B, k, n]"
+			       : "it takes [..., m, k] and [k, n], or [..., m, k] and [..., k, n] of the same leading dimensions");
+		return -1;
+	}
+	int64_t m = sa->dim[ra - 2], k = sa->dim[ra - 1], n = sb->dim[rb - 1], batch = shape_numel(sa) / (m * k);
+	int64_t out[IR_MAX_DIMS];
+	for (int d = 0; d < ra - 2; d++)
+		out[d] = sa->dim[d];
+	out[ra - 2] = m, out[ra - 1] = n;
+	int y;
+	if (ra == 2 && rb == 2) {
+		return add(c, OP_matmul, c->in, (double[2]){0, 0}, c->name);
+	} else if (rb == 2) {
+		int a = reshaped(c, c->in[0], 2, (int64_t[]){batch * m, k});
+		y = node(c, OP_matmul, a, c->in[1], (double[2]){0, 0}, NULL);
+	} else {
+		int a = reshaped(c, c->in[0], 4, (int64_t[]){batch, m, k, 1});
+		int b = reshaped(c, c->in[1], 4, (int64_t[]){batch, 1, k, n});
+		double axes[2] = {4, 0};
+		y = node(c, OP_sum, node(c, OP_mul, a, b, NULL, NULL), -1, axes, NULL);
+	}
+	double attr[1 + IR_MAX_DIMS] = {ra};
+	for (int d = 0; d < ra; d++)
+		attr[1 + d] = (double)out[d];
+	return y < 0 ? -1 : add(c, OP_reshape, &y, attr, c->name);
+}
+
 /* pow(exponent): x to a number (torch.pow(x, exponent)). */
 static int build_pow(const Layer *l, LayerCall *c) { return add(c, OP_pow, c->in, c->args->v, c->name); }
 
@@ -548,6 +636,11 @@ static const Layer layers[] = {
 	{{"batch_norm1d", 2, {{"eps", ARG_NNUM, 1e-5, 0}, {"momentum", ARG_PROB, 0.1, 0}}, false}, 1, OP_sum, build_batch_norm},
 	{{"layer_norm", 2, {{"eps", ARG_NNUM, 1e-5, 0}, {"elementwise_affine", ARG_BOOL, 1, 0}}, false}, 1, OP_mean, build_layer_norm},
 	UNARY(abs),
+	{{"permute", 0, {{0}}, true}, 1, OP_transpose, build_permute},
+	{{"transpose", 2, {{"dim0", ARG_INT, 0, ARG_REQUIRED}, {"dim1", ARG_INT, 0, ARG_REQUIRED}}, false}, 1, OP_transpose,
+	 build_transpose},
+	{{"matmul", 0, {{0}}, false}, 2, OP_matmul, build_matmul},
+	{{"bmm", 0, {{0}}, false}, 2, OP_matmul, build_matmul},
 	{{"pow", 1, {{"exponent", ARG_NUM, 0, ARG_REQUIRED}}, false}, 1, OP_pow, build_pow},
 	{{"mse_loss", 1, {{"reduction", ARG_WORD, WORDS_REDUCTION, 0}}, false}, 2, OP_mean, build_regression_loss},
 	{{"l1_loss", 1, {{"reduction", ARG_WORD, WORDS_REDUCTION, 0}}, false}, 2, OP_mean, build_regression_loss},

@@ -74,8 +74,8 @@ typedef struct {
 	int64_t start, len;
 } SliceRange;
 SliceRange ir_slice_range(const Node *n);
-/* transpose: output axis d is input axis perm[d]. */
-void ir_transpose_perm(const Node *n, int perm[4]);
+/* transpose: output axis d is input axis perm[d], for d below the returned rank (the input's). */
+int ir_transpose_perm(const Graph *g, const Node *n, int perm[IR_MAX_DIMS]);
 /* dropout: the drop probability and the Philox stream. */
 typedef struct {
 	double p;

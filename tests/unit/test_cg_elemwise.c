@@ -155,6 +155,20 @@ static void shape_ops(void)
 	run(h);
 }
 
+/* transposes of every rank the layers make: a matrix, 3-D, the layout pass's 4-D, 6-D, and one
+ * read by an elementwise op in the same kernel */
+static void transposes(void)
+{
+	CgHarness *h = ch_new("transpose of ranks 2 to 6");
+	ch_op(h, OP_transpose, (double[IR_MAX_ATTRS]){1, 0}, ch_param(h, DT_F32, "7,13"));
+	ch_op(h, OP_transpose, (double[IR_MAX_ATTRS]){2, 0, 1}, ch_param(h, DT_F32, "3,5,4"));
+	ch_op(h, OP_transpose, (double[IR_MAX_ATTRS]){0, 2, 3, 1}, ch_param(h, DT_F32, "2,3,4,5"));
+	ch_op(h, OP_transpose, (double[IR_MAX_ATTRS]){5, 3, 1, 0, 2, 4}, ch_param(h, DT_F32, "2,3,1,2,3,2"));
+	int t = ch_op(h, OP_transpose, (double[IR_MAX_ATTRS]){0, 2, 1}, ch_param(h, DT_F32, "2,3,5"));
+	ch_op(h, OP_relu, NULL, t);
+	run(h);
+}
+
 static void assign(void)
 {
 	CgHarness *h = ch_new("assign");
@@ -359,6 +373,7 @@ int main(void)
 	bias_add("6,10", "10", 1);
 	bias_add("4,6,3", "4", 0);
 	shape_ops();
+	transposes();
 	assign();
 	big();
 	dropout("64,300", 0.3);

@@ -108,9 +108,9 @@ static void test_small(void)
 	LrnParams l = ir_lrn_params(&g->node[tu_add(g, OP_lrn, &x, A(2, bias, alpha, beta))]);
 	CHECK(l.depth_radius == 2 && l.bias == bias && l.alpha == alpha && l.beta == beta);
 
-	int perm[4];
-	ir_transpose_perm(&g->node[tu_add(g, OP_transpose, &x, A(0, 2, 3, 1))], perm);
-	CHECK(perm[0] == 0 && perm[1] == 2 && perm[2] == 3 && perm[3] == 1);
+	int perm[IR_MAX_DIMS];
+	int rank = ir_transpose_perm(g, &g->node[tu_add(g, OP_transpose, &x, A(0, 2, 3, 1))], perm);
+	CHECK(rank == 4 && perm[0] == 0 && perm[1] == 2 && perm[2] == 3 && perm[3] == 1);
 
 	double p = tu_uniform(0.1, 0.9);
 	uint32_t stream = (uint32_t)tu_below(1000) + 1;

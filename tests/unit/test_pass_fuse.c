@@ -84,7 +84,9 @@ static bool group_has(const Graph *g, int leader, Pattern p)
 }
 
 /* Each parameter's update is one elementwise group: the assigns of a param and of its state
- * (named "<param>.<slot>") share a group, different params never do. */
+ * (named "<param>.<slot>") share a group, different params never do. A one-element state (adam's
+ * step count) has a shape of its own and may take a kernel of its own; a state of no param
+ * (batch norm's running statistics) belongs to no update. */
 static void check_updates(const Graph *g, const char *model)
 {
 	for (int a = 0; a < g->nnodes; a++) {
@@ -107,8 +109,10 @@ static void check_updates(const Graph *g, const char *model)
 				if (n && !pb && strncmp(u->name, p->name, n) == 0 && u->name[n] == '.')
 					pb = p;
 			}
-			/* states of no parameter (batch norm's running statistics) may go either way */
-			if (!pa && !pb)
+			/* states of no parameter (batch norm's running statistics) and one-element states
+			 * (adam's step count, shared by every update) may go either way */
+			bool scalar = shape_numel(&t->shape) == 1 || shape_numel(&u->shape) == 1;
+			if (!pa || !pb || (pa == pb && scalar))
 				continue;
 			EXPECT((pa == pb) == (g->node[b].group == leader), "%s: assigns to %%%s and %%%s: %s", model,
 			       t->name, u->name, pa == pb ? "one parameter, two kernels" : "two parameters, one kernel");

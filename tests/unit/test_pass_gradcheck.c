@@ -277,6 +277,8 @@ static void test_nn(void)
 	conv("conv2d nhwc stride 2x1 pad 1x2 dil 1x2 3x2", S(4, 2, 7, 6, 3), S(4, 2, 3, 2, 3), A(2, 1, 1, 2, 1, 2, LAYOUT_NHWC));
 	one_attr("transpose to nhwc", OP_transpose, S(4, 2, 3, 4, 5), A(0, 2, 3, 1));
 	one_attr("transpose to nchw", OP_transpose, S(4, 2, 4, 5, 3), A(0, 3, 1, 2));
+	one_attr("transpose of a matrix", OP_transpose, S(2, 3, 5), A(1, 0));
+	one_attr("transpose 5-D (2,0,4,1,3)", OP_transpose, S(5, 2, 3, 2, 4, 3), A(2, 0, 4, 1, 3));
 	for (int t = 0; t < 4; t++) {
 		const char *names[4] = {"matmul", "matmul trans_a", "matmul trans_b", "matmul trans_a trans_b"};
 		int ta = t & 1, tb = t >> 1;

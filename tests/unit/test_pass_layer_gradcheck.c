@@ -142,11 +142,30 @@ static void test_many_inputs(void)
 	      NET(XT, "a = dense(x, 5)\nb2 = dense(x, 5)\nc = dense(x, 1)\ny = add(a, b2, c)\n", "mse_loss(y, t)"), -1, 1);
 }
 
+/* products of activations (attention's scores and values) and the permutations around them */
+static void test_products(void)
+{
+#define QK "h = reshape(x, -1, 4)\nh2 = dense(h, 4)\nq = reshape(h2, -1, 3, 4)\nk = transpose(q, 1, 2)\n"
+	check("matmul of two stacks (q k^T)",
+	      NET("input x: f32[b, 3, 4]\ninput t: f32[b, 3, 3]\n", QK "s = matmul(q, k)\n", "mse_loss(s, t)"), -1, 1);
+	check("bmm, then permute",
+	      NET("input x: f32[b, 3, 4]\ninput t: f32[b, 4, 3]\n", QK "s = matmul(q, k)\np = bmm(s, q)\no = permute(p, 0, -1, 1)\n",
+		  "mse_loss(o, t)"), -1, 1);
+	check("matmul of a stack by a matrix",
+	      NET("input x: f32[b, 3, 4]\ninput t: f32[b, 3, 12]\n", QK "m = reshape(h2, 4, 12)\ns = matmul(q, m)\n",
+		  "mse_loss(s, t)"), -1, 1);
+	check("matmul of two matrices",
+	      NET("input x: f32[b, 3, 4]\ninput t: f32[b, 12]\n", QK "m = reshape(h2, 4, 12)\nn = reshape(h2, 12, 4)\ns = matmul(n, m)\nr = reshape(s, 4, -1)\nu = sum(r, dim=1)\nv = reshape(u, 4, 1)\nw = add(v, m)\n",
+		  "mse_loss(w, t)"), -1, 1);
+#undef QK
+}
+
 int main(void)
 {
 	tu_start("test_pass_layer_gradcheck");
 	test_losses();
 	test_norms();
 	test_many_inputs();
+	test_products();
 	return tu_finish("test_pass_layer_gradcheck");
 }
