@@ -17,7 +17,7 @@
 
 typedef struct AstArena AstArena;
 
-typedef enum { E_NUM, E_BOOL, E_NAME, E_NEG, E_BIN, E_CALL } ExprKind;
+typedef enum { E_NUM, E_BOOL, E_NAME, E_NEG, E_BIN, E_CALL, E_TUPLE } ExprKind;
 
 typedef struct Arg Arg;
 
@@ -30,7 +30,7 @@ typedef struct Expr {
 	const char *name; /* E_NAME, E_CALL callee */
 	char op;         /* E_BIN: + - * / % */
 	struct Expr *l, *r;
-	Arg *args;       /* E_CALL */
+	Arg *args;       /* E_CALL arguments, E_TUPLE elements (positional) */
 } Expr;
 
 /* One call argument: positional when key is NULL. */

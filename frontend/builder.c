@@ -195,6 +195,9 @@ static bool eval(Builder *b, const Expr *e, Value *out)
 		out->v = -out->v;
 		return true;
 	case E_CALL: break;
+	case E_TUPLE:
+		diag_error(b->d, e->loc, "a tuple is allowed only where a layer takes one per axis (kernel, stride, padding, dilation)");
+		return false;
 	}
 	diag_error(b->d, e->loc, "a call to '%s' is not allowed here", e->name);
 	return false;
@@ -259,6 +262,34 @@ static int arg_index(const Signature *s, const char *key)
 	return -1;
 }
 
+/* An ARG_PAIR argument given as a tuple: exactly two elements, each of the argument's kind. */
+static bool bind_pair(Builder *b, const Signature *s, int i, const Arg *a, BoundArgs *out)
+{
+	Value v[2];
+	int n = 0;
+	for (const Arg *e = a->val->args; e; e = e->next, n++) {
+		if (n == 2 || e->key) {
+			diag_error(b->d, a->val->loc, "argument '%s' of %s takes one number or a tuple of two (h, w)",
+				   s->arg[i].name, s->name);
+			return false;
+		}
+		if (!eval(b, e->val, &v[n]) || !check_kind(b, s, i, &v[n], e->val->loc))
+			return false;
+	}
+	if (n != 2) {
+		diag_error(b->d, a->val->loc, "argument '%s' of %s takes one number or a tuple of two (h, w)", s->arg[i].name,
+			   s->name);
+		return false;
+	}
+	if (out->given[i]) {
+		diag_error(b->d, a->loc, "argument '%s' of %s is given twice", s->arg[i].name, s->name);
+		return false;
+	}
+	out->v[i] = v[0].v, out->v2[i] = v[1].v;
+	out->given[i] = true;
+	return true;
+}
+
 static bool bind_one(Builder *b, const Signature *s, const Arg *a, int *npos, BoundArgs *out)
 {
 	Value v;
@@ -286,6 +317,8 @@ static bool bind_one(Builder *b, const Signature *s, const Arg *a, int *npos, Bo
 		out->var[out->nvar++] = (int64_t)v.v;
 		return true;
 	}
+	if (i < s->nargs && (s->arg[i].flags & ARG_PAIR) && a->val->kind == E_TUPLE)
+		return bind_pair(b, s, i, a, out);
 	if (i < s->nargs && s->arg[i].kind == ARG_WORD ? !eval_word(b, s, i, a->val, &v) : !eval(b, a->val, &v))
 		return false;
 	if (i >= s->nargs) {
@@ -298,7 +331,7 @@ static bool bind_one(Builder *b, const Signature *s, const Arg *a, int *npos, Bo
 	}
 	if (!check_kind(b, s, i, &v, a->val->loc))
 		return false;
-	out->v[i] = v.v;
+	out->v[i] = out->v2[i] = v.v;
 	out->given[i] = true;
 	return true;
 }
@@ -331,6 +364,7 @@ static bool bind(Builder *b, const Signature *s, const Arg *args, const Arg *con
 			return false;
 		}
 		out->v[i] = sa->kind == ARG_WORD ? 0 : (sa->flags & ARG_SAME) ? out->v[(int)sa->def] : sa->def;
+		out->v2[i] = (sa->flags & ARG_SAME) ? out->v2[(int)sa->def] : out->v[i];
 	}
 	return true;
 }

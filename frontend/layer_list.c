@@ -44,7 +44,13 @@ static void print_layer(FILE *out, const Layer *l)
 		fprintf(out, "%s%s", sep, s->arg[i].name);
 		print_default(out, s, &s->arg[i]);
 	}
-	fprintf(out, ")\n");
+	fprintf(out, ")");
+	/* the arguments that take a tuple (h, w) as well as one number */
+	sep = "  # ";
+	for (int i = 0; i < s->nargs; i++)
+		if (s->arg[i].flags & ARG_PAIR)
+			fprintf(out, "%s%s", sep, s->arg[i].name), sep = ", ";
+	fprintf(out, "%s\n", *sep == ',' ? ": a number or (h, w)" : "");
 }
 
 void fe_print_layers(FILE *out)

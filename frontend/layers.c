@@ -69,21 +69,22 @@ static int with_bias(LayerCall *c, int y, bool bias, int64_t n, double bound)
 	return add(c, OP_bias_add, in, &axis, c->name);
 }
 
-/* conv2d(out_channels, kernel, stride, padding, dilation, bias): kaiming-uniform(a=sqrt(5))
- * weights, whose bound works out to 1/sqrt(fan_in), like the bias. */
+/* conv2d(out_channels, kernel, stride, padding, dilation, bias), each size one number or a tuple
+ * (h, w): kaiming-uniform(a=sqrt(5)) weights, whose bound works out to 1/sqrt(fan_in), like the
+ * bias. */
 static int build_conv2d(const Layer *l, LayerCall *c)
 {
 	if (!need_rank(c, "conv2d", 4, "NCHW"))
 		return -1;
-	const double *a = c->args->v;
-	int64_t k = (int64_t)a[1], cin = input(c, 0)->shape.dim[1];
-	int64_t wdim[4] = {(int64_t)a[0], cin, k, k};
-	double bound = 1 / sqrt((double)cin * (double)k * (double)k); /* no int64 product to overflow */
+	const double *a = c->args->v, *a2 = c->args->v2;
+	int64_t kh = (int64_t)a[1], kw = (int64_t)a2[1], cin = input(c, 0)->shape.dim[1];
+	int64_t wdim[4] = {(int64_t)a[0], cin, kh, kw};
+	double bound = 1 / sqrt((double)cin * (double)kh * (double)kw); /* no int64 product to overflow */
 	int w = param(c, "weight", 4, wdim, bound);
 	if (w < 0)
 		return -1;
 	int in[2] = {c->in[0], w};
-	double attr[7] = {a[2], a[2], a[3], a[3], a[4], a[4], LAYOUT_NCHW}; /* the layout pass may change it */
+	double attr[7] = {a[2], a2[2], a[3], a2[3], a[4], a2[4], LAYOUT_NCHW}; /* the layout pass may change it */
 	int y = add(c, OP_conv2d, in, attr, NULL);
 	return y < 0 ? -1 : with_bias(c, y, a[5] != 0, wdim[0], bound);
 }
@@ -118,8 +119,8 @@ static int build_pool2d(const Layer *l, LayerCall *c)
 {
 	if (!need_rank(c, l->sig.name, 4, "NCHW"))
 		return -1;
-	const double *a = c->args->v;
-	double attr[IR_MAX_ATTRS] = {a[0], a[0], a[1], a[1], a[2], a[2]};
+	const double *a = c->args->v, *a2 = c->args->v2;
+	double attr[IR_MAX_ATTRS] = {a[0], a2[0], a[1], a2[1], a[2], a2[2]};
 	for (int i = 3; i < l->sig.nargs; i++)
 		attr[ir_attr_index(l->op, l->sig.arg[i].name)] = a[i];
 	return add(c, l->op, c->in, attr, c->name);
@@ -524,6 +525,61 @@ static int build_matmul(const Layer *l, LayerCall *c)
 	return y < 0 ? -1 : add(c, OP_reshape, &y, attr, c->name);
 }
 
+/* ---- one-dimensional convolution and pooling: the 2-D ops over [N, C, 1, L] ---- */
+
+/* x [N, C, L] as [N, C, 1, L] */
+static int as_plane(LayerCall *c)
+{
+	const Shape *s = &input(c, 0)->shape;
+	return reshaped(c, c->in[0], 4, (int64_t[]){s->dim[0], s->dim[1], 1, s->dim[2]});
+}
+
+/* y [N, C, 1, L'] back to [N, C, L'], named as the layer */
+static int as_line(LayerCall *c, int y)
+{
+	if (y < 0)
+		return -1;
+	const Shape *s = &c->g->node[y].shape;
+	double attr[1 + IR_MAX_DIMS] = {3, (double)s->dim[0], (double)s->dim[1], (double)s->dim[3]};
+	return add(c, OP_reshape, &y, attr, c->name);
+}
+
+/* conv1d(out_channels, kernel, stride, padding, dilation, bias): torch's Conv1d, its weight
+ * NAME.weight [Cout, Cin, k] as PyTorch stores it, viewed as [Cout, Cin, 1, k] for conv2d. */
+static int build_conv1d(const Layer *l, LayerCall *c)
+{
+	if (!need_rank(c, l->sig.name, 3, "[N, C, L]"))
+		return -1;
+	const double *a = c->args->v;
+	int64_t k = (int64_t)a[1], cin = input(c, 0)->shape.dim[1], cout = (int64_t)a[0];
+	double bound = 1 / sqrt((double)cin * (double)k);
+	int w = param(c, "weight", 3, (int64_t[]){cout, cin, k}, bound);
+	if (w < 0)
+		return -1;
+	int x = as_plane(c), w4 = reshaped(c, w, 4, (int64_t[]){cout, cin, 1, k});
+	double attr[7] = {1, a[2], 0, a[3], 1, a[4], LAYOUT_NCHW};
+	int y = node(c, OP_conv2d, x, w4, attr, NULL);
+	if (y >= 0 && a[5] != 0) {
+		int b = param(c, "bias", 1, &cout, bound);
+		double axis = 1;
+		y = b < 0 ? -1 : node(c, OP_bias_add, y, b, &axis, NULL);
+	}
+	return as_line(c, y);
+}
+
+/* max_pool1d and avg_pool1d(kernel, stride, padding, ...): the 2-D pool of a 1 x kernel window. */
+static int build_pool1d(const Layer *l, LayerCall *c)
+{
+	if (!need_rank(c, l->sig.name, 3, "[N, C, L]"))
+		return -1;
+	const double *a = c->args->v;
+	double attr[IR_MAX_ATTRS] = {1, a[0], 1, a[1], 0, a[2]};
+	for (int i = 3; i < l->sig.nargs; i++)
+		attr[ir_attr_index(l->op, l->sig.arg[i].name)] = a[i];
+	int x = as_plane(c);
+	return as_line(c, node(c, l->op, x, -1, attr, NULL));
+}
+
 /* pow(exponent): x to a number (torch.pow(x, exponent)). */
 static int build_pow(const Layer *l, LayerCall *c) { return add(c, OP_pow, c->in, c->args->v, c->name); }
 
@@ -598,22 +654,33 @@ const char *const *const arg_words[WORDS_COUNT] = {[WORDS_APPROXIMATE] = words_a
 #define LOSS(id) {{#id, 0, {{0}}, false}, 2, OP_##id, build_op}
 
 static const Layer layers[] = {
-	{{"conv2d", 6, {{"out_channels", ARG_POS, 0, ARG_REQUIRED}, {"kernel", ARG_POS, 0, ARG_REQUIRED},
-			{"stride", ARG_POS, 1, 0}, {"padding", ARG_NONNEG, 0, 0},
-			{"dilation", ARG_POS, 1, 0}, {"bias", ARG_BOOL, 1, 0}}, false},
+	{{"conv2d", 6, {{"out_channels", ARG_POS, 0, ARG_REQUIRED}, {"kernel", ARG_POS, 0, ARG_REQUIRED | ARG_PAIR},
+			{"stride", ARG_POS, 1, ARG_PAIR}, {"padding", ARG_NONNEG, 0, ARG_PAIR},
+			{"dilation", ARG_POS, 1, ARG_PAIR}, {"bias", ARG_BOOL, 1, 0}}, false},
 	 1, OP_conv2d, build_conv2d},
 	{{"dense", 2, {{"out_features", ARG_POS, 0, ARG_REQUIRED}, {"bias", ARG_BOOL, 1, 0}}, false},
 	 1, OP_matmul, build_dense},
 	UNARY(relu), UNARY(sigmoid), UNARY(tanh), UNARY(silu), UNARY(exp), UNARY(log), UNARY(sqrt), UNARY(neg),
 	{{"leaky_relu", 1, {{"negative_slope", ARG_NUM, 0.01, 0}}, false}, 1, OP_leaky_relu, build_op},
 	{{"gelu", 1, {{"approximate", ARG_WORD, WORDS_APPROXIMATE, 0}}, false}, 1, OP_gelu, build_op},
-	{{"max_pool2d", 4, {{"kernel", ARG_POS, 0, ARG_REQUIRED}, {"stride", ARG_POS, 0, ARG_SAME},
-			    {"padding", ARG_NONNEG, 0, 0}, {"ceil_mode", ARG_BOOL, 0, 0}}, false},
+	{{"max_pool2d", 4, {{"kernel", ARG_POS, 0, ARG_REQUIRED | ARG_PAIR}, {"stride", ARG_POS, 0, ARG_SAME | ARG_PAIR},
+			    {"padding", ARG_NONNEG, 0, ARG_PAIR}, {"ceil_mode", ARG_BOOL, 0, 0}}, false},
 	 1, OP_max_pool2d, build_pool2d},
-	{{"avg_pool2d", 5, {{"kernel", ARG_POS, 0, ARG_REQUIRED}, {"stride", ARG_POS, 0, ARG_SAME},
-			    {"padding", ARG_NONNEG, 0, 0}, {"count_include_pad", ARG_BOOL, 1, 0},
+	{{"avg_pool2d", 5, {{"kernel", ARG_POS, 0, ARG_REQUIRED | ARG_PAIR}, {"stride", ARG_POS, 0, ARG_SAME | ARG_PAIR},
+			    {"padding", ARG_NONNEG, 0, ARG_PAIR}, {"count_include_pad", ARG_BOOL, 1, 0},
 			    {"ceil_mode", ARG_BOOL, 0, 0}}, false},
 	 1, OP_avg_pool2d, build_pool2d},
+	{{"conv1d", 6, {{"out_channels", ARG_POS, 0, ARG_REQUIRED}, {"kernel", ARG_POS, 0, ARG_REQUIRED},
+			{"stride", ARG_POS, 1, 0}, {"padding", ARG_NONNEG, 0, 0},
+			{"dilation", ARG_POS, 1, 0}, {"bias", ARG_BOOL, 1, 0}}, false},
+	 1, OP_conv2d, build_conv1d},
+	{{"max_pool1d", 4, {{"kernel", ARG_POS, 0, ARG_REQUIRED}, {"stride", ARG_POS, 0, ARG_SAME},
+			    {"padding", ARG_NONNEG, 0, 0}, {"ceil_mode", ARG_BOOL, 0, 0}}, false},
+	 1, OP_max_pool2d, build_pool1d},
+	{{"avg_pool1d", 5, {{"kernel", ARG_POS, 0, ARG_REQUIRED}, {"stride", ARG_POS, 0, ARG_SAME},
+			    {"padding", ARG_NONNEG, 0, 0}, {"count_include_pad", ARG_BOOL, 1, 0},
+			    {"ceil_mode", ARG_BOOL, 0, 0}}, false},
+	 1, OP_avg_pool2d, build_pool1d},
 	{{"flatten", 1, {{"start_dim", ARG_INT, 1, 0}}, false}, 1, OP_reshape, build_flatten},
 	{{"reshape", 0, {{0}}, true}, 1, OP_reshape, build_reshape},
 	{{"dropout", 1, {{"p", ARG_PROB, 0.5, 0}}, false}, 1, OP_dropout, build_dropout},

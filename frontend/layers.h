@@ -31,6 +31,7 @@ enum {
 	ARG_REQUIRED = 1, /* no default */
 	ARG_SAME = 2,     /* defaults to the argument whose index is in def (stride=kernel) */
 	ARG_OPTIONAL = 4, /* no default: absent means "all" (sum's dim) */
+	ARG_PAIR = 8,     /* a number or a tuple (h, w) of two, as PyTorch's kernel_size: v2 holds w */
 };
 
 typedef struct {
@@ -58,6 +59,7 @@ typedef struct {
 /* Arguments after binding: every one has a value unless it is ARG_OPTIONAL and absent. */
 typedef struct {
 	double v[SIG_MAX_ARGS];
+	double v2[SIG_MAX_ARGS]; /* ARG_PAIR: the second of the pair (v's value when one was given) */
 	bool given[SIG_MAX_ARGS];
 	int64_t var[IR_MAX_DIMS];
 	int nvar;

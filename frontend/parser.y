@@ -176,6 +176,13 @@ expr:
 	| T_IDENT               { $$ = ast_expr(ps->arena, E_NAME, LOC(@1)); $$->name = $1; }
 	| call                  { $$ = $1; }
 	| '(' expr ')'          { $$ = $2; }
+	| '(' expr ',' args ')' {
+		/* a tuple such as kernel=(3, 1): the elements in order */
+		$$ = ast_expr(ps->arena, E_TUPLE, LOC(@1));
+		Arg *first = ast_arg(ps->arena, LOC(@2), NULL, $2);
+		first->next = ast_args_reverse($4);
+		$$->args = first;
+	}
 	| '-' expr %prec NEG    { if (!($$ = check_depth(ps, ast_unary(ps->arena, LOC(@1), $2)))) YYERROR; }
 	| expr '+' expr         { if (!($$ = check_depth(ps, ast_binary(ps->arena, LOC(@2), '+', $1, $3)))) YYERROR; }
 	| expr '-' expr         { if (!($$ = check_depth(ps, ast_binary(ps->arena, LOC(@2), '-', $1, $3)))) YYERROR; }

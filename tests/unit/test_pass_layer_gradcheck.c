@@ -160,6 +160,25 @@ static void test_products(void)
 #undef QK
 }
 
+/* conv1d and the 1-D pools, and conv2d of rectangular kernel, stride, padding and dilation */
+static void test_convs(void)
+{
+	check("conv1d stride 2 padding 1, max_pool1d",
+	      NET("input x: f32[b, 3, 11]\ninput t: f32[b, 4, 3]\n", "c = conv1d(x, 4, 3, stride=2, padding=1)\np = max_pool1d(c, 2)\n",
+		  "mse_loss(p, t)"), -1, 1);
+	check("conv1d dilation 2 no bias, avg_pool1d",
+	      NET("input x: f32[b, 2, 9]\ninput t: f32[b, 3, 7]\n",
+		  "c = conv1d(x, 3, 2, dilation=2, bias=false)\np = avg_pool1d(c, 3, stride=1, padding=1, count_include_pad=false)\n",
+		  "mse_loss(p, t)"), -1, 1);
+	check("conv2d kernel (3, 1) stride (1, 2) padding (1, 0) dilation (2, 1)",
+	      NET("input x: f32[b, 2, 5, 6]\ninput t: f32[b, 3, 3, 3]\n",
+		  "c = conv2d(x, 3, kernel=(3, 1), stride=(1, 2), padding=(1, 0), dilation=(2, 1))\n", "mse_loss(c, t)"),
+	      -1, 1);
+	check("avg_pool2d kernel (2, 3) stride (1, 2)",
+	      NET("input x: f32[b, 2, 5, 7]\ninput t: f32[b, 2, 4, 3]\n",
+		  "c = conv2d(x, 2, 1)\np = avg_pool2d(c, kernel=(2, 3), stride=(1, 2))\n", "mse_loss(p, t)"), -1, 1);
+}
+
 int main(void)
 {
 	tu_start("test_pass_layer_gradcheck");
@@ -167,5 +186,6 @@ int main(void)
 	test_norms();
 	test_many_inputs();
 	test_products();
+	test_convs();
 	return tu_finish("test_pass_layer_gradcheck");
 }
