@@ -89,6 +89,41 @@ static int build_conv2d(const Layer *l, LayerCall *c)
 	return y < 0 ? -1 : with_bias(c, y, a[5] != 0, wdim[0], bound);
 }
 
+/* conv_transpose2d(out_channels, kernel, stride, padding, output_padding, dilation, bias):
+ * torch's ConvTranspose2d, the input gradient of the convolution whose weight is NAME.weight
+ * [Cin, Cout, kh, kw] (PyTorch's layout for it), output (H - 1) stride - 2 padding +
+ * dilation (k - 1) + output_padding + 1 per axis; weights uniform in 1/sqrt(Cout kh kw) as
+ * PyTorch's fan-in of that weight. */
+static int build_conv_transpose2d(const Layer *l, LayerCall *c)
+{
+	if (!need_rank(c, l->sig.name, 4, "NCHW"))
+		return -1;
+	const double *a = c->args->v, *a2 = c->args->v2;
+	const Shape *s = &input(c, 0)->shape;
+	int64_t kh = (int64_t)a[1], kw = (int64_t)a2[1], cout = (int64_t)a[0];
+	int64_t out[2], in[2] = {s->dim[2], s->dim[3]}, k[2] = {kh, kw};
+	const double *v[2] = {a, a2};
+	for (int d = 0; d < 2; d++) {
+		if (v[d][4] >= v[d][2] && v[d][4] >= v[d][5]) {
+			diag_error(c->d, c->loc, "conv_transpose2d: output_padding %g must be smaller than stride %g or dilation %g",
+				   v[d][4], v[d][2], v[d][5]);
+			return -1;
+		}
+		out[d] = (in[d] - 1) * (int64_t)v[d][2] - 2 * (int64_t)v[d][3] + (int64_t)v[d][5] * (k[d] - 1) + (int64_t)v[d][4] + 1;
+		if (out[d] < 1) {
+			diag_error(c->d, c->loc, "conv_transpose2d: the output would have no rows or columns (padding too large)");
+			return -1;
+		}
+	}
+	double bound = 1 / sqrt((double)cout * (double)kh * (double)kw);
+	int w = param(c, "weight", 4, (int64_t[]){s->dim[1], cout, kh, kw}, bound);
+	if (w < 0)
+		return -1;
+	double attr[9] = {a[2], a2[2], a[3], a2[3], a[5], a2[5], (double)out[0], (double)out[1], LAYOUT_NCHW};
+	int y = add(c, OP_conv2d_grad_input, (int[]){c->in[0], w}, attr, NULL);
+	return y < 0 ? -1 : with_bias(c, y, a[6] != 0, cout, bound);
+}
+
 /* dense(out_features, bias): x [batch, in] times weight [out, in] transposed. */
 static int build_dense(const Layer *l, LayerCall *c)
 {
@@ -580,6 +615,27 @@ static int build_pool1d(const Layer *l, LayerCall *c)
 	return as_line(c, node(c, l->op, x, -1, attr, NULL));
 }
 
+enum { UPSAMPLE_NEAREST, UPSAMPLE_BILINEAR }; /* the words of upsample's mode, in order */
+
+/* upsample(scale_factor, mode=nearest): nn.Upsample of NCHW input by a whole factor. nearest
+ * repeats each pixel into a factor x factor block: x viewed as [N, C, H, 1, W, 1], broadcast to
+ * [N, C, H, f, W, f] and viewed as [N, C, Hf, Wf] (the gradient sums each block back). bilinear
+ * is the op of its own name. */
+static int build_upsample(const Layer *l, LayerCall *c)
+{
+	if (!need_rank(c, l->sig.name, 4, "NCHW"))
+		return -1;
+	const Shape *s = &input(c, 0)->shape;
+	int64_t f = (int64_t)c->args->v[0], n = s->dim[0], ch = s->dim[1], h = s->dim[2], w = s->dim[3];
+	if (c->args->v[1] == UPSAMPLE_BILINEAR)
+		return add(c, OP_upsample_bilinear, c->in, (double[1]){(double)f}, c->name);
+	int x = reshaped(c, c->in[0], 6, (int64_t[]){n, ch, h, 1, w, 1});
+	double to[1 + IR_MAX_DIMS] = {6, (double)n, (double)ch, (double)h, (double)f, (double)w, (double)f};
+	int big = node(c, OP_broadcast_to, x, -1, to, NULL);
+	double attr[1 + IR_MAX_DIMS] = {4, (double)n, (double)ch, (double)(h * f), (double)(w * f)};
+	return big < 0 ? -1 : add(c, OP_reshape, &big, attr, c->name);
+}
+
 /* pow(exponent): x to a number (torch.pow(x, exponent)). */
 static int build_pow(const Layer *l, LayerCall *c) { return add(c, OP_pow, c->in, c->args->v, c->name); }
 
@@ -646,8 +702,9 @@ static int build_regression_loss(const Layer *l, LayerCall *c)
 
 static const char *const words_approximate[] = {"none", "tanh", NULL};
 static const char *const words_reduction[] = {"mean", "sum", NULL};
+static const char *const words_upsample[] = {"nearest", "bilinear", NULL};
 const char *const *const arg_words[WORDS_COUNT] = {[WORDS_APPROXIMATE] = words_approximate,
-						   [WORDS_REDUCTION] = words_reduction};
+						   [WORDS_REDUCTION] = words_reduction, [WORDS_UPSAMPLE] = words_upsample};
 
 #define UNARY(id) {{#id, 0, {{0}}, false}, 1, OP_##id, build_op}
 #define BINARY(id) {{#id, 0, {{0}}, false}, 2, OP_##id, build_op}
@@ -658,6 +715,11 @@ static const Layer layers[] = {
 			{"stride", ARG_POS, 1, ARG_PAIR}, {"padding", ARG_NONNEG, 0, ARG_PAIR},
 			{"dilation", ARG_POS, 1, ARG_PAIR}, {"bias", ARG_BOOL, 1, 0}}, false},
 	 1, OP_conv2d, build_conv2d},
+	{{"conv_transpose2d", 7, {{"out_channels", ARG_POS, 0, ARG_REQUIRED}, {"kernel", ARG_POS, 0, ARG_REQUIRED | ARG_PAIR},
+				  {"stride", ARG_POS, 1, ARG_PAIR}, {"padding", ARG_NONNEG, 0, ARG_PAIR},
+				  {"output_padding", ARG_NONNEG, 0, ARG_PAIR}, {"dilation", ARG_POS, 1, ARG_PAIR},
+				  {"bias", ARG_BOOL, 1, 0}}, false},
+	 1, OP_conv2d_grad_input, build_conv_transpose2d},
 	{{"dense", 2, {{"out_features", ARG_POS, 0, ARG_REQUIRED}, {"bias", ARG_BOOL, 1, 0}}, false},
 	 1, OP_matmul, build_dense},
 	UNARY(relu), UNARY(sigmoid), UNARY(tanh), UNARY(silu), UNARY(exp), UNARY(log), UNARY(sqrt), UNARY(neg),
@@ -703,6 +765,8 @@ static const Layer layers[] = {
 	{{"batch_norm1d", 2, {{"eps", ARG_NNUM, 1e-5, 0}, {"momentum", ARG_PROB, 0.1, 0}}, false}, 1, OP_sum, build_batch_norm},
 	{{"layer_norm", 2, {{"eps", ARG_NNUM, 1e-5, 0}, {"elementwise_affine", ARG_BOOL, 1, 0}}, false}, 1, OP_mean, build_layer_norm},
 	UNARY(abs),
+	{{"upsample", 2, {{"scale_factor", ARG_POS, 0, ARG_REQUIRED}, {"mode", ARG_WORD, WORDS_UPSAMPLE, 0}}, false}, 1,
+	 OP_upsample_bilinear, build_upsample},
 	{{"permute", 0, {{0}}, true}, 1, OP_transpose, build_permute},
 	{{"transpose", 2, {{"dim0", ARG_INT, 0, ARG_REQUIRED}, {"dim1", ARG_INT, 0, ARG_REQUIRED}}, false}, 1, OP_transpose,
 	 build_transpose},

@@ -45,6 +45,7 @@ typedef struct {
 typedef enum {
 	WORDS_APPROXIMATE, /* PyTorch's GELU approximations: none, tanh */
 	WORDS_REDUCTION,   /* a loss's reduction: mean, sum */
+	WORDS_UPSAMPLE,    /* upsample's mode: nearest, bilinear */
 	WORDS_COUNT
 } ArgWords;
 extern const char *const *const arg_words[WORDS_COUNT];

@@ -56,6 +56,13 @@ typedef struct {
 	int64_t n, oh, ow; /* input, output: batch (output only) and output plane */
 } WinogradAttrs;
 WinogradAttrs ir_winograd_attrs(const Node *n);
+/* upsample_bilinear and its gradient: the whole scale factor, at most IR_UPSAMPLE_MAX_SCALE (the
+ * gradient's emitter unrolls 3 scale + 2 taps per axis) */
+#define IR_UPSAMPLE_MAX_SCALE 8
+int64_t ir_upsample_scale(const Node *n);
+/* Output row (or column) o of an axis of input size `size` upsampled by f reads rows i0 and i1
+ * with weights 1 - l1 and l1 (PyTorch's align_corners=False source index). */
+void ir_upsample_source(int64_t o, int64_t f, int64_t size, int64_t *i0, int64_t *i1, double *l1);
 /* lrn and lrn_grad (TensorFlow's parameters) */
 typedef struct {
 	int64_t depth_radius;
@@ -160,6 +167,8 @@ bool shape_pool2d_argmax(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_max_pool2d_grad(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_concat(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_slice(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_upsample_bilinear(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_upsample_bilinear_grad(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_lrn(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_lrn_grad(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_cast(Node *n, const Graph *g, char *err, size_t errlen);
@@ -228,6 +237,8 @@ OP_REF(max_pool2d_grad);
 OP_REF(avg_pool2d_grad);
 OP_REF(concat);
 OP_REF(slice);
+OP_REF(upsample_bilinear);
+OP_REF(upsample_bilinear_grad);
 OP_REF(lrn);
 OP_REF(lrn_grad);
 OP_REF(cast);
@@ -275,10 +286,12 @@ OP_GRAD(log_softmax);
 OP_GRAD(nll_loss);
 OP_GRAD(cross_entropy);
 OP_GRAD(conv2d);
+OP_GRAD(conv2d_grad_input);
 OP_GRAD(matmul);
 OP_GRAD(max_pool2d);
 OP_GRAD(avg_pool2d);
 OP_GRAD(concat);
+OP_GRAD(upsample_bilinear);
 OP_GRAD(lrn);
 OP_GRAD(cast);
 #undef OP_GRAD
@@ -302,6 +315,7 @@ double flops_matmul(const Graph *g, const Node *n);
 double flops_pool2d(const Graph *g, const Node *n);
 double flops_max_pool2d_grad(const Graph *g, const Node *n);
 double flops_lrn(const Graph *g, const Node *n);
+double flops_upsample(const Graph *g, const Node *n);
 
 /* Whether op is one of concat2..concat4 (ir/ops_concat.c). */
 bool op_is_concat(OpId op);

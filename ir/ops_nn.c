@@ -243,6 +243,26 @@ void grad_conv2d(GradContext *gc, const Node *n, int dy)
 	gc_accumulate(gc, w, dw);
 }
 
+/* conv2d_grad_input as an op of its own (conv_transpose2d's forward): z = grad_input(x, w) is
+ * linear in each input, so dx is the convolution of dz and dw the weight gradient of a
+ * convolution whose input was dz and output gradient x. */
+void grad_conv2d_grad_input(GradContext *gc, const Node *n, int dz)
+{
+	Graph *g = gc_graph(gc);
+	int x = n->in[0], w = n->in[1];
+	int lay = ir_layout(n), sa = spatial_axis(lay);
+	double a[IR_MAX_ATTRS] = {0};
+	for (int i = 0; i < 6; i++)
+		a[i] = n->attr[i];
+	a[6] = lay;
+	int in_dx[2] = {dz, w}, in_dw[2] = {x, dz};
+	int dx = ir_emit(g, OP_conv2d, in_dx, a);
+	a[6] = (double)g->node[w].shape.dim[sa], a[7] = (double)g->node[w].shape.dim[sa + 1], a[8] = lay;
+	int dw = ir_emit(g, OP_conv2d_grad_weight, in_dw, a);
+	gc_accumulate(gc, x, dx);
+	gc_accumulate(gc, w, dw);
+}
+
 /* 2 * N * Cout * OH * OW * Cin * KH * KW, from y [N, Cout, OH, OW] and w [Cout, Cin, KH, KW]
  * (the same products in either layout) */
 static double conv_flops(const Shape *y, const Shape *w)

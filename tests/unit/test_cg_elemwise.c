@@ -169,6 +169,25 @@ static void transposes(void)
 	run(h);
 }
 
+/* upsample_bilinear and its gradient (unrolled gathers) for scales 1 to 3, odd planes, f64, and a
+ * producer fused into the gradient's reads */
+static void upsamples(void)
+{
+	for (int f = 1; f <= 3; f++) {
+		char name[64];
+		snprintf(name, sizeof name, "upsample_bilinear scale %d", f);
+		CgHarness *h = ch_new(name);
+		double attr[IR_MAX_ATTRS] = {f};
+		ch_op(h, OP_upsample_bilinear, attr, ch_param(h, DT_F32, "2,3,5,4"));
+		ch_op(h, OP_upsample_bilinear, attr, ch_param(h, DT_F64, "1,2,1,3"));
+		char dims[32];
+		snprintf(dims, sizeof dims, "2,3,%d,%d", 5 * f, 4 * f);
+		int dy = ch_op(h, OP_relu, NULL, ch_param(h, DT_F32, dims));
+		ch_op(h, OP_upsample_bilinear_grad, attr, dy);
+		run(h);
+	}
+}
+
 static void assign(void)
 {
 	CgHarness *h = ch_new("assign");
@@ -374,6 +393,7 @@ int main(void)
 	bias_add("4,6,3", "4", 0);
 	shape_ops();
 	transposes();
+	upsamples();
 	assign();
 	big();
 	dropout("64,300", 0.3);

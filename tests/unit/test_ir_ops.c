@@ -268,6 +268,46 @@ static void test_ref_abs_sign_pow(void)
 	ir_graph_free(g);
 }
 
+/* upsample_bilinear against torch.nn.functional.interpolate(x, scale_factor=f, mode='bilinear',
+ * align_corners=False) of PyTorch 1.13 (values printed by it, float32), and its gradient as the
+ * adjoint: <up(x), y> = <x, up_grad(y)> for random x and y. */
+static void test_ref_upsample(void)
+{
+	static const double want2[16] = {1.0, 1.25, 1.75, 2.0, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, 3.0, 3.25, 3.75, 4.0};
+	static const double want3[54] = {
+		1.0, 1.0, 1.3333333730697632, 1.6666667461395264, 2.0, 2.6666667461395264, 3.3333334922790527, 4.0, 4.0,
+		1.0, 1.0000001192092896, 1.3333333730697632, 1.6666667461395264, 2.0, 2.6666667461395264, 3.3333334922790527, 4.0, 4.0,
+		1.6666667461395264, 1.6666667461395264, 2.0, 2.3333334922790527, 2.6666665077209473, 2.6666667461395264,
+		2.6666665077209473, 2.6666665077209473, 2.6666665077209473, 2.3333334922790527, 2.3333334922790527,
+		2.6666667461395264, 3.0, 3.3333330154418945, 2.6666665077209473, 1.999999761581421, 1.3333332538604736,
+		1.3333332538604736, 3.0, 3.0, 3.3333332538604736, 3.6666665077209473, 3.999999761581421, 2.666666269302368,
+		1.333332896232605, 0.0, 0.0, 3.0, 3.0, 3.3333334922790527, 3.6666665077209473, 3.999999523162842,
+		2.6666665077209473, 1.3333330154418945, 0.0, 0.0};
+	Graph *g = ir_graph_new("t");
+	int a = leaf(g, S(4, 1, 1, 2, 2), DT_F32), b = leaf(g, S(4, 1, 1, 2, 3), DT_F32);
+	int ua = tu_add(g, OP_upsample_bilinear, &a, A(2)), ub = tu_add(g, OP_upsample_bilinear, &b, A(3));
+	int x = leaf(g, S(4, 2, 3, 5, 4), DT_F32), y = leaf(g, S(4, 2, 3, 15, 12), DT_F32);
+	int ux = tu_add(g, OP_upsample_bilinear, &x, A(3)), gy = tu_add(g, OP_upsample_bilinear_grad, &y, A(3));
+	double **v = values_new(g);
+	memcpy(v[a], (double[]){1, 2, 3, 4}, sizeof(double[4]));
+	memcpy(v[b], (double[]){1, 2, 4, 3, 4, 0}, sizeof(double[6]));
+	fill(v[x], 120, -1, 1);
+	fill(v[y], 1080, -1, 1);
+	ir_interp(g, 0, v);
+	for (int i = 0; i < 16; i++)
+		CHECK_NEAR(v[ua][i], want2[i], 1e-6);
+	for (int i = 0; i < 54; i++)
+		CHECK_NEAR(v[ub][i], want3[i], 1e-6);
+	double lhs = 0, rhs = 0;
+	for (int i = 0; i < 1080; i++)
+		lhs += v[ux][i] * v[y][i];
+	for (int i = 0; i < 120; i++)
+		rhs += v[x][i] * v[gy][i];
+	CHECK_NEAR(lhs, rhs, 1e-12);
+	values_free(g, v);
+	ir_graph_free(g);
+}
+
 /* maximum and minimum with broadcasting and NaN from either side, and the shares of dy of their
  * gradient ops: the winner dy, a tie dy/2, the loser 0, a NaN dy. */
 static void test_ref_maximum_minimum(void)
@@ -772,6 +812,7 @@ int main(void)
 	test_ref_silu();
 	test_ref_maximum_minimum();
 	test_ref_abs_sign_pow();
+	test_ref_upsample();
 	test_ref_leaky_relu();
 	test_ref_gelu();
 	test_ref_injective_reduce();

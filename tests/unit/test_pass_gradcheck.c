@@ -275,6 +275,13 @@ static void test_nn(void)
 	/* layout NHWC (x [N, H, W, C], w [O, KH, KW, I]): the layout pass's convolutions */
 	conv("conv2d nhwc 3x3", S(4, 2, 5, 5, 2), S(4, 3, 3, 3, 2), A(1, 1, 0, 0, 1, 1, LAYOUT_NHWC));
 	conv("conv2d nhwc stride 2x1 pad 1x2 dil 1x2 3x2", S(4, 2, 7, 6, 3), S(4, 2, 3, 2, 3), A(2, 1, 1, 2, 1, 2, LAYOUT_NHWC));
+	/* conv2d_grad_input as an op of its own (conv_transpose2d): dy [2, 3, 3, 4] -> [2, 2, 7, 8] */
+	Graph *gt = ir_graph_new("conv2d_grad_input");
+	int dy = param(gt, S(4, 2, 3, 3, 4), ANY), wt = param(gt, S(4, 3, 2, 3, 2), ANY);
+	gradcheck("conv2d_grad_input stride 2 pad 1x0 dil 2x1", gt,
+		  tu_add(gt, OP_conv2d_grad_input, (int[]){dy, wt}, A(2, 2, 1, 0, 2, 1, 8, 8)));
+	one_attr("upsample_bilinear 2", OP_upsample_bilinear, S(4, 2, 3, 4, 5), A(2));
+	one_attr("upsample_bilinear 3", OP_upsample_bilinear, S(4, 1, 2, 3, 2), A(3));
 	one_attr("transpose to nhwc", OP_transpose, S(4, 2, 3, 4, 5), A(0, 2, 3, 1));
 	one_attr("transpose to nchw", OP_transpose, S(4, 2, 4, 5, 3), A(0, 3, 1, 2));
 	one_attr("transpose of a matrix", OP_transpose, S(2, 3, 5), A(1, 0));

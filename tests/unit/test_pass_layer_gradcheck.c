@@ -179,6 +179,20 @@ static void test_convs(void)
 		  "c = conv2d(x, 2, 1)\np = avg_pool2d(c, kernel=(2, 3), stride=(1, 2))\n", "mse_loss(p, t)"), -1, 1);
 }
 
+static void test_upsample(void)
+{
+	check("upsample nearest 2 then conv_transpose2d",
+	      NET("input x: f32[b, 2, 3, 3]\ninput t: f32[b, 3, 12, 12]\n",
+		  "c = conv2d(x, 2, 1)\nu = upsample(c, 2)\nd = conv_transpose2d(u, 3, 3, stride=2, padding=1, output_padding=1)\n",
+		  "mse_loss(d, t)"), -1, 1);
+	check("upsample bilinear 3",
+	      NET("input x: f32[b, 2, 3, 2]\ninput t: f32[b, 2, 9, 6]\n", "c = conv2d(x, 2, 1)\nu = upsample(c, 3, mode=bilinear)\n",
+		  "mse_loss(u, t)"), -1, 1);
+	check("conv_transpose2d kernel (3, 2) dilation (1, 2) no bias",
+	      NET("input x: f32[b, 2, 3, 3]\ninput t: f32[b, 3, 5, 5]\n",
+		  "d = conv_transpose2d(x, 3, kernel=(3, 2), dilation=(1, 2), bias=false)\n", "mse_loss(d, t)"), -1, 1);
+}
+
 int main(void)
 {
 	tu_start("test_pass_layer_gradcheck");
@@ -187,5 +201,6 @@ int main(void)
 	test_many_inputs();
 	test_products();
 	test_convs();
+	test_upsample();
 	return tu_finish("test_pass_layer_gradcheck");
 }
