@@ -46,6 +46,8 @@ CG_ELEM(first); /* operand 0 at the index the op maps to: copy, reshape, transpo
 CG_ELEM(assign);
 CG_ELEM(concat);
 CG_ELEM(lrn); /* lrn and lrn_grad */
+CG_ELEM(embedding); /* embedding and one_hot: codegen/lower_embedding.c */
+CG_ELEM(one_hot);
 CG_ELEM(upsample_bilinear);      /* codegen/lower_upsample.c */
 CG_ELEM(upsample_bilinear_grad);
 CG_ELEM(cast);

@@ -636,6 +636,21 @@ static int build_upsample(const Layer *l, LayerCall *c)
 	return big < 0 ? -1 : add(c, OP_reshape, &big, attr, c->name);
 }
 
+/* embedding(num_embeddings, embedding_dim): nn.Embedding of i32 indices, its rows NAME.weight
+ * [num_embeddings, embedding_dim] uniform in +-sqrt(3) (the variance of PyTorch's N(0, 1)). */
+static int build_embedding(const Layer *l, LayerCall *c)
+{
+	const Node *x = input(c, 0);
+	if (x->dtype != DT_I32) {
+		diag_error(c->d, c->loc, "%s reads i32 indices, got %s", l->sig.name, dtype_name(x->dtype));
+		return -1;
+	}
+	if (l->op == OP_one_hot)
+		return add(c, OP_one_hot, c->in, c->args->v, c->name);
+	int w = param(c, "weight", 2, (int64_t[]){(int64_t)c->args->v[0], (int64_t)c->args->v[1]}, sqrt(3.0));
+	return w < 0 ? -1 : add(c, OP_embedding, (int[]){c->in[0], w}, NULL, c->name);
+}
+
 /* pow(exponent): x to a number (torch.pow(x, exponent)). */
 static int build_pow(const Layer *l, LayerCall *c) { return add(c, OP_pow, c->in, c->args->v, c->name); }
 
@@ -765,6 +780,9 @@ static const Layer layers[] = {
 	{{"batch_norm1d", 2, {{"eps", ARG_NNUM, 1e-5, 0}, {"momentum", ARG_PROB, 0.1, 0}}, false}, 1, OP_sum, build_batch_norm},
 	{{"layer_norm", 2, {{"eps", ARG_NNUM, 1e-5, 0}, {"elementwise_affine", ARG_BOOL, 1, 0}}, false}, 1, OP_mean, build_layer_norm},
 	UNARY(abs),
+	{{"embedding", 2, {{"num_embeddings", ARG_POS, 0, ARG_REQUIRED}, {"embedding_dim", ARG_POS, 0, ARG_REQUIRED}}, false},
+	 1, OP_embedding, build_embedding},
+	{{"one_hot", 1, {{"num_classes", ARG_POS, 0, ARG_REQUIRED}}, false}, 1, OP_one_hot, build_embedding},
 	{{"upsample", 2, {{"scale_factor", ARG_POS, 0, ARG_REQUIRED}, {"mode", ARG_WORD, WORDS_UPSAMPLE, 0}}, false}, 1,
 	 OP_upsample_bilinear, build_upsample},
 	{{"permute", 0, {{0}}, true}, 1, OP_transpose, build_permute},

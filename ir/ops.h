@@ -56,6 +56,8 @@ typedef struct {
 	int64_t n, oh, ow; /* input, output: batch (output only) and output plane */
 } WinogradAttrs;
 WinogradAttrs ir_winograd_attrs(const Node *n);
+/* one_hot: the number of classes. */
+int64_t ir_one_hot_classes(const Node *n);
 /* upsample_bilinear and its gradient: the whole scale factor, at most IR_UPSAMPLE_MAX_SCALE (the
  * gradient's emitter unrolls 3 scale + 2 taps per axis) */
 #define IR_UPSAMPLE_MAX_SCALE 8
@@ -167,6 +169,8 @@ bool shape_pool2d_argmax(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_max_pool2d_grad(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_concat(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_slice(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_embedding(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_one_hot(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_upsample_bilinear(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_upsample_bilinear_grad(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_lrn(Node *n, const Graph *g, char *err, size_t errlen);
@@ -237,6 +241,8 @@ OP_REF(max_pool2d_grad);
 OP_REF(avg_pool2d_grad);
 OP_REF(concat);
 OP_REF(slice);
+OP_REF(embedding);
+OP_REF(one_hot);
 OP_REF(upsample_bilinear);
 OP_REF(upsample_bilinear_grad);
 OP_REF(lrn);
@@ -291,6 +297,7 @@ OP_GRAD(matmul);
 OP_GRAD(max_pool2d);
 OP_GRAD(avg_pool2d);
 OP_GRAD(concat);
+OP_GRAD(embedding);
 OP_GRAD(upsample_bilinear);
 OP_GRAD(lrn);
 OP_GRAD(cast);

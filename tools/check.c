@@ -80,11 +80,29 @@ static void fill_float(Session *s, int buf, const Node *n, uint64_t *st)
 	free(v);
 }
 
-/* Images, and float targets, from fill_float; class labels uniform over the classes. */
+/* i32 values uniform in [0, 8): indices for an embedding's first rows (a larger index reads
+ * zeros, which the check covers as well). */
+static void fill_indices(Session *s, int buf, const Node *n, uint64_t *st)
+{
+	int64_t count = shape_numel(&n->shape);
+	int32_t *v = malloc(count * sizeof *v);
+	if (!v)
+		abort();
+	for (int64_t i = 0; i < count; i++)
+		v[i] = (int32_t)(next_random(st) % 8);
+	rt_write(s, buf, v, count * sizeof *v);
+	free(v);
+}
+
+/* Images (or i32 indices), and float targets, from fill_float; class labels uniform over the
+ * classes. */
 static void fill_inputs(Session *s, const Bundle *b, const Graph *g, uint64_t seed)
 {
 	uint64_t st = seed * 2654435761u + 17;
-	fill_float(s, b->image, &g->node[g->image], &st);
+	if (g->node[g->image].dtype == DT_I32)
+		fill_indices(s, b->image, &g->node[g->image], &st);
+	else
+		fill_float(s, b->image, &g->node[g->image], &st);
 	if (g->label >= 0 && g->node[g->label].dtype != DT_I32) {
 		fill_float(s, b->label, &g->node[g->label], &st);
 	} else if (g->label >= 0) {

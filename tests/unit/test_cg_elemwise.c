@@ -188,6 +188,19 @@ static void upsamples(void)
 	}
 }
 
+/* embedding and one_hot of 2-D indices, some outside [0, V) (a row of zeros, no class), f32 and
+ * f64 rows */
+static void embeddings(void)
+{
+	CgHarness *h = ch_new("embedding and one_hot");
+	int idx = ch_leaf(h, OP_input, DT_I32, "3,5", 0);
+	h->classes[idx] = 9; /* 0..8 against 7 rows */
+	ch_op(h, OP_embedding, NULL, idx, ch_param(h, DT_F32, "7,6"));
+	ch_op(h, OP_embedding, NULL, idx, ch_param(h, DT_F64, "7,3"));
+	ch_op(h, OP_one_hot, (double[IR_MAX_ATTRS]){7}, idx);
+	run(h);
+}
+
 static void assign(void)
 {
 	CgHarness *h = ch_new("assign");
@@ -394,6 +407,7 @@ int main(void)
 	shape_ops();
 	transposes();
 	upsamples();
+	embeddings();
 	assign();
 	big();
 	dropout("64,300", 0.3);

@@ -280,6 +280,10 @@ static void test_nn(void)
 	int dy = param(gt, S(4, 2, 3, 3, 4), ANY), wt = param(gt, S(4, 3, 2, 3, 2), ANY);
 	gradcheck("conv2d_grad_input stride 2 pad 1x0 dil 2x1", gt,
 		  tu_add(gt, OP_conv2d_grad_input, (int[]){dy, wt}, A(2, 2, 1, 0, 2, 1, 8, 8)));
+	Graph *ge = ir_graph_new("embedding");
+	int rows = param(ge, S(2, 6, 3), ANY), ids = labels(ge, 8, 6); /* each row read 0 to several times */
+	int ids2 = tu_add(ge, OP_reshape, &ids, A(2, 2, 4));
+	gradcheck("embedding [2, 4] of 6 rows", ge, tu_add(ge, OP_embedding, (int[]){ids2, rows}, NULL));
 	one_attr("upsample_bilinear 2", OP_upsample_bilinear, S(4, 2, 3, 4, 5), A(2));
 	one_attr("upsample_bilinear 3", OP_upsample_bilinear, S(4, 1, 2, 3, 2), A(3));
 	one_attr("transpose to nhwc", OP_transpose, S(4, 2, 3, 4, 5), A(0, 2, 3, 1));
