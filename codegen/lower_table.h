@@ -48,6 +48,8 @@ CG_ELEM(concat);
 CG_ELEM(lrn); /* lrn and lrn_grad */
 CG_ELEM(embedding); /* embedding and one_hot: codegen/lower_embedding.c */
 CG_ELEM(one_hot);
+CG_ELEM(unfold); /* unfold and fold: codegen/lower_unfold.c */
+CG_ELEM(fold);
 CG_ELEM(upsample_bilinear);      /* codegen/lower_upsample.c */
 CG_ELEM(upsample_bilinear_grad);
 CG_ELEM(cast);

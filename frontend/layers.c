@@ -69,24 +69,59 @@ static int with_bias(LayerCall *c, int y, bool bias, int64_t n, double bound)
 	return add(c, OP_bias_add, in, &axis, c->name);
 }
 
-/* conv2d(out_channels, kernel, stride, padding, dilation, bias), each size one number or a tuple
- * (h, w): kaiming-uniform(a=sqrt(5)) weights, whose bound works out to 1/sqrt(fan_in), like the
- * bias. */
+static int reshaped(LayerCall *c, int x, int rank, const int64_t *dim);
+static int node(LayerCall *c, OpId op, int a, int b, const double *attr, const char *suffix);
+
+/* A grouped convolution of x by w [Cout, Cin/G, kh, kw] with window attributes win (unfold's):
+ * the windows of x as columns [N, G, 1, Cin/G kh kw, L], times the weights as
+ * [1, G, Cout/G, Cin/G kh kw, 1], summed over the window axis: one fused reduction kernel that
+ * reads x directly (a depthwise convolution sums kh kw products per output, no GEMM). */
+static int grouped_conv(LayerCall *c, int x, int w, int64_t groups, const double *win)
+{
+	const Shape *xs = &c->g->node[x].shape, *ws = &c->g->node[w].shape;
+	int64_t n = xs->dim[0], cout = ws->dim[0], k = ws->dim[1] * ws->dim[2] * ws->dim[3];
+	int cols = node(c, OP_unfold, x, -1, win, NULL);
+	if (cols < 0)
+		return -1;
+	int64_t l = c->g->node[cols].shape.dim[2];
+	int a = reshaped(c, cols, 5, (int64_t[]){n, groups, 1, k, l});
+	int b = reshaped(c, w, 5, (int64_t[]){1, groups, cout / groups, k, 1});
+	double axes[2] = {8, 0};
+	int y = node(c, OP_sum, node(c, OP_mul, a, b, NULL, NULL), -1, axes, NULL);
+	int64_t oh = (xs->dim[2] + 2 * (int64_t)win[4] - (int64_t)win[6] * ((int64_t)win[0] - 1) - 1) / (int64_t)win[2] + 1;
+	return y < 0 ? -1 : reshaped(c, y, 4, (int64_t[]){n, cout, oh, l / oh});
+}
+
+/* conv2d(out_channels, kernel, stride, padding, dilation, groups, bias), each size one number or
+ * a tuple (h, w): kaiming-uniform(a=sqrt(5)) weights, whose bound works out to 1/sqrt(fan_in),
+ * like the bias. groups > 1 splits the channels into groups convolved apart (weight
+ * [Cout, Cin/groups, kh, kw]; groups = Cin is depthwise), by grouped_conv. */
 static int build_conv2d(const Layer *l, LayerCall *c)
 {
 	if (!need_rank(c, "conv2d", 4, "NCHW"))
 		return -1;
 	const double *a = c->args->v, *a2 = c->args->v2;
-	int64_t kh = (int64_t)a[1], kw = (int64_t)a2[1], cin = input(c, 0)->shape.dim[1];
-	int64_t wdim[4] = {(int64_t)a[0], cin, kh, kw};
-	double bound = 1 / sqrt((double)cin * (double)kh * (double)kw); /* no int64 product to overflow */
+	int64_t kh = (int64_t)a[1], kw = (int64_t)a2[1], cin = input(c, 0)->shape.dim[1], groups = (int64_t)a[5];
+	if (cin % groups || (int64_t)a[0] % groups) {
+		diag_error(c->d, c->loc, "conv2d: groups %lld must divide the input channels %lld and out_channels %lld",
+			   (long long)groups, (long long)cin, (long long)a[0]);
+		return -1;
+	}
+	int64_t wdim[4] = {(int64_t)a[0], cin / groups, kh, kw};
+	double bound = 1 / sqrt((double)(cin / groups) * (double)kh * (double)kw); /* no int64 product to overflow */
 	int w = param(c, "weight", 4, wdim, bound);
 	if (w < 0)
 		return -1;
-	int in[2] = {c->in[0], w};
-	double attr[7] = {a[2], a2[2], a[3], a2[3], a[4], a2[4], LAYOUT_NCHW}; /* the layout pass may change it */
-	int y = add(c, OP_conv2d, in, attr, NULL);
-	return y < 0 ? -1 : with_bias(c, y, a[5] != 0, wdim[0], bound);
+	int y;
+	if (groups > 1) {
+		double win[8] = {(double)kh, (double)kw, a[2], a2[2], a[3], a2[3], a[4], a2[4]};
+		y = grouped_conv(c, c->in[0], w, groups, win);
+	} else {
+		int in[2] = {c->in[0], w};
+		double attr[7] = {a[2], a2[2], a[3], a2[3], a[4], a2[4], LAYOUT_NCHW}; /* the layout pass may change it */
+		y = add(c, OP_conv2d, in, attr, NULL);
+	}
+	return y < 0 ? -1 : with_bias(c, y, a[6] != 0, wdim[0], bound);
 }
 
 /* conv_transpose2d(out_channels, kernel, stride, padding, output_padding, dilation, bias):
@@ -651,6 +686,13 @@ static int build_embedding(const Layer *l, LayerCall *c)
 	return w < 0 ? -1 : add(c, OP_embedding, (int[]){c->in[0], w}, NULL, c->name);
 }
 
+/* relu6: nn.ReLU6, min(max(x, 0), 6) */
+static int build_relu6(const Layer *l, LayerCall *c)
+{
+	int r = node(c, OP_relu, c->in[0], -1, NULL, NULL);
+	return r < 0 ? -1 : add(c, OP_minimum, (int[]){r, ir_const(c->g, 6)}, NULL, c->name);
+}
+
 /* pow(exponent): x to a number (torch.pow(x, exponent)). */
 static int build_pow(const Layer *l, LayerCall *c) { return add(c, OP_pow, c->in, c->args->v, c->name); }
 
@@ -726,9 +768,9 @@ const char *const *const arg_words[WORDS_COUNT] = {[WORDS_APPROXIMATE] = words_a
 #define LOSS(id) {{#id, 0, {{0}}, false}, 2, OP_##id, build_op}
 
 static const Layer layers[] = {
-	{{"conv2d", 6, {{"out_channels", ARG_POS, 0, ARG_REQUIRED}, {"kernel", ARG_POS, 0, ARG_REQUIRED | ARG_PAIR},
+	{{"conv2d", 7, {{"out_channels", ARG_POS, 0, ARG_REQUIRED}, {"kernel", ARG_POS, 0, ARG_REQUIRED | ARG_PAIR},
 			{"stride", ARG_POS, 1, ARG_PAIR}, {"padding", ARG_NONNEG, 0, ARG_PAIR},
-			{"dilation", ARG_POS, 1, ARG_PAIR}, {"bias", ARG_BOOL, 1, 0}}, false},
+			{"dilation", ARG_POS, 1, ARG_PAIR}, {"groups", ARG_POS, 1, 0}, {"bias", ARG_BOOL, 1, 0}}, false},
 	 1, OP_conv2d, build_conv2d},
 	{{"conv_transpose2d", 7, {{"out_channels", ARG_POS, 0, ARG_REQUIRED}, {"kernel", ARG_POS, 0, ARG_REQUIRED | ARG_PAIR},
 				  {"stride", ARG_POS, 1, ARG_PAIR}, {"padding", ARG_NONNEG, 0, ARG_PAIR},
@@ -780,6 +822,7 @@ static const Layer layers[] = {
 	{{"batch_norm1d", 2, {{"eps", ARG_NNUM, 1e-5, 0}, {"momentum", ARG_PROB, 0.1, 0}}, false}, 1, OP_sum, build_batch_norm},
 	{{"layer_norm", 2, {{"eps", ARG_NNUM, 1e-5, 0}, {"elementwise_affine", ARG_BOOL, 1, 0}}, false}, 1, OP_mean, build_layer_norm},
 	UNARY(abs),
+	{{"relu6", 0, {{0}}, false}, 1, OP_minimum, build_relu6},
 	{{"embedding", 2, {{"num_embeddings", ARG_POS, 0, ARG_REQUIRED}, {"embedding_dim", ARG_POS, 0, ARG_REQUIRED}}, false},
 	 1, OP_embedding, build_embedding},
 	{{"one_hot", 1, {{"num_classes", ARG_POS, 0, ARG_REQUIRED}}, false}, 1, OP_one_hot, build_embedding},

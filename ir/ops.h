@@ -56,6 +56,13 @@ typedef struct {
 	int64_t n, oh, ow; /* input, output: batch (output only) and output plane */
 } WinogradAttrs;
 WinogradAttrs ir_winograd_attrs(const Node *n);
+/* unfold and fold: the window and the image it slides over (fold: its output) */
+typedef struct {
+	int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+	int64_t n, c, h, w; /* the image [N, C, H, W] */
+	int64_t oh, ow;     /* windows per column and row: L = oh ow */
+} UnfoldGeom;
+UnfoldGeom ir_unfold_geom(const Graph *g, const Node *n);
 /* one_hot: the number of classes. */
 int64_t ir_one_hot_classes(const Node *n);
 /* upsample_bilinear and its gradient: the whole scale factor, at most IR_UPSAMPLE_MAX_SCALE (the
@@ -171,6 +178,8 @@ bool shape_concat(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_slice(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_embedding(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_one_hot(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_unfold(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_fold(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_upsample_bilinear(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_upsample_bilinear_grad(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_lrn(Node *n, const Graph *g, char *err, size_t errlen);
@@ -243,6 +252,8 @@ OP_REF(concat);
 OP_REF(slice);
 OP_REF(embedding);
 OP_REF(one_hot);
+OP_REF(unfold);
+OP_REF(fold);
 OP_REF(upsample_bilinear);
 OP_REF(upsample_bilinear_grad);
 OP_REF(lrn);
@@ -298,6 +309,8 @@ OP_GRAD(max_pool2d);
 OP_GRAD(avg_pool2d);
 OP_GRAD(concat);
 OP_GRAD(embedding);
+OP_GRAD(unfold);
+OP_GRAD(fold);
 OP_GRAD(upsample_bilinear);
 OP_GRAD(lrn);
 OP_GRAD(cast);
@@ -323,6 +336,7 @@ double flops_pool2d(const Graph *g, const Node *n);
 double flops_max_pool2d_grad(const Graph *g, const Node *n);
 double flops_lrn(const Graph *g, const Node *n);
 double flops_upsample(const Graph *g, const Node *n);
+double flops_fold(const Graph *g, const Node *n);
 
 /* Whether op is one of concat2..concat4 (ir/ops_concat.c). */
 bool op_is_concat(OpId op);

@@ -201,6 +201,21 @@ static void embeddings(void)
 	run(h);
 }
 
+/* unfold and fold (im2col, col2im): padding, strides, dilation, rectangular windows, a fused
+ * producer read through the gather */
+static void folds(void)
+{
+	CgHarness *h = ch_new("unfold and fold");
+	ch_op(h, OP_unfold, (double[IR_MAX_ATTRS]){3, 3, 1, 1, 1, 1, 1, 1}, ch_param(h, DT_F32, "2,3,5,6"));
+	ch_op(h, OP_unfold, (double[IR_MAX_ATTRS]){2, 3, 2, 1, 0, 2, 2, 1}, ch_param(h, DT_F64, "1,2,7,5"));
+	/* [2, 2*3*3, 3*3] columns of a 5x6 image, stride 2, padding 1: overlapping windows */
+	int cols = ch_op(h, OP_relu, NULL, ch_param(h, DT_F32, "2,18,9"));
+	ch_op(h, OP_fold, (double[IR_MAX_ATTRS]){3, 3, 2, 2, 1, 1, 1, 1, 5, 6}, cols);
+	/* dilation 2, stride 3, a 2x3 window */
+	ch_op(h, OP_fold, (double[IR_MAX_ATTRS]){2, 3, 3, 1, 1, 0, 2, 2, 8, 7}, ch_param(h, DT_F32, "1,12,9"));
+	run(h);
+}
+
 static void assign(void)
 {
 	CgHarness *h = ch_new("assign");
@@ -408,6 +423,7 @@ int main(void)
 	transposes();
 	upsamples();
 	embeddings();
+	folds();
 	assign();
 	big();
 	dropout("64,300", 0.3);

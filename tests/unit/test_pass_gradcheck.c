@@ -284,6 +284,9 @@ static void test_nn(void)
 	int rows = param(ge, S(2, 6, 3), ANY), ids = labels(ge, 8, 6); /* each row read 0 to several times */
 	int ids2 = tu_add(ge, OP_reshape, &ids, A(2, 2, 4));
 	gradcheck("embedding [2, 4] of 6 rows", ge, tu_add(ge, OP_embedding, (int[]){ids2, rows}, NULL));
+	one_attr("unfold 3x3 pad 1", OP_unfold, S(4, 2, 2, 4, 5), A(3, 3, 1, 1, 1, 1, 1, 1));
+	one_attr("unfold 2x3 stride 2x1 pad 0x2 dil 2x1", OP_unfold, S(4, 1, 2, 6, 5), A(2, 3, 2, 1, 0, 2, 2, 1));
+	one_attr("fold 3x3 stride 2 pad 1 to 5x6", OP_fold, S(3, 2, 18, 9), A(3, 3, 2, 2, 1, 1, 1, 1, 5, 6));
 	one_attr("upsample_bilinear 2", OP_upsample_bilinear, S(4, 2, 3, 4, 5), A(2));
 	one_attr("upsample_bilinear 3", OP_upsample_bilinear, S(4, 1, 2, 3, 2), A(3));
 	one_attr("transpose to nhwc", OP_transpose, S(4, 2, 3, 4, 5), A(0, 2, 3, 1));

@@ -179,6 +179,20 @@ static void test_convs(void)
 		  "c = conv2d(x, 2, 1)\np = avg_pool2d(c, kernel=(2, 3), stride=(1, 2))\n", "mse_loss(p, t)"), -1, 1);
 }
 
+/* grouped and depthwise conv2d: unfold, a broadcast product and a sum over the window */
+static void test_grouped(void)
+{
+	check("depthwise conv2d 3x3 stride 2 pad 1",
+	      NET("input x: f32[b, 3, 5, 6]\ninput t: f32[b, 3, 3, 3]\n", "c = conv2d(x, 3, 3, stride=2, padding=1, groups=3)\n",
+		  "mse_loss(c, t)"), -1, 1);
+	check("depthwise with multiplier 2, no bias",
+	      NET("input x: f32[b, 2, 4, 4]\ninput t: f32[b, 4, 4, 4]\n", "c = conv2d(x, 4, 3, padding=1, groups=2, bias=false)\n",
+		  "mse_loss(c, t)"), -1, 1);
+	check("grouped conv2d groups 2, kernel (2, 1), dilation (2, 1)",
+	      NET("input x: f32[b, 4, 5, 3]\ninput t: f32[b, 6, 3, 3]\n",
+		  "c = conv2d(x, 6, kernel=(2, 1), dilation=(2, 1), groups=2)\n", "mse_loss(c, t)"), -1, 1);
+}
+
 static void test_upsample(void)
 {
 	check("upsample nearest 2 then conv_transpose2d",
@@ -202,5 +216,6 @@ int main(void)
 	test_products();
 	test_convs();
 	test_upsample();
+	test_grouped();
 	return tu_finish("test_pass_layer_gradcheck");
 }
