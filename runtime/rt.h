@@ -128,6 +128,7 @@ struct Dataset {
 	bool crop;         /* CIFAR-10: random crops, flips and per-image standardization */
 	uint64_t seed;     /* synthetic: the generator's */
 	bool no_holdout;   /* synthetic: there is no held-out set to evaluate on */
+	int box_h, box_w;  /* image folders: the decoded images' size, from which crops are taken */
 };
 
 /* MNIST IDX files from dir (plain or .gz); dir NULL: the built-in generator writes an MNIST-like
@@ -146,6 +147,10 @@ bool rt_load_cifar(const char *dir, uint64_t seed, int h, int w, Dataset *train,
 /* ImageNet-shaped synthetic batches of c x h x w images and labels in [0, classes), made per
  * example from seed (no arrays); the set has no held-out part (test->n is 0). */
 bool rt_load_synthetic(uint64_t seed, int c, int h, int w, int classes, Dataset *train, Dataset *test);
+/* An image folder (runtime/data_folder.c): DIR/train and DIR/val (or DIR/test), or DIR alone,
+ * each with one folder of JPEG and PNG images per class, decoded for a model input of c (1 or 3)
+ * x h x w. Files that do not decode are skipped with a warning on stderr; errors name the folder. */
+bool rt_load_folder(const char *dir, int c, int h, int w, Dataset *train, Dataset *test, char *err, size_t errlen);
 /* Example i of d as the model's input in dst (c*h*w floats), augmented from key when train;
  * returns its label. */
 int32_t rt_dataset_example(const Dataset *d, int64_t i, bool train, uint64_t key, float *dst);

@@ -216,11 +216,22 @@ static bool load_data(const Bundle *b, const char *data_dir, uint64_t seed, Data
 	if (strcmp(name, "mnist") == 0)
 		return rt_load_mnist(data_dir, seed, train, test, err, errlen);
 	int c = 3, h = 32, w = 32;
+	if (strcmp(name, "folder") == 0) {
+		if (!data_dir) {
+			snprintf(err, errlen, "%s trains on an image folder (data = folder): give it with --data DIR", b->model);
+			return false;
+		}
+		if (!image_shape(b, &c, &h, &w)) {
+			snprintf(err, errlen, "data = folder needs an image input [batch, C, H, W]");
+			return false;
+		}
+		return rt_load_folder(data_dir, c, h, w, train, test, err, errlen);
+	}
 	if (image_shape(b, &c, &h, &w) && c != 3)
 		h = w = 32; /* not a color image: the check against the model names CIFAR's own shape */
 	if (strcmp(name, "cifar10") == 0)
 		return rt_load_cifar(data_dir, seed, h, w, train, test, err, errlen);
-	snprintf(err, errlen, "unknown data set '%s' (netc knows: mnist, cifar10, synthetic)", name);
+	snprintf(err, errlen, "unknown data set '%s' (netc knows: mnist, cifar10, synthetic, folder)", name);
 	return false;
 }
 
@@ -707,7 +718,8 @@ static bool train_session(Session *s, RtComm *comm, const TrainOptions *o, const
 	else if (ok && !has_eval(b) && !o->quiet)
 		printf("eval: none (the bundle has no evaluation program)\n");
 	else if (ok && test->no_holdout && !o->quiet)
-		printf("eval: none (synthetic data has no held-out set)\n");
+		printf("eval: none (%s has no held-out set)\n",
+		       strcmp(b->train.dataset, "folder") ? "synthetic data" : "an image folder without val or test");
 	/* a terminal gets the bar redrawn in place; pipes and files plain lines */
 	ok = ok && progress_open(&p.prog, stdout, isatty(fileno(stdout)), o->quiet, o->log_csv, err, errlen);
 	if (ok) {

@@ -63,3 +63,8 @@ if shutil.which("mpirun") and _has_libmpi():
 	config.available_features.add("mpi")
 else:
 	lit_config.note("Open MPI (mpirun, libmpi.so.40) not found: tests that require mpi are skipped")
+# `REQUIRES: pil`: tests that make image files with Pillow (python3-pil, scripts/install-deps.sh)
+if importlib.util.find_spec("PIL") is not None:
+	config.available_features.add("pil")
+else:
+	lit_config.note("Pillow is not importable by %s: tests that require pil are skipped" % sys.executable)
