@@ -735,12 +735,12 @@ static void train_schedule(Builder *b, const Expr *e, TrainConfig *c)
 
 static void train_data(Builder *b, const Expr *e, TrainConfig *c)
 {
-	static const char *const known[] = {"mnist", "cifar10", "synthetic", "folder"};
+	static const char *const known[] = {"mnist", "cifar10", "synthetic", "folder", "npy"};
 	int k = 0, nknown = (int)(sizeof known / sizeof known[0]);
 	while (e->kind == E_NAME && k < nknown && strcmp(e->name, known[k]))
 		k++;
 	if (e->kind != E_NAME || k == nknown) {
-		diag_error(b->d, e->loc, "unknown data set (known: mnist, cifar10, synthetic, folder)");
+		diag_error(b->d, e->loc, "unknown data set (known: mnist, cifar10, synthetic, folder, npy)");
 		return;
 	}
 	snprintf(c->dataset, sizeof c->dataset, "%s", e->name);

@@ -237,5 +237,6 @@ void rt_dataset_free(Dataset *d)
 	free(d->images);
 	free(d->labels);
 	free(d->bytes);
+	free(d->targets);
 	memset(d, 0, sizeof *d);
 }

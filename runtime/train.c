@@ -38,6 +38,8 @@ typedef struct {
 	int64_t pixels;  /* per example */
 	float *images;   /* one batch, staged */
 	int32_t *labels;
+	int64_t target_size; /* float targets per example for a float label input; 0: class labels */
+	float *targets;  /* one batch of them, staged */
 	float *scores;   /* one batch of the output buffer */
 	uint64_t seed;
 	int64_t step;    /* training steps done */
@@ -131,15 +133,59 @@ static bool has_scores(const Bundle *b, int i)
 	return i >= 0 && b->buf[i].rank == 2 && b->buf[i].dim[0] == b->batch && b->buf[i].dtype == DT_F32;
 }
 
+static int64_t buf_elements(const BundleBuffer *x)
+{
+	int64_t n = 1;
+	for (int d = 0; d < x->rank; d++)
+		n *= x->dim[d];
+	return n;
+}
+
+/* Whether the label input holds float targets (regression) rather than classes. */
+static bool has_targets(const Bundle *b) { return b->label >= 0 && b->buf[b->label].dtype != DT_I32; }
+
+/* A float label input wants a data set of targets of its shape, an i32 one class labels. */
+static bool check_labels(const Bundle *b, const Dataset *d, char *err, size_t errlen)
+{
+	const int64_t label[1] = {b->batch};
+	if (b->label < 0)
+		return true;
+	const BundleBuffer *x = &b->buf[b->label];
+	char got[96];
+	if (!has_targets(b) && d->target_size > 0) {
+		snprintf(err, errlen, "the model's label input '%s' is %s, class labels; the data set has float targets",
+			 x->name, type_str(x, got, sizeof got));
+		return false;
+	}
+	if (!has_targets(b))
+		return expect(b, b->label, "label input", DT_I32, 1, label, err, errlen);
+	if (d->target_size == 0) {
+		snprintf(err, errlen, "the model's label input '%s' is %s, float targets; the data set has class labels (data = npy reads targets)",
+			 x->name, type_str(x, got, sizeof got));
+		return false;
+	}
+	if (buf_elements(x) / b->batch != d->target_size) {
+		snprintf(err, errlen, "the model's label input '%s' is %s; the data set's targets have %lld values per example",
+			 x->name, type_str(x, got, sizeof got), (long long)d->target_size);
+		return false;
+	}
+	return true;
+}
+
 /* Synthetic data fits any loss; a set with classes needs scores for them, unless the model reads
- * no labels (an autoencoder's loss compares its output with its image). */
+ * no labels (an autoencoder's loss compares its output with its image) or float targets. */
 static bool check_bundle(const Bundle *b, const Dataset *d, char *err, size_t errlen)
 {
-	const int64_t image[4] = {b->batch, d->c, d->h, d->w}, label[1] = {b->batch};
-	if (!expect(b, b->image, "image input", rt_image_dtype(b), 4, image, err, errlen) ||
-	    (b->label >= 0 && !expect(b, b->label, "label input", DT_I32, 1, label, err, errlen)) ||
+	int64_t image[1 + 6] = {b->batch, d->c, d->h, d->w};
+	int rank = 4;
+	if (d->rank > 0) {
+		rank = d->rank + 1;
+		memcpy(image + 1, d->dim, (size_t)d->rank * sizeof *image);
+	}
+	if (!expect(b, b->image, "image input", rt_image_dtype(b), rank, image, err, errlen) ||
+	    !check_labels(b, d, err, errlen) ||
 	    !expect(b, b->loss, "loss", DT_F32, -1, NULL, err, errlen) ||
-	    (!d->no_holdout && b->label >= 0 && !check_scores(b, b->output, "output", d->classes, err, errlen)))
+	    (!d->no_holdout && b->label >= 0 && !has_targets(b) && !check_scores(b, b->output, "output", d->classes, err, errlen)))
 		return false;
 	if (b->lr >= 0 && !expect(b, b->lr, "learning rate", DT_F32, -1, NULL, err, errlen))
 		return false;
@@ -199,6 +245,28 @@ static bool check_data_dir(const char *data_dir, char *err, size_t errlen)
 
 /* The run's data: --data synthetic, else the bundle's data set (train.dataset) from --data DIR or
  * the built-in generator, shaped after the model's image input. */
+/* data = npy: the arrays named after the image and label inputs. */
+static bool load_npy(const Bundle *b, const char *data_dir, Dataset *train, Dataset *test, char *err, size_t errlen)
+{
+	if (!data_dir) {
+		snprintf(err, errlen, "%s trains on .npy arrays (data = npy): give their folder with --data DIR", b->model);
+		return false;
+	}
+	const BundleBuffer *img = &b->buf[b->image];
+	RtNpyInputs in = {.image_name = img->name, .image_rank = img->rank - 1, .target_rank = -1,
+			  .classes = has_scores(b, b->output) ? b->buf[b->output].dim[1] : INT32_MAX};
+	memcpy(in.image_dim, img->dim + 1, (size_t)in.image_rank * sizeof *in.image_dim);
+	if (b->label >= 0) {
+		const BundleBuffer *lab = &b->buf[b->label];
+		in.label_name = lab->name;
+		if (has_targets(b)) {
+			in.target_rank = lab->rank - 1;
+			memcpy(in.target_dim, lab->dim + 1, (size_t)in.target_rank * sizeof *in.target_dim);
+		}
+	}
+	return rt_load_npy(data_dir, &in, train, test, err, errlen);
+}
+
 static bool load_data(const Bundle *b, const char *data_dir, uint64_t seed, Dataset *train, Dataset *test,
 		      char *err, size_t errlen)
 {
@@ -216,6 +284,8 @@ static bool load_data(const Bundle *b, const char *data_dir, uint64_t seed, Data
 	if (strcmp(name, "mnist") == 0)
 		return rt_load_mnist(data_dir, seed, train, test, err, errlen);
 	int c = 3, h = 32, w = 32;
+	if (strcmp(name, "npy") == 0)
+		return load_npy(b, data_dir, train, test, err, errlen);
 	if (strcmp(name, "folder") == 0) {
 		if (!data_dir) {
 			snprintf(err, errlen, "%s trains on an image folder (data = folder): give it with --data DIR", b->model);
@@ -231,7 +301,7 @@ static bool load_data(const Bundle *b, const char *data_dir, uint64_t seed, Data
 		h = w = 32; /* not a color image: the check against the model names CIFAR's own shape */
 	if (strcmp(name, "cifar10") == 0)
 		return rt_load_cifar(data_dir, seed, h, w, train, test, err, errlen);
-	snprintf(err, errlen, "unknown data set '%s' (netc knows: mnist, cifar10, synthetic, folder)", name);
+	snprintf(err, errlen, "unknown data set '%s' (netc knows: mnist, cifar10, synthetic, folder, npy)", name);
 	return false;
 }
 
@@ -245,13 +315,15 @@ static bool loop_init(Loop *L, Session *s, uint64_t seed)
 	const Bundle *b = rt_bundle(s);
 	const BundleBuffer *img = &b->buf[b->image];
 	*L = (Loop){.s = s, .b = b, .batch = b->batch, .seed = seed, .ranks = 1,
-		    .classes = has_scores(b, b->output) && b->label >= 0 ? b->buf[b->output].dim[1] : 0,
+		    .classes = has_scores(b, b->output) && b->label >= 0 && !has_targets(b) ? b->buf[b->output].dim[1] : 0,
 		    .accumulate = batches_per_step(b),
-		    .pixels = img->dim[1] * img->dim[2] * img->dim[3], .scale = rt_loss_scale_new(b)};
+		    .pixels = buf_elements(img) / b->batch, .scale = rt_loss_scale_new(b),
+		    .target_size = has_targets(b) ? buf_elements(&b->buf[b->label]) / b->batch : 0};
 	L->images = malloc((size_t)(L->batch * L->pixels) * sizeof *L->images);
+	L->targets = malloc((size_t)(L->batch * L->target_size + 1) * sizeof *L->targets);
 	L->labels = malloc((size_t)L->batch * sizeof *L->labels);
 	L->scores = malloc((size_t)(L->batch * (L->classes ? L->classes : 1)) * sizeof *L->scores);
-	return L->images && L->labels && L->scores;
+	return L->images && L->labels && L->scores && L->targets;
 }
 
 /* Examples of one optimizer step over every rank. */
@@ -261,6 +333,7 @@ static void loop_free(Loop *L)
 {
 	free(L->images);
 	free(L->labels);
+	free(L->targets);
 	free(L->scores);
 }
 
@@ -271,10 +344,16 @@ static void load_batch(Loop *L, const Dataset *d, const int32_t *idx, bool train
 {
 	uint64_t step = L->overfit ? 0 : (uint64_t)L->step;
 	uint64_t key = rt_mix64(L->seed ^ rt_mix64(step + 0xA06));
-	for (int64_t k = 0; k < L->batch; k++)
+	for (int64_t k = 0; k < L->batch; k++) {
 		L->labels[k] = rt_dataset_example(d, idx[k], train, key, L->images + k * L->pixels);
+		if (L->target_size)
+			rt_dataset_targets(d, idx[k], L->targets + k * L->target_size);
+	}
 	rt_write_image(L->s, L->b->image, L->images, L->batch * L->pixels);
-	rt_write(L->s, L->b->label, L->labels, (size_t)L->batch * sizeof *L->labels);
+	if (L->target_size)
+		rt_write_image(L->s, L->b->label, L->targets, L->batch * L->target_size);
+	else
+		rt_write(L->s, L->b->label, L->labels, (size_t)L->batch * sizeof *L->labels);
 }
 
 /* Correct argmax predictions among the first rows rows of the scores. */
@@ -889,8 +968,13 @@ static void random_batch(Loop *L)
 		L->images[i] = (float)(2 * rt_uniform(key, (uint64_t)i) - 1);
 	for (int64_t k = 0; k < L->batch; k++)
 		L->labels[k] = (int32_t)(rt_uniform(key ^ 1, (uint64_t)k) * 10) % (int32_t)(L->classes ? L->classes : 1);
+	for (int64_t i = 0; i < L->batch * L->target_size; i++)
+		L->targets[i] = (float)(2 * rt_uniform(key ^ 2, (uint64_t)i) - 1);
 	rt_write_image(L->s, L->b->image, L->images, L->batch * L->pixels);
-	rt_write(L->s, L->b->label, L->labels, (size_t)L->batch * sizeof *L->labels);
+	if (L->target_size)
+		rt_write_image(L->s, L->b->label, L->targets, L->batch * L->target_size);
+	else
+		rt_write(L->s, L->b->label, L->labels, (size_t)L->batch * sizeof *L->labels);
 	float lr = (float)L->b->train.lr;
 	int32_t rng[2] = {(int32_t)(uint32_t)L->seed, 0};
 	rt_write(L->s, L->b->lr, &lr, sizeof lr);
