@@ -78,8 +78,9 @@ static int node(LayerCall *c, OpId op, int a, int b, const double *attr, const c
  * reads x directly (a depthwise convolution sums kh kw products per output, no GEMM). */
 static int grouped_conv(LayerCall *c, int x, int w, int64_t groups, const double *win)
 {
-	const Shape *xs = &c->g->node[x].shape, *ws = &c->g->node[w].shape;
-	int64_t n = xs->dim[0], cout = ws->dim[0], k = ws->dim[1] * ws->dim[2] * ws->dim[3];
+	/* copied: adding nodes may move the node array the shapes live in */
+	const Shape xs = c->g->node[x].shape, ws = c->g->node[w].shape;
+	int64_t n = xs.dim[0], cout = ws.dim[0], k = ws.dim[1] * ws.dim[2] * ws.dim[3];
 	int cols = node(c, OP_unfold, x, -1, win, NULL);
 	if (cols < 0)
 		return -1;
@@ -88,7 +89,7 @@ static int grouped_conv(LayerCall *c, int x, int w, int64_t groups, const double
 	int b = reshaped(c, w, 5, (int64_t[]){1, groups, cout / groups, k, 1});
 	double axes[2] = {8, 0};
 	int y = node(c, OP_sum, node(c, OP_mul, a, b, NULL, NULL), -1, axes, NULL);
-	int64_t oh = (xs->dim[2] + 2 * (int64_t)win[4] - (int64_t)win[6] * ((int64_t)win[0] - 1) - 1) / (int64_t)win[2] + 1;
+	int64_t oh = (xs.dim[2] + 2 * (int64_t)win[4] - (int64_t)win[6] * ((int64_t)win[0] - 1) - 1) / (int64_t)win[2] + 1;
 	return y < 0 ? -1 : reshaped(c, y, 4, (int64_t[]){n, cout, oh, l / oh});
 }
 
@@ -457,9 +458,10 @@ static int build_batch_norm(const Layer *l, LayerCall *c)
 	if (!one_d && !need_rank(c, l->sig.name, 4, "NCHW"))
 		return -1;
 	const double *a = c->args->v;
-	int64_t ch = s->dim[1], count = shape_numel(s) / ch, col[IR_MAX_DIMS];
-	double axes[2] = {(double)(((1u << s->rank) - 1) & ~2u), 1};
-	for (int d = 1; d < s->rank; d++)
+	int rank = s->rank; /* s points into the node array, which the nodes below may move */
+	int64_t ch = s->dim[1], count = shape_numel(s) / ch, col[IR_MAX_DIMS] = {0};
+	double axes[2] = {(double)(((1u << rank) - 1) & ~2u), 1};
+	for (int d = 1; d < rank; d++)
 		col[d - 1] = d == 1 ? ch : 1;
 	int x = c->in[0];
 	int mean = node(c, OP_mean, x, -1, axes, "batch_mean");
@@ -468,7 +470,7 @@ static int build_batch_norm(const Layer *l, LayerCall *c)
 	int std = node(c, OP_sqrt, node(c, OP_add, var, ir_const(c->g, a[0]), NULL, NULL), -1, NULL, NULL);
 	int w = param(c, "weight", 1, &ch, 0);
 	c->g->node[w].attr[0] = INIT_ONE;
-	int y = node(c, OP_mul, node(c, OP_div, d, std, NULL, NULL), reshaped(c, w, s->rank - 1, col), NULL, NULL);
+	int y = node(c, OP_mul, node(c, OP_div, d, std, NULL, NULL), reshaped(c, w, rank - 1, col), NULL, NULL);
 	int b = param(c, "bias", 1, &ch, 0);
 	c->g->node[b].attr[0] = INIT_ZERO;
 	int rmean = running_stat(c, "running_mean", mean, INIT_ZERO, a[1], 1);
@@ -686,6 +688,32 @@ static int build_embedding(const Layer *l, LayerCall *c)
 	return w < 0 ? -1 : add(c, OP_embedding, (int[]){c->in[0], w}, NULL, c->name);
 }
 
+/* parameter(d0, d1, ..., std=0.02): a learned tensor of that shape named as the statement
+ * (nn.Parameter, as a vision transformer's position embedding), uniform with standard deviation
+ * std (bound std sqrt(3)); f32. It reads no tensor. */
+static int build_parameter(const Layer *l, LayerCall *c)
+{
+	const BoundArgs *a = c->args;
+	if (a->nvar == 0) {
+		diag_error(c->d, c->loc, "parameter needs its dimensions, such as parameter(1, 64, 128)");
+		return -1;
+	}
+	for (int i = 0; i < a->nvar; i++)
+		if (a->var[i] <= 0) {
+			diag_error(c->d, c->loc, "parameter dimension %d must be positive, got %lld", i, (long long)a->var[i]);
+			return -1;
+		}
+	Shape s = shape_make(a->nvar, a->var);
+	if (!shape_fits(&s)) {
+		diag_error(c->d, c->loc, "parameter %s would have more than 2^40 elements", c->name);
+		return -1;
+	}
+	double attr[2] = {INIT_UNIFORM, a->v[0] * sqrt(3.0)};
+	int id = ir_leaf(c->g, OP_param, c->name, s, DT_F32, attr);
+	c->g->node[id].loc = c->loc;
+	return id;
+}
+
 /* relu6: nn.ReLU6, min(max(x, 0), 6) */
 static int build_relu6(const Layer *l, LayerCall *c)
 {
@@ -823,6 +851,7 @@ static const Layer layers[] = {
 	{{"layer_norm", 2, {{"eps", ARG_NNUM, 1e-5, 0}, {"elementwise_affine", ARG_BOOL, 1, 0}}, false}, 1, OP_mean, build_layer_norm},
 	UNARY(abs),
 	{{"relu6", 0, {{0}}, false}, 1, OP_minimum, build_relu6},
+	{{"parameter", 1, {{"std", ARG_NNUM, 0.02, 0}}, true}, 0, OP_param, build_parameter},
 	{{"embedding", 2, {{"num_embeddings", ARG_POS, 0, ARG_REQUIRED}, {"embedding_dim", ARG_POS, 0, ARG_REQUIRED}}, false},
 	 1, OP_embedding, build_embedding},
 	{{"one_hot", 1, {{"num_classes", ARG_POS, 0, ARG_REQUIRED}}, false}, 1, OP_one_hot, build_embedding},

@@ -264,6 +264,176 @@ class GoogLeNet(nn.Module):
 		return self.classifier(x)
 
 
+class BasicBlock(nn.Module):
+	"""torchvision's ResNet BasicBlock: two 3x3 convolutions with batch norm; a 1x1 strided projection
+	when the plane or the width changes. shortcut="zeros" is the CIFAR ResNets' option A instead:
+	the identity subsampled and padded with zero channels (after the input's, as resnet20.net)."""
+
+	def __init__(self, cin, cout, stride, shortcut="project"):
+		super().__init__()
+		self.conv1 = nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False)
+		self.bn1 = nn.BatchNorm2d(cout)
+		self.conv2 = nn.Conv2d(cout, cout, 3, padding=1, bias=False)
+		self.bn2 = nn.BatchNorm2d(cout)
+		self.change = stride != 1 or cin != cout
+		self.zeros = shortcut == "zeros"
+		if self.change and not self.zeros:
+			self.downsample = nn.Sequential(nn.Conv2d(cin, cout, 1, stride=stride, bias=False), nn.BatchNorm2d(cout))
+
+	def forward(self, x):
+		y = self.bn2(self.conv2(F.relu(self.bn1(self.conv1(x)))))
+		if not self.change:
+			s = x
+		elif self.zeros:
+			s = x[:, :, ::2, ::2]
+			s = torch.cat([s, torch.zeros_like(s)], 1)
+		else:
+			s = self.downsample(x)
+		return F.relu(y + s)
+
+
+class ResNet18(nn.Module):
+	"""models/resnet18.net: torchvision's resnet18 (11,689,512 parameters)."""
+
+	def __init__(self, num_classes=1000):
+		super().__init__()
+		self.conv1 = nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False)
+		self.bn1 = nn.BatchNorm2d(64)
+		blocks, cin = [], 64
+		for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+			blocks += [BasicBlock(cin, cout, stride), BasicBlock(cout, cout, 1)]
+			cin = cout
+		self.blocks = nn.Sequential(*blocks)
+		self.fc = nn.Linear(512, num_classes)
+
+	def forward(self, x):
+		x = F.max_pool2d(F.relu(self.bn1(self.conv1(x))), 3, stride=2, padding=1)
+		x = F.adaptive_avg_pool2d(self.blocks(x), 1)
+		return self.fc(torch.flatten(x, 1))
+
+
+class ResNet20(nn.Module):
+	"""models/resnet20.net: the CIFAR ResNet-20 of He et al. 2016 with option A shortcuts."""
+
+	def __init__(self, num_classes=10):
+		super().__init__()
+		self.conv1 = nn.Conv2d(3, 16, 3, padding=1, bias=False)
+		self.bn1 = nn.BatchNorm2d(16)
+		blocks, cin = [], 16
+		for cout in (16, 32, 64):
+			for b in range(3):
+				blocks.append(BasicBlock(cin, cout, 2 if b == 0 and cout != 16 else 1, shortcut="zeros"))
+				cin = cout
+		self.blocks = nn.Sequential(*blocks)
+		self.fc = nn.Linear(64, num_classes)
+
+	def forward(self, x):
+		x = self.blocks(F.relu(self.bn1(self.conv1(x))))
+		return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+class InvertedResidual(nn.Module):
+	"""torchvision's MobileNetV2 block: 1x1 expansion, 3x3 depthwise, 1x1 linear projection."""
+
+	def __init__(self, cin, cout, stride, t):
+		super().__init__()
+		hidden = cin * t
+		layers = []
+		if t != 1:
+			layers += [nn.Conv2d(cin, hidden, 1, bias=False), nn.BatchNorm2d(hidden), nn.ReLU6()]
+		layers += [nn.Conv2d(hidden, hidden, 3, stride=stride, padding=1, groups=hidden, bias=False),
+		           nn.BatchNorm2d(hidden), nn.ReLU6(), nn.Conv2d(hidden, cout, 1, bias=False), nn.BatchNorm2d(cout)]
+		self.conv = nn.Sequential(*layers)
+		self.residual = stride == 1 and cin == cout
+
+	def forward(self, x):
+		return x + self.conv(x) if self.residual else self.conv(x)
+
+
+class MobileNetV2(nn.Module):
+	"""models/mobilenet_v2.net: torchvision's mobilenet_v2 (3,504,872 parameters)."""
+
+	def __init__(self, num_classes=1000):
+		super().__init__()
+		layers, cin = [nn.Conv2d(3, 32, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(32), nn.ReLU6()], 32
+		for t, c, n, s in ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
+		                   (6, 160, 3, 2), (6, 320, 1, 1)):
+			for i in range(n):
+				layers.append(InvertedResidual(cin, c, s if i == 0 else 1, t))
+				cin = c
+		layers += [nn.Conv2d(cin, 1280, 1, bias=False), nn.BatchNorm2d(1280), nn.ReLU6()]
+		self.features = nn.Sequential(*layers)
+		self.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(1280, num_classes))
+
+	def forward(self, x):
+		return self.classifier(torch.flatten(F.adaptive_avg_pool2d(self.features(x), 1), 1))
+
+
+class ViTBlock(nn.Module):
+	"""A pre-norm transformer encoder block: multi-head self-attention, then an MLP with gelu."""
+
+	def __init__(self, dim, heads, mlp):
+		super().__init__()
+		self.heads = heads
+		self.ln1, self.ln2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+		self.q, self.k, self.v, self.proj = (nn.Linear(dim, dim) for _ in range(4))
+		self.fc1, self.fc2 = nn.Linear(dim, mlp), nn.Linear(mlp, dim)
+
+	def forward(self, x):
+		b, t, d = x.shape
+		h = self.ln1(x)
+		q, k, v = (f(h).view(b, t, self.heads, d // self.heads).transpose(1, 2) for f in (self.q, self.k, self.v))
+		a = torch.softmax(q @ k.transpose(-1, -2) / (d // self.heads) ** 0.5, dim=-1)
+		x = x + self.proj((a @ v).transpose(1, 2).reshape(b, t, d))
+		return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+
+class ViT(nn.Module):
+	"""models/vit.net: 4x4 patches of a 32x32 image, 64 features, 4 pre-norm blocks of 4 heads and
+	an MLP of 128, mean pooling over the 64 tokens."""
+
+	def __init__(self, num_classes=10, dim=64, depth=4, heads=4, mlp=128):
+		super().__init__()
+		self.patches = nn.Conv2d(3, dim, 4, stride=4)
+		self.pos = nn.Parameter(torch.randn(1, 64, dim) * 0.02)
+		self.blocks = nn.Sequential(*(ViTBlock(dim, heads, mlp) for _ in range(depth)))
+		self.norm = nn.LayerNorm(dim)
+		self.head = nn.Linear(dim, num_classes)
+
+	def forward(self, x):
+		x = self.patches(x).flatten(2).transpose(1, 2) + self.pos
+		return self.head(self.norm(self.blocks(x)).mean(1))
+
+
+class UNet(nn.Module):
+	"""models/unet.net: two encoder stages, a bottleneck, a transposed convolution and a bilinear
+	upsampling with skips, a 1x1 output. It returns the output minus the input, so that the
+	harness's loss(out, label) is the mean squared error against the image (mse_to_input)."""
+
+	def __init__(self):
+		super().__init__()
+
+		def stage(cin, cout):
+			return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU())
+		self.enc1, self.enc2, self.mid = stage(1, 16), stage(16, 32), stage(32, 64)
+		self.up2 = nn.ConvTranspose2d(64, 32, 2, stride=2)
+		self.dec2, self.dec1 = stage(64, 32), stage(48, 16)
+		self.out = nn.Conv2d(16, 1, 1)
+
+	def forward(self, x):
+		e1 = self.enc1(x)
+		e2 = self.enc2(F.max_pool2d(e1, 2))
+		m = self.mid(F.max_pool2d(e2, 2))
+		d2 = self.dec2(torch.cat([self.up2(m), e2], 1))
+		up = F.interpolate(d2, scale_factor=2, mode="bilinear", align_corners=False)
+		return self.out(self.dec1(torch.cat([up, e1], 1))) - x
+
+
+def mse_to_input(diff, label):
+	"""The mean squared error of an output already minus its target (UNet); the label is unread."""
+	return diff.pow(2).mean()
+
+
 def l2_loss(out, label):
 	"""tf.nn.l2_loss: half the sum of squares; the label is not read."""
 	return 0.5 * out.pow(2).sum()
@@ -287,6 +457,12 @@ MODELS = {
 	          sgd(lr=0.01, momentum=0.9, weight_decay=1e-4)),
 	"googlenet": (GoogLeNet, (3, 224, 224), 1000, F.cross_entropy,
 	              sgd(lr=0.01, momentum=0.9, weight_decay=2e-4)),
+	"resnet18": (ResNet18, (3, 224, 224), 1000, F.cross_entropy, sgd(lr=0.1, momentum=0.9, weight_decay=1e-4)),
+	"mobilenet_v2": (MobileNetV2, (3, 224, 224), 1000, F.cross_entropy,
+	                 sgd(lr=0.045, momentum=0.9, weight_decay=4e-5)),
+	"resnet20": (ResNet20, (3, 32, 32), 10, F.cross_entropy, sgd(lr=0.1, momentum=0.9, weight_decay=1e-4)),
+	"vit": (ViT, (3, 32, 32), 10, F.cross_entropy, lambda params: torch.optim.AdamW(params, lr=1e-3, weight_decay=0.05)),
+	"unet": (UNet, (1, 28, 28), 10, mse_to_input, lambda params: torch.optim.Adam(params, lr=1e-3)),
 }
 
 
