@@ -193,6 +193,14 @@ static void test_grouped(void)
 		  "c = conv2d(x, 6, kernel=(2, 1), dilation=(2, 1), groups=2)\n", "mse_loss(c, t)"), -1, 1);
 }
 
+/* a parameter layer added to activations (a position embedding) gets its gradient */
+static void test_parameter(void)
+{
+	check("parameter added with broadcasting",
+	      NET("input x: f32[b, 3, 5]\ninput t: f32[b, 3, 5]\n", "pos = parameter(1, 3, 5, std=0.5)\ny = add(x, pos)\n",
+		  "mse_loss(y, t)"), -1, 1);
+}
+
 static void test_upsample(void)
 {
 	check("upsample nearest 2 then conv_transpose2d",
@@ -217,5 +225,6 @@ int main(void)
 	test_convs();
 	test_upsample();
 	test_grouped();
+	test_parameter();
 	return tu_finish("test_pass_layer_gradcheck");
 }
