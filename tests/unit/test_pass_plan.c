@@ -114,17 +114,13 @@ static void collect(Checker *c)
 }
 
 /* Kernels that may write in place: every member elementwise, reading its inputs of the output's
- * size at the output's own element index: the registry's elementwise and broadcast ops (one
- * output element from the inputs' elements at its index; in_place checks the shapes) and these. */
+ * size at the output's own element index. That is what the elementwise and broadcast patterns
+ * promise (ir/ops.def: element i from elements i of same-sized inputs; abs, pow, minimum, gelu
+ * and the like), and reshape; injective ops (transpose, unfold, upsampling) read elsewhere. */
 static bool elementwise_op(OpId op)
 {
-	static const OpId ok[] = {OP_relu_grad, OP_dropout, OP_bias_add, OP_reshape, OP_broadcast_to};
-	if (ir_ops[op].pattern == PAT_ELEMWISE || ir_ops[op].pattern == PAT_BROADCAST)
-		return true;
-	for (size_t i = 0; i < sizeof ok / sizeof *ok; i++)
-		if (ok[i] == op)
-			return true;
-	return false;
+	Pattern p = ir_ops[op].pattern;
+	return op != OP_assign && (p == PAT_ELEMWISE || p == PAT_BROADCAST || op == OP_reshape);
 }
 
 static bool in_place(const Checker *c, const Buf *x, const Buf *y)
