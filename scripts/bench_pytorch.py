@@ -312,6 +312,45 @@ class ResNet18(nn.Module):
 		return self.fc(torch.flatten(x, 1))
 
 
+class Bottleneck(nn.Module):
+	"""torchvision's ResNet Bottleneck (v1.5: the stride on the 3x3): 1x1 reduce, 3x3, 1x1 expand
+	to 4 times the width, a 1x1 strided projection where the plane or the width changes."""
+
+	def __init__(self, cin, width, stride):
+		super().__init__()
+		cout = 4 * width
+		self.body = nn.Sequential(
+			nn.Conv2d(cin, width, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU(),
+			nn.Conv2d(width, width, 3, stride=stride, padding=1, bias=False), nn.BatchNorm2d(width), nn.ReLU(),
+			nn.Conv2d(width, cout, 1, bias=False), nn.BatchNorm2d(cout))
+		self.downsample = None
+		if stride != 1 or cin != cout:
+			self.downsample = nn.Sequential(nn.Conv2d(cin, cout, 1, stride=stride, bias=False), nn.BatchNorm2d(cout))
+
+	def forward(self, x):
+		return F.relu(self.body(x) + (x if self.downsample is None else self.downsample(x)))
+
+
+class ResNet50(nn.Module):
+	"""models/resnet50.net: torchvision's resnet50 (25,557,032 parameters)."""
+
+	def __init__(self, num_classes=1000):
+		super().__init__()
+		self.conv1 = nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False)
+		self.bn1 = nn.BatchNorm2d(64)
+		blocks, cin = [], 64
+		for width, n, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+			for b in range(n):
+				blocks.append(Bottleneck(cin, width, stride if b == 0 else 1))
+				cin = 4 * width
+		self.blocks = nn.Sequential(*blocks)
+		self.fc = nn.Linear(2048, num_classes)
+
+	def forward(self, x):
+		x = F.max_pool2d(F.relu(self.bn1(self.conv1(x))), 3, stride=2, padding=1)
+		return self.fc(torch.flatten(F.adaptive_avg_pool2d(self.blocks(x), 1), 1))
+
+
 class ResNet20(nn.Module):
 	"""models/resnet20.net: the CIFAR ResNet-20 of He et al. 2016 with option A shortcuts."""
 
@@ -458,6 +497,7 @@ MODELS = {
 	"googlenet": (GoogLeNet, (3, 224, 224), 1000, F.cross_entropy,
 	              sgd(lr=0.01, momentum=0.9, weight_decay=2e-4)),
 	"resnet18": (ResNet18, (3, 224, 224), 1000, F.cross_entropy, sgd(lr=0.1, momentum=0.9, weight_decay=1e-4)),
+	"resnet50": (ResNet50, (3, 224, 224), 1000, F.cross_entropy, sgd(lr=0.1, momentum=0.9, weight_decay=1e-4)),
 	"mobilenet_v2": (MobileNetV2, (3, 224, 224), 1000, F.cross_entropy,
 	                 sgd(lr=0.045, momentum=0.9, weight_decay=4e-5)),
 	"resnet20": (ResNet20, (3, 32, 32), 10, F.cross_entropy, sgd(lr=0.1, momentum=0.9, weight_decay=1e-4)),

@@ -7,14 +7,14 @@
 #
 #   here (with the compiler):  scripts/gpu/new_models_check.sh compile DIR [ARCH [MODEL...]]
 #     compiles models/MODEL.net at batch BATCH (default 8) for host and ARCH (default sm_90) into
-#     DIR/MODEL.bundle (default models: resnet18 mobilenet_v2 resnet20 vit unet);
+#     DIR/MODEL.bundle (default models: resnet18 resnet50 mobilenet_v2 resnet20 vit unet);
 #   on the GPU machine:        scripts/gpu/new_models_check.sh run DIR [NETC]
 #     trains every bundle for STEPS (default 3) steps on one repeated batch (--overfit-batch, the
 #     same seed) on the CPU and on DEVICE (default cuda), every step logged, and compares the
 #     losses: the first step's within 1e-3 of the CPU's (relative; the same weights and batch, only
 #     the order of float additions differs), later ones within 1e-2; then times DEVICE with netc
 #     bench and prints ms/step (the figures for docs/performance.md). Exit status 0 when every
-#     model passes. resnet18 and mobilenet_v2 take synthetic data (their files name a folder).
+#     model passes. resnet18, resnet50 and mobilenet_v2 take synthetic data (their files name a folder).
 set -eu
 
 cmd=${1:-}
@@ -25,7 +25,7 @@ case $cmd in
 compile)
 	arch=${3:-sm_90}
 	[ $# -ge 3 ] && shift 3 || shift $#
-	models=${*:-resnet18 mobilenet_v2 resnet20 vit unet}
+	models=${*:-resnet18 resnet50 mobilenet_v2 resnet20 vit unet}
 	netc=${NETC:-build/netc}
 	mkdir -p "$dir"
 	for m in $models; do
@@ -43,7 +43,7 @@ run)
 		[ -e "$b" ] || { echo "$dir: no *.bundle (run '$0 compile $dir' where netc can compile)" >&2; exit 1; }
 		m=$(basename "$b" .bundle)
 		data=""
-		case $m in resnet18 | mobilenet_v2) data="--data synthetic" ;; esac
+		case $m in resnet18 | resnet50 | mobilenet_v2) data="--data synthetic" ;; esac
 		for d in cpu "$device"; do
 			# shellcheck disable=SC2086
 			"$netc" train "$b" --device "$d" --steps "$steps" --seed "$seed" --log-every 1 --overfit-batch $data \
