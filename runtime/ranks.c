@@ -46,16 +46,18 @@ static bool from_vars(RtRanks *r, const char *size, const char *rank, const char
 
 bool rt_ranks_from_env(RtRanks *r, char *err, size_t errlen)
 {
-	*r = (RtRanks){.launch = RT_LAUNCH_NONE, .size = 1};
+	*r = (RtRanks){.launch = RT_LAUNCH_NONE, .size = 1, .local_size = 1};
 	if (rt_comm_mpi_launched()) {
 		r->launch = RT_LAUNCH_MPI;
 		return from_vars(r, "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", err,
-				 errlen);
+				 errlen) &&
+		       env_int("OMPI_COMM_WORLD_LOCAL_SIZE", 1, 1 << 20, &r->local_size, err, errlen) >= 0;
 	}
 	if (!getenv("WORLD_SIZE"))
 		return true;
 	r->launch = RT_LAUNCH_TORCHRUN;
-	if (!from_vars(r, "WORLD_SIZE", "RANK", "LOCAL_RANK", err, errlen))
+	if (!from_vars(r, "WORLD_SIZE", "RANK", "LOCAL_RANK", err, errlen) ||
+	    env_int("LOCAL_WORLD_SIZE", 1, 1 << 20, &r->local_size, err, errlen) < 0)
 		return false;
 	const char *addr = getenv("MASTER_ADDR");
 	snprintf(r->master_addr, sizeof r->master_addr, "%s", addr ? addr : "127.0.0.1");

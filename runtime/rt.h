@@ -80,6 +80,7 @@ typedef enum { RT_LAUNCH_NONE, RT_LAUNCH_MPI, RT_LAUNCH_TORCHRUN } RtLaunch;
 typedef struct {
 	RtLaunch launch;    /* who started the ranks: nobody (one process), mpirun, a torchrun-style launcher */
 	int rank, size, local_rank;
+	int local_size;     /* ranks on this machine (OMPI_COMM_WORLD_LOCAL_SIZE, LOCAL_WORLD_SIZE); 1 unknown */
 	char master_addr[256]; /* torchrun: rank 0's host and port, where it hands out NCCL's unique id */
 	int master_port;
 } RtRanks;

@@ -28,6 +28,7 @@
 #include "runtime/loss_scale.h"
 #include "runtime/progress.h"
 #include "runtime/rt.h"
+#include "runtime/threadpool.h"
 
 /* What one training or evaluation batch needs on the host. */
 typedef struct {
@@ -824,10 +825,20 @@ static bool train_session(Session *s, RtComm *comm, const TrainOptions *o, const
 	return ok;
 }
 
+/* CPU threads of a rank: the ranks of one machine share its cores unless --threads says otherwise. */
+static int rank_threads(int threads, const RtRanks *r)
+{
+	int local = r ? r->local_size : 1, cores = rt_pool_default_threads();
+	if (threads || local <= 1)
+		return threads;
+	return cores / local > 1 ? cores / local : 1;
+}
+
 /* Rank r's options: only rank 0 prints, logs and saves. */
 static TrainOptions rank_options(const TrainOptions *o, int rank)
 {
 	TrainOptions r = *o;
+	r.threads = rank_threads(o->threads, o->ranks);
 	if (rank != 0) {
 		r.quiet = true;
 		r.log_csv = NULL;
@@ -1103,7 +1114,7 @@ int rt_bench(const Bundle *b, const BenchOptions *o, BenchResult *r)
 	bool ok = check_bundle(b, &shape, err, sizeof err);
 	char device[64];
 	rt_rank_device(b, o->device ? o->device : "auto", o->ranks ? o->ranks : &(RtRanks){0}, device, sizeof device);
-	Session *s = ok ? rt_open(b, device, o->threads, err, sizeof err) : NULL;
+	Session *s = ok ? rt_open(b, device, rank_threads(o->threads, o->ranks), err, sizeof err) : NULL;
 	TrainOptions join = {.ranks = o->ranks, .quiet = true};
 	RtComm *comm = s ? join_ranks(s, &join, err, sizeof err) : NULL;
 	if (s && !comm && err[0])

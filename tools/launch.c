@@ -280,6 +280,7 @@ static int spawn_gpu_ranks(int argc, char **argv, const DeviceList *d, const cha
 	}
 	int live = started, rc = started == d->n ? 0 : 1, failed = started == d->n ? -1 : started;
 	double ending = 0; /* when the others were told to end after a failure */
+	bool stopping = false; /* a SIGINT or SIGTERM was passed on: ranks exit 130 or 143 */
 	while (live > 0) {
 		int st;
 		pid_t p = waitpid(-1, &st, WNOHANG);
@@ -289,6 +290,7 @@ static int spawn_gpu_ranks(int argc, char **argv, const DeviceList *d, const cha
 					if (pid[i] > 0)
 						kill(pid[i], forwarded);
 				forwarded = 0;
+				stopping = true;
 			}
 			struct timespec t;
 			clock_gettime(CLOCK_MONOTONIC, &t);
@@ -314,6 +316,10 @@ static int spawn_gpu_ranks(int argc, char **argv, const DeviceList *d, const cha
 		live--;
 		if (status_of(st) == 0 || failed >= 0)
 			continue;
+		if (stopping && (status_of(st) == 130 || status_of(st) == 143)) {
+			rc = status_of(st); /* stopped as asked, after its step and checkpoint: the others too */
+			continue;
+		}
 		failed = r;
 		rc = status_of(st);
 		if (WIFSIGNALED(st))

@@ -148,8 +148,10 @@ static void test_ranks_from_env(void)
 	setenv("MASTER_ADDR", "node0", 1);
 	setenv("MASTER_PORT", "29400", 1);
 	CHECK(rt_ranks_from_env(&r, err, sizeof err), "%s", err);
-	CHECK(r.launch == RT_LAUNCH_TORCHRUN && r.size == 4 && r.rank == 2 && r.local_rank == 0 &&
+	CHECK(r.launch == RT_LAUNCH_TORCHRUN && r.size == 4 && r.rank == 2 && r.local_rank == 0 && r.local_size == 1 &&
 	      strcmp(r.master_addr, "node0") == 0 && r.master_port == 29400);
+	setenv("LOCAL_WORLD_SIZE", "2", 1);
+	CHECK(rt_ranks_from_env(&r, err, sizeof err) && r.local_size == 2, "%s", err);
 	char dev[32];
 	CHECK(rt_rank_device(NULL, "cuda", &r, dev, sizeof dev) && strcmp(dev, "cuda:0") == 0, "%s", dev);
 	CHECK(!rt_rank_device(NULL, "cpu", &r, dev, sizeof dev) && strcmp(dev, "cpu") == 0, "%s", dev);
@@ -160,7 +162,9 @@ static void test_ranks_from_env(void)
 	setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
 	setenv("OMPI_COMM_WORLD_RANK", "1", 1);
 	setenv("OMPI_COMM_WORLD_LOCAL_RANK", "1", 1);
-	CHECK(rt_ranks_from_env(&r, err, sizeof err) && r.launch == RT_LAUNCH_MPI && r.rank == 1 && r.local_rank == 1);
+	setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "2", 1);
+	CHECK(rt_ranks_from_env(&r, err, sizeof err) && r.launch == RT_LAUNCH_MPI && r.rank == 1 && r.local_rank == 1 &&
+	      r.local_size == 2);
 	unsetenv("OMPI_COMM_WORLD_SIZE");
 }
 
