@@ -105,14 +105,23 @@ static void message(const Engine *e, ncclResult_t rc, const char *what, char *er
 	snprintf(err, errlen, "%s: %s: %s", e->kind[0] == 'h' ? "rccl" : "nccl", what, s ? s : "unknown error");
 }
 
+/* ncclGetVersion's number: major * 10000 + minor * 100 + patch from 2.9 on, * 1000 and * 100
+ * before. */
+static void version_of(const Engine *e, int *major, int *minor)
+{
+	int v = e->version;
+	*major = v >= 10000 ? v / 10000 : v / 1000;
+	*minor = v >= 10000 ? v / 100 % 100 : v / 100 % 10;
+}
+
 bool rt_nccl_describe(const char *device_kind, char *buf, size_t len)
 {
 	if (!rt_nccl_available(device_kind, buf, len))
 		return false;
 	const Engine *e = engine_of(device_kind);
-	int v = e->version; /* 2.9 and newer: major * 10000 + minor * 100 + patch; before, * 1000 */
-	int major = v >= 10000 ? v / 10000 : v / 1000, minor = v >= 10000 ? v / 100 % 100 : v / 100 % 10;
-	snprintf(buf, len, "%s (version %d.%d.%d)", e->library, major, minor, v % 100);
+	int major, minor;
+	version_of(e, &major, &minor);
+	snprintf(buf, len, "%s (version %d.%d.%d)", e->library, major, minor, e->version % 100);
 	return true;
 }
 
@@ -210,6 +219,13 @@ RtComm *rt_comm_nccl_open(const char *device_kind, const RtNcclUniqueId *id, int
 	Engine *e = engine_of(device_kind);
 	if (!rt_nccl_available(device_kind, err, errlen))
 		return NULL;
+	int major, minor;
+	version_of(e, &major, &minor);
+	if (e->version < 21000) { /* ncclAvg came with 2.10 */
+		snprintf(err, errlen, "%s is NCCL %d.%d: netc's gradient means need ncclAvg, NCCL 2.10 or newer",
+			 e->library, major, minor);
+		return NULL;
+	}
 	NcclComm *x = calloc(1, sizeof *x);
 	if (!x) {
 		snprintf(err, errlen, "out of memory");

@@ -42,7 +42,7 @@ run)
 	steps=${STEPS:-50}
 	fail=0
 	"$netc" devices | tee "$dir/devices.txt"
-	grep -q '^nccl (cuda ranks): .*libnccl' "$dir/devices.txt" || { echo "no NCCL: set NETC_NCCL_LIBRARY" >&2; exit 1; }
+	grep -q '^nccl (cuda ranks): .*(version' "$dir/devices.txt" || { echo "no NCCL: set NETC_NCCL_LIBRARY" >&2; exit 1; }
 	# netc plainly; one NCCL rank by torchrun's variables, the all-reduce on the second stream
 	# (nccl2) or on the main one (nccl1)
 	# shellcheck disable=SC2317 # called through mnist()

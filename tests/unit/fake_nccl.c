@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
@@ -28,9 +29,11 @@ __attribute__((format(printf, 1, 2))) static void note(const char *fmt, ...)
 
 const char *fake_nccl_trace(void) { return trace; }
 
+/* FAKE_NCCL_VERSION: another version number (an old NCCL) */
 int ncclGetVersion(int *v)
 {
-	*v = 21809;
+	const char *env = getenv("FAKE_NCCL_VERSION");
+	*v = env ? atoi(env) : 21809;
 	return 0;
 }
 

@@ -8,10 +8,29 @@
 #include "runtime/comm.h"
 #include "tests/unit/test_util.h"
 
+/* An NCCL older than 2.10 (no ncclAvg) is refused by version; the engine loads once per process,
+ * so in a child of its own. */
+static void test_old_nccl(void)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		setenv("FAKE_NCCL_VERSION", "2708", 1);
+		RtNcclUniqueId id = {{0}};
+		char err[512] = "";
+		RtComm *c = rt_comm_nccl_open("cuda", &id, 0, 1, NULL, err, sizeof err);
+		_exit(!c && strcmp(err, FAKE_NCCL " is NCCL 2.7: netc's gradient means need ncclAvg, NCCL 2.10 or "
+				       "newer") == 0 ? 0 : 1);
+	}
+	int st = 0;
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "NCCL 2.7 was not refused by version");
+}
+
 int main(void)
 {
 	tu_start("test_rt_nccl");
 	setenv("NETC_NCCL_LIBRARY", FAKE_NCCL, 1);
+	test_old_nccl();
 	char msg[512], err[512];
 	CHECK(rt_nccl_describe("cuda", msg, sizeof msg), "%s", msg);
 	CHECK(strcmp(msg, FAKE_NCCL " (version 2.18.9)") == 0, "got '%s'", msg);
