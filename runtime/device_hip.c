@@ -18,6 +18,7 @@ typedef struct ihipModuleSymbol_t *hipFunction_t;
 typedef struct ihipStream_t *hipStream_t;
 typedef struct ihipGraph *hipGraph_t;
 typedef struct hipGraphExec *hipGraphExec_t;
+typedef struct ihipEvent_t *hipEvent_t;
 
 enum {
 	hipSuccess = 0,
@@ -26,6 +27,7 @@ enum {
 	hipMemcpyHostToDevice = 1,
 	hipMemcpyDeviceToHost = 2,
 	hipStreamNonBlocking = 1,
+	hipEventDisableTiming = 2,
 	hipStreamCaptureModeThreadLocal = 1,
 };
 
@@ -65,7 +67,11 @@ enum {
 	  (hipGraphExec_t *e, hipGraph_t g, void *error_node, char *log, size_t loglen))        \
 	X(hipError_t, GraphLaunch, "hipGraphLaunch", (hipGraphExec_t e, hipStream_t s))         \
 	X(hipError_t, GraphExecDestroy, "hipGraphExecDestroy", (hipGraphExec_t e))              \
-	X(hipError_t, GraphDestroy, "hipGraphDestroy", (hipGraph_t g))
+	X(hipError_t, GraphDestroy, "hipGraphDestroy", (hipGraph_t g))                          \
+	X(hipError_t, EventCreateWithFlags, "hipEventCreateWithFlags", (hipEvent_t *e, unsigned f)) \
+	X(hipError_t, EventRecord, "hipEventRecord", (hipEvent_t e, hipStream_t s))             \
+	X(hipError_t, EventDestroy, "hipEventDestroy", (hipEvent_t e))                          \
+	X(hipError_t, StreamWaitEvent, "hipStreamWaitEvent", (hipStream_t s, hipEvent_t e, unsigned f))
 
 #define HIP_FIELD(ret, f, sym, params) ret(*f) params;
 #define HIP_REQ(ret, f, sym, params) {sym, &hip.f, false},
@@ -213,6 +219,9 @@ static bool hip_query(int index, RtDeviceInfo *info, char *err, size_t errlen)
 struct RtDevice {
 	int index;
 	hipStream_t stream;
+	/* collectives' stream (data-parallel), made on first use; as device_cuda.c's */
+	hipStream_t side;
+	hipEvent_t forked, joined;
 	RtDeviceInfo info;
 	char error[512]; /* the first failure, "" while there is none */
 };
@@ -234,6 +243,14 @@ static void hip_close(RtDevice *d)
 		hip.StreamSynchronize(d->stream);
 		hip.StreamDestroy(d->stream);
 	}
+	if (d->side) {
+		hip.StreamSynchronize(d->side);
+		hip.StreamDestroy(d->side);
+	}
+	if (d->forked)
+		hip.EventDestroy(d->forked);
+	if (d->joined)
+		hip.EventDestroy(d->joined);
 	free(d);
 }
 
@@ -392,6 +409,32 @@ static void hip_synchronize(RtDevice *d)
 static const char *hip_error(RtDevice *d) { return d->error[0] ? d->error : NULL; }
 static void *hip_stream(RtDevice *d) { return d->stream; }
 
+/* A second stream and its two events, or NULL (the collectives then stay on the main stream). */
+static void *hip_side_stream(RtDevice *d)
+{
+	if (d->side)
+		return d->side;
+	if (!hip.EventCreateWithFlags || !hip.EventRecord || !hip.EventDestroy || !hip.StreamWaitEvent)
+		return NULL;
+	if (hip.StreamCreateWithFlags(&d->side, hipStreamNonBlocking) != hipSuccess ||
+	    hip.EventCreateWithFlags(&d->forked, hipEventDisableTiming) != hipSuccess ||
+	    hip.EventCreateWithFlags(&d->joined, hipEventDisableTiming) != hipSuccess)
+		return NULL; /* what was made is freed at close */
+	return d->side;
+}
+
+static void hip_fork(RtDevice *d)
+{
+	fail(d, hip.EventRecord(d->forked, d->stream), "an event record");
+	fail(d, hip.StreamWaitEvent(d->side, d->forked, 0), "a stream wait");
+}
+
+static void hip_join(RtDevice *d)
+{
+	fail(d, hip.EventRecord(d->joined, d->side), "an event record");
+	fail(d, hip.StreamWaitEvent(d->stream, d->joined, 0), "a stream wait");
+}
+
 const RtDeviceOps rt_device_hip = {
 	.name = "hip",
 	.code_kind = CODE_HSACO,
@@ -415,6 +458,9 @@ const RtDeviceOps rt_device_hip = {
 	.graph_free = hip_graph_free,
 	.synchronize = hip_synchronize,
 	.stream = hip_stream,
+	.side_stream = hip_side_stream,
+	.fork = hip_fork,
+	.join = hip_join,
 	.error = hip_error,
 	.close = hip_close,
 };
