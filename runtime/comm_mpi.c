@@ -73,7 +73,9 @@ static void mpi_load(void)
 			 "libopenmpi-dev)");
 		return;
 	}
-	const RtSymbol syms[] = {MPI_FUNCS(FN_SYM) MPI_HANDLES(H_SYM){"MPI_Get_library_version", &mpi.GetLibraryVersion, true}};
+	const RtSymbol syms[] = {
+		MPI_FUNCS(FN_SYM) MPI_HANDLES(H_SYM){"MPI_Get_library_version", &mpi.GetLibraryVersion, true},
+	};
 	lib.ok = rt_dlsyms(h, names[0], syms, (int)(sizeof syms / sizeof syms[0]), lib.why, sizeof lib.why);
 }
 
