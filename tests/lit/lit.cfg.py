@@ -64,7 +64,16 @@ if shutil.which("mpirun") and _has_libmpi():
 else:
 	lit_config.note("Open MPI (mpirun, libmpi.so.40) not found: tests that require mpi are skipped")
 # `REQUIRES: pil`: tests that make image files with Pillow (python3-pil, scripts/install-deps.sh)
-if importlib.util.find_spec("PIL") is not None:
+# through %pil-python: the Python that runs lit when it imports PIL, else the system's python3
+# (Debian's python3-pil is for that one; lit may run under another).
+def _imports(python, module):
+	try:
+		return subprocess.run([python, "-c", "import " + module], capture_output=True, timeout=60).returncode == 0
+	except OSError:
+		return False
+_pil_python = next((p for p in (sys.executable, "/usr/bin/python3") if os.path.exists(p) and _imports(p, "PIL")), None)
+if _pil_python:
 	config.available_features.add("pil")
+	config.substitutions.append(("%pil-python", _pil_python))
 else:
-	lit_config.note("Pillow is not importable by %s: tests that require pil are skipped" % sys.executable)
+	lit_config.note("no Python here imports PIL (apt-get install python3-pil): tests that require pil are skipped")
