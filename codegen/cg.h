@@ -57,6 +57,15 @@ typedef struct {
 	double join_s;                      /* linking the units' code into the code object */
 } CgCompileTimes;
 
+/* Where and when one piece of a compile ran (a trace's slice): times in seconds on the monotonic
+ * clock (runtime/clock.h), thread the worker's index from 0. */
+typedef struct {
+	char name[64];     /* the unit's first kernel, or "link" */
+	const char *phase; /* "lower+hash", "compile", "cache", "link" */
+	int thread;
+	double begin, end;
+} CgSpan;
+
 typedef struct {
 	uint8_t *code;     /* the loadable code object (host: a shared object) */
 	size_t size;
@@ -65,6 +74,8 @@ typedef struct {
 	char *ir;          /* optimized LLVM IR as text, when asked for */
 	char *assembly;    /* the target's assembly (PTX is the code itself), when asked for */
 	CgCompileTimes times;
+	CgSpan *spans;     /* what the compile of this target did, when and on which thread */
+	int nspans;
 } CgOutput;
 
 typedef struct Cg {

@@ -25,7 +25,12 @@
 #define NETC_CODEGEN_VERSION "netc-codegen-1"
 
 typedef struct Work Work;
-typedef void (*TaskFn)(Work *w, int task, LLVMTargetMachineRef *tms);
+typedef struct {
+	Work *w;
+	int index;             /* the thread's, from 0: its track in a trace */
+	LLVMTargetMachineRef *tms;
+} Worker;
+typedef void (*TaskFn)(Worker *me, int task);
 
 struct Work {
 	const Graph *g;
@@ -38,6 +43,7 @@ struct Work {
 	CgUnit *units;         /* [target * nunits + unit] */
 	Sha256 *keys;          /* per target: its part of the cache key */
 	bool *done;            /* per target: its code object is made (or came from the cache) */
+	CgSpan *links;         /* per target: its join */
 	int *tasks;            /* the phase's tasks, each a (target * nunits + unit) or a target */
 	int ntasks;
 	TaskFn run;
@@ -76,48 +82,65 @@ static LLVMTargetMachineRef machine(Work *w, int i, LLVMTargetMachineRef *tms)
 	return tms[i];
 }
 
-static void prepare_task(Work *w, int task, LLVMTargetMachineRef *tms)
+/* The span of a piece of work that began at begin on this thread. */
+static void span(CgSpan *s, const Worker *me, const char *phase, double begin)
 {
+	s->phase = phase;
+	s->thread = me->index;
+	s->begin = begin;
+	s->end = rt_clock_s();
+}
+
+static void prepare_task(Worker *me, int task)
+{
+	Work *w = me->w;
 	int target = task / w->nunits;
-	LLVMTargetMachineRef tm = machine(w, target, tms);
+	LLVMTargetMachineRef tm = machine(w, target, me->tms);
+	double t0 = rt_clock_s();
 	if (tm)
 		cg_unit_prepare(w->g, &w->targets[target], tm, w->leaders[task % w->nunits], &w->keys[target],
 				&w->units[task]);
+	span(&w->units[task].prepared, me, "lower+hash", t0);
 }
 
-static void compile_task(Work *w, int task, LLVMTargetMachineRef *tms)
+static void compile_task(Worker *me, int task)
 {
+	Work *w = me->w;
 	int target = task / w->nunits;
-	LLVMTargetMachineRef tm = machine(w, target, tms);
+	LLVMTargetMachineRef tm = machine(w, target, me->tms);
 	if (!tm)
 		return;
 	CgUnitJob job = {w->o->want_ir ? NULL : w->o->cache, w->o->want_ir};
 	char err[1024];
-	if (!cg_unit_compile(w->g, &w->targets[target], tm, w->leaders[task % w->nunits], &job, &w->units[task], err,
-			     sizeof err))
+	double t0 = rt_clock_s();
+	CgUnit *u = &w->units[task];
+	if (!cg_unit_compile(w->g, &w->targets[target], tm, w->leaders[task % w->nunits], &job, u, err, sizeof err)) {
 		fail(w, &w->targets[target], err);
-	else
-		report(w, 1);
+		return;
+	}
+	span(&u->compiled, me, u->cached ? "cache" : "compile", t0);
+	report(w, 1);
 }
 
 static void *worker(void *arg)
 {
-	Work *w = arg;
-	LLVMTargetMachineRef *tms = calloc((size_t)w->ntargets, sizeof *tms);
-	if (!tms)
+	Worker *me = arg;
+	Work *w = me->w;
+	me->tms = calloc((size_t)w->ntargets, sizeof *me->tms);
+	if (!me->tms)
 		fail(w, &w->targets[0], "out of memory");
 	for (;;) {
 		pthread_mutex_lock(&w->lock);
-		int i = w->failed || !tms ? w->ntasks : w->next++;
+		int i = w->failed || !me->tms ? w->ntasks : w->next++;
 		pthread_mutex_unlock(&w->lock);
 		if (i >= w->ntasks)
 			break;
-		w->run(w, w->tasks[i], tms);
+		w->run(me, w->tasks[i]);
 	}
-	for (int i = 0; tms && i < w->ntargets; i++)
-		if (tms[i])
-			LLVMDisposeTargetMachine(tms[i]);
-	free(tms);
+	for (int i = 0; me->tms && i < w->ntargets; i++)
+		if (me->tms[i])
+			LLVMDisposeTargetMachine(me->tms[i]);
+	free(me->tms);
 	return NULL;
 }
 
@@ -132,14 +155,20 @@ static bool parallel(Work *w, TaskFn fn, int *tasks, int n)
 	if (jobs > n)
 		jobs = n;
 	pthread_t *threads = calloc(jobs > 0 ? (size_t)jobs : 1, sizeof *threads);
+	Worker *workers = calloc(jobs > 0 ? (size_t)jobs : 1, sizeof *workers);
+	if (!threads || !workers)
+		abort();
+	for (int i = 0; i < (jobs > 0 ? jobs : 1); i++)
+		workers[i] = (Worker){.w = w, .index = i};
 	int started = 0;
-	/* this thread works too: jobs - 1 more */
-	while (threads && started < jobs - 1 && pthread_create(&threads[started], NULL, worker, w) == 0)
+	/* this thread works too (index 0): jobs - 1 more */
+	while (started < jobs - 1 && pthread_create(&threads[started], NULL, worker, &workers[started + 1]) == 0)
 		started++;
-	worker(w);
+	worker(&workers[0]);
 	for (int i = 0; i < started; i++)
 		pthread_join(threads[i], NULL);
 	free(threads);
+	free(workers);
 	return !w->failed;
 }
 
@@ -237,12 +266,15 @@ static bool join_target(Work *w, int target, char *err, size_t errlen)
 	return ok;
 }
 
-static void join_task(Work *w, int target, LLVMTargetMachineRef *tms)
+static void join_task(Worker *me, int target)
 {
-	(void)tms;
+	Work *w = me->w;
 	char err[1024];
+	double t0 = rt_clock_s();
 	if (!join_target(w, target, err, sizeof err))
 		fail(w, &w->targets[target], err);
+	span(&w->links[target], me, "link", t0);
+	snprintf(w->links[target].name, sizeof w->links[target].name, "link %s", w->targets[target].name);
 }
 
 /* A target whose code object the cache has is done: its units are not compiled. */
@@ -285,12 +317,37 @@ static int list_units(const Graph *g, int *leaders)
 	return n;
 }
 
-/* Each target's kernels (in unit order) and times from its units. */
+/* The target's spans: its units' phases that ran, and its link. */
+static bool collect_spans(Work *w, int t)
+{
+	CgOutput *out = &w->outs[t];
+	out->spans = calloc(2 * (size_t)w->nunits + 1, sizeof *out->spans);
+	if (!out->spans)
+		return false;
+	for (int i = 0; i < w->nunits; i++) {
+		CgUnit *u = &w->units[t * w->nunits + i];
+		CgSpan *pieces[] = {&u->prepared, &u->compiled};
+		for (int k = 0; k < 2; k++) {
+			if (!pieces[k]->phase)
+				continue;
+			CgSpan *s = &out->spans[out->nspans++];
+			*s = *pieces[k];
+			snprintf(s->name, sizeof s->name, "%s", u->nkernels ? u->kernels[0].name : "(no kernel)");
+		}
+	}
+	if (w->links[t].phase)
+		out->spans[out->nspans++] = w->links[t];
+	return true;
+}
+
+/* Each target's kernels (in unit order), times and spans from its units. */
 static bool collect(Work *w)
 {
 	for (int t = 0; t < w->ntargets; t++) {
 		CgOutput *out = &w->outs[t];
 		CgUnit *units = &w->units[t * w->nunits];
+		if (!collect_spans(w, t))
+			return false;
 		int nkernels = 0;
 		for (int i = 0; i < w->nunits; i++)
 			nkernels += units[i].nkernels;
@@ -361,7 +418,8 @@ bool cg_compile_targets(const Graph *g, const CgTarget *targets, int n, const Cg
 	w.units = calloc((size_t)n * (size_t)w.nunits + 1, sizeof *w.units);
 	w.keys = calloc((size_t)n, sizeof *w.keys);
 	w.done = calloc((size_t)n, sizeof *w.done);
-	if (!w.leaders || !w.units || !w.keys || !w.done)
+	w.links = calloc((size_t)n, sizeof *w.links);
+	if (!w.leaders || !w.units || !w.keys || !w.done || !w.links)
 		abort();
 	for (int i = 0; i < n; i++)
 		target_key(&targets[i], &w.keys[i]);
@@ -380,6 +438,7 @@ bool cg_compile_targets(const Graph *g, const CgTarget *targets, int n, const Cg
 	free(w.units);
 	free(w.keys);
 	free(w.done);
+	free(w.links);
 	return ok;
 }
 
@@ -395,5 +454,6 @@ void cg_output_free(CgOutput *out)
 	free(out->kernels);
 	free(out->ir);
 	free(out->assembly);
+	free(out->spans);
 	memset(out, 0, sizeof *out);
 }

@@ -23,6 +23,7 @@ typedef struct {
 	char *ir, *assembly; /* when want_ir */
 	bool cached;         /* the code came from the cache */
 	double lower_s, optimize_s, emit_s; /* building the IR (and hashing it), O3, code generation */
+	CgSpan prepared, compiled; /* when and where (cg_compile.c fills them; phase NULL: not run) */
 } CgUnit;
 
 /* Lowers group leader's unit (leader -1: an empty module, for a graph with no kernel) for t with

@@ -11,7 +11,7 @@
 
 typedef struct {
 	const char *name;
-	unsigned flag;
+	uint64_t flag;
 	bool takes_value;
 } Option;
 
@@ -66,7 +66,7 @@ static const Option options[] = {
 	{"--gpus", OPT_LAUNCH, true},
 	{"--ranks", OPT_LAUNCH, true},
 	{"--profile", OPT_PROFILE, false},
-	{"--trace", OPT_PROFILE, true},
+	{"--trace", OPT_TRACE, true},
 };
 
 static bool parse_count(const char *command, const char *opt, const char *s, int64_t min, int64_t *out)
@@ -239,11 +239,8 @@ static bool set_option(const Option *o, const char *command, const char *v, Args
 			return true;
 		}
 		return parse_range(command, o->name, v, 1, 64, strcmp(o->name, "--gpus") == 0 ? &a->gpus : &a->ranks);
-	case OPT_PROFILE:
-		if (strcmp(o->name, "--trace") == 0)
-			a->trace = v;
-		a->profile = true;
-		return true;
+	case OPT_PROFILE: a->profile = true; return true;
+	case OPT_TRACE: a->trace = v; return true;
 	case OPT_OUTPUT: a->output = v; return true;
 	case OPT_DATA: a->data = v; return true;
 	case OPT_DEVICE: return set_device(command, v, a);
@@ -264,7 +261,7 @@ static bool set_option(const Option *o, const char *command, const char *v, Args
 	return false;
 }
 
-bool args_parse(int argc, char **argv, int first, unsigned allowed, const char *command, Args *a)
+bool args_parse(int argc, char **argv, int first, uint64_t allowed, const char *command, Args *a)
 {
 	memset(a, 0, sizeof *a);
 	a->precision = -1;

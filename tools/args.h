@@ -37,8 +37,10 @@ enum {
 	OPT_COLLAPSE = 1 << 28, /* --collapse LIST (netc dot) */
 	OPT_MAX_ERRORS = 1 << 29, /* --max-errors N (commands that read .net files) */
 	OPT_LAUNCH = 1u << 30,  /* --devices LIST, --gpus N, --ranks N (netc train) */
-	OPT_PROFILE = 1u << 31,   /* --profile, --trace FILE.json (netc bench) */
+	OPT_PROFILE = 1u << 31,   /* --profile (netc bench) */
 };
+/* past the enum's 32 bits (an enum constant is an int) */
+#define OPT_TRACE (UINT64_C(1) << 32) /* --trace FILE.json (netc bench: the step; netc compile: the compile) */
 
 typedef struct {
 	const char *model;
@@ -87,6 +89,6 @@ typedef struct {
 
 /* Parses argv[first..argc) allowing the options in `allowed`. On a usage error prints it and
  * returns false. */
-bool args_parse(int argc, char **argv, int first, unsigned allowed, const char *command, Args *a);
+bool args_parse(int argc, char **argv, int first, uint64_t allowed, const char *command, Args *a);
 
 #endif

@@ -17,6 +17,7 @@
 #include "codegen/target.h"
 #include "frontend/frontend.h"
 #include "onnx/onnx.h"
+#include "tools/profile.h"
 #include "passes/passes.h"
 #endif
 
@@ -174,9 +175,9 @@ static void free_graph(Graph *g)
 }
 
 #ifdef NETC_RUNTIME_ONLY
-static bool compile_graph(Graph *g, const ModelTargets *mt, Bundle *b)
+static bool compile_graph(Graph *g, const ModelTargets *mt, Bundle *b, const double load[2])
 {
-	(void)g, (void)mt, (void)b;
+	(void)g, (void)mt, (void)b, (void)load;
 	return false;
 }
 #else
@@ -415,7 +416,8 @@ static int compile_jobs(const ModelTargets *mt)
 	return n > 0 ? (int)n : 1;
 }
 
-static bool compile_all(Graph *g, const ModelTargets *mt, const CgTarget *tg, int n, unsigned emit, CgOutput *outs)
+static bool compile_all(Graph *g, const ModelTargets *mt, const CgTarget *tg, int n, unsigned emit, CgOutput *outs,
+			const double load[2])
 {
 	bool want_text = mt->dump_dir && (emit & (EMIT_LL | EMIT_ASM));
 	char dir[4096];
@@ -434,6 +436,8 @@ static bool compile_all(Graph *g, const ModelTargets *mt, const CgTarget *tg, in
 		fprintf(stderr, "netc: error: %s\n", err);
 	if (ok && mt->time)
 		print_compile_times(tg, outs, n, o.jobs, rt_clock_s() - t0, cache);
+	if (ok && mt->trace)
+		ok = profile_write_compile_trace(mt->trace, g->name, tg, outs, n, load);
 	if (cache && kc_stats(cache).stored > 0)
 		kc_trim(cache, kc_max_bytes());
 	if (cache)
@@ -444,7 +448,7 @@ static bool compile_all(Graph *g, const ModelTargets *mt, const CgTarget *tg, in
 	return ok;
 }
 
-static bool compile_graph(Graph *g, const ModelTargets *mt, Bundle *b)
+static bool compile_graph(Graph *g, const ModelTargets *mt, Bundle *b, const double load[2])
 {
 	CgTarget *tg = NULL;
 	int n = 0;
@@ -458,7 +462,7 @@ static bool compile_graph(Graph *g, const ModelTargets *mt, Bundle *b)
 	CgOutput *outs = calloc(n ? (size_t)n : 1, sizeof *outs);
 	if (!outs)
 		abort();
-	ok = ok && compile_all(g, mt, tg, n, emit, outs);
+	ok = ok && compile_all(g, mt, tg, n, emit, outs, load);
 	if (ok)
 		cg_make_bundle(g, tg, outs, n, b);
 	for (int i = 0; i < n; i++)
@@ -515,10 +519,12 @@ bool model_compile(const char *path, int64_t batch, const CompileOptions *o, Bun
 		*graph_out = NULL;
 	if (model_is_bundle(path))
 		return read_bundle(path, batch, o, b);
+	double load[2] = {rt_clock_s(), 0}; /* the frontend and the passes, for a trace */
 	Graph *g = model_load_graph(path, batch, true, o);
 	if (!g)
 		return false;
-	bool ok = compile_graph(g, &o->targets, b);
+	load[1] = rt_clock_s();
+	bool ok = compile_graph(g, &o->targets, b, load);
 	if (ok && graph_out)
 		*graph_out = g;
 	else

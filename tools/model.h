@@ -20,6 +20,7 @@ typedef struct {
 	bool no_cache;            /* --no-cache: the kernel cache is neither read nor written */
 	int jobs;                 /* compiler threads; 0: one per core */
 	bool time;                /* --time-passes: each target's compile times on stderr */
+	const char *trace;        /* netc compile --trace FILE.json: the compile as a Chrome trace */
 } ModelTargets;
 
 /* Whether path is a bundle (a compiled artifact rather than a .net file): it starts with the

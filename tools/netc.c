@@ -24,7 +24,7 @@
 typedef struct {
 	const char *name;
 	int (*run)(const Args *a, const CompileOptions *o);
-	unsigned options;
+	uint64_t options;
 	const char *usage;
 	const char *help;
 } Command;
@@ -369,7 +369,7 @@ static BenchOptions bench_options(const Args *a)
 	BenchOptions o = {
 		.device = a->device, .threads = (int)a->threads, .warmup = a->warmup ? a->warmup : 5,
 		.steps = a->steps ? a->steps : 20, .repeats = a->repeats ? (int)a->repeats : 5, .seed = a->seed,
-		.profile = a->profile,
+		.profile = a->profile || a->trace,
 	};
 	return o;
 }
@@ -527,7 +527,8 @@ static int cmd_bench(const Args *a, const CompileOptions *co)
 	dp.passes.split_update |= ranks.launch != RT_LAUNCH_NONE;
 	Bundle b;
 	Graph *g = NULL;
-	if (!model_compile(a->model, a->batch, &dp, &b, a->profile ? &g : NULL))
+	bool profile = a->profile || a->trace;
+	if (!model_compile(a->model, a->batch, &dp, &b, profile ? &g : NULL))
 		return 1;
 	BenchOptions o = bench_options(a);
 	o.ranks = &ranks;
@@ -548,7 +549,7 @@ static int cmd_bench(const Args *a, const CompileOptions *co)
 		/* a step of K batches: about K times one batch's work (the update once) */
 		double k = b.train.accumulate > 1 ? (double)b.train.accumulate : 1.0;
 		printf("GFLOP/s: %.1f\n", k * b.flops_per_step / (r.ms_per_step * 1e6) * (r.ranks ? r.ranks : 1));
-		if (a->profile && !profile_print(stdout, &b, g, &r, a->trace))
+		if (profile && !profile_print(stdout, &b, g, &r, a->trace))
 			rc = 1;
 	}
 	rt_bench_result_free(&r);
@@ -639,9 +640,10 @@ static const Command commands[] = {
 	 "it. --target LIST: the targets a .net file is summarized for (default host); the first one\n"
 	 "decides the passes' auto choices, such as each convolution's algorithm." PASS_HELP},
 	{"compile", cmd_compile, OPT_OUTPUT | OPT_BATCH | OPT_QUIET | OPT_TARGET | OPT_WAVE | OPT_COV | OPT_EMIT | OPT_PASSES
-		 | OPT_ACCUMULATE,
+		 | OPT_ACCUMULATE | OPT_TRACE,
 	 "netc compile MODEL.net -o FILE [--batch N] [--accumulate K] [--target LIST] [--wave32|--wave64]\n"
 	 "                    [--code-object-version 4|5|6] [--emit KINDS --dump-dir DIR] [--jobs N] [--no-cache]\n"
+	 "                    [--trace FILE.json]\n"
 	 "                    " PASS_USAGE,
 	 "Compiles the training and evaluation programs and writes the bundle FILE: the plan once, one\n"
 	 "code object per target, and the training settings; `netc train` and `netc bench` run it.\n"
@@ -651,7 +653,9 @@ static const Command commands[] = {
 	 "newer; default 32 there, 64 before). --code-object-version sets the AMD code object version\n"
 	 "(default 5). --emit KINDS (comma-separated of hsaco, ptx, ll, asm, so) with --dump-dir DIR also\n"
 	 "writes each code object, its LLVM IR and its assembly as DIR/MODEL.TARGET.EXT (':' in a target\n"
-	 "becomes '_'); --dump-dir alone writes every kind the targets produce." COMPILE_HELP PASS_HELP},
+	 "becomes '_'); --dump-dir alone writes every kind the targets produce. --trace FILE.json writes\n"
+	 "the compile as a Chrome trace: the frontend and passes, then every compile unit's lowering,\n"
+	 "compiling (or cache hit) and each target's link, one track per thread." COMPILE_HELP PASS_HELP},
 	{"dot", cmd_dot, OPT_TRAINING | OPT_OUTPUT | OPT_BATCH | OPT_PASSES | OPT_COLLAPSE,
 	 "netc dot MODEL.net [--training [--collapse backward,optimizer]] -o FILE.dot [--batch N] " PASS_USAGE,
 	 "Writes the graph (with --training the training step) for Graphviz: fused groups as clusters,\n"
@@ -751,7 +755,7 @@ static const Command commands[] = {
 	 "for a regression loss). --log-y draws the loss on a logarithmic axis."},
 	{"bench", cmd_bench,
 	 OPT_BATCH | OPT_STEPS | OPT_REPEATS | OPT_WARMUP | OPT_SEED | OPT_THREADS | OPT_DEVICE | RUN_TARGET_OPTS
-		 | BENCH_COMPARE_OPTS | OPT_ACCUMULATE | OPT_LAUNCH | OPT_PROFILE,
+		 | BENCH_COMPARE_OPTS | OPT_ACCUMULATE | OPT_LAUNCH | OPT_PROFILE | OPT_TRACE,
 	 "netc bench MODEL.net|FILE [--batch N] [--accumulate K] [--steps N] [--repeats R] [--warmup W]\n"
 	 "                  [--threads N] [--profile] [--trace FILE.json]\n"
 	 "                  [--device auto|cpu|hip|cuda[:N]] [--devices LIST | --gpus N | --ranks N]"
@@ -826,6 +830,7 @@ static bool compile_options_of(const Command *c, const Args *a, CompileOptions *
 		.targets = a->target, .wave = a->wave, .code_object_version = a->code_object_version,
 		.emit = a->emit, .dump_dir = a->dump_dir, .quiet = a->quiet,
 		.no_cache = a->no_cache, .jobs = (int)a->jobs, .time = a->time_passes,
+		.trace = strcmp(c->name, "compile") == 0 ? a->trace : NULL,
 	};
 #ifdef NETC_RUNTIME_ONLY
 	(void)c;
@@ -851,7 +856,7 @@ int main(int argc, char **argv)
 			continue;
 		Args a;
 		/* every command that reads .net files runs the passes */
-		unsigned allowed = c->options | (c->options & OPT_PASSES ? OPT_MAX_ERRORS : 0);
+		uint64_t allowed = c->options | (c->options & OPT_PASSES ? OPT_MAX_ERRORS : 0);
 		if (!args_parse(argc, argv, 2, allowed, c->name, &a))
 			return 2;
 		if (a.help) {

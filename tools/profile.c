@@ -133,13 +133,70 @@ static void json_string(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-bool profile_write_trace(const char *path, const Bundle *b, const Graph *g, const BenchResult *r)
+static FILE *open_trace(const char *path)
 {
 	FILE *f = fopen(path, "w");
-	if (!f) {
+	if (!f)
+		fprintf(stderr, "netc: error: cannot write %s: %s\n", path, strerror(errno));
+	return f;
+}
+
+static bool close_trace(FILE *f, const char *path)
+{
+	bool ok = !ferror(f);
+	if (fclose(f) != 0 || !ok) {
 		fprintf(stderr, "netc: error: cannot write %s: %s\n", path, strerror(errno));
 		return false;
 	}
+	return true;
+}
+
+#ifndef NETC_RUNTIME_ONLY
+bool profile_write_compile_trace(const char *path, const char *model, const CgTarget *targets, const CgOutput *outs,
+				 int n, const double load[2])
+{
+	FILE *f = open_trace(path);
+	if (!f)
+		return false;
+	int threads = 1;
+	for (int t = 0; t < n; t++)
+		for (int i = 0; i < outs[t].nspans; i++)
+			threads = outs[t].spans[i].thread + 1 > threads ? outs[t].spans[i].thread + 1 : threads;
+	fprintf(f, "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n");
+	fprintf(f, "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 1, \"args\": {\"name\": ");
+	json_string(f, "netc compile");
+	fprintf(f, "}}");
+	for (int i = 0; i < threads; i++)
+		fprintf(f, ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": %d, \"args\": {\"name\": "
+			   "\"compile thread %d%s\"}}", i + 1, i, i == 0 ? " (main)" : "");
+	fprintf(f, ",\n{\"name\": \"frontend and passes\", \"cat\": \"frontend\", \"ph\": \"X\", \"ts\": 0, "
+		   "\"dur\": %.3f, \"pid\": 1, \"tid\": 1, \"args\": {\"model\": ", (load[1] - load[0]) * 1e6);
+	json_string(f, model);
+	fprintf(f, "}}");
+	for (int t = 0; t < n; t++)
+		for (int i = 0; i < outs[t].nspans; i++) {
+			const CgSpan *s = &outs[t].spans[i];
+			char name[128];
+			snprintf(name, sizeof name, "%s %s", s->name, targets[t].name);
+			fprintf(f, ",\n{\"name\": ");
+			json_string(f, name);
+			fprintf(f, ", \"cat\": ");
+			json_string(f, s->phase);
+			fprintf(f, ", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": 1, \"tid\": %d, \"args\": "
+				   "{\"target\": ", (s->begin - load[0]) * 1e6, (s->end - s->begin) * 1e6, s->thread + 1);
+			json_string(f, targets[t].name);
+			fprintf(f, "}}");
+		}
+	fprintf(f, "\n]}\n");
+	return close_trace(f, path);
+}
+#endif
+
+bool profile_write_trace(const char *path, const Bundle *b, const Graph *g, const BenchResult *r)
+{
+	FILE *f = open_trace(path);
+	if (!f)
+		return false;
 	KernelCounts *c = count_kernels(g, r);
 	fprintf(f, "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n");
 	fprintf(f, "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 1, \"args\": {\"name\": ");
@@ -162,10 +219,5 @@ bool profile_write_trace(const char *path, const Bundle *b, const Graph *g, cons
 	fprintf(f, ",\n{\"name\": \"training step\", \"cat\": \"step\", \"ph\": \"X\", \"ts\": 0, \"dur\": %.3f, "
 		   "\"pid\": 1, \"tid\": 2, \"args\": {\"ms_per_step\": %.4f}}\n]}\n", ts, r->ms_per_step);
 	free(c);
-	bool ok = !ferror(f);
-	if (fclose(f) != 0 || !ok) {
-		fprintf(stderr, "netc: error: cannot write %s: %s\n", path, strerror(errno));
-		return false;
-	}
-	return true;
+	return close_trace(f, path);
 }

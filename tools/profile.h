@@ -21,4 +21,14 @@ bool profile_print(FILE *out, const Bundle *b, const Graph *g, const BenchResult
  * step. false with a message when the file cannot be written. */
 bool profile_write_trace(const char *path, const Bundle *b, const Graph *g, const BenchResult *r);
 
+#ifndef NETC_RUNTIME_ONLY
+#include "codegen/cg.h"
+/* A compile as a Chrome trace: the frontend and passes (load: their begin and end on the
+ * monotonic clock) on the first track, then on one track per compile thread every unit's
+ * lowering and hashing, its compile or cache hit, and every target's link, each named by the
+ * unit's first kernel and its target. false with a message when the file cannot be written. */
+bool profile_write_compile_trace(const char *path, const char *model, const CgTarget *targets, const CgOutput *outs,
+				 int n, const double load[2]);
+#endif
+
 #endif
