@@ -717,6 +717,7 @@ static bool read_entry(RtTensors *set, const Entry *e, const uint8_t *data, uint
 
 bool rt_tensors_read(const char *path, RtTensors *set, char *err, size_t errlen)
 {
+	*set = (RtTensors){0};
 	uint8_t *file = NULL;
 	uint64_t size = 0;
 	if (!read_all(path, &file, &size, err, errlen))

@@ -201,7 +201,8 @@ int64_t rt_tensor_numel(const RtTensor *t);
 void rt_tensors_free(RtTensors *set);
 /* The set as a safetensors checkpoint of model at step 0 (written as rt_checkpoint_save does). */
 bool rt_tensors_save(const RtTensors *set, const char *model, const char *path, char *err, size_t errlen);
-/* Every F32 tensor of a safetensors file, checked as rt_checkpoint_load checks them. */
+/* Every F32 tensor of a safetensors file into *set (which it starts empty), checked as
+ * rt_checkpoint_load checks them. */
 bool rt_tensors_read(const char *path, RtTensors *set, char *err, size_t errlen);
 /* Starting weights (--init): every parameter of the bundle from set, with its shape, and the
  * non-optimizer state set has (batch norm's running statistics); the rest keeps its init. Names
