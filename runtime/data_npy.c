@@ -10,117 +10,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "runtime/npy.h"
 #include "runtime/readfile.h"
 #include "runtime/rt.h"
 
-typedef struct {
-	char kind; /* 'f', 'i', 'u', 'b' */
-	int size;  /* bytes per element */
-	int rank;
-	int64_t dim[8];
-	const uint8_t *data;
-	int64_t count;
-} NpyArray;
-
-/* The value of key in the header dict, as the text after "'key':" with spaces skipped. */
-static const char *dict_value(const char *h, const char *key)
-{
-	char pat[32];
-	snprintf(pat, sizeof pat, "'%s'", key);
-	const char *p = strstr(h, pat);
-	if (!p)
-		return NULL;
-	p += strlen(pat);
-	while (*p == ' ')
-		p++;
-	if (*p++ != ':')
-		return NULL;
-	while (*p == ' ')
-		p++;
-	return p;
-}
-
-static bool parse_npy(const char *path, const uint8_t *f, size_t size, NpyArray *a, char *err, size_t errlen)
-{
-	if (size < 10 || memcmp(f, "\x93NUMPY", 6))
-		return rt_file_error(err, errlen, path, "not a .npy file (no \\x93NUMPY magic)");
-	int major = f[6];
-	size_t hlen, start;
-	if (major == 1) {
-		hlen = (size_t)f[8] | (size_t)f[9] << 8, start = 10;
-	} else if ((major == 2 || major == 3) && size >= 12) {
-		hlen = (size_t)f[8] | (size_t)f[9] << 8 | (size_t)f[10] << 16 | (size_t)f[11] << 24, start = 12;
-	} else {
-		return rt_file_error(err, errlen, path, ".npy format version %d is not one of 1, 2, 3", major);
-	}
-	if (hlen > 65536 || start + hlen > size)
-		return rt_file_error(err, errlen, path, "the header runs past the end of the file");
-	char h[65537];
-	memcpy(h, f + start, hlen);
-	h[hlen] = '\0';
-	const char *descr = dict_value(h, "descr"), *order = dict_value(h, "fortran_order"), *shape = dict_value(h, "shape");
-	if (!descr || !order || !shape)
-		return rt_file_error(err, errlen, path, "the header lacks descr, fortran_order or shape");
-	if (strncmp(order, "False", 5))
-		return rt_file_error(err, errlen, path, "a Fortran-order array (save it in C order: np.ascontiguousarray)");
-	char endian, kind;
-	int bytes;
-	if (sscanf(descr, "'%c%c%d'", &endian, &kind, &bytes) != 3 || !strchr("<|=", endian) || !strchr("fiub", kind) ||
-	    !(bytes == 1 || bytes == 2 || bytes == 4 || bytes == 8) || (kind == 'f' && bytes < 4) ||
-	    (kind == 'u' && bytes != 1) || (kind == 'b' && bytes != 1))
-		return rt_file_error(err, errlen, path, "dtype %.12s is not one netc reads (f4, f8, i1, i2, i4, i8, u1, bool)",
-				     descr);
-	*a = (NpyArray){.kind = kind, .size = bytes, .data = f + start + hlen, .count = 1};
-	const char *p = shape + 1;
-	if (*shape != '(')
-		return rt_file_error(err, errlen, path, "malformed shape in the header");
-	while (*p && *p != ')') {
-		char *end;
-		long long v = strtoll(p, &end, 10);
-		if (end == p || v < 0 || a->rank == 8)
-			return rt_file_error(err, errlen, path, "malformed shape in the header");
-		a->dim[a->rank++] = v;
-		if (v > 0 && a->count > INT64_MAX / v)
-			return rt_file_error(err, errlen, path, "the shape is too large");
-		a->count *= v;
-		p = end;
-		while (*p == ',' || *p == ' ')
-			p++;
-	}
-	if (a->rank == 0)
-		return rt_file_error(err, errlen, path, "a scalar array: the first axis must be the examples");
-	if ((size_t)a->count > (size - start - hlen) / (size_t)bytes)
-		return rt_file_error(err, errlen, path, "the data is shorter than its shape %s says", shape);
-	return true;
-}
-
-static double element(const NpyArray *a, int64_t i)
-{
-	const uint8_t *p = a->data + i * a->size;
-	switch (a->kind) {
-	case 'f': {
-		if (a->size == 4) {
-			float f;
-			memcpy(&f, p, 4);
-			return f;
-		}
-		double d;
-		memcpy(&d, p, 8);
-		return d;
-	}
-	case 'u':
-	case 'b': return *p;
-	default: {
-		int64_t v = 0;
-		memcpy(&v, p, (size_t)a->size); /* little-endian: the low bytes first */
-		int shift = 64 - 8 * a->size;
-		return (double)((int64_t)((uint64_t)v << shift) >> shift);
-	}
-	}
-}
-
 /* want: the per-example shape; "NAME.npy [n, want...]" must match. */
-static bool check_shape(const char *path, const NpyArray *a, int rank, const int64_t *want, char *err, size_t errlen)
+static bool check_shape(const char *path, const RtNpyArray *a, int rank, const int64_t *want, char *err, size_t errlen)
 {
 	bool ok = a->rank == rank + 1;
 	for (int d = 0; ok && d < rank; d++)
@@ -141,13 +36,13 @@ static bool load_split(const char *dir, const RtNpyInputs *in, Dataset *set, cha
 	char path[2][4200];
 	uint8_t *raw[2] = {NULL, NULL};
 	size_t size[2];
-	NpyArray a[2];
+	RtNpyArray a[2];
 	int nfiles = in->label_name ? 2 : 1;
 	const char *names[2] = {in->image_name, in->label_name};
 	bool ok = true;
 	for (int k = 0; ok && k < nfiles; k++) {
 		snprintf(path[k], sizeof path[k], "%s/%s.npy", dir, names[k]);
-		ok = rt_read_file(path[k], &raw[k], &size[k], err, errlen) && parse_npy(path[k], raw[k], size[k], &a[k], err, errlen);
+		ok = rt_read_file(path[k], &raw[k], &size[k], err, errlen) && rt_npy_parse(path[k], raw[k], size[k], &a[k], err, errlen);
 	}
 	ok = ok && check_shape(path[0], &a[0], in->image_rank, in->image_dim, err, errlen);
 	if (ok && in->label_name && in->target_rank >= 0)
@@ -171,11 +66,11 @@ static bool load_split(const char *dir, const RtNpyInputs *in, Dataset *set, cha
 		if (!set->images || !set->labels || (tcount && !set->targets))
 			ok = rt_file_error(err, errlen, path[0], "out of memory for %lld examples", (long long)n);
 		for (int64_t i = 0; ok && i < a[0].count; i++)
-			set->images[i] = (float)element(&a[0], i);
+			set->images[i] = (float)rt_npy_element(&a[0], i);
 		for (int64_t i = 0; ok && i < tcount; i++)
-			set->targets[i] = (float)element(&a[1], i);
+			set->targets[i] = (float)rt_npy_element(&a[1], i);
 		for (int64_t i = 0; ok && in->label_name && !tcount && i < n; i++) {
-			double v = element(&a[1], i);
+			double v = rt_npy_element(&a[1], i);
 			if (v != floor(v) || v < 0 || v >= in->classes) {
 				ok = rt_file_error(err, errlen, path[1], "label %g of example %lld is not a class in [0, %lld)", v,
 						   (long long)i, (long long)in->classes);

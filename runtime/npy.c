@@ -1,6 +1,6 @@
 /* npy.c: the .npy format, version 1 to 3: the magic "\x93NUMPY", a version, the length of a
  * header that is a Python dict literal ({'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), })
- * and the data. Only what numpy.save writes for a float32 array is read. */
+ * and the data. netc writes float32 arrays and reads the dtypes of RtNpyArray. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "runtime/npy.h"
+#include "runtime/readfile.h"
 
 static const char magic[6] = {'\x93', 'N', 'U', 'M', 'P', 'Y'};
 
@@ -20,87 +21,124 @@ static bool fail(char *err, size_t errlen, const char *fmt, ...)
 	return false;
 }
 
-/* The text after 'key': in the header dict, or NULL. */
-static const char *value_of(const char *header, const char *key)
+/* The value of key in the header dict, as the text after "'key':" with spaces skipped. */
+static const char *dict_value(const char *h, const char *key)
 {
-	char quoted[32];
-	snprintf(quoted, sizeof quoted, "'%s':", key);
-	const char *p = strstr(header, quoted);
+	char pat[32];
+	snprintf(pat, sizeof pat, "'%s'", key);
+	const char *p = strstr(h, pat);
 	if (!p)
 		return NULL;
-	p += strlen(quoted);
+	p += strlen(pat);
+	while (*p == ' ')
+		p++;
+	if (*p++ != ':')
+		return NULL;
 	while (*p == ' ')
 		p++;
 	return p;
 }
 
-/* (d0, d1, ...) into dim; the rank, or -1 when it is not a tuple of at most NPY_MAX_DIMS sizes. */
-static int parse_shape(const char *p, int64_t *dim)
+bool rt_npy_parse(const char *path, const uint8_t *f, size_t size, RtNpyArray *a, char *err, size_t errlen)
 {
-	if (!p || *p++ != '(')
-		return -1;
-	int rank = 0;
-	for (;;) {
-		while (*p == ' ' || *p == ',')
-			p++;
-		if (*p == ')')
-			return rank;
+	if (size < 10 || memcmp(f, magic, sizeof magic))
+		return rt_file_error(err, errlen, path, "not a .npy file (no \\x93NUMPY magic)");
+	int major = f[6];
+	size_t hlen, start;
+	if (major == 1) {
+		hlen = (size_t)f[8] | (size_t)f[9] << 8, start = 10;
+	} else if ((major == 2 || major == 3) && size >= 12) {
+		hlen = (size_t)f[8] | (size_t)f[9] << 8 | (size_t)f[10] << 16 | (size_t)f[11] << 24, start = 12;
+	} else {
+		return rt_file_error(err, errlen, path, ".npy format version %d is not one of 1, 2, 3", major);
+	}
+	if (hlen > 65536 || start + hlen > size)
+		return rt_file_error(err, errlen, path, "the header runs past the end of the file");
+	char h[65537];
+	memcpy(h, f + start, hlen);
+	h[hlen] = '\0';
+	const char *descr = dict_value(h, "descr"), *order = dict_value(h, "fortran_order"), *shape = dict_value(h, "shape");
+	if (!descr || !order || !shape)
+		return rt_file_error(err, errlen, path, "the header lacks descr, fortran_order or shape");
+	if (strncmp(order, "False", 5))
+		return rt_file_error(err, errlen, path, "a Fortran-order array (save it in C order: np.ascontiguousarray)");
+	char endian, kind;
+	int bytes;
+	if (sscanf(descr, "'%c%c%d'", &endian, &kind, &bytes) != 3 || !strchr("<|=", endian) || !strchr("fiub", kind) ||
+	    !(bytes == 1 || bytes == 2 || bytes == 4 || bytes == 8) || (kind == 'f' && bytes < 4) ||
+	    (kind == 'u' && bytes != 1) || (kind == 'b' && bytes != 1))
+		return rt_file_error(err, errlen, path, "dtype %.12s is not one netc reads (f4, f8, i1, i2, i4, i8, u1, bool)",
+				     descr);
+	*a = (RtNpyArray){.kind = kind, .size = bytes, .data = f + start + hlen, .count = 1};
+	const char *p = shape + 1;
+	if (*shape != '(')
+		return rt_file_error(err, errlen, path, "malformed shape in the header");
+	while (*p && *p != ')') {
 		char *end;
-		errno = 0;
 		long long v = strtoll(p, &end, 10);
-		if (end == p || errno || v < 0 || v > (1ll << 40) || rank == NPY_MAX_DIMS)
-			return -1;
-		dim[rank++] = v;
+		if (end == p || v < 0 || a->rank == NPY_MAX_DIMS)
+			return rt_file_error(err, errlen, path, "malformed shape in the header");
+		a->dim[a->rank++] = v;
+		if (v > 0 && a->count > INT64_MAX / v)
+			return rt_file_error(err, errlen, path, "the shape is too large");
+		a->count *= v;
 		p = end;
+		while (*p == ',' || *p == ' ')
+			p++;
+	}
+	if ((size_t)a->count > (size - start - hlen) / (size_t)bytes)
+		return rt_file_error(err, errlen, path, "the data is shorter than its shape %s says", shape);
+	return true;
+}
+
+double rt_npy_element(const RtNpyArray *a, int64_t i)
+{
+	const uint8_t *p = a->data + i * a->size;
+	switch (a->kind) {
+	case 'f': {
+		if (a->size == 4) {
+			float f;
+			memcpy(&f, p, 4);
+			return f;
+		}
+		double d;
+		memcpy(&d, p, 8);
+		return d;
+	}
+	case 'u':
+	case 'b': return *p;
+	default: {
+		int64_t v = 0;
+		memcpy(&v, p, (size_t)a->size); /* little-endian: the low bytes first */
+		int shift = 64 - 8 * a->size;
+		return (double)((int64_t)((uint64_t)v << shift) >> shift);
+	}
 	}
 }
 
 bool rt_npy_read(const char *path, int *rank, int64_t *dim, float **data, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-	unsigned char head[10];
-	char header[4096];
-	bool ok = fread(head, 1, 10, f) == 10 && !memcmp(head, magic, sizeof magic) && head[6] >= 1 && head[6] <= 3;
-	size_t hlen = 0, at = 10;
-	if (ok && head[6] == 1) {
-		hlen = head[8] | (size_t)head[9] << 8;
-	} else if (ok) {
-		unsigned char more[2];
-		ok = fread(more, 1, 2, f) == 2;
-		hlen = head[8] | (size_t)head[9] << 8 | (size_t)more[0] << 16 | (size_t)more[1] << 24;
-		at = 12;
+	uint8_t *raw = NULL;
+	size_t size = 0;
+	RtNpyArray a;
+	*data = NULL;
+	bool ok = rt_read_file(path, &raw, &size, err, errlen) && rt_npy_parse(path, raw, size, &a, err, errlen);
+	if (ok && (a.kind != 'f' || a.size != 4))
+		ok = rt_file_error(err, errlen, path, "holds %s%d values; netc reads float32 arrays (numpy.save of "
+				   "x.astype(numpy.float32))", a.kind == 'f' ? "float" : a.kind == 'b' ? "bool" : "integer",
+				   8 * a.size);
+	else if (ok && (size_t)(raw + size - a.data) != (size_t)a.count * 4)
+		ok = rt_file_error(err, errlen, path, "holds other than the %lld float32 values its shape says",
+				   (long long)a.count);
+	if (ok && !(*data = malloc(a.count ? (size_t)a.count * sizeof **data : 1)))
+		ok = rt_file_error(err, errlen, path, "out of memory");
+	if (ok) {
+		memcpy(*data, a.data, (size_t)a.count * sizeof **data);
+		*rank = a.rank;
+		memcpy(dim, a.dim, (size_t)a.rank * sizeof *dim);
 	}
-	ok = ok && hlen < sizeof header && fread(header, 1, hlen, f) == hlen;
-	if (!ok) {
-		fclose(f);
-		return fail(err, errlen, "%s: not a .npy file (numpy.save writes them)", path);
-	}
-	header[hlen] = 0;
-	const char *descr = value_of(header, "descr"), *order = value_of(header, "fortran_order");
-	*rank = parse_shape(value_of(header, "shape"), dim);
-	if (!descr || strncmp(descr, "'<f4'", 5) || !order || strncmp(order, "False", 5) || *rank < 0) {
-		fclose(f);
-		return fail(err, errlen, "%s: holds %s; netc reads C-ordered float32 arrays (numpy.save of "
-			    "x.astype(numpy.float32))", path, header);
-	}
-	int64_t n = 1;
-	for (int d = 0; d < *rank; d++)
-		if (__builtin_mul_overflow(n, dim[d], &n) || n > (1ll << 40)) {
-			fclose(f);
-			return fail(err, errlen, "%s: the array is too large", path);
-		}
-	*data = malloc(n ? (size_t)n * sizeof **data : 1);
-	ok = *data && fread(*data, sizeof **data, (size_t)n, f) == (size_t)n && fgetc(f) == EOF;
-	fclose(f);
-	if (!ok) {
-		free(*data);
-		*data = NULL;
-		return fail(err, errlen, "%s: holds other than %lld float32 values after its %zu-byte header", path,
-			    (long long)n, at + hlen);
-	}
-	return true;
+	free(raw);
+	return ok;
 }
 
 bool rt_npy_write(const char *path, int rank, const int64_t *dim, const float *data, char *err, size_t errlen)
