@@ -587,22 +587,37 @@ static bool read_all(const char *path, uint8_t **out, uint64_t *size, char *err,
 	return true;
 }
 
-bool rt_checkpoint_load(Session *s, const char *path, RtCheckpointMeta *m, char *err, size_t errlen)
+/* A safetensors file read whole: its header parsed into h, its data n + 8 bytes into file. False
+ * (the file freed) with err set when it is no safetensors file; else the caller frees file and h.e. */
+static bool open_safetensors(const char *path, uint8_t **file, uint64_t *size, uint64_t *n, Header *h, char *err,
+			     size_t errlen)
 {
-	uint8_t *file = NULL;
-	uint64_t size = 0;
-	if (!read_all(path, &file, &size, err, errlen))
+	*file = NULL, *size = 0, *n = 0, *h = (Header){0};
+	if (!read_all(path, file, size, err, errlen))
 		return false;
-	uint64_t n = 0;
-	for (int i = 0; i < 8 && size >= 8; i++)
-		n |= (uint64_t)file[i] << (8 * i);
-	Header h = {0};
-	bool ok = size >= 8 && n <= CK_MAX_HEADER && n <= size - 8 && n >= 2 && file[8] == '{';
+	for (int i = 0; i < 8 && *size >= 8; i++)
+		*n |= (uint64_t)(*file)[i] << (8 * i);
+	bool ok = *size >= 8 && *n <= CK_MAX_HEADER && *n <= *size - 8 && *n >= 2 && (*file)[8] == '{';
 	if (!ok)
 		fail(err, errlen, "%s: not a safetensors file (a header of %llu bytes in a file of %llu)", path,
-		     (unsigned long long)n, (unsigned long long)size);
-	else if (!(ok = parse_header((const char *)file + 8, n, &h)))
+		     (unsigned long long)*n, (unsigned long long)*size);
+	else if (!(ok = parse_header((const char *)*file + 8, *n, h)))
 		fail(err, errlen, "%s: not a safetensors file (its JSON header is malformed)", path);
+	if (!ok) {
+		free(h->e);
+		free(*file);
+	}
+	return ok;
+}
+
+bool rt_checkpoint_load(Session *s, const char *path, RtCheckpointMeta *m, char *err, size_t errlen)
+{
+	uint8_t *file;
+	uint64_t size, n;
+	Header h;
+	if (!open_safetensors(path, &file, &size, &n, &h, err, errlen))
+		return false;
+	bool ok = true;
 	RtCheckpointMeta meta;
 	ok = ok && read_meta(&h, path, &meta, err, errlen) &&
 	     load_all(s, &h, file + 8 + n, size - 8 - n, path, err, errlen);
@@ -718,20 +733,12 @@ static bool read_entry(RtTensors *set, const Entry *e, const uint8_t *data, uint
 bool rt_tensors_read(const char *path, RtTensors *set, char *err, size_t errlen)
 {
 	*set = (RtTensors){0};
-	uint8_t *file = NULL;
-	uint64_t size = 0;
-	if (!read_all(path, &file, &size, err, errlen))
+	uint8_t *file;
+	uint64_t size, n;
+	Header h;
+	if (!open_safetensors(path, &file, &size, &n, &h, err, errlen))
 		return false;
-	uint64_t n = 0;
-	for (int i = 0; i < 8 && size >= 8; i++)
-		n |= (uint64_t)file[i] << (8 * i);
-	Header h = {0};
-	bool ok = size >= 8 && n <= CK_MAX_HEADER && n <= size - 8 && n >= 2 && file[8] == '{';
-	if (!ok)
-		fail(err, errlen, "%s: not a safetensors file (a header of %llu bytes in a file of %llu)", path,
-		     (unsigned long long)n, (unsigned long long)size);
-	else if (!(ok = parse_header((const char *)file + 8, n, &h)))
-		fail(err, errlen, "%s: not a safetensors file (its JSON header is malformed)", path);
+	bool ok = true;
 	for (int i = 0; ok && i < h.n; i++)
 		ok = read_entry(set, &h.e[i], file + 8 + n, size - 8 - n, path, err, errlen);
 	if (!ok)
