@@ -169,6 +169,20 @@ static Wino wino_of(Cg *cg, const Node *n)
 	return q;
 }
 
+/* v[xr][xc] of tile (th, tw) of image img into point xr * alpha + xc of n's [alpha^2][chans][P]
+ * output at channel chan */
+static void store_points(Cg *cg, const Node *n, const Wino *q, LLVMValueRef img, LLVMValueRef chan, LLVMValueRef th,
+			 LLVMValueRef tw, LLVMValueRef v[WINO_MAX_ALPHA][WINO_MAX_ALPHA])
+{
+	LLVMValueRef p = add(cg, mulc(cg, add(cg, mulc(cg, img, q->th), th), q->tw), tw);
+	for (int xr = 0; xr < q->wt->alpha; xr++)
+		for (int xc = 0; xc < q->wt->alpha; xc++) {
+			int64_t pt = xr * q->wt->alpha + xc;
+			LLVMValueRef at = add(cg, mulc(cg, chan, q->p), add(cg, c64(cg, pt * q->chans * q->p), p));
+			cg_group_epilogue(cg, n->id, at, v[xr][xc]);
+		}
+}
+
 /* V[t][c][p] = (B^T d B)[t] for tile (th, tw) of plane (img, c) of x, zero outside the plane */
 static void input_tile(Cg *cg, const Node *n, const Wino *q, LLVMValueRef plane, LLVMValueRef th, LLVMValueRef tw)
 {
@@ -189,13 +203,7 @@ static void input_tile(Cg *cg, const Node *n, const Wino *q, LLVMValueRef plane,
 		}
 	}
 	sandwich(cg, q->t, &wt->bt[0][0], wt->alpha, &wt->bt[0][0], wt->alpha, wt->alpha, WINO_MAX_ALPHA, d, v);
-	LLVMValueRef p = add(cg, mulc(cg, add(cg, mulc(cg, img, q->th), th), q->tw), tw);
-	for (int xr = 0; xr < wt->alpha; xr++)
-		for (int xc = 0; xc < wt->alpha; xc++) {
-			int64_t pt = xr * wt->alpha + xc;
-			LLVMValueRef at = add(cg, mulc(cg, c, q->p), add(cg, c64(cg, pt * q->chans * q->p), p));
-			cg_group_epilogue(cg, n->id, at, v[xr][xc]);
-		}
+	store_points(cg, n, q, img, c, th, tw, v);
 }
 
 /* y tile (th, tw) of plane (img, k) = A^T m A of the points M[t][k][p]; outputs past the plane's
@@ -253,13 +261,7 @@ static void output_grad_tile(Cg *cg, const Node *n, const Wino *q, LLVMValueRef 
 		for (int i = 0; i < m; i++)
 			a[r][i] = wt->at[i][r];
 	sandwich(cg, q->t, &a[0][0], wt->alpha, &a[0][0], wt->alpha, m, WINO_MAX_ALPHA, d, v);
-	LLVMValueRef p = add(cg, mulc(cg, add(cg, mulc(cg, img, q->th), th), q->tw), tw);
-	for (int xr = 0; xr < wt->alpha; xr++)
-		for (int xc = 0; xc < wt->alpha; xc++) {
-			int64_t pt = xr * wt->alpha + xc;
-			LLVMValueRef at = add(cg, mulc(cg, k, q->p), add(cg, c64(cg, pt * q->chans * q->p), p));
-			cg_group_epilogue(cg, n->id, at, v[xr][xc]);
-		}
+	store_points(cg, n, q, img, k, th, tw, v);
 }
 
 typedef void (*TileFn)(Cg *cg, const Node *n, const Wino *q, LLVMValueRef plane, LLVMValueRef th, LLVMValueRef tw);
