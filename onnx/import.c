@@ -180,8 +180,10 @@ const char *im_take_name(Importer *im, const char *hint, char *out)
 		base[0] = 'v', base[1] = '_', base[n + 2] = 0;
 	}
 	snprintf(out, IM_NAME, "%s", base);
+	/* a taken name gets _2, _3, ...: the base cut so that the number always fits (else a long
+	 * name would come out the same at every k) */
 	for (int k = 2; reserved(out) || table_get(&im->net_names, out) >= 0; k++)
-		snprintf(out, IM_NAME, "%s_%d", base, k);
+		snprintf(out, IM_NAME, "%.*s_%d", (int)IM_NAME - 13, base, k);
 	char *copy = strdup(out);
 	char **pool = realloc(im->pool, (size_t)(im->npool + 1) * sizeof *pool);
 	if (!copy || !pool)
