@@ -40,6 +40,7 @@ typedef struct {
 /* One engine per GPU kind; each is loaded once and stays loaded. */
 typedef struct {
 	const char *kind, *library;
+	const char *env; /* the variable that names another library to load */
 	bool tried, ok;
 	int version;
 	char why[320];
@@ -47,8 +48,8 @@ typedef struct {
 } Engine;
 
 static Engine engines[] = {
-	{.kind = "cuda", .library = "libnccl.so.2"},
-	{.kind = "hip", .library = "librccl.so.1"},
+	{.kind = "cuda", .library = "libnccl.so.2", .env = "NETC_NCCL_LIBRARY"},
+	{.kind = "hip", .library = "librccl.so.1", .env = "NETC_RCCL_LIBRARY"},
 };
 
 static Engine *engine_of(const char *kind)
@@ -65,11 +66,12 @@ const char *rt_nccl_library(const char *device_kind)
 	return e ? e->library : NULL;
 }
 
-/* NETC_NCCL_LIBRARY names the library to load instead (a build of one's own, a path). */
+/* NETC_NCCL_LIBRARY (NCCL) or NETC_RCCL_LIBRARY (RCCL) names the library to load instead (a build
+ * of one's own, a path). */
 static void load(Engine *e)
 {
 	e->tried = true;
-	const char *loaded, *own = getenv("NETC_NCCL_LIBRARY");
+	const char *loaded, *own = getenv(e->env);
 	if (own && *own)
 		e->library = own;
 	void *lib = rt_dlopen_first(&e->library, 1, &loaded, e->why, sizeof e->why);

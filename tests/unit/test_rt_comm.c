@@ -37,6 +37,10 @@ static void test_missing_libraries(void)
 	CHECK(!rt_nccl_unique_id("cuda", &id, err, sizeof err) && strcmp(err, why) == 0, "got '%s'", err);
 	CHECK(!rt_comm_nccl_open("cuda", &id, 0, 1, NULL, err, sizeof err) && strcmp(err, why) == 0, "got '%s'", err);
 	CHECK(!strchr(why, '\n'), "one line");
+	/* RCCL is named by its own variable: NCCL's does not load for HIP ranks */
+	unsetenv("NETC_RCCL_LIBRARY");
+	CHECK(!rt_nccl_available("hip", why, sizeof why) && strstr(why, "librccl.so.1") && !strstr(why, "libnccl"),
+	      "got '%s'", why);
 
 	setenv("NETC_MPI_LIBRARY", "/nonexistent/libmpi.so.40", 1);
 	CHECK(!rt_comm_mpi_open(err, sizeof err));
