@@ -225,22 +225,36 @@ void ref_conv2d_grad_weight(const Graph *g, const Node *n, const double *const *
 	conv_loop(&c, in[1], NULL, in[0], out, CONV_DW);
 }
 
+/* Convolution n's stride, padding and dilation: its first six attributes. */
+static void geometry_attrs(const Node *n, double *a)
+{
+	for (int i = 0; i < 6; i++)
+		a[i] = n->attr[i];
+}
+
+/* conv2d_grad_weight(dy, x) of a convolution with n's geometry and weight w. */
+static int emit_weight_grad(Graph *g, const Node *n, int dy, int x, int w)
+{
+	int lay = ir_layout(n), sa = spatial_axis(lay);
+	double a[IR_MAX_ATTRS] = {0};
+	geometry_attrs(n, a);
+	a[6] = (double)g->node[w].shape.dim[sa], a[7] = (double)g->node[w].shape.dim[sa + 1], a[8] = lay;
+	int in[2] = {dy, x};
+	return ir_emit(g, OP_conv2d_grad_weight, in, a);
+}
+
 void grad_conv2d(GradContext *gc, const Node *n, int dy)
 {
 	Graph *g = gc_graph(gc);
 	int x = n->in[0], w = n->in[1];
 	int lay = ir_layout(n), sa = spatial_axis(lay);
 	double a[IR_MAX_ATTRS] = {0};
-	for (int i = 0; i < 6; i++)
-		a[i] = n->attr[i];
-	a[8] = lay;
-	int in_dx[2] = {dy, w}, in_dw[2] = {dy, x};
-	a[6] = (double)g->node[x].shape.dim[sa], a[7] = (double)g->node[x].shape.dim[sa + 1];
+	geometry_attrs(n, a);
+	a[6] = (double)g->node[x].shape.dim[sa], a[7] = (double)g->node[x].shape.dim[sa + 1], a[8] = lay;
+	int in_dx[2] = {dy, w};
 	int dx = ir_emit(g, OP_conv2d_grad_input, in_dx, a);
-	a[6] = (double)g->node[w].shape.dim[sa], a[7] = (double)g->node[w].shape.dim[sa + 1];
-	int dw = ir_emit(g, OP_conv2d_grad_weight, in_dw, a);
 	gc_accumulate(gc, x, dx);
-	gc_accumulate(gc, w, dw);
+	gc_accumulate(gc, w, emit_weight_grad(g, n, dy, x, w));
 }
 
 /* conv2d_grad_input as an op of its own (conv_transpose2d's forward): z = grad_input(x, w) is
@@ -250,15 +264,12 @@ void grad_conv2d_grad_input(GradContext *gc, const Node *n, int dz)
 {
 	Graph *g = gc_graph(gc);
 	int x = n->in[0], w = n->in[1];
-	int lay = ir_layout(n), sa = spatial_axis(lay);
 	double a[IR_MAX_ATTRS] = {0};
-	for (int i = 0; i < 6; i++)
-		a[i] = n->attr[i];
-	a[6] = lay;
-	int in_dx[2] = {dz, w}, in_dw[2] = {x, dz};
+	geometry_attrs(n, a);
+	a[6] = ir_layout(n);
+	int in_dx[2] = {dz, w};
 	int dx = ir_emit(g, OP_conv2d, in_dx, a);
-	a[6] = (double)g->node[w].shape.dim[sa], a[7] = (double)g->node[w].shape.dim[sa + 1], a[8] = lay;
-	int dw = ir_emit(g, OP_conv2d_grad_weight, in_dw, a);
+	int dw = emit_weight_grad(g, n, x, dz, w);
 	gc_accumulate(gc, x, dx);
 	gc_accumulate(gc, w, dw);
 }

@@ -98,20 +98,10 @@ bool im_fail(Importer *im, const char *fmt, ...)
 	return false;
 }
 
-const char *im_dims_str(int rank, const int64_t *dim, char *buf, size_t len)
-{
-	size_t n = (size_t)snprintf(buf, len, "[");
-	for (int d = 0; d < rank && n < len; d++)
-		n += (size_t)snprintf(buf + n, len - n, "%s%lld", d ? ", " : "", (long long)dim[d]);
-	if (n < len)
-		snprintf(buf + n, len - n, "]");
-	return buf;
-}
-
 const char *im_shape_str(const Value *v, char *buf, size_t len)
 {
 	if (v->tensor || v->rank == 0)
-		return im_dims_str(v->rank, v->dim, buf, len);
+		return rt_shape_text(v->rank, v->dim, buf, len);
 	size_t n = (size_t)snprintf(buf, len, "[batch");
 	for (int d = 1; d < v->rank && n < len; d++)
 		n += (size_t)snprintf(buf + n, len - n, ", %lld", (long long)v->dim[d]);
@@ -404,7 +394,7 @@ Value *im_out(Importer *im, const char *hint, int rank, const int64_t *dim)
 	for (int d = 0; d < rank; d++)
 		if (dim[d] <= 0 || __builtin_mul_overflow(count, dim[d], &count) || count > ONNX_MAX_NUMEL) {
 			char buf[160];
-			im_fail(im, "its result would be %s, %s", im_dims_str(rank, dim, buf, sizeof buf),
+			im_fail(im, "its result would be %s, %s", rt_shape_text(rank, dim, buf, sizeof buf),
 				dim[d] <= 0 ? "which has an empty dimension" : "more than 2^40 elements");
 			return NULL;
 		}
@@ -456,7 +446,7 @@ RtTensor *im_weight(Importer *im, const char *layer, const char *suffix, const O
 		want *= dim[d];
 	if (n != want) {
 		im_fail(im, "'%s' has dims %s; netc needs %s", onnx_str(t->name),
-			im_dims_str((int)t->n_dims, t->dims, a, sizeof a), im_dims_str(rank, dim, b, sizeof b));
+			rt_shape_text((int)t->n_dims, t->dims, a, sizeof a), rt_shape_text(rank, dim, b, sizeof b));
 		return NULL;
 	}
 	snprintf(name, sizeof name, "%s.%s", layer, suffix);
@@ -763,7 +753,7 @@ static bool assemble(Importer *im, const Onnx__ModelProto *m, const Value *in, D
 		(long long)m->ir_version, (long long)im->opset, onnx_str(m->producer_name)[0] ? ", made by " : "",
 		onnx_str(m->producer_name), onnx_str(m->producer_version)[0] ? " " : "", onnx_str(m->producer_version));
 	fprintf(f, "network %s {\n", im_take_name(im, base_name(im->file, name, sizeof name), (char[IM_NAME]){0}));
-	im_dims_str(in->rank - 1, in->dim + 1, dims, sizeof dims);
+	rt_shape_text(in->rank - 1, in->dim + 1, dims, sizeof dims);
 	fprintf(f, "\tinput %s: %s[batch%s%s\n", in->net, dtype_name(dtype), in->rank > 1 ? ", " : "]",
 		in->rank > 1 ? dims + 1 : "");
 	fprintf(f, "\tinput %s: i32[batch]\n", label);

@@ -122,7 +122,6 @@ const char *im_float_str(float x, char *buf, size_t len);
 /* An activation's shape as "[batch, 3, 224, 224]" (a constant's as its dims). */
 const char *im_shape_str(const Value *v, char *buf, size_t len);
 /* "[N, 3, 224, 224]" */
-const char *im_dims_str(int rank, const int64_t *dim, char *buf, size_t len);
 /* The index of node `node`'s sole reader of value v when it has exactly one, else -1. */
 int im_sole_user(const Importer *im, const Value *v);
 /* Marks node i as taken in by the current one: its outputs alias the current node's output 0. */

@@ -241,7 +241,7 @@ static bool all_equal(Importer *im, const char *what, const int64_t *v, int n)
 		if (v[i] != v[0]) {
 			char buf[160];
 			return im_fail(im, "%s %s differ; netc's windows are square, with one %s for both axes", what,
-				       im_dims_str(n, v, buf, sizeof buf), what);
+				       rt_shape_text(n, v, buf, sizeof buf), what);
 		}
 	return true;
 }
@@ -367,7 +367,7 @@ static bool op_conv(Importer *im, const Onnx__NodeProto *n)
 	char buf[160];
 	if (w->n_dims != 4 || w->dims[1] != x.dim[1])
 		return im_fail(im, "its weight '%s' is %s; for %lld input channels netc needs [M, %lld, k, k]",
-			       onnx_str(w->name), im_dims_str((int)w->n_dims, w->dims, buf, sizeof buf),
+			       onnx_str(w->name), rt_shape_text((int)w->n_dims, w->dims, buf, sizeof buf),
 			       (long long)x.dim[1], (long long)x.dim[1]);
 	Window win;
 	if (!window(im, &x, w->dims + 2, false, &win))
@@ -523,7 +523,7 @@ static bool dense(Importer *im, const Onnx__NodeProto *n, const Onnx__TensorProt
 			       im_shape_str(&x, buf, sizeof buf));
 	if (b->n_dims != 2 || b->dims[trans_b ? 1 : 0] != x.dim[1])
 		return im_fail(im, "its weight '%s' is %s, which does not multiply [batch, %lld]", onnx_str(b->name),
-			       im_dims_str((int)b->n_dims, b->dims, buf, sizeof buf), (long long)x.dim[1]);
+			       rt_shape_text((int)b->n_dims, b->dims, buf, sizeof buf), (long long)x.dim[1]);
 	int64_t out = b->dims[trans_b ? 0 : 1], dim[2] = {x.dim[0], out};
 	char layer[IM_NAME + 8];
 	im_layer_hint(im, b, layer, sizeof layer);
@@ -542,7 +542,7 @@ static bool dense(Importer *im, const Onnx__NodeProto *n, const Onnx__TensorProt
 			return false;
 		if (count != out && count != 1)
 			return im_fail(im, "its bias '%s' is %s; netc's dense adds one per output feature", onnx_str(c->name),
-				       im_dims_str((int)c->n_dims, c->dims, buf, sizeof buf));
+				       rt_shape_text((int)c->n_dims, c->dims, buf, sizeof buf));
 		int64_t one = 1;
 		RtTensor *bias = im_weight(im, name, "bias", c, 1, count == 1 ? &one : &out);
 		if (!bias)
@@ -714,7 +714,7 @@ static bool op_reshape(Importer *im, const Onnx__NodeProto *n)
 	char buf[160];
 	if (!batch_first)
 		return im_fail(im, "the shape %s does not keep the batch as the first dimension of [batch, ...] with %lld "
-			       "values per example", im_dims_str((int)count, t, buf, sizeof buf), (long long)per_example);
+			       "values per example", rt_shape_text((int)count, t, buf, sizeof buf), (long long)per_example);
 	if (free_at > 0)
 		t[free_at] = per_example / known;
 	t[0] = x.dim[0];

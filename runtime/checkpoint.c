@@ -443,7 +443,7 @@ static bool same_shape(const Entry *e, const BundleBuffer *x)
 	return true;
 }
 
-static const char *shape_str(int rank, const int64_t *dim, char *buf, size_t len)
+const char *rt_shape_text(int rank, const int64_t *dim, char *buf, size_t len)
 {
 	size_t n = (size_t)snprintf(buf, len, "[");
 	for (int d = 0; d < rank && n < len; d++)
@@ -514,7 +514,7 @@ static bool load_entry(Session *s, int i, const Entry *e, const uint8_t *data, u
 	rt_layout_public_shape(x, dim);
 	if (!same_shape(e, x))
 		return fail(err, errlen, "%s: tensor '%s' has shape %s; the model's is %s", path, e->name,
-			    shape_str(e->rank, e->dim, a, sizeof a), shape_str(x->rank, dim, b, sizeof b));
+			    rt_shape_text(e->rank, e->dim, a, sizeof a), rt_shape_text(x->rank, dim, b, sizeof b));
 	if (e->end - e->begin != x->bytes || (uint64_t)e->end > size)
 		return fail(err, errlen, "%s: tensor '%s' lies outside the file (truncated?)", path, e->name);
 	int64_t bad = first_nonfinite(data + e->begin, x->bytes / 4);
@@ -785,7 +785,7 @@ bool rt_init_from(Session *s, const RtTensors *set, const char *source, char *er
 		char a[96], c[96];
 		if (!same_shape(&e, x)) {
 			ok = fail(err, errlen, "%s: tensor '%s' has shape %s; the model's is %s", source, t->name,
-				  shape_str(t->rank, t->dim, a, sizeof a), shape_str(x->rank, dim, c, sizeof c));
+				  rt_shape_text(t->rank, t->dim, a, sizeof a), rt_shape_text(x->rank, dim, c, sizeof c));
 			break;
 		}
 		void *stored = public_order(x, t->data, false);

@@ -19,16 +19,6 @@ static bool same_dims(int rank, const int64_t *dim, const BundleBuffer *x)
 	return true;
 }
 
-static const char *dims_str(int rank, const int64_t *dim, char *buf, size_t len)
-{
-	size_t n = (size_t)snprintf(buf, len, "[");
-	for (int d = 0; d < rank && n < len; d++)
-		n += (size_t)snprintf(buf + n, len - n, "%s%lld", d ? ", " : "", (long long)dim[d]);
-	if (n < len)
-		snprintf(buf + n, len - n, "]");
-	return buf;
-}
-
 /* The weights: the checkpoint, else the starting set. */
 static bool load_weights(Session *s, const TrainOptions *o, char *err, size_t errlen)
 {
@@ -84,8 +74,8 @@ int rt_predict(const Bundle *b, const TrainOptions *o)
 	char got[96], want[96];
 	if (ok && !same_dims(rank, dim, &b->buf[b->image])) {
 		snprintf(err, sizeof err, "%s: the images are %s; the model's input is %s (--batch N sets the first)",
-			 o->input, dims_str(rank, dim, got, sizeof got),
-			 dims_str(b->buf[b->image].rank, b->buf[b->image].dim, want, sizeof want));
+			 o->input, rt_shape_text(rank, dim, got, sizeof got),
+			 rt_shape_text(b->buf[b->image].rank, b->buf[b->image].dim, want, sizeof want));
 		ok = false;
 	}
 	ok = ok && predict(b, o, images, err, sizeof err);

@@ -198,6 +198,8 @@ typedef struct {
 RtTensor *rt_tensors_add(RtTensors *set, const char *name, int rank, const int64_t *dim);
 const RtTensor *rt_tensors_find(const RtTensors *set, const char *name);
 int64_t rt_tensor_numel(const RtTensor *t);
+/* "[d0, d1, ...]" into buf (len bytes); returns buf. */
+const char *rt_shape_text(int rank, const int64_t *dim, char *buf, size_t len);
 void rt_tensors_free(RtTensors *set);
 /* The set as a safetensors checkpoint of model at step 0 (written as rt_checkpoint_save does). */
 bool rt_tensors_save(const RtTensors *set, const char *model, const char *path, char *err, size_t errlen);

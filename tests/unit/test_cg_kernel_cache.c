@@ -219,13 +219,16 @@ int main(void)
 	tu_start("test_cg_kernel_cache");
 	test_sha256_vectors();
 	test_sha256_pieces();
-	char dir[] = "/tmp/netc-cache-test-XXXXXX";
-	CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+	/* a fresh cache directory under TMPDIR (default /tmp) */
+	const char *tmp = getenv("TMPDIR");
+	char dir[512];
+	snprintf(dir, sizeof dir, "%s/netc-cache-test-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	CHECK(mkdtemp(dir) != NULL, "mkdtemp in %s", dir);
 	test_cache_entries(dir);
 	test_cache_concurrent(dir);
 	test_cache_unwritable(dir);
 	test_cache_trim(dir);
-	char cmd[200];
+	char cmd[600];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 	CHECK(system(cmd) == 0, "%s", cmd);
 	return tu_finish("test_cg_kernel_cache");
