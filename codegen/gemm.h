@@ -49,6 +49,9 @@ struct GemmSpec {
 	LLVMTypeRef type;   /* compute type: float or double */
 	bool tf32;          /* float products may be TF32 (--precision tf32): the GPU template uses
 			       mma.sync where the target has CG_MATRIX_MMA; everywhere else it is float */
+	DType half;         /* DT_F16 or DT_BF16: both operands are of that type (--precision fp16,
+			       bf16), which the GPU template multiplies on matrix units where the
+			       target has them (else in `type`); DT_F32 otherwise */
 	const void *ctx;    /* the lowering's, for the epilogue */
 };
 

@@ -11,8 +11,9 @@
  *   KS == 1: phase: each work-item stores its valid outputs
  *   KS > 1:  phase: partial tiles to LDS | barrier | phase: sums in slice order, stores
  *
- * With TF32 (use_mma) the same kernel, but the accumulate step is mma.sync on warp tiles and the
- * accumulators are in the instruction's C layout (see "the warp tile" below).
+ * With TF32 or half operands on matrix units (mma_of) the same kernel, but the accumulate step is
+ * mma.sync on warp tiles and the accumulators are in the instruction's C layout (see "the warp
+ * tile" below).
  *
  * Split-K (S k-slices across work-groups) stores the outputs as float32 partials in the
  * workspace, slice-major, and a second kernel, one work-item per output element, sums the S
@@ -22,7 +23,6 @@
  * so LLVM narrows the emitters' divisions by constants to 32 bits, which GPUs do natively). */
 #include "codegen/gemm_gpu.h"
 #include "codegen/cg_util.h"
-#include "codegen/matrix_layout.h"
 #include "codegen/target.h"
 
 enum {
@@ -203,33 +203,38 @@ static void wide_tile(const GemmSpec *s, GpuTiles *t)
  * slices. 64 x 32 gives each warp 16 mma.sync per k8 for 16 A and 8 B fragment reads and 64
  * accumulators, as many as the 8 x 8 register tile it replaces, so the register budget and the
  * two resident work-groups stay. */
-static void warp_tiles(GpuTiles *t)
+static void warp_tiles(GpuTiles *t, const CgMatrixInstr *mi)
 {
-	t->mma = true;
+	t->mi = mi;
 	t->tm = t->tn = 0;
 	t->wm = t->bm / 2 > 16 ? t->bm / 2 : 16;
 	t->wn = t->bn / 4 > 8 ? t->bn / 4 : 8;
 	t->ks = GPU_WARPS / ((t->bm / t->wm) * (t->bn / t->wn));
 }
 
-enum { MMA_K = 8 }; /* the k of mma.m16n8k8: each slice's share of a k-block is a multiple */
+/* The bytes of one operand element in LDS: tf32 and SIMT tiles keep the compute type, half
+ * operands their own. */
+static int64_t lds_esize(const GemmSpec *s, const CgMatrixInstr *mi)
+{
+	return mi && mi->elem != CG_MELEM_TF32 ? 2 : is_double(s) ? 8 : 4;
+}
 
-static GpuTiles tiles(const GemmSpec *s, bool mma, bool wide)
+static GpuTiles tiles(const GemmSpec *s, const CgMatrixInstr *mi, bool wide)
 {
 	GpuTiles t = {.block = CG_GPU_BLOCK, .wide = wide};
 	small_tile(s, &t);
 	wide_tile(s, &t);
-	if (mma) {
-		warp_tiles(&t);
+	if (mi) {
+		warp_tiles(&t, mi);
 	} else {
 		t.tm = reg_side(t.bm);
 		t.tn = reg_side(t.bn);
 		t.ks = t.block / ((t.bm / t.tm) * (t.bn / t.tn));
 	}
 	/* the k-block fills the LDS budget (fewer barriers, more loads in flight) but stays within
-	 * K rounded up to a power of two and gives every slice at least 4 steps (mma: one k8) */
-	t.bk = (mma ? MMA_K : 4) * t.ks;
-	int64_t esize = is_double(s) ? 8 : 4;
+	 * K rounded up to a power of two and gives every slice at least 4 steps (mma: one instruction's k) */
+	t.bk = (mi ? mi->k : 4) * t.ks;
+	int64_t esize = lds_esize(s, mi);
 	int64_t budget = wide ? GPU_STAGE_BYTES : GPU_NARROW_STAGE_BYTES;
 	while ((t.bm + t.bn) * t.bk * 2 * esize <= budget && t.bk < s->k)
 		t.bk *= 2;
@@ -240,34 +245,25 @@ static GpuTiles tiles(const GemmSpec *s, bool mma, bool wide)
 	return t;
 }
 
-GpuTiles cg_gemm_gpu_tiles(const GemmSpec *s, bool wide) { return tiles(s, false, wide); }
+GpuTiles cg_gemm_gpu_tiles(const GemmSpec *s, bool wide) { return tiles(s, NULL, wide); }
 
-static GpuTiles split_tiles(const GemmSpec *s, int slices, bool mma, bool wide)
+static GpuTiles split_tiles(const GemmSpec *s, int slices, const CgMatrixInstr *mi, bool wide)
 {
 	/* the tiles of one slice's problem, with the slices counted as work-groups */
 	GemmSpec one = *s;
 	one.batch = s->batch * slices;
 	one.k = cdiv(s->k, slices);
-	GpuTiles t = tiles(&one, mma, wide);
+	GpuTiles t = tiles(&one, mi, wide);
 	/* whole k-blocks per slice; rounding up may leave fewer slices */
 	t.kslice = cdiv(one.k, t.bk) * t.bk;
 	t.slices = (int)cdiv(s->k, t.kslice);
 	return t;
 }
 
-GpuTiles cg_gemm_gpu_split_tiles(const GemmSpec *s, int slices, bool wide) { return split_tiles(s, slices, false, wide); }
+GpuTiles cg_gemm_gpu_split_tiles(const GemmSpec *s, int slices, bool wide) { return split_tiles(s, slices, NULL, wide); }
 
 /* Whether the target takes the 128-wide tiles (emulated: as NVIDIA does). */
 static bool wide_tiles(const Cg *cg) { return !cg_is_gpu(cg) || cg->target->ops->gemm_wide_tiles; }
-
-/* TF32 products through mma.sync: asked for by the spec, float, and a target with the unit (or
- * emulation that asks for it). */
-static bool use_mma(const Cg *cg, const GemmSpec *s)
-{
-	if (!s->tf32 || s->type != cg->t_f32)
-		return false;
-	return cg_is_gpu(cg) ? (cg->target->matrix & CG_MATRIX_MMA) != 0 : emulation && emulation_mma;
-}
 
 /* Whether fn(lane, slot) is additive in the lane's bits for every slot: fn(0, slot) plus, per
  * set bit b of the lane, fn(1 << b, slot) - fn(0, slot). frag_at relies on it. */
@@ -290,16 +286,51 @@ static bool additive(const CgMatrixInstr *mi, CgMatrixIndexFn fn, int slots)
 	return true;
 }
 
-/* The instruction, checked once per GEMM against what this file assumes of its row. */
-static const CgMatrixInstr *mma_instr(void)
+/* Whether every register of a half operand holds two elements along k, the lower (even) k in its
+ * low half: slot 2q + 1 is slot 2q one k further. load_frag reads each register as one 32-bit
+ * word of the k-pair layout of LDS. */
+static bool pairs_along_k(const CgMatrixInstr *mi, CgMatrixIndexFn fn, int slots, bool is_a)
 {
-	const CgMatrixInstr *mi = cg_matrix_instr_find(CG_MATRIX_MMA, "mma.m16n8k8.tf32", GPU_WARP);
-	if (!mi || mi->a_type.scalar != CG_MSCALAR_I32 || mi->b_type.scalar != CG_MSCALAR_I32)
-		CG_FAIL("the mma.m16n8k8.tf32 row is not as gemm_gpu.c expects");
+	for (int l = 0; l < mi->wave; l++)
+		for (int q = 0; q < slots; q += 2) {
+			CgMatrixCoord lo = fn(mi, l, q), hi = fn(mi, l, q + 1);
+			int klo = is_a ? lo.col : lo.row, khi = is_a ? hi.col : hi.row;
+			int mlo = is_a ? lo.row : lo.col, mhi = is_a ? hi.row : hi.col;
+			if (klo % 2 || khi != klo + 1 || mhi != mlo)
+				return false;
+		}
+	return true;
+}
+
+/* The row `name`, checked once per GEMM against what this file assumes of it: 32-bit registers of
+ * A and B (tf32 bits, or pairs of halves along k), layouts additive in the lane's bits. */
+static const CgMatrixInstr *mma_instr(const char *name)
+{
+	const CgMatrixInstr *mi = cg_matrix_instr_find(CG_MATRIX_MMA, name, GPU_WARP);
+	bool half = mi && mi->elem != CG_MELEM_TF32;
+	if (!mi || (half && (!pairs_along_k(mi, mi->a_at, mi->a_per_lane, true) ||
+			     !pairs_along_k(mi, mi->b_at, mi->b_per_lane, false))))
+		CG_FAIL("the %s row is not as gemm_gpu.c expects", name);
 	if (!additive(mi, mi->a_at, mi->a_per_lane) || !additive(mi, mi->b_at, mi->b_per_lane) ||
 	    !additive(mi, mi->c_at, mi->c_per_lane))
 		CG_FAIL("the layout of %s is not additive in the lane's bits", mi->name);
 	return mi;
+}
+
+/* The mma.sync a float32 GEMM takes, or NULL for the SIMT register tiles: the half operands' (a
+ * spec of --precision fp16 or bf16), or TF32 (--precision tf32), on a target with the unit or under
+ * emulation that asks for it. */
+static const CgMatrixInstr *mma_of(const Cg *cg, const GemmSpec *s)
+{
+	if (s->type != cg->t_f32)
+		return NULL;
+	if (cg_is_gpu(cg) ? !(cg->target->matrix & CG_MATRIX_MMA) : !(emulation && emulation_mma))
+		return NULL;
+	if (s->half == DT_BF16)
+		return mma_instr("mma.m16n8k16.bf16");
+	if (s->half == DT_F16)
+		return mma_instr("mma.m16n8k16.f16");
+	return s->tf32 ? mma_instr("mma.m16n8k8.tf32") : NULL;
 }
 
 /* ---- emission state ---- */
@@ -310,9 +341,11 @@ typedef struct {
 	const CgMatrixInstr *mi;     /* mma: the instruction; NULL: register tiles */
 	GpuGroup grp;
 	LLVMTypeRef et, it;          /* compute type; index type (i32 where it fits) */
+	LLVMTypeRef ht;              /* half operands: their type in LDS (f16, bf16); else NULL */
 	LLVMValueRef lds;            /* two buffers of A tile [bk][lda], B tile [bk][ldb]; then slice partials */
 	LLVMValueRef as, bs;         /* the k-block's buffer */
-	int64_t lda, ldb;
+	int64_t lda, ldb;            /* row pitches in elements of et (half: in 32-bit words of k-pairs) */
+	int64_t krows;               /* rows of a buffer: bk (half: bk / 2 rows of k-pairs) */
 	GpuPrivate acc;              /* TM x TN accumulators per work-item (mma: its C slots) */
 	GpuPrivate staged;           /* its share of the next k-block's A and B tiles */
 	LLVMValueRef b, m0, n0;      /* this work-group's batch and tile origin (index type) */
@@ -337,6 +370,25 @@ static LLVMValueRef lds_at(Cg *cg, GpuGemm *g, LLVMValueRef base, LLVMValueRef i
 	return LLVMBuildGEP2(cg->b, g->et, base, &idx, 1, "");
 }
 
+/* Where operand element (k, r) of the tile at base lies: [k][ld] elements of the compute type, or
+ * for half operands [k / 2][ld] 32-bit words, each the k-pair (2k', 2k' + 1) of row r, the even
+ * k in the low half: the register an mma.sync fragment holds (pairs_along_k). */
+static LLVMValueRef lds_elem(Cg *cg, GpuGemm *g, LLVMValueRef base, LLVMValueRef k, LLVMValueRef r, int64_t ld)
+{
+	if (!g->ht)
+		return lds_at(cg, g, base, add(cg, mulc(cg, g, k, ld), r));
+	LLVMValueRef word = add(cg, mulc(cg, g, LLVMBuildLShr(cg->b, k, ci(g, 1), ""), ld), r);
+	LLVMValueRef idx = add(cg, mulc(cg, g, word, 2), LLVMBuildAnd(cg->b, k, ci(g, 1), ""));
+	return LLVMBuildGEP2(cg->b, g->ht, base, &idx, 1, "");
+}
+
+/* A half operand element of LDS as the compute type. */
+static LLVMValueRef load_elem(Cg *cg, GpuGemm *g, LLVMValueRef at)
+{
+	if (!g->ht)
+		return LLVMBuildLoad2(cg->b, g->et, at, "");
+	return LLVMBuildFPExt(cg->b, LLVMBuildLoad2(cg->b, g->ht, at, ""), g->et, "");
+}
 /* Opens `if (cond)`; returns the block after it, for end_if. */
 static LLVMBasicBlockRef begin_if(Cg *cg, LLVMValueRef cond)
 {
@@ -416,9 +468,11 @@ static void stage(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef tid64, LLVMValueRe
 			LLVMBuildStore(cg->b, operand(cg, g, is_a, row, kk, ltc(cg, g, row, extent), in_k), reg);
 		} else {
 			LLVMValueRef v = LLVMBuildLoad2(cg->b, g->et, reg, "");
-			if (g->mi)
+			if (g->ht)
+				v = LLVMBuildFPTrunc(cg->b, v, g->ht, "");
+			else if (g->mi)
 				v = round_tf32(cg, g, v);
-			LLVMBuildStore(cg->b, v, lds_at(cg, g, lds, add(cg, mulc(cg, g, k, ld), r)));
+			LLVMBuildStore(cg->b, v, lds_elem(cg, g, lds, k, r, ld));
 		}
 		if (done)
 			end_if(cg, done);
@@ -527,9 +581,11 @@ static void accumulate_simt(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
  * over the tile; its WM x WN warp tile is (WM/16) x (WN/8) fragments of m16n8. A work-item's
  * accumulators are the C slots of each fragment in turn: slot q of fragment (i, j) is
  * acc[(i * WN/8 + j) * 4 + q], at row 16 i + c_at(lane, q).row, column 8 j + c_at(lane, q).col of
- * the warp tile. Per k8 step a warp reads its A fragments (a_at) and B fragments (b_at) from LDS,
- * which lays A out as [k][m] and B as [k][n], so the 4 x 8 lanes of a fragment read 32 banks
- * (rows padded by 4: k advances 4 banks). */
+ * the warp tile. Per k step a warp reads its A fragments (a_at) and B fragments (b_at) from LDS,
+ * which lays A out as [k][m] and B as [k][n] (half: [k/2][m] and [k/2][n] words of k-pairs). A
+ * register of a fragment is the word at row threadID_in_group (0..3) and column groupID (0..7)
+ * plus constants, so rows padded by 8 words (MMA_PAD: k advances 8 banks) put the 32 lanes on 32
+ * banks. */
 
 static Place warp_place_of(Cg *cg, GpuGemm *g, LLVMValueRef tid)
 {
@@ -571,21 +627,25 @@ static void mma_acc_at(Cg *cg, GpuGemm *g, const Place *p, int64_t idx, LLVMValu
 	*col = add(cg, *col, add(cg, mulc(cg, g, p->tx, g->t.wn), ci(g, j * mi->n)));
 }
 
-/* The fragment of A (rows m0..m0+15) or B (columns n0..n0+7) at LDS row k0, as the intrinsic's i32
- * arguments (the tf32 bits the staging rounded). */
+/* The fragment of A (rows m0..m0+15) or B (columns n0..n0+7) at k0, as the intrinsic's arguments:
+ * one 32-bit LDS word per register (the tf32 bits the staging rounded, or a k-pair of halves). */
 static void load_frag(Cg *cg, GpuGemm *g, bool is_a, const Place *p, LLVMValueRef k0, LLVMValueRef mn0,
 		      LLVMValueRef *out)
 {
 	const CgMatrixInstr *mi = g->mi;
-	int slots = is_a ? mi->a_per_lane : mi->b_per_lane;
-	for (int q = 0; q < slots; q++) {
+	const CgMatrixArgType *ty = is_a ? &mi->a_type : &mi->b_type;
+	int slots = is_a ? mi->a_per_lane : mi->b_per_lane, per_reg = slots / ty->args;
+	for (int q = 0; q < ty->args; q++) {
 		LLVMValueRef r, c;
-		frag_at(cg, g, is_a ? mi->a_at : mi->b_at, p->lane, q, &r, &c);
+		frag_at(cg, g, is_a ? mi->a_at : mi->b_at, p->lane, q * per_reg, &r, &c);
 		/* A's (m, k), B's (k, n) */
 		LLVMValueRef k = add(cg, k0, is_a ? c : r), mn = add(cg, mn0, is_a ? r : c);
-		LLVMValueRef at = add(cg, mulc(cg, g, k, is_a ? g->lda : g->ldb), mn);
-		LLVMValueRef v = LLVMBuildLoad2(cg->b, g->et, lds_at(cg, g, is_a ? g->as : g->bs, at), "");
-		out[q] = LLVMBuildBitCast(cg->b, v, cg->t_i32, "");
+		LLVMValueRef at = lds_elem(cg, g, is_a ? g->as : g->bs, k, mn, is_a ? g->lda : g->ldb);
+		LLVMValueRef v = LLVMBuildLoad2(cg->b, cg->t_i32, at, "");
+		LLVMSetAlignment(v, 4);
+		if (ty->scalar == CG_MSCALAR_F16)
+			v = LLVMBuildBitCast(cg->b, v, LLVMVectorType(cg->t_f16, (unsigned)ty->vector), "");
+		out[q] = v;
 	}
 }
 
@@ -595,9 +655,9 @@ static void mma_step(Cg *cg, GpuGemm *g, LLVMValueRef *a, LLVMValueRef *b, LLVMV
 	const CgMatrixInstr *mi = g->mi;
 	LLVMValueRef args[16];
 	int n = 0;
-	for (int q = 0; q < mi->a_per_lane; q++)
+	for (int q = 0; q < mi->a_type.args; q++)
 		args[n++] = a[q];
-	for (int q = 0; q < mi->b_per_lane; q++)
+	for (int q = 0; q < mi->b_type.args; q++)
 		args[n++] = b[q];
 	for (int q = 0; q < mi->c_per_lane; q++)
 		args[n++] = acc[q];
@@ -615,16 +675,14 @@ static void mma_step_emulated(Cg *cg, GpuGemm *g, const Place *p, LLVMValueRef k
 		mma_acc_at(cg, g, p, frag * mi->c_per_lane + q, &r, &c);
 		for (int kk = 0; kk < mi->k; kk++) {
 			LLVMValueRef k = add(cg, k0, ci(g, kk));
-			LLVMValueRef args[3] = {
-				LLVMBuildLoad2(cg->b, g->et, lds_at(cg, g, g->as, add(cg, mulc(cg, g, k, g->lda), r)), ""),
-				LLVMBuildLoad2(cg->b, g->et, lds_at(cg, g, g->bs, add(cg, mulc(cg, g, k, g->ldb), c)), ""),
-				acc[q]};
+			LLVMValueRef args[3] = {load_elem(cg, g, lds_elem(cg, g, g->as, k, r, g->lda)),
+						load_elem(cg, g, lds_elem(cg, g, g->bs, k, c, g->ldb)), acc[q]};
 			acc[q] = cg_intrinsic(cg, "fmuladd", g->et, args, 3);
 		}
 	}
 }
 
-enum { MMA_MAX_ACC = 64, MMA_MAX_FRAGS = 8 };
+enum { MMA_MAX_ACC = 64, MMA_MAX_FRAGS = 8, MMA_PAD = 8 };
 
 /* The warp's accumulators += its slice of the k-block, k8 by k8. */
 static void accumulate_mma(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
@@ -775,9 +833,9 @@ static void load_block(Cg *cg, GpuGemm *g, LLVMValueRef tid64, LLVMValueRef k0)
 /* Points as and bs at LDS buffer kb % 2. */
 static void pick_buffer(Cg *cg, GpuGemm *g, LLVMValueRef kb)
 {
-	LLVMValueRef off = mulc(cg, g, LLVMBuildAnd(cg->b, kb, ci(g, 1), ""), g->t.bk * (g->lda + g->ldb));
+	LLVMValueRef off = mulc(cg, g, LLVMBuildAnd(cg->b, kb, ci(g, 1), ""), g->krows * (g->lda + g->ldb));
 	g->as = lds_at(cg, g, g->lds, off);
-	g->bs = lds_at(cg, g, g->as, ci(g, g->t.bk * g->lda));
+	g->bs = lds_at(cg, g, g->as, ci(g, g->krows * g->lda));
 }
 
 /* Software-pipelined: the loads of k-block kb+1 are in flight while kb is accumulated (past K
@@ -807,15 +865,20 @@ static void kblocks(Cg *cg, GpuGemm *g)
 /* The kernel of tiles t (every k-slice's when t.slices > 1); returns its grid. */
 static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 {
-	GpuGemm g = {.s = s, .t = t, .et = s->type, .mi = t.mma ? mma_instr() : NULL};
+	GpuGemm g = {.s = s, .t = t, .et = s->type, .mi = t.mi};
+	if (g.mi && g.mi->elem != CG_MELEM_TF32)
+		g.ht = g.mi->elem == CG_MELEM_BF16 ? cg->t_bf16 : cg->t_f16;
+	g.krows = g.ht ? t.bk / 2 : t.bk;
 	int64_t grid = (int64_t)t.slices * s->batch * g.t.nmb * g.t.nnb;
 	/* every index of the kernel, padded tiles included, fits i32 or all is i64 */
 	bool narrow = s->m + g.t.bm < INT32_MAX && s->n + g.t.bn < INT32_MAX && s->k + 2 * g.t.bk < INT32_MAX &&
 		      (int64_t)t.slices * t.kslice + 2 * g.t.bk < INT32_MAX && grid < INT32_MAX;
 	g.it = narrow ? cg->t_i32 : cg->t_i64;
-	/* rows padded by 4 keep the vector reads aligned and spread the column-wise stores over banks */
-	g.lda = g.t.bm + 4;
-	g.ldb = g.t.bn + 4;
+	/* rows padded by 4 keep the vector reads aligned and spread the column-wise stores over banks;
+	 * by 8 the fragment reads of mma.sync (see "the warp tile") */
+	int pad = g.mi ? MMA_PAD : 4;
+	g.lda = g.t.bm + pad;
+	g.ldb = g.t.bn + pad;
 
 	LLVMValueRef wg = cg_gpu_group_begin(cg, &g.grp, g.t.block);
 	/* 8 x 8 register tiles want more than half the register file of an NVIDIA SM at 256
@@ -831,7 +894,7 @@ static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 	if (accs == GPU_MAX_REG * GPU_MAX_REG || (!wide_tiles(cg) && loop))
 		cg_gpu_waves(cg, GPU_WAVES);
 	/* the slices' partial tiles reuse the staging LDS once the last k-block is done */
-	int64_t stage = 2 * g.t.bk * (g.lda + g.ldb), red = g.t.ks > 1 ? (int64_t)g.t.ks * g.t.bm * g.t.bn : 0;
+	int64_t stage = 2 * g.krows * (g.lda + g.ldb), red = g.t.ks > 1 ? (int64_t)g.t.ks * g.t.bm * g.t.bn : 0;
 	g.lds = cg_gpu_shared(cg, &g.grp, g.et, stage > red ? stage : red, "gemm_lds");
 	g.acc = cg_gpu_private(cg, &g.grp, g.et, accs, "acc");
 	g.staged = cg_gpu_private(cg, &g.grp, g.et, share(&g, true) + share(&g, false), "staged");
@@ -846,7 +909,7 @@ static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 	return grid;
 }
 
-int64_t cg_gemm_gpu(Cg *cg, const GemmSpec *s) { return emit_tiles(cg, s, tiles(s, use_mma(cg, s), wide_tiles(cg))); }
+int64_t cg_gemm_gpu(Cg *cg, const GemmSpec *s) { return emit_tiles(cg, s, tiles(s, mma_of(cg, s), wide_tiles(cg))); }
 
 /* ---- split-K ---- */
 
@@ -904,8 +967,8 @@ int cg_gemm_gpu_slices(const Cg *cg, const Node *anchor, const GemmSpec *s)
 
 int64_t cg_gemm_gpu_split_k(Cg *cg, const GemmSpec *s, const GpuSplitK *sk)
 {
-	bool mma = use_mma(cg, s);
-	GpuTiles t = sk->slices > 1 ? split_tiles(s, sk->slices, mma, wide_tiles(cg)) : tiles(s, mma, wide_tiles(cg));
+	const CgMatrixInstr *mi = mma_of(cg, s);
+	GpuTiles t = sk->slices > 1 ? split_tiles(s, sk->slices, mi, wide_tiles(cg)) : tiles(s, mi, wide_tiles(cg));
 	if (t.slices < 2 || t.slices > sk->slices)
 		return cg_gemm_gpu(cg, s);
 	GemmSpec part = *s;

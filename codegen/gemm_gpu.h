@@ -15,11 +15,13 @@
  * output element a work-item that adds its S partials in slice order and runs the epilogue. No
  * atomics anywhere: every run gives the same bits.
  *
- * TF32 (GemmSpec.tf32 on a target with CG_MATRIX_MMA): the same staging, k-blocks, slices and
- * epilogue, but each warp owns a WM x WN warp tile of the slice's tile, computed by
- * mma.sync.m16n8k8 tf32 (codegen/matrix_layout.h's row): the operands are rounded to tf32 as they
- * are stored in LDS, the fragments loaded through the row's a_at and b_at, and the accumulators
- * are in its C layout, which the epilogue maps to (row, column) through c_at.
+ * Matrix units (a target with CG_MATRIX_MMA): TF32 (GemmSpec.tf32) and half operands
+ * (GemmSpec.half: --precision fp16, bf16) take the same staging, k-blocks, slices and epilogue,
+ * but each warp owns a WM x WN warp tile of the slice's tile, computed by mma.sync m16n8k8 tf32 or
+ * m16n8k16 f16/bf16 (codegen/matrix_layout.h's rows): the operands are rounded to tf32 (or to the
+ * half type, in which LDS then holds them, two along k per 32-bit word) as they are stored in LDS,
+ * the fragments loaded through the row's a_at and b_at, and the float32 accumulators are in its C
+ * layout, which the epilogue maps to (row, column) through c_at.
  *
  * Emulation: the same kernels emitted for the host (work-items become loops, a barrier the end of
  * one loop, LDS and per-work-item registers become locals), so the template's numerics can be
@@ -30,6 +32,7 @@
 #define NETC_GEMM_GPU_H
 
 #include "codegen/gemm.h"
+#include "codegen/matrix_layout.h"
 
 typedef struct {
 	int bm, bn, bk;   /* work-group tile and k-block */
@@ -39,8 +42,8 @@ typedef struct {
 	int64_t nmb, nnb; /* tiles along M and N */
 	int slices;       /* split-K: slices of K across work-groups (1: none) */
 	int64_t kslice;   /* the k extent of each (whole k-blocks; all of K without split-K) */
-	bool mma;         /* warp tiles of mma.sync instead of register tiles (tm, tn 0) */
-	int wm, wn;       /* mma: the warp tile */
+	const CgMatrixInstr *mi; /* warp tiles of this mma.sync instead of register tiles (tm, tn 0) */
+	int wm, wn;       /* mi: the warp tile */
 	bool wide;        /* 128-wide tiles of 8 x 8 register tiles allowed (CgTargetOps.gemm_wide_tiles) */
 } GpuTiles;
 
@@ -77,7 +80,7 @@ void cg_gpu_emulation(bool on);
 /* Whether emulated GEMMs split K as GPU ones do (off by default: harnesses that compare a node
  * after each kernel would read the partials kernel's node before its sum kernel ran). */
 void cg_gpu_emulation_split_k(bool on);
-/* Whether emulated GEMMs of GemmSpec.tf32 take the mma.sync path as a target with CG_MATRIX_MMA
+/* Whether emulated GEMMs of GemmSpec.tf32 or .half take the mma.sync path as a target with CG_MATRIX_MMA
  * does (off by default: the host has no such unit and computes them as float). */
 void cg_gpu_emulation_mma(bool on);
 

@@ -276,10 +276,22 @@ static GemmVecFn win_vec_for(const Window *w, int64_t positions)
 	return w->sw == 1 && positions + 64 < INT32_MAX ? win_vec : NULL;
 }
 
+/* The half type both of n's operands have under --precision fp16 or bf16 (which ask for half
+ * products), or DT_F32. */
+static DType half_operands(Cg *cg, const Node *n)
+{
+	PrecisionKind p = cg->g->train.precision;
+	if (n->nin < 2 || (p != PREC_FP16 && p != PREC_BF16))
+		return DT_F32;
+	DType a = cg->g->node[n->in[0]].dtype, b = cg->g->node[n->in[1]].dtype;
+	return a == b && (a == DT_F16 || a == DT_BF16) ? a : DT_F32;
+}
+
 static GemmSpec spec(Cg *cg, const Node *n, int64_t batch, int64_t m, int64_t nn, int64_t k, const OutMap *o)
 {
 	GemmSpec s = {.batch = batch, .m = m, .n = nn, .k = k, .epilogue = out_store, .ctx = o,
-		      .type = cg_compute_type(cg, n->dtype), .tf32 = cg->g->train.precision == PREC_TF32};
+		      .type = cg_compute_type(cg, n->dtype), .tf32 = cg->g->train.precision == PREC_TF32,
+		      .half = half_operands(cg, n)};
 	return s;
 }
 

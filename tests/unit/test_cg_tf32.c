@@ -8,7 +8,7 @@
  *   fails if the path or the rounding were skipped;
  * - compiled for sm_80 and sm_90: the PTX has mma.sync.aligned.m16n8k8 and ptxas accepts it where
  *   it is installed; compiled in float32, no mma.sync.
- * The A and B fragment loads (a_at, b_at) only run on a GPU (scripts/gpu/tf32_check.sh).
+ * The A and B fragment loads (a_at, b_at) only run on a GPU (scripts/gpu/mma_check.sh).
  * Cases: conv2d forward, input and weight gradients (strides, padding, dilation, the MNIST shapes
  * that pick every tile size), every matmul transpose, split-K (weight gradient, long-K matmul) and
  * fused epilogues. */
