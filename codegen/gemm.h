@@ -30,9 +30,19 @@ typedef LLVMValueRef (*GemmElemFn)(Cg *cg, const GemmOperand *op, LLVMValueRef b
 typedef LLVMValueRef (*GemmVecFn)(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMValueRef fixed,
 				  LLVMValueRef p0, LLVMValueRef nvalid, int lanes);
 
+/* A run of `lanes` elements along the operand's contiguous index from (row, col) (as elem's),
+ * every one inside the operand and the run aligned to its size in bytes: one vector load. The
+ * GPU template asks only for runs that start at a multiple of `lanes` along the contiguous index. */
+typedef LLVMValueRef (*GemmRunFn)(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMValueRef row,
+				  LLVMValueRef col, int lanes);
+
 struct GemmOperand {
 	GemmElemFn elem;
 	GemmVecFn vec;
+	GemmRunFn run;      /* optional: aligned runs of up to `runs` elements (a power of two; at most
+			       16 bytes), where the operand is plain memory laid out so that runs from
+			       multiples of `runs` stay aligned */
+	int runs;
 	bool along_k;       /* consecutive k lie next to each other in memory (else m for A, n for B) */
 	bool batch_free;    /* A only: A does not depend on b, so a packed A serves every b */
 	const void *ctx;    /* the lowering's */

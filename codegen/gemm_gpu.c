@@ -440,40 +440,109 @@ static LLVMValueRef round_tf32(Cg *cg, GpuGemm *g, LLVMValueRef v)
 	return LLVMBuildSelect(cg->b, nan, v, LLVMBuildBitCast(cg->b, bits, g->et, ""), "tf32");
 }
 
-static int64_t share(GpuGemm *g, bool is_a) { return cdiv((is_a ? g->t.bm : g->t.bn) * g->t.bk, g->t.block); }
+/* Elements per staged run of an operand: its aligned runs (GemmOperand.runs, up to 16 bytes) where
+ * the tile's extent along the operand's contiguous index is a whole number of them; 1 (element by
+ * element) without. */
+static int run_lanes(const GpuGemm *g, bool is_a)
+{
+	const GemmOperand *op = is_a ? &g->s->a : &g->s->b;
+	int64_t along = op->along_k ? g->t.bk : is_a ? g->t.bm : g->t.bn;
+	int lanes = op->run ? op->runs : 1;
+	while (lanes > 1 && along % lanes)
+		lanes /= 2;
+	return lanes > 1 ? lanes : 1;
+}
+
+/* Runs of one tile per work-item (the last round may leave work-items idle). */
+static int64_t rounds(const GpuGemm *g, bool is_a)
+{
+	return cdiv((is_a ? g->t.bm : g->t.bn) * g->t.bk / run_lanes(g, is_a), g->t.block);
+}
+
+static int64_t staged_count(const GpuGemm *g, bool is_a) { return rounds(g, is_a) * run_lanes(g, is_a); }
+
+/* Loads run (r, k) of the operand at k-block k0 into regs: one aligned vector load where all of it
+ * lies inside the operand and the work-group's k range, else element by element with zeros
+ * outside. */
+static void load_run(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef r, LLVMValueRef k, LLVMValueRef k0, int lanes,
+		     LLVMValueRef *regs)
+{
+	const GemmOperand *op = is_a ? &g->s->a : &g->s->b;
+	int64_t extent = is_a ? g->s->m : g->s->n;
+	LLVMValueRef row = add(cg, is_a ? g->m0 : g->n0, r), kk = add(cg, k0, k);
+	if (g->kbase)
+		kk = add(cg, g->kbase, kk);
+	if (lanes == 1) {
+		LLVMValueRef in_k = LLVMBuildICmp(cg->b, LLVMIntULT, kk, g->kend, "");
+		LLVMBuildStore(cg->b, operand(cg, g, is_a, row, kk, ltc(cg, g, row, extent), in_k), regs[0]);
+		return;
+	}
+	LLVMValueRef last_row = op->along_k ? row : add(cg, row, ci(g, lanes - 1));
+	LLVMValueRef last_k = op->along_k ? add(cg, kk, ci(g, lanes - 1)) : kk;
+	LLVMValueRef whole = LLVMBuildAnd(cg->b, ltc(cg, g, last_row, extent),
+					  LLVMBuildICmp(cg->b, LLVMIntULT, last_k, g->kend, ""), "");
+	LLVMBasicBlockRef vec = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "run");
+	LLVMBasicBlockRef elems = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "run_elems");
+	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "run_done");
+	LLVMBuildCondBr(cg->b, whole, vec, elems);
+	LLVMPositionBuilderAtEnd(cg->b, vec);
+	LLVMValueRef bb = to_i64(cg, g, g->b), mn = to_i64(cg, g, row), k64 = to_i64(cg, g, kk);
+	LLVMValueRef v = is_a ? op->run(cg, op, bb, mn, k64, lanes) : op->run(cg, op, bb, k64, mn, lanes);
+	for (int l = 0; l < lanes; l++)
+		LLVMBuildStore(cg->b, LLVMBuildExtractElement(cg->b, v, cg_i32(cg, l), ""), regs[l]);
+	LLVMBuildBr(cg->b, done);
+	LLVMPositionBuilderAtEnd(cg->b, elems);
+	for (int l = 0; l < lanes; l++) {
+		LLVMValueRef rl = op->along_k ? row : add(cg, row, ci(g, l)), kl = op->along_k ? add(cg, kk, ci(g, l)) : kk;
+		LLVMValueRef in_k = LLVMBuildICmp(cg->b, LLVMIntULT, kl, g->kend, "");
+		LLVMBuildStore(cg->b, operand(cg, g, is_a, rl, kl, ltc(cg, g, rl, extent), in_k), regs[l]);
+	}
+	LLVMBuildBr(cg->b, done);
+	LLVMPositionBuilderAtEnd(cg->b, done);
+}
+
+/* Stores run (r, k) from regs into the LDS tile: tf32-rounded or converted to the half type. */
+static void store_run(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef r, LLVMValueRef k, int lanes, LLVMValueRef *regs)
+{
+	const GemmOperand *op = is_a ? &g->s->a : &g->s->b;
+	for (int l = 0; l < lanes; l++) {
+		LLVMValueRef v = LLVMBuildLoad2(cg->b, g->et, regs[l], "");
+		if (g->ht)
+			v = LLVMBuildFPTrunc(cg->b, v, g->ht, "");
+		else if (g->mi)
+			v = round_tf32(cg, g, v);
+		LLVMValueRef rl = op->along_k || !l ? r : add(cg, r, ci(g, l)), kl = op->along_k && l ? add(cg, k, ci(g, l)) : k;
+		LLVMBuildStore(cg->b, v, lds_elem(cg, g, is_a ? g->as : g->bs, kl, rl, is_a ? g->lda : g->ldb));
+	}
+}
 
 /* Work-item tid's share of one tile, rows x bk (rows along M for A, N for B): loaded from the
- * operand at k-block k0 into its staging registers, or (k0 NULL) from them into lds[k][ld].
- * Element e = tid + i*block runs along k when the operand does, else along the rows, so that
- * neighbouring work-items read neighbouring addresses. */
+ * operand at k-block k0 into its staging registers, or (k0 NULL) from them into the LDS tile. Run
+ * e = tid + i*block (run_lanes elements along the operand's contiguous index: k when the operand
+ * runs along k, else the rows) so that neighbouring work-items read neighbouring addresses. */
 static void stage(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef tid64, LLVMValueRef k0)
 {
 	const GemmOperand *op = is_a ? &g->s->a : &g->s->b;
-	int64_t rows = is_a ? g->t.bm : g->t.bn, bk = g->t.bk, total = rows * bk;
-	int64_t extent = is_a ? g->s->m : g->s->n, ld = is_a ? g->lda : g->ldb, reg0 = is_a ? 0 : share(g, true);
-	LLVMValueRef origin = is_a ? g->m0 : g->n0, lds = is_a ? g->as : g->bs, tid = to_it(cg, g, tid64);
-	for (int64_t i = 0; i < share(g, is_a); i++) {
+	int lanes = run_lanes(g, is_a);
+	int64_t rows = is_a ? g->t.bm : g->t.bn, bk = g->t.bk, total = rows * bk / lanes;
+	int64_t reg0 = is_a ? 0 : staged_count(g, true);
+	/* runs per row of the tile along the contiguous index */
+	int64_t across = op->along_k ? bk / lanes : rows / lanes;
+	LLVMValueRef tid = to_it(cg, g, tid64);
+	for (int64_t i = 0; i < rounds(g, is_a); i++) {
 		LLVMBasicBlockRef done = NULL;
 		LLVMValueRef e = add(cg, tid, ci(g, i * g->t.block));
 		if ((i + 1) * g->t.block > total)
 			done = begin_if(cg, ltc(cg, g, e, total));
-		LLVMValueRef r = op->along_k ? divc(cg, g, e, bk) : remc(cg, g, e, rows);
-		LLVMValueRef k = op->along_k ? remc(cg, g, e, bk) : divc(cg, g, e, rows);
-		LLVMValueRef reg = cg_gpu_private_at(cg, &g->grp, &g->staged, tid64, reg0 + i);
-		if (k0) {
-			LLVMValueRef row = add(cg, origin, r), kk = add(cg, k0, k);
-			if (g->kbase)
-				kk = add(cg, g->kbase, kk);
-			LLVMValueRef in_k = LLVMBuildICmp(cg->b, LLVMIntULT, kk, g->kend, "");
-			LLVMBuildStore(cg->b, operand(cg, g, is_a, row, kk, ltc(cg, g, row, extent), in_k), reg);
-		} else {
-			LLVMValueRef v = LLVMBuildLoad2(cg->b, g->et, reg, "");
-			if (g->ht)
-				v = LLVMBuildFPTrunc(cg->b, v, g->ht, "");
-			else if (g->mi)
-				v = round_tf32(cg, g, v);
-			LLVMBuildStore(cg->b, v, lds_elem(cg, g, lds, k, r, ld));
-		}
+		LLVMValueRef at = mulc(cg, g, remc(cg, g, e, across), lanes), line = divc(cg, g, e, across);
+		LLVMValueRef r = op->along_k ? line : at, k = op->along_k ? at : line;
+		LLVMValueRef regs[16];
+		for (int l = 0; l < lanes; l++)
+			regs[l] = cg_gpu_private_at(cg, &g->grp, &g->staged, tid64, reg0 + i * lanes + l);
+		if (k0)
+			load_run(cg, g, is_a, r, k, k0, lanes, regs);
+		else
+			store_run(cg, g, is_a, r, k, lanes, regs);
 		if (done)
 			end_if(cg, done);
 	}
@@ -897,7 +966,7 @@ static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 	int64_t stage = 2 * g.krows * (g.lda + g.ldb), red = g.t.ks > 1 ? (int64_t)g.t.ks * g.t.bm * g.t.bn : 0;
 	g.lds = cg_gpu_shared(cg, &g.grp, g.et, stage > red ? stage : red, "gemm_lds");
 	g.acc = cg_gpu_private(cg, &g.grp, g.et, accs, "acc");
-	g.staged = cg_gpu_private(cg, &g.grp, g.et, share(&g, true) + share(&g, false), "staged");
+	g.staged = cg_gpu_private(cg, &g.grp, g.et, staged_count(&g, true) + staged_count(&g, false), "staged");
 	decode(cg, &g, wg);
 	zero_acc(cg, &g);
 	kblocks(cg, &g);

@@ -222,11 +222,17 @@ static LLVMValueRef win_nhwc_vec(Cg *cg, const GemmOperand *op, LLVMValueRef b, 
 	return v;
 }
 
+/* The index of (row, col) of batch b in d's source. */
+static LLVMValueRef dense_index(Cg *cg, const Dense *d, LLVMValueRef b, LLVMValueRef row, LLVMValueRef col)
+{
+	LLVMValueRef idx = d->t ? add(cg, mul(cg, col, c64(cg, d->ld)), row) : add(cg, mul(cg, row, c64(cg, d->ld)), col);
+	return dense_batch(cg, d, b, idx);
+}
+
 static LLVMValueRef dense_elem(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMValueRef row, LLVMValueRef col)
 {
 	const Dense *d = op->ctx;
-	LLVMValueRef idx = d->t ? add(cg, mul(cg, col, c64(cg, d->ld)), row) : add(cg, mul(cg, row, c64(cg, d->ld)), col);
-	return cg_load(cg, d->src, dense_batch(cg, d, b, idx));
+	return cg_load(cg, d->src, dense_index(cg, d, b, row, col));
 }
 
 static LLVMValueRef dense_vec(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMValueRef fixed, LLVMValueRef p0,
@@ -237,6 +243,39 @@ static LLVMValueRef dense_vec(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLV
 	LLVMValueRef start = dense_batch(cg, d, b, add(cg, mul(cg, fixed, c64(cg, d->ld)), p0));
 	LLVMTypeRef ct = cg_compute_type(cg, cg->g->node[d->src].dtype);
 	return cg_gemm_masked_load(cg, d->src, start, mask, lanes, LLVMConstNull(LLVMVectorType(ct, (unsigned)lanes)));
+}
+
+static LLVMValueRef dense_run(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMValueRef row, LLVMValueRef col,
+			      int lanes)
+{
+	const Dense *d = op->ctx;
+	const Node *src = &cg->g->node[d->src];
+	LLVMTypeRef st = cg_storage_type(cg, src->dtype), ct = cg_compute_type(cg, src->dtype);
+	LLVMValueRef at = cg_ptr(cg, d->src, dense_index(cg, d, b, row, col));
+	LLVMValueRef v = LLVMBuildLoad2(cg->b, LLVMVectorType(st, (unsigned)lanes), at, "");
+	LLVMSetAlignment(v, (unsigned)(lanes * dtype_size(src->dtype)));
+	return st == ct ? v : LLVMBuildFPExt(cg->b, v, LLVMVectorType(ct, (unsigned)lanes), "");
+}
+
+/* The longest aligned run of d (GemmOperand.runs): up to 16 bytes, a power of two of elements that
+ * divides the row pitch, the batch stride and the tensor's arena offset (the arena itself is
+ * aligned further); 0 where the source has no storage of its own (a fused producer, a constant). */
+static int dense_runs(Cg *cg, const Dense *d)
+{
+	const Node *src = &cg->g->node[d->src];
+	if (cg_in_group(cg, d->src) || src->op == OP_const || src->offset < 0)
+		return 0;
+	int64_t esize = (int64_t)dtype_size(src->dtype), lanes = 16 / esize;
+	while (lanes > 1 && (d->ld % lanes || d->sb % lanes || src->offset % (lanes * esize)))
+		lanes /= 2;
+	return lanes > 1 ? (int)lanes : 0;
+}
+
+/* A dense operand: elements, vectors for the host template, aligned runs for the GPU one. */
+static GemmOperand dense_operand(Cg *cg, const Dense *d, bool along_k, bool vec)
+{
+	return (GemmOperand){.elem = dense_elem, .vec = vec ? dense_vec : NULL, .run = dense_run,
+			     .runs = dense_runs(cg, d), .along_k = along_k, .ctx = d};
 }
 
 static void out_store(Cg *cg, const GemmSpec *s, LLVMValueRef b, LLVMValueRef m, LLVMValueRef n, LLVMValueRef v)
@@ -320,7 +359,7 @@ static int64_t lower_conv2d_nhwc(Cg *cg, const Node *n)
 	OutMap o = {.out = n->id, .sm = ys->dim[3], .sn = 1};
 	GemmSpec s = spec(cg, n, 1, pos, ys->dim[3], kk, &o);
 	s.a = (GemmOperand){.elem = win_elem, .vec = nhwc_vec_for(&x), .along_k = true, .ctx = &x};
-	s.b = (GemmOperand){.elem = dense_elem, .vec = dense_vec, .along_k = true, .ctx = &w};
+	s.b = dense_operand(cg, &w, true, true);
 	return gemm(cg, &s, n);
 }
 
@@ -376,7 +415,7 @@ static int64_t lower_conv2d_grad_weight_nhwc(Cg *cg, const Node *n)
 	Dense dy = {.src = n->in[0], .ld = dys->dim[3], .t = true};
 	OutMap o = {.out = n->id, .sm = q, .sn = 1};
 	GemmSpec s = spec(cg, n, 1, ws->dim[0], q, pos, &o);
-	s.a = (GemmOperand){.elem = dense_elem, .ctx = &dy};
+	s.a = dense_operand(cg, &dy, false, false);
 	s.b = (GemmOperand){.elem = win_elem, .vec = nhwc_vec_for(&x), .ctx = &x};
 	return gemm(cg, &s, n);
 }
@@ -393,7 +432,8 @@ int64_t cg_lower_conv2d(Cg *cg, const Node *n)
 	Dense w = {.src = n->in[1], .ld = kk};
 	OutMap o = {.out = n->id, .sb = ys->dim[1] * p, .sm = p, .sn = 1};
 	GemmSpec s = spec(cg, n, xs->dim[0], ys->dim[1], p, kk, &o);
-	s.a = (GemmOperand){.elem = dense_elem, .vec = dense_vec, .along_k = true, .batch_free = true, .ctx = &w};
+	s.a = dense_operand(cg, &w, true, true);
+	s.a.batch_free = true;
 	s.b = (GemmOperand){.elem = win_elem, .vec = win_vec_for(&x, p), .ctx = &x};
 	return gemm(cg, &s, n);
 }
@@ -460,8 +500,8 @@ int64_t cg_lower_matmul(Cg *cg, const Node *n)
 	OutMap o = {.out = n->id, .sm = nn, .sn = 1};
 	GemmSpec s = spec(cg, n, 1, m, nn, k, &o);
 	/* dense_vec reads along the stored rows: k for A unless transposed, n for B unless transposed */
-	s.a = (GemmOperand){.elem = dense_elem, .vec = ta ? NULL : dense_vec, .along_k = !ta, .ctx = &a};
-	s.b = (GemmOperand){.elem = dense_elem, .vec = dense_vec, .along_k = tb, .ctx = &b};
+	s.a = dense_operand(cg, &a, !ta, !ta);
+	s.b = dense_operand(cg, &b, tb, true);
 	return gemm(cg, &s, n);
 }
 
@@ -475,8 +515,8 @@ int64_t cg_lower_winograd_gemm(Cg *cg, const Node *n)
 	Dense v = {.src = n->in[1], .ld = p, .sb = c * p};
 	OutMap o = {.out = n->id, .sb = k * p, .sm = p, .sn = 1};
 	GemmSpec s = spec(cg, n, pts, k, p, c, &o);
-	s.a = (GemmOperand){.elem = dense_elem, .vec = dense_vec, .along_k = true, .ctx = &u};
-	s.b = (GemmOperand){.elem = dense_elem, .vec = dense_vec, .ctx = &v};
+	s.a = dense_operand(cg, &u, true, true);
+	s.b = dense_operand(cg, &v, false, true);
 	return gemm(cg, &s, n);
 }
 
@@ -490,7 +530,7 @@ int64_t cg_lower_winograd_weight_gemm(Cg *cg, const Node *n)
 	Dense v = {.src = n->in[1], .ld = p, .t = true, .sb = c * p};
 	OutMap o = {.out = n->id, .sb = k * c, .sm = c, .sn = 1};
 	GemmSpec s = spec(cg, n, pts, k, c, p, &o);
-	s.a = (GemmOperand){.elem = dense_elem, .vec = dense_vec, .along_k = true, .ctx = &dm};
-	s.b = (GemmOperand){.elem = dense_elem, .vec = dense_vec, .along_k = true, .ctx = &v};
+	s.a = dense_operand(cg, &dm, true, true);
+	s.b = dense_operand(cg, &v, true, true);
 	return gemm(cg, &s, n);
 }
