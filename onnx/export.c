@@ -1,9 +1,12 @@
 /* export.c: a forward graph and its weights as an ONNX model.
  *
  * The exporter walks the nodes the output depends on in their order and writes one ONNX node per
- * layer: a conv2d and the bias_add after it become one Conv, a matmul with a parameter and its
- * bias_add one Gemm, the nodes a batch_norm2d layer made (found through Graph.eval_swap, which
- * names its running statistics) one BatchNormalization; the rest map one to one. Values keep the
+ * layer: a conv2d (or conv2d_grad_input, a conv_transpose2d) and the bias_add after it become one
+ * Conv (ConvTranspose), a matmul with a parameter and its bias_add one Gemm, the nodes a
+ * batch_norm2d layer made (found through Graph.eval_swap, which names its running statistics) one
+ * BatchNormalization, and the layers the frontend builds of several nodes (layer_norm, grouped
+ * conv2d, matmul of stacks) one node each, recognised by the nodes' pattern; the rest map one to
+ * one. Values keep the
  * graph's names; parameters and running statistics become initializers holding the checkpoint's
  * tensors; the batch dimension is the symbol "batch". The messages built as protobuf-c structs
  * live in one arena, freed when the file is written. */
@@ -151,6 +154,28 @@ static void attr_string(Exporter *e, Onnx__NodeProto *n, const char *name, const
 	a->s.data = (uint8_t *)str(e, v);
 }
 
+/* A Constant node holding c copies of v as a [c] float tensor: a fixed operand that is no weight. */
+static const char *const_node(Exporter *e, const char *name, int64_t c, float v)
+{
+	Onnx__NodeProto *n = add_node(e, "Constant", name, 0, NULL);
+	Onnx__AttributeProto *a = add_attr(e, n, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
+	Onnx__TensorProto *t = alloc(e, sizeof *t);
+	onnx__tensor_proto__init(t);
+	t->has_data_type = true;
+	t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+	t->n_dims = 1;
+	t->dims = alloc(e, sizeof *t->dims);
+	t->dims[0] = c;
+	float *f = alloc(e, (size_t)c * sizeof *f);
+	for (int64_t i = 0; i < c; i++)
+		f[i] = v;
+	t->has_raw_data = true;
+	t->raw_data.len = (size_t)c * sizeof *f;
+	t->raw_data.data = (uint8_t *)f;
+	a->t = t;
+	return n->output[0];
+}
+
 /* ---- initializers ---- */
 
 static Onnx__TensorProto *add_init(Exporter *e, const char *name, int32_t type, int rank, const int64_t *dim,
@@ -237,16 +262,40 @@ static void export_conv(Exporter *e, const Node *conv, const Node *out, int bias
 	attr_ints(e, n, "dilations", 2, (int64_t[]){c.dh, c.dw});
 }
 
-/* matmul(x, W^T) [+ bias] of a parameter W [out, in]: Gemm with transB. */
+/* conv2d_grad_input(x, W) [+ bias], a conv_transpose2d of weight W [Cin, Cout, kh, kw]:
+ * ConvTranspose, the output size given by output_padding. */
+static void export_conv_transpose(Exporter *e, const Node *ct, const Node *out, int bias)
+{
+	const char *in[3] = {in_name(e, ct, 0), in_name(e, ct, 1), bias >= 0 ? operand(e, bias) : NULL};
+	Onnx__NodeProto *n = add_node(e, "ConvTranspose", out->name, bias >= 0 ? 3 : 2, in);
+	ConvGeom c = ir_conv_geom(ct);
+	const Shape *w = &e->g->node[ct->in[1]].shape, *x = &e->g->node[ct->in[0]].shape;
+	int64_t s[2] = {c.sh, c.sw}, p[2] = {c.ph, c.pw}, d[2] = {c.dh, c.dw}, op[2];
+	for (int a = 0; a < 2; a++)
+		op[a] = ct->shape.dim[2 + a] - ((x->dim[2 + a] - 1) * s[a] - 2 * p[a] + d[a] * (w->dim[2 + a] - 1) + 1);
+	attr_ints(e, n, "kernel_shape", 2, w->dim + 2);
+	attr_ints(e, n, "strides", 2, s);
+	attr_ints(e, n, "pads", 4, (int64_t[]){c.ph, c.pw, c.ph, c.pw});
+	attr_ints(e, n, "dilations", 2, d);
+	if (op[0] || op[1])
+		attr_ints(e, n, "output_padding", 2, op);
+}
+
+/* matmul(x, W^T) [+ bias] of a parameter W [out, in]: Gemm with transB; a matmul of two matrices
+ * neither read transposed: MatMul. */
 static void export_dense(Exporter *e, const Node *mm, const Node *out, int bias)
 {
 	MatmulFlags f = ir_matmul_flags(mm);
-	if (f.ta || !f.tb || e->g->node[mm->in[1]].op != OP_param) {
-		fail(e, "'%s': a matmul other than a dense layer's (x times a weight transposed) has no ONNX export yet",
-		     mm->name);
+	const char *in[3] = {in_name(e, mm, 0), in_name(e, mm, 1), bias >= 0 ? operand(e, bias) : NULL};
+	if (!f.ta && !f.tb && bias < 0) {
+		add_node(e, "MatMul", out->name, 2, in);
 		return;
 	}
-	const char *in[3] = {in_name(e, mm, 0), in_name(e, mm, 1), bias >= 0 ? operand(e, bias) : NULL};
+	if (f.ta || !f.tb || e->g->node[mm->in[1]].op != OP_param) {
+		fail(e, "'%s': a matmul reading %s transposed has no ONNX export yet", mm->name, f.ta ? "its first operand"
+		     : "a computed second operand");
+		return;
+	}
 	Onnx__NodeProto *n = add_node(e, "Gemm", out->name, bias >= 0 ? 3 : 2, in);
 	attr_int(e, n, "transB", 1);
 }
@@ -354,7 +403,17 @@ static void export_node(Exporter *e, const Node *x)
 	case OP_max_pool2d:
 	case OP_avg_pool2d: export_pool(e, x); return;
 	case OP_reshape: export_reshape(e, x); return;
+	case OP_transpose: {
+		int perm[IR_MAX_DIMS];
+		int64_t p[IR_MAX_DIMS];
+		int rank = ir_transpose_perm(e->g, x, perm);
+		for (int d = 0; d < rank; d++)
+			p[d] = perm[d];
+		attr_ints(e, add_node(e, "Transpose", x->name, 1, in), "perm", rank, p);
+		return;
+	}
 	case OP_conv2d: export_conv(e, x, x, -1); return;
+	case OP_conv2d_grad_input: export_conv_transpose(e, x, x, -1); return;
 	case OP_matmul: export_dense(e, x, x, -1); return;
 	case OP_bias_add:
 		fail(e, "'%s': a bias_add that ends no conv or dense layer has no ONNX export yet", x->name);
@@ -366,21 +425,27 @@ static void export_node(Exporter *e, const Node *x)
 
 /* ---- layers made of several nodes ---- */
 
-/* Marks the nodes between x (exclusive) and out (inclusive) that out depends on as inside out. */
-static void mark_inside(Exporter *e, int x, int out)
+/* Marks the nodes that out depends on up to the layer's inputs in[0..nin) (exclusive) as inside
+ * out; each is marked when first reached, so the stack holds a node at most once. */
+static void mark_inside(Exporter *e, const int *in, int nin, int out)
 {
 	int *stack = malloc((size_t)e->g->nnodes * sizeof *stack), top = 0;
 	if (!stack)
 		abort();
 	stack[top++] = out;
+	e->inside[out] = true;
 	while (top) {
-		int id = stack[--top];
-		const Node *n = &e->g->node[id];
-		if (id <= x || e->inside[id] || ir_is_leaf(n->op))
-			continue;
-		e->inside[id] = true;
-		for (int i = 0; i < n->nin; i++)
-			stack[top++] = n->in[i];
+		const Node *n = &e->g->node[stack[--top]];
+		for (int k = 0; k < n->nin; k++) {
+			int id = n->in[k];
+			bool input = false;
+			for (int i = 0; i < nin; i++)
+				input |= in[i] == id;
+			if (!input && !e->inside[id] && !ir_is_leaf(e->g->node[id].op)) {
+				e->inside[id] = true;
+				stack[top++] = id;
+			}
+		}
 	}
 	free(stack);
 	e->inside[out] = false; /* out stands for the layer */
@@ -417,13 +482,137 @@ static Onnx__NodeProto *export_batch_norm(Exporter *e, int k, int *out)
 		fail(e, "'%s': a batch-norm layer not as the frontend builds it", layer);
 		return NULL;
 	}
-	mark_inside(e, mean->in[0], *out);
+	mark_inside(e, &mean->in[0], 1, *out);
 	const char *in[5] = {operand(e, mean->in[0]), operand(e, wi), operand(e, bi), operand(e, g->eval_swap[k].state),
 			     operand(e, g->eval_swap[k + 1].state)};
 	Onnx__NodeProto *n = make_node(e, "BatchNormalization", g->node[*out].name, 5, in);
 	attr_float(e, n, "epsilon", eps);
 	attr_float(e, n, "momentum", keep); /* ONNX's momentum weighs the running statistic */
 	return n;
+}
+
+/* The node id when it is of op and read by one node (a piece of a layer); else NULL. */
+static const Node *piece(const Exporter *e, int id, OpId op)
+{
+	const Node *n = &e->g->node[id];
+	return n->op == op && e->uses[id] == 1 ? n : NULL;
+}
+
+/* The bias_add of a parameter that is the sole reader of y, ending its layer; -1 when none. */
+static int bias_after(const Exporter *e, const Node *y)
+{
+	if (e->uses[y->id] != 1)
+		return -1;
+	for (int i = y->id + 1; i < e->g->nnodes; i++) {
+		const Node *b = &e->g->node[i];
+		if (b->op == OP_bias_add && b->in[0] == y->id)
+			return e->g->node[b->in[1]].op == OP_param ? i : -1;
+	}
+	return -1;
+}
+
+/* layer_norm: d = x - mean(x), y = d / sqrt(mean(d d) + eps) over the last axis, then times
+ * NAME.weight plus NAME.bias, ending at y's or the sum's node: LayerNormalization, Scale and B
+ * Constant nodes of ones and zeros when there are no parameters. y is the div node. */
+static Onnx__NodeProto *export_layer_norm(Exporter *e, const Node *y, int *out)
+{
+	const Graph *g = e->g;
+	if (y->op != OP_div)
+		return NULL;
+	const Node *d = &g->node[y->in[0]], *sq = piece(e, y->in[1], OP_sqrt);
+	const Node *sum = sq ? piece(e, sq->in[0], OP_add) : NULL;
+	const Node *var = sum ? piece(e, sum->in[0], OP_mean) : NULL;
+	const Node *dd = var ? piece(e, var->in[0], OP_mul) : NULL;
+	if (!dd || d->op != OP_sub || dd->in[0] != d->id || dd->in[1] != d->id || e->uses[d->id] != 3 ||
+	    g->node[sum->in[1]].op != OP_const)
+		return NULL;
+	const Node *mean = piece(e, d->in[1], OP_mean);
+	int x = d->in[0], rank = g->node[x].shape.rank;
+	unsigned last = 1u << (rank - 1);
+	if (!mean || mean->in[0] != x || ir_reduce_axes(mean) != last || ir_reduce_axes(var) != last)
+		return NULL;
+	/* the affine part: mul by a [C] parameter, then add of one, as the frontend builds it */
+	const char *in[3] = {NULL, NULL, NULL};
+	*out = y->id;
+	const Node *mul = NULL, *add = NULL;
+	for (int i = y->id + 1; i < g->nnodes && e->uses[y->id] == 1 && !mul; i++)
+		if (g->node[i].op == OP_mul && g->node[i].in[0] == y->id && g->node[g->node[i].in[1]].op == OP_param)
+			mul = &g->node[i];
+	for (int i = mul ? mul->id + 1 : g->nnodes; i < g->nnodes && e->uses[mul->id] == 1 && !add; i++)
+		if (g->node[i].op == OP_add && g->node[i].in[0] == mul->id && g->node[g->node[i].in[1]].op == OP_param)
+			add = &g->node[i];
+	char name[160];
+	if (add) {
+		*out = add->id;
+		in[1] = operand(e, mul->in[1]), in[2] = operand(e, add->in[1]);
+	} else {
+		snprintf(name, sizeof name, "%s.scale", g->node[*out].name);
+		in[1] = const_node(e, str(e, name), g->node[x].shape.dim[rank - 1], 1);
+	}
+	mark_inside(e, &x, 1, *out);
+	in[0] = operand(e, x);
+	Onnx__NodeProto *n = make_node(e, "LayerNormalization", g->node[*out].name, add ? 3 : 2, in);
+	attr_int(e, n, "axis", -1);
+	attr_float(e, n, "epsilon", ir_const_value(&g->node[sum->in[1]]));
+	return n;
+}
+
+/* A grouped conv2d: unfold(x) as [N, G, 1, Cin/G kh kw, L] times the weight W as
+ * [1, G, Cout/G, Cin/G kh kw, 1], summed over the window axis, reshaped to [N, Cout, oh, ow]
+ * (r), then maybe a bias_add: Conv with group G. */
+static Onnx__NodeProto *export_grouped_conv(Exporter *e, const Node *r, int *out)
+{
+	const Graph *g = e->g;
+	const Node *sum = r->op == OP_reshape ? piece(e, r->in[0], OP_sum) : NULL;
+	const Node *mul = sum && ir_reduce_axes(sum) == 8 ? piece(e, sum->in[0], OP_mul) : NULL;
+	const Node *cols = mul ? piece(e, mul->in[0], OP_reshape) : NULL, *wv = mul ? piece(e, mul->in[1], OP_reshape) : NULL;
+	const Node *unfold = cols ? piece(e, cols->in[0], OP_unfold) : NULL;
+	if (!unfold || !wv || g->node[wv->in[0]].op != OP_param || cols->shape.rank != 5)
+		return NULL;
+	int x = unfold->in[0], bias = bias_after(e, r);
+	*out = bias >= 0 ? bias : r->id;
+	mark_inside(e, &x, 1, *out);
+	UnfoldGeom u = ir_unfold_geom(g, unfold);
+	const char *in[3] = {operand(e, x), operand(e, wv->in[0]), bias >= 0 ? operand(e, g->node[bias].in[1]) : NULL};
+	Onnx__NodeProto *n = make_node(e, "Conv", g->node[*out].name, bias >= 0 ? 3 : 2, in);
+	attr_int(e, n, "group", cols->shape.dim[1]);
+	attr_ints(e, n, "kernel_shape", 2, (int64_t[]){u.kh, u.kw});
+	attr_ints(e, n, "strides", 2, (int64_t[]){u.sh, u.sw});
+	attr_ints(e, n, "pads", 4, (int64_t[]){u.ph, u.pw, u.ph, u.pw});
+	attr_ints(e, n, "dilations", 2, (int64_t[]){u.dh, u.dw});
+	return n;
+}
+
+/* matmul of activations beyond two matrices, reshaped back (r): a stack [..., m, k] times a matrix
+ * (one matmul of the stack's rows) or two stacks (a product broadcast over [B, m, k, n] summed
+ * over k): MatMul of the layer's two inputs. */
+static Onnx__NodeProto *export_stacked_matmul(Exporter *e, const Node *r, int *out)
+{
+	const Graph *g = e->g;
+	if (r->op != OP_reshape)
+		return NULL;
+	int in[2] = {-1, -1};
+	const Node *mm = piece(e, r->in[0], OP_matmul), *sum = piece(e, r->in[0], OP_sum);
+	if (mm) {
+		MatmulFlags f = ir_matmul_flags(mm);
+		const Node *rows = piece(e, mm->in[0], OP_reshape);
+		if (f.ta || f.tb || !rows || g->node[rows->in[0]].shape.rank < 3)
+			return NULL;
+		in[0] = rows->in[0], in[1] = mm->in[1];
+	} else if (sum && ir_reduce_axes(sum) == 4) {
+		const Node *mul = piece(e, sum->in[0], OP_mul);
+		const Node *a = mul ? piece(e, mul->in[0], OP_reshape) : NULL, *b = mul ? piece(e, mul->in[1], OP_reshape) : NULL;
+		if (!a || !b || a->shape.rank != 4 || a->shape.dim[3] != 1 || b->shape.rank != 4 || b->shape.dim[1] != 1 ||
+		    g->node[a->in[0]].op == OP_unfold)
+			return NULL;
+		in[0] = a->in[0], in[1] = b->in[0];
+	} else {
+		return NULL;
+	}
+	*out = r->id;
+	mark_inside(e, in, 2, *out);
+	const char *names[2] = {operand(e, in[0]), operand(e, in[1])};
+	return make_node(e, "MatMul", r->name, 2, names);
 }
 
 /* ---- the model ---- */
@@ -480,7 +669,8 @@ static bool ends_layer(const Exporter *e, const Node *x)
 	if (x->op != OP_bias_add || g->node[x->in[1]].op != OP_param)
 		return false;
 	const Node *y = &g->node[x->in[0]];
-	return e->uses[y->id] == 1 && (y->op == OP_conv2d || y->op == OP_matmul);
+	return e->uses[y->id] == 1 && (y->op == OP_conv2d || y->op == OP_conv2d_grad_input ||
+					(y->op == OP_matmul && ir_matmul_flags(y).tb));
 }
 
 /* The nodes of every layer, in graph order. */
@@ -498,6 +688,18 @@ static void export_nodes(Exporter *e)
 		if (n)
 			at[out] = n;
 	}
+	/* the layers of several nodes, found from their last node back */
+	for (int i = g->nnodes - 1; i >= 0 && !e->failed; i--) {
+		const Node *x = &g->node[i];
+		int out = -1;
+		Onnx__NodeProto *n = NULL;
+		if (!e->needed[i] || e->inside[i] || ir_is_leaf(x->op))
+			continue;
+		if (!(n = export_layer_norm(e, x, &out)) && !(n = export_grouped_conv(e, x, &out)))
+			n = export_stacked_matmul(e, x, &out);
+		if (n)
+			at[out] = n;
+	}
 	for (int i = 0; i < g->nnodes; i++)
 		if (e->needed[i] && ends_layer(e, &g->node[i]))
 			e->inside[g->node[i].in[0]] = true;
@@ -509,6 +711,8 @@ static void export_nodes(Exporter *e)
 			append_node(e, at[i]);
 		else if (ends_layer(e, x) && g->node[x->in[0]].op == OP_conv2d)
 			export_conv(e, &g->node[x->in[0]], x, x->in[1]);
+		else if (ends_layer(e, x) && g->node[x->in[0]].op == OP_conv2d_grad_input)
+			export_conv_transpose(e, &g->node[x->in[0]], x, x->in[1]);
 		else if (ends_layer(e, x))
 			export_dense(e, &g->node[x->in[0]], x, x->in[1]);
 		else

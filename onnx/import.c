@@ -218,7 +218,10 @@ const char *im_layer_hint(Importer *im, const Onnx__TensorProto *weight, char *b
 		snprintf(buf, len, "%.*s", (int)(k - 7), w);
 		return buf;
 	}
-	return node_hint(im_current(im), buf, len);
+	const char *hint = node_hint(im_current(im), buf, len);
+	if (hint != buf) /* callers read buf */
+		snprintf(buf, len, "%s", hint);
+	return buf;
 }
 
 /* ---- the current node's inputs and attributes ---- */

@@ -362,13 +362,13 @@ static bool op_conv(Importer *im, const Onnx__NodeProto *n)
 	int64_t group;
 	if (im->failed || !im_attr_int(im, "group", 1, &group))
 		return false;
-	if (group != 1)
-		return im_fail(im, "group=%lld: a grouped convolution, which netc's conv2d does not have yet", (long long)group);
 	char buf[160];
-	if (w->n_dims != 4 || w->dims[1] != x.dim[1])
-		return im_fail(im, "its weight '%s' is %s; for %lld input channels netc needs [M, %lld, k, k]",
-			       onnx_str(w->name), rt_shape_text((int)w->n_dims, w->dims, buf, sizeof buf),
-			       (long long)x.dim[1], (long long)x.dim[1]);
+	if (group < 1 || x.dim[1] % group)
+		return im_fail(im, "group=%lld does not divide the %lld input channels", (long long)group, (long long)x.dim[1]);
+	if (w->n_dims != 4 || w->dims[1] != x.dim[1] / group || w->dims[0] % group)
+		return im_fail(im, "its weight '%s' is %s; for %lld input channels in %lld groups netc needs [M, %lld, k, k] "
+			       "with M a multiple of %lld", onnx_str(w->name), rt_shape_text((int)w->n_dims, w->dims, buf, sizeof buf),
+			       (long long)x.dim[1], (long long)group, (long long)(x.dim[1] / group), (long long)group);
 	Window win;
 	if (!window(im, &x, w->dims + 2, false, &win))
 		return false;
@@ -384,9 +384,98 @@ static bool op_conv(Importer *im, const Onnx__NodeProto *n)
 		b = bias_after(im, n->output[0], m, true, &fold);
 	if (!im_weight(im, name, "weight", w, 4, w->dims) || (b && !im_weight(im, name, "bias", b, 1, &m)))
 		return false;
-	char args[96];
+	char args[96], groups[48] = "";
 	window_args(args, sizeof args, &win, 1, true);
-	im_stmt(im, "%s = conv2d(%s, %lld, kernel=%lld%s%s)", name, x.net, (long long)m, (long long)win.kernel, args,
+	if (group > 1)
+		snprintf(groups, sizeof groups, ", groups=%lld", (long long)group);
+	im_stmt(im, "%s = conv2d(%s, %lld, kernel=%lld%s%s%s)", name, x.net, (long long)m, (long long)win.kernel, args,
+		groups, b ? "" : ", bias=false");
+	return fold < 0 || im_fold(im, fold);
+}
+
+/* ", name=v" or ", name=(h, w)" where the pair differs from the layer's default. */
+static size_t pair_arg(char *buf, size_t len, const char *name, const int64_t *v, int64_t def)
+{
+	if (v[0] == def && v[1] == def)
+		return 0;
+	if (v[0] == v[1])
+		return (size_t)snprintf(buf, len, ", %s=%lld", name, (long long)v[0]);
+	return (size_t)snprintf(buf, len, ", %s=(%lld, %lld)", name, (long long)v[0], (long long)v[1]);
+}
+
+/* ConvTranspose: conv_transpose2d, whose weight [Cin, Cout, kh, kw] is ONNX's W for one group;
+ * each size one number or (h, w), the pads the same on both sides of an axis. */
+static bool op_conv_transpose(Importer *im, const Onnx__NodeProto *n)
+{
+	Value x;
+	const Onnx__TensorProto *w = im_const(im, 1, false);
+	if (!w || !act(im, 0, &x) || !need_rank(im, &x, 4, "NCHW"))
+		return false;
+	const Onnx__TensorProto *b = im_const(im, 2, true);
+	int64_t group, k[2] = {0, 0}, s[2] = {1, 1}, d[2] = {1, 1}, p[4] = {0, 0, 0, 0}, op[2] = {0, 0}, shape[2];
+	char auto_pad[16], buf[160];
+	if (im->failed || !im_attr_int(im, "group", 1, &group) ||
+	    !im_attr_string(im, "auto_pad", "NOTSET", auto_pad, sizeof auto_pad))
+		return false;
+	int nk = im_attr_ints(im, "kernel_shape", k, 2), ns = im_attr_ints(im, "strides", s, 2);
+	int nd = im_attr_ints(im, "dilations", d, 2), np = im_attr_ints(im, "pads", p, 4);
+	int no = im_attr_ints(im, "output_padding", op, 2), nshape = im_attr_ints(im, "output_shape", shape, 2);
+	if (nk < 0 || ns < 0 || nd < 0 || np < 0 || no < 0 || nshape < 0)
+		return false;
+	if (group != 1)
+		return im_fail(im, "group=%lld: netc's conv_transpose2d has no groups", (long long)group);
+	if (strcmp(auto_pad, "NOTSET") && strcmp(auto_pad, "VALID"))
+		return im_fail(im, "auto_pad=%s; netc reads a ConvTranspose's explicit pads", auto_pad);
+	if (nshape)
+		return im_fail(im, "it gives output_shape; netc reads a ConvTranspose's pads and output_padding");
+	if (w->n_dims != 4 || w->dims[0] != x.dim[1])
+		return im_fail(im, "its weight '%s' is %s; for %lld input channels netc needs [%lld, M, kh, kw]",
+			       onnx_str(w->name), rt_shape_text((int)w->n_dims, w->dims, buf, sizeof buf),
+			       (long long)x.dim[1], (long long)x.dim[1]);
+	if (nk == 0)
+		k[0] = w->dims[2], k[1] = w->dims[3], nk = 2;
+	if (nk != 2 || (ns && ns != 2) || (nd && nd != 2) || (np && np != 4) || (no && no != 2))
+		return im_fail(im, "kernel_shape, strides, dilations, pads and output_padding are not those of a 2-D window");
+	if (k[0] != w->dims[2] || k[1] != w->dims[3])
+		return im_fail(im, "kernel_shape %s is not its weight's", rt_shape_text(2, k, buf, sizeof buf));
+	if (!strcmp(auto_pad, "VALID"))
+		memset(p, 0, sizeof p);
+	if (!in_range(im, "stride", s, 2, 1) || !in_range(im, "dilation", d, 2, 1) || !in_range(im, "padding", p, 4, 0) ||
+	    !in_range(im, "output padding", op, 2, 0))
+		return false;
+	if (p[0] != p[2] || p[1] != p[3])
+		return im_fail(im, "pads %s differ at the two ends of an axis; netc pads both ends alike",
+			       rt_shape_text(4, p, buf, sizeof buf));
+	int64_t m = w->dims[1], dim[4] = {x.dim[0], m, 0, 0};
+	for (int a = 0; a < 2; a++) {
+		if (op[a] >= s[a] && op[a] >= d[a])
+			return im_fail(im, "output_padding %lld is not below the stride %lld or the dilation %lld", (long long)op[a],
+				       (long long)s[a], (long long)d[a]);
+		dim[2 + a] = (x.dim[2 + a] - 1) * s[a] - 2 * p[a] + d[a] * (k[a] - 1) + op[a] + 1;
+	}
+	int fold = -1;
+	char layer[IM_NAME + 8];
+	im_layer_hint(im, w, layer, sizeof layer);
+	Value *y = im_out(im, layer, 4, dim);
+	if (!y)
+		return false;
+	const char *name = y->net;
+	if (!b)
+		b = bias_after(im, n->output[0], m, true, &fold);
+	if (!im_weight(im, name, "weight", w, 4, w->dims) || (b && !im_weight(im, name, "bias", b, 1, &m)))
+		return false;
+	size_t at = 0;
+	buf[0] = 0;
+	at += pair_arg(buf + at, sizeof buf - at, "stride", s, 1);
+	at += pair_arg(buf + at, sizeof buf - at, "padding", (int64_t[]){p[0], p[1]}, 0);
+	at += pair_arg(buf + at, sizeof buf - at, "output_padding", op, 0);
+	pair_arg(buf + at, sizeof buf - at, "dilation", d, 1);
+	char kernel[48];
+	if (k[0] == k[1])
+		snprintf(kernel, sizeof kernel, "%lld", (long long)k[0]);
+	else
+		snprintf(kernel, sizeof kernel, "(%lld, %lld)", (long long)k[0], (long long)k[1]);
+	im_stmt(im, "%s = conv_transpose2d(%s, %lld, kernel=%s%s%s)", name, x.net, (long long)m, kernel, buf,
 		b ? "" : ", bias=false");
 	return fold < 0 || im_fold(im, fold);
 }
@@ -573,20 +662,44 @@ static bool op_gemm(Importer *im, const Onnx__NodeProto *n)
 		return im_fail(im, "transA=1: the batch would be the reduced axis");
 	Value *bv = im_in(im, 1);
 	if (bv && !bv->tensor)
-		return im_fail(im, "its B input '%s' is computed: a matmul of activations, which netc does not have yet",
-			       bv->onnx);
+		return im_fail(im, "its B input '%s' is computed; netc maps a Gemm to a dense layer, whose B is a weight "
+			       "(a MatMul multiplies two computed values)", bv->onnx);
 	const Onnx__TensorProto *b = im_const(im, 1, false), *c = im_const(im, 2, true);
 	if (!b || im->failed)
 		return false;
 	return dense(im, n, b, trans_b != 0, alpha, c, beta);
 }
 
+/* A MatMul of two computed stacks of matrices [batch, ..., m, k] by [batch, ..., k, n] with the same
+ * leading dimensions: netc's matmul of two activations (attention's products). */
+static bool matmul_activations(Importer *im)
+{
+	Value a, b;
+	char x[160], y[160];
+	if (!act(im, 0, &a) || !act(im, 1, &b))
+		return false;
+	int r = a.rank;
+	bool ok = r >= 3 && b.rank == r && a.dim[r - 1] == b.dim[r - 2];
+	for (int d = 0; ok && d < r - 2; d++)
+		ok = a.dim[d] == b.dim[d];
+	if (!ok)
+		return im_fail(im, "its inputs %s and %s are not two stacks of matrices [batch, ..., m, k] and "
+			       "[batch, ..., k, n] of the same leading dimensions, which netc's matmul multiplies",
+			       im_shape_str(&a, x, sizeof x), im_shape_str(&b, y, sizeof y));
+	int64_t dim[IR_MAX_DIMS];
+	memcpy(dim, a.dim, sizeof dim);
+	dim[r - 1] = b.dim[r - 1];
+	if (!im_out(im, NULL, r, dim))
+		return false;
+	im_stmt(im, "%s = matmul(%s, %s)", im->v[im->nv - 1].net, a.net, b.net);
+	return true;
+}
+
 static bool op_matmul(Importer *im, const Onnx__NodeProto *n)
 {
 	Value *bv = im_in(im, 1);
 	if (bv && !bv->tensor)
-		return im_fail(im, "its B input '%s' is computed: a matmul of activations, which netc does not have yet",
-			       bv->onnx);
+		return matmul_activations(im);
 	const Onnx__TensorProto *b = im_const(im, 1, false);
 	return b && dense(im, n, b, false, 1, NULL, 1);
 }
@@ -629,6 +742,81 @@ static bool op_batch_norm(Importer *im, const Onnx__NodeProto *n)
 	if (mom < 0.1 - 1e-6 || mom > 0.1 + 1e-6)
 		snprintf(m, sizeof m, ", momentum=%.6g", mom);
 	im_stmt(im, "%s = batch_norm2d(%s%s%s)", name, x.net, e, m);
+	return true;
+}
+
+/* t was written by a Constant node, not listed among the graph's initializers (which are weights). */
+static bool is_fixed(const Importer *im, const Onnx__TensorProto *t)
+{
+	for (size_t i = 0; i < im->graph->n_initializer; i++)
+		if (im->graph->initializer[i] == t)
+			return false;
+	return true;
+}
+
+/* The constant t (count elements) holds only v; false (no error) when it holds another value. */
+static bool all_equal_to(Importer *im, const Onnx__TensorProto *t, int64_t count, float v)
+{
+	float *f = malloc((size_t)count * sizeof *f);
+	char why[256];
+	if (!f)
+		abort();
+	bool same = onnx_tensor_floats(t, f, count, why, sizeof why);
+	for (int64_t i = 0; same && i < count; i++)
+		same = f[i] == v;
+	free(f);
+	return same;
+}
+
+/* LayerNormalization over the last axis: layer_norm, Scale and B its weight and bias. Scale and B
+ * written as Constant nodes of ones and zeros (B absent) are a layer_norm without parameters
+ * (elementwise_affine=false), as netc exports one; a missing B of a weighted one is a bias of
+ * zeros. */
+static bool op_layer_norm(Importer *im, const Onnx__NodeProto *n)
+{
+	Value x;
+	int64_t axis, stash;
+	float eps;
+	if (!act(im, 0, &x) || !im_attr_int(im, "axis", -1, &axis) || !im_attr_float(im, "epsilon", 1e-5f, &eps) ||
+	    !im_attr_int(im, "stash_type", 1, &stash))
+		return false;
+	if (axis < 0)
+		axis += x.rank;
+	if (x.rank < 2 || axis != x.rank - 1)
+		return im_fail(im, "axis %lld of a %d-D input; netc's layer_norm normalizes over the last axis of [batch, ...]",
+			       (long long)axis, x.rank);
+	if (stash != 1)
+		return im_fail(im, "stash_type=%lld; netc computes the statistics in float (1)", (long long)stash);
+	if (!(eps >= 0))
+		return im_fail(im, "epsilon %g is negative", (double)eps);
+	const Onnx__TensorProto *scale = im_const(im, 1, false), *bias = scale ? im_const(im, 2, true) : NULL;
+	if (!scale || im->failed)
+		return false;
+	int64_t c = x.dim[x.rank - 1], count;
+	const Onnx__TensorProto *t[2] = {scale, bias};
+	for (int i = 0; i < 2; i++)
+		if (t[i] && (!im_const_numel(im, t[i], &count) || count != c))
+			return im->failed ? false : im_fail(im, "its %s '%s' has %lld elements; the last axis has %lld",
+							    i ? "bias" : "scale", onnx_str(t[i]->name), (long long)count, (long long)c);
+	bool affine = !is_fixed(im, scale) || !all_equal_to(im, scale, c, 1) ||
+		      (bias && (!is_fixed(im, bias) || !all_equal_to(im, bias, c, 0)));
+	char layer[IM_NAME + 8], e[48] = "", f[32];
+	im_layer_hint(im, affine ? scale : NULL, layer, sizeof layer);
+	Value *y = im_out(im, layer, x.rank, x.dim);
+	if (!y)
+		return false;
+	const char *name = y->net;
+	if (affine) {
+		char bias_name[IM_NAME + 8];
+		snprintf(bias_name, sizeof bias_name, "%s.bias", name);
+		if (!im_weight(im, name, "weight", scale, 1, &c) || (bias && !im_weight(im, name, "bias", bias, 1, &c)))
+			return false;
+		if (!bias && !rt_tensors_add(im->weights, bias_name, 1, &c)) /* zeros */
+			return im_fail(im, "out of memory");
+	}
+	if (eps != 1e-5f)
+		snprintf(e, sizeof e, ", eps=%s", im_float_str(eps, f, sizeof f));
+	im_stmt(im, "%s = layer_norm(%s%s%s)", name, x.net, e, affine ? "" : ", elementwise_affine=false");
 	return true;
 }
 
@@ -726,6 +914,54 @@ static bool op_reshape(Importer *im, const Onnx__NodeProto *n)
 	for (int d = 1; d < count; d++)
 		at += (size_t)snprintf(buf + at, sizeof buf - at, ", %lld", (long long)t[d]);
 	im_stmt(im, "%s = reshape(%s, %s)", im->v[im->nv - 1].net, x.net, buf);
+	return true;
+}
+
+/* Transpose with the batch kept first: transpose(x, i, j) when it swaps two axes, else permute. */
+static bool op_transpose(Importer *im, const Onnx__NodeProto *n)
+{
+	Value x;
+	int64_t perm[IR_MAX_DIMS];
+	if (!act(im, 0, &x))
+		return false;
+	int k = im_attr_ints(im, "perm", perm, IR_MAX_DIMS);
+	if (k < 0)
+		return false;
+	if (k == 0) /* ONNX's default reverses the axes */
+		for (k = 0; k < x.rank; k++)
+			perm[k] = x.rank - 1 - k;
+	char buf[160];
+	unsigned seen = 0;
+	bool ok = k == x.rank;
+	for (int d = 0; ok && d < k; d++) {
+		ok = perm[d] >= 0 && perm[d] < x.rank && !(seen >> perm[d] & 1);
+		if (ok)
+			seen |= 1u << perm[d];
+	}
+	if (!ok)
+		return im_fail(im, "perm %s is not a permutation of the %d axes of its input", rt_shape_text(k, perm, buf, sizeof buf),
+			       x.rank);
+	if (perm[0] != 0)
+		return im_fail(im, "perm %s moves the batch axis; netc keeps the batch first", rt_shape_text(k, perm, buf, sizeof buf));
+	int64_t dim[IR_MAX_DIMS];
+	int moved[IR_MAX_DIMS], nmoved = 0;
+	for (int d = 0; d < k; d++) {
+		dim[d] = x.dim[perm[d]];
+		if (perm[d] != d)
+			moved[nmoved++] = d;
+	}
+	if (nmoved == 0)
+		return im_alias(im, &x);
+	if (!im_out(im, NULL, k, dim))
+		return false;
+	if (nmoved == 2) {
+		im_stmt(im, "%s = transpose(%s, %d, %d)", im->v[im->nv - 1].net, x.net, moved[0], moved[1]);
+		return true;
+	}
+	size_t at = 0;
+	for (int d = 0; d < k; d++)
+		at += (size_t)snprintf(buf + at, sizeof buf - at, ", %lld", (long long)perm[d]);
+	im_stmt(im, "%s = permute(%s%s)", im->v[im->nv - 1].net, x.net, buf);
 	return true;
 }
 
@@ -843,6 +1079,7 @@ static const OpRow rows[] = {
 	{"Concat", op_concat, "axis", 1},
 	{"Constant", op_constant, "value,value_float,value_floats,value_int,value_ints,sparse_value,value_string,value_strings", 1},
 	{"Conv", op_conv, "auto_pad,dilations,group,kernel_shape,pads,strides", 1},
+	{"ConvTranspose", op_conv_transpose, "auto_pad,dilations,group,kernel_shape,output_padding,output_shape,pads,strides", 1},
 	{"Div", op_div, "", 1},
 	{"Dropout", op_dropout, "seed", 1},
 	{"Exp", op_exp, "", 1},
@@ -852,6 +1089,7 @@ static const OpRow rows[] = {
 	{"GlobalAveragePool", op_global_average_pool, "", 1},
 	{"Identity", op_identity, "", 1},
 	{"LRN", op_lrn, "alpha,beta,bias,size", 1},
+	{"LayerNormalization", op_layer_norm, "axis,epsilon,stash_type", 1},
 	{"LeakyRelu", op_leaky_relu, "alpha", 1},
 	{"Log", op_log, "", 1},
 	{"LogSoftmax", op_log_softmax, "axis", 1},
@@ -869,6 +1107,7 @@ static const OpRow rows[] = {
 	{"Sqrt", op_sqrt, "", 1},
 	{"Sub", op_sub, "", 1},
 	{"Tanh", op_tanh, "", 1},
+	{"Transpose", op_transpose, "perm", 1},
 };
 
 #define NROWS ((int)(sizeof rows / sizeof rows[0]))

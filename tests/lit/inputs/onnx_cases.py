@@ -56,11 +56,42 @@ def conv(x, w, b, node):
     ho = out_size(x.shape[2], k[0], s[0], p[0], p[2], d[0], False)
     wo = out_size(x.shape[3], k[1], s[1], p[1], p[3], d[1], False)
     y = np.zeros((x.shape[0], w.shape[0], ho, wo))
+    g = attr(node, "group", 1)
+    cg, mg = x.shape[1] // g, w.shape[0] // g  # input and output channels per group
     for i in range(k[0]):
         for j in range(k[1]):
             patch = xp[:, :, i * d[0]:i * d[0] + s[0] * (ho - 1) + 1:s[0], j * d[1]:j * d[1] + s[1] * (wo - 1) + 1:s[1]]
-            y += np.einsum("nchw,mc->nmhw", patch, w[:, :, i, j])
+            for q in range(g):
+                y[:, q * mg:(q + 1) * mg] += np.einsum("nchw,mc->nmhw", patch[:, q * cg:(q + 1) * cg],
+                                                       w[q * mg:(q + 1) * mg, :, i, j])
     return y + (b.reshape(1, -1, 1, 1) if b is not None else 0)
+
+
+def conv_transpose(x, w, b, node):
+    """Each input pixel scatters its weighted kernel into the output (ONNX's ConvTranspose, one
+    group), then the pads are cut off each end."""
+    k = w.shape[2:]
+    s = attr(node, "strides", [1, 1])
+    d = attr(node, "dilations", [1, 1])
+    p = attr(node, "pads", [0, 0, 0, 0])
+    op = attr(node, "output_padding", [0, 0])
+    n, _, h, wd = x.shape
+    full = [(size - 1) * s[a] + d[a] * (k[a] - 1) + 1 + op[a] for a, size in enumerate((h, wd))]
+    y = np.zeros((n, w.shape[1], full[0], full[1]))
+    for i in range(k[0]):
+        for j in range(k[1]):
+            contrib = np.einsum("nchw,cm->nmhw", x, w[:, :, i, j])
+            y[:, :, i * d[0]:i * d[0] + s[0] * (h - 1) + 1:s[0], j * d[1]:j * d[1] + s[1] * (wd - 1) + 1:s[1]] += contrib
+    y = y[:, :, p[0]:full[0] - p[2], p[1]:full[1] - p[3]]
+    return y + (b.reshape(1, -1, 1, 1) if b is not None else 0)
+
+
+def layer_norm(x, scale, bias, node):
+    axis = attr(node, "axis", -1)
+    axes = tuple(range(axis % x.ndim, x.ndim))
+    d = x - x.mean(axis=axes, keepdims=True)
+    y = d / np.sqrt((d * d).mean(axis=axes, keepdims=True) + attr(node, "epsilon", 1e-5)) * scale
+    return y + (bias if bias is not None else 0)
 
 
 def pool(x, node, kind):
@@ -138,6 +169,12 @@ def run_reference(model, x):
             y = gelu(i[0], attr(n, "approximate", b"none"))
         elif op == "Conv":
             y = conv(i[0], i[1], i[2] if len(i) > 2 else None, n)
+        elif op == "ConvTranspose":
+            y = conv_transpose(i[0], i[1], i[2] if len(i) > 2 else None, n)
+        elif op == "LayerNormalization":
+            y = layer_norm(i[0], i[1], i[2] if len(i) > 2 else None, n)
+        elif op == "Transpose":
+            y = i[0].transpose(attr(n, "perm", None))
         elif op == "MaxPool":
             y = pool(i[0], n, "max")
         elif op == "AveragePool":
@@ -273,6 +310,51 @@ def case_pad_conv(b):
     return ((3, 6, 6), flat(b, b.node("Conv", [y, b.weight("conv.weight", (4, 3, 3, 3))], strides=[2, 2])), 17)
 
 
+def case_conv_grouped(groups, out):
+    def make(b):
+        w = b.weight("conv.weight", (out, 6 // groups, 3, 3))
+        y = b.node("Conv", [b.stem((6, 7, 7)), w, b.weight("conv.bias", (out,))], group=groups, pads=[1, 1, 1, 1],
+                   strides=[2, 2])
+        return ((6, 7, 7), flat(b, y), 17)
+    return make
+
+
+def case_conv_transpose(kernel, bias, **attrs):
+    def make(b):
+        w = b.weight("up.weight", (3, 4) + kernel)
+        bias_in = [b.weight("up.bias", (4,))] if bias else []
+        return ((3, 5, 5), flat(b, b.node("ConvTranspose", ["x", w] + bias_in, **attrs)), 17)
+    return make
+
+
+def stack(b, shape):
+    """[N, C, H, W] through the stem, as the stack of matrices [N, C H, W]."""
+    return b.node("Reshape", [b.stem(shape), b.const("stack", [0, shape[0] * shape[1], shape[2]])])
+
+
+def case_transpose(shape, perm):
+    def make(b):
+        x = stack(b, shape) if len(perm) == 3 else b.stem(shape)
+        return (shape, flat(b, b.node("Transpose", [x], perm=perm)), 17)
+    return make
+
+
+def case_matmul_stacks(rank):
+    def make(b):
+        shape = (2, 4, 5)
+        a = stack(b, shape) if rank == 3 else b.stem(shape)
+        t = b.node("Sigmoid", [b.node("Transpose", [a], perm=[0, 2, 1] if rank == 3 else [0, 1, 3, 2])])
+        return (shape, flat(b, b.node("MatMul", [a, t])), 17)
+    return make
+
+
+def case_layer_norm(bias):
+    def make(b):
+        ins = [stack(b, (2, 3, 6)), b.weight("ln.weight", (6,))] + ([b.weight("ln.bias", (6,))] if bias else [])
+        return ((2, 3, 6), flat(b, b.node("LayerNormalization", ins, axis=-1, epsilon=1e-3)), 17)
+    return make
+
+
 def case_pool(op, **attrs):
     def make(b):
         return ((2, 9, 9), flat(b, b.node(op, [b.stem((2, 9, 9))], **attrs)), 17)
@@ -384,11 +466,17 @@ GROUPS = {
         "avg_pool_ceil": case_pool("AveragePool", kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1),
         "global_avg_pool": case_pool("GlobalAveragePool"),
         "lrn": case_pool("LRN", size=3, alpha=0.01, beta=0.6, bias=1.5),
+        "conv_grouped": case_conv_grouped(2, 4), "conv_depthwise": case_conv_grouped(6, 12),
+        "conv_transpose": case_conv_transpose((3, 3), True, strides=[2, 2], pads=[1, 1, 1, 1], output_padding=[1, 1]),
+        "conv_transpose_rect": case_conv_transpose((2, 3), False, dilations=[2, 1], strides=[1, 2]),
     },
     "layers": {
         "gemm": case_gemm, "matmul_add": case_matmul_add, "batch_norm": case_batch_norm,
         "flatten": case_pool("Flatten", axis=1), "reshape": case_reshape, "constant": case_constant_reshape,
         "concat2": case_concat(2), "concat3": case_concat(3), "concat4": case_concat(4), "concat5": case_concat(5),
+        "transpose": case_transpose((2, 3, 4), [0, 2, 1]), "permute": case_transpose((2, 3, 4), [0, 3, 1, 2]),
+        "matmul_stacks": case_matmul_stacks(3), "matmul_stacks4": case_matmul_stacks(4),
+        "layer_norm": case_layer_norm(True), "layer_norm_no_bias": case_layer_norm(False),
     },
     "models": {"mnist": case_mnist, "cifar10_tf": case_cifar10_tf},
 }
@@ -454,9 +542,16 @@ def write_bad(folder):
         onnx.save(b.model(shape, out, opset, check=valid), os.path.join(folder, name + ".onnx"))
 
     b = Builder(3)
-    save("grouped", b, (4, 5, 5), flat(b, b.node("Conv", ["x", b.weight("w", (4, 2, 3, 3))], name="grouped", group=2)))
+    save("grouped", b, (4, 5, 5),
+         flat(b, b.node("ConvTranspose", ["x", b.weight("w", (4, 2, 3, 3))], name="grouped", group=2)))
     b = Builder(3)
-    save("unsupported", b, (2, 3, 4), b.node("Transpose", ["x"], name="/t/Transpose", perm=[0, 2, 1]))
+    save("unsupported", b, (6,), b.node("Erf", [b.stem((6,))], name="/e/Erf"))
+    b = Builder(3)
+    save("batch_transpose", b, (2, 3, 4), flat(b, b.node("Transpose", [b.stem((2, 3, 4))], name="bt", perm=[1, 0, 2, 3])))
+    b = Builder(3)
+    x = b.stem((2, 3, 4))
+    y, t = b.node("Reshape", [x, b.const("s", [0, 1, 6, 4])]), b.node("Transpose", [x], perm=[0, 1, 3, 2])
+    save("matmul_broadcast", b, (2, 3, 4), flat(b, b.node("MatMul", [y, t], name="mm")))
     b = Builder(3)
     save("dangling", b, (6,), b.node("Add", ["x", "nowhere"], name="dangling_add"), valid=False)
     b = Builder(3)
