@@ -15,10 +15,12 @@
 #include "codegen/kernel_cache.h"
 #include "codegen/make_bundle.h"
 #include "codegen/target.h"
-#include "frontend/frontend.h"
-#include "onnx/onnx.h"
 #include "tools/profile.h"
 #include "passes/passes.h"
+#endif
+#ifdef NETC_HAVE_ONNX
+#include "frontend/frontend.h"
+#include "onnx/onnx.h"
 #endif
 
 /* A file that starts with the magic, or with at least half of it and ends there (a truncated
@@ -76,40 +78,7 @@ static bool looks_like_source(const char *path)
 }
 
 
-#ifdef NETC_RUNTIME_ONLY
-Graph *model_load_graph(const char *path, int64_t batch, bool training, const CompileOptions *o)
-{
-	(void)batch, (void)training, (void)o;
-	if (!looks_like_source(path))
-		return NULL;
-	fprintf(stderr, "netc: error: %s: this netc is a runtime-only build and cannot compile .net files; "
-			"compile it with a full netc (netc compile) and pass the bundle\n", path);
-	return NULL;
-}
-
-bool model_onnx_weights(const char *path, RtTensors *w)
-{
-	(void)w;
-	fprintf(stderr, "netc: error: %s: this netc is a runtime-only build and cannot import ONNX models\n", path);
-	return false;
-}
-#else
-/* Whether the first name of the --target list (the host when there is none) is a GPU: the
- * passes' auto choices follow it (a wrong name is reported when the targets are parsed). */
-static bool first_target_is_gpu(const ModelTargets *t)
-{
-	const char *list = t->targets && t->targets[0] ? t->targets : "host";
-	char spec[64], err[256];
-	size_t k = strcspn(list, ",");
-	if (k >= sizeof spec)
-		return false;
-	memcpy(spec, list, k);
-	spec[k] = 0;
-	CgTargetOptions plain = {0};
-	CgTarget t0;
-	return cg_target_lookup(spec, &plain, &t0, err, sizeof err) && t0.ops->gpu;
-}
-
+#ifdef NETC_HAVE_ONNX
 /* An ONNX model through the importer, its .net text through the frontend as if read from a file
  * of that name: the line numbers of messages are those of the file `netc import` writes. */
 static Graph *load_onnx(const char *path, int64_t batch, int max_errors)
@@ -139,16 +108,62 @@ bool model_onnx_weights(const char *path, RtTensors *w)
 	return true;
 }
 
-Graph *model_load_graph(const char *path, int64_t batch, bool training, const CompileOptions *o)
+/* The forward graph of an ONNX model or a .net file, as the frontend builds it. */
+static Graph *load_forward(const char *path, int64_t batch, const CompileOptions *o)
 {
 	int max_errors = o->max_errors >= 0 ? o->max_errors : DIAG_MAX_ERRORS;
-	Graph *g;
 	if (model_is_onnx(path))
-		g = load_onnx(path, batch, max_errors);
-	else if (!looks_like_source(path))
+		return load_onnx(path, batch, max_errors);
+	if (!looks_like_source(path))
 		return NULL;
-	else
-		g = fe_load_file(path, batch, max_errors, stderr);
+	return fe_load_file(path, batch, max_errors, stderr);
+}
+#else
+bool model_onnx_weights(const char *path, RtTensors *w)
+{
+	(void)w;
+	fprintf(stderr, "netc: error: %s: this netc is a runtime-only build without the ONNX kit and cannot import "
+			"ONNX models\n", path);
+	return false;
+}
+#endif
+
+#ifdef NETC_RUNTIME_ONLY
+/* A runtime-only build with the ONNX kit has the frontend, so the forward graph (netc export's);
+ * nothing compiles a training step. */
+Graph *model_load_graph(const char *path, int64_t batch, bool training, const CompileOptions *o)
+{
+#ifdef NETC_HAVE_ONNX
+	if (!training)
+		return load_forward(path, batch, o);
+#endif
+	(void)batch, (void)training, (void)o;
+	if (!looks_like_source(path))
+		return NULL;
+	fprintf(stderr, "netc: error: %s: this netc is a runtime-only build and cannot compile .net files; "
+			"compile it with a full netc (netc compile) and pass the bundle\n", path);
+	return NULL;
+}
+#else
+/* Whether the first name of the --target list (the host when there is none) is a GPU: the
+ * passes' auto choices follow it (a wrong name is reported when the targets are parsed). */
+static bool first_target_is_gpu(const ModelTargets *t)
+{
+	const char *list = t->targets && t->targets[0] ? t->targets : "host";
+	char spec[64], err[256];
+	size_t k = strcspn(list, ",");
+	if (k >= sizeof spec)
+		return false;
+	memcpy(spec, list, k);
+	spec[k] = 0;
+	CgTargetOptions plain = {0};
+	CgTarget t0;
+	return cg_target_lookup(spec, &plain, &t0, err, sizeof err) && t0.ops->gpu;
+}
+
+Graph *model_load_graph(const char *path, int64_t batch, bool training, const CompileOptions *o)
+{
+	Graph *g = load_forward(path, batch, o);
 	if (g && o->accumulate > 0)
 		g->train.accumulate = o->accumulate;
 	if (g && o->precision >= 0)

@@ -684,6 +684,8 @@ static const Command commands[] = {
 	 "tolerance. The batch defaults to 8 (the interpreter is slow); the inputs are fresh random\n"
 	 "values unless --seed is given. The memory plan gives every value a block of its own, so each\n"
 	 "can be read after the step." PASS_HELP},
+#endif
+#ifdef NETC_HAVE_ONNX
 	{"import", cmd_import, OPT_OUTPUT | OPT_CHECKPOINT | OPT_QUIET | OPT_MAX_ERRORS,
 	 "netc import MODEL.onnx -o MODEL.net [--checkpoint F]",
 	 "Reads an ONNX model and writes it as a .net file (the graph's names, a train section of\n"

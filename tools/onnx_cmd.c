@@ -1,6 +1,7 @@
 /* onnx_cmd.c: `netc import` (an ONNX model to a .net file and a checkpoint) and `netc export`
- * (a model and a checkpoint to an ONNX model); the translation itself is onnx/'s. */
-#ifndef NETC_RUNTIME_ONLY
+ * (a model and a checkpoint to an ONNX model); the translation itself is onnx/'s. A runtime-only
+ * build has them when built with the ONNX kit (NETC_HAVE_ONNX). */
+#ifdef NETC_HAVE_ONNX
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -23,6 +23,9 @@ if shutil.which("script"):
 # a test compiles what it tests
 config.environment["NETC_CACHE_DIR"] = ""
 config.substitutions.append(("%scripts", os.path.join(config.netc_source_dir, "scripts")))
+# the source tree and the build of %netc (tests that configure a build of their own)
+config.substitutions.append(("%srcdir", config.netc_source_dir))
+config.substitutions.append(("%builddir", os.path.dirname(config.netc)))
 
 # `REQUIRES: torch` tests run where the Python that runs lit can import PyTorch (found, not
 # imported: importing it takes seconds); CI has no PyTorch and reports them UNSUPPORTED.
