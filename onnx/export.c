@@ -511,6 +511,13 @@ static int bias_after(const Exporter *e, const Node *y)
 	return -1;
 }
 
+/* Node id is a parameter of shape [c]. */
+static bool is_vector_param(const Graph *g, int id, int64_t c)
+{
+	const Node *n = &g->node[id];
+	return n->op == OP_param && n->shape.rank == 1 && n->shape.dim[0] == c;
+}
+
 /* layer_norm: d = x - mean(x), y = d / sqrt(mean(d d) + eps) over the last axis, then times
  * NAME.weight plus NAME.bias, ending at y's or the sum's node: LayerNormalization, Scale and B
  * Constant nodes of ones and zeros when there are no parameters. y is the div node. */
@@ -534,12 +541,13 @@ static Onnx__NodeProto *export_layer_norm(Exporter *e, const Node *y, int *out)
 	/* the affine part: mul by a [C] parameter, then add of one, as the frontend builds it */
 	const char *in[3] = {NULL, NULL, NULL};
 	*out = y->id;
+	int64_t c = g->node[x].shape.dim[rank - 1];
 	const Node *mul = NULL, *add = NULL;
 	for (int i = y->id + 1; i < g->nnodes && e->uses[y->id] == 1 && !mul; i++)
-		if (g->node[i].op == OP_mul && g->node[i].in[0] == y->id && g->node[g->node[i].in[1]].op == OP_param)
+		if (g->node[i].op == OP_mul && g->node[i].in[0] == y->id && is_vector_param(g, g->node[i].in[1], c))
 			mul = &g->node[i];
 	for (int i = mul ? mul->id + 1 : g->nnodes; i < g->nnodes && e->uses[mul->id] == 1 && !add; i++)
-		if (g->node[i].op == OP_add && g->node[i].in[0] == mul->id && g->node[g->node[i].in[1]].op == OP_param)
+		if (g->node[i].op == OP_add && g->node[i].in[0] == mul->id && is_vector_param(g, g->node[i].in[1], c))
 			add = &g->node[i];
 	char name[160];
 	if (add) {
@@ -547,7 +555,7 @@ static Onnx__NodeProto *export_layer_norm(Exporter *e, const Node *y, int *out)
 		in[1] = operand(e, mul->in[1]), in[2] = operand(e, add->in[1]);
 	} else {
 		snprintf(name, sizeof name, "%s.scale", g->node[*out].name);
-		in[1] = const_node(e, str(e, name), g->node[x].shape.dim[rank - 1], 1);
+		in[1] = const_node(e, str(e, name), c, 1);
 	}
 	mark_inside(e, &x, 1, *out);
 	in[0] = operand(e, x);
@@ -569,10 +577,14 @@ static Onnx__NodeProto *export_grouped_conv(Exporter *e, const Node *r, int *out
 	const Node *unfold = cols ? piece(e, cols->in[0], OP_unfold) : NULL;
 	if (!unfold || !wv || g->node[wv->in[0]].op != OP_param || cols->shape.rank != 5)
 		return NULL;
+	UnfoldGeom u = ir_unfold_geom(g, unfold);
+	int64_t want[4] = {u.n, g->node[wv->in[0]].shape.dim[0], u.oh, u.ow};
+	Shape conv = shape_make(4, want);
+	if (!shape_eq(&conv, &r->shape))
+		return NULL;
 	int x = unfold->in[0], bias = bias_after(e, r);
 	*out = bias >= 0 ? bias : r->id;
 	mark_inside(e, &x, 1, *out);
-	UnfoldGeom u = ir_unfold_geom(g, unfold);
 	const char *in[3] = {operand(e, x), operand(e, wv->in[0]), bias >= 0 ? operand(e, g->node[bias].in[1]) : NULL};
 	Onnx__NodeProto *n = make_node(e, "Conv", g->node[*out].name, bias >= 0 ? 3 : 2, in);
 	attr_int(e, n, "group", cols->shape.dim[1]);
@@ -609,6 +621,15 @@ static Onnx__NodeProto *export_stacked_matmul(Exporter *e, const Node *r, int *o
 	} else {
 		return NULL;
 	}
+	/* the layer's result is numpy's matmul of its inputs: [..., m, k] by [k, n] or by [..., k, n] */
+	const Shape *a = &g->node[in[0]].shape, *b = &g->node[in[1]].shape;
+	Shape want = *a;
+	bool ok = a->rank >= 3 && (b->rank == 2 || b->rank == a->rank) && a->dim[a->rank - 1] == b->dim[b->rank - 2];
+	for (int d = 0; ok && b->rank > 2 && d < a->rank - 2; d++)
+		ok = a->dim[d] == b->dim[d];
+	want.dim[want.rank - 1] = b->dim[b->rank - 1];
+	if (!ok || !shape_eq(&want, &r->shape))
+		return NULL;
 	*out = r->id;
 	mark_inside(e, in, 2, *out);
 	const char *names[2] = {operand(e, in[0]), operand(e, in[1])};
