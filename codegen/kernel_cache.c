@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "codegen/sha256.h"
+#include "runtime/cache_dir.h"
 
 #define ENTRY_MAGIC "NETCKC01"
 
@@ -33,14 +34,7 @@ struct KernelCache {
 
 bool kc_default_dir(char *buf, size_t len)
 {
-	const char *env = getenv("NETC_CACHE_DIR");
-	if (env)
-		return *env && (size_t)snprintf(buf, len, "%s", env) < len;
-	const char *xdg = getenv("XDG_CACHE_HOME");
-	if (xdg && *xdg)
-		return (size_t)snprintf(buf, len, "%s/netc", xdg) < len;
-	const char *home = getenv("HOME");
-	return home && *home && (size_t)snprintf(buf, len, "%s/.cache/netc", home) < len;
+	return rt_cache_dir(buf, len);
 }
 
 KernelCache *kc_open(const char *dir)
@@ -199,24 +193,10 @@ long kc_trim(KernelCache *c, uint64_t max_bytes)
 	return deleted;
 }
 
-static bool make_dir(const char *path)
-{
-	return mkdir(path, 0777) == 0 || errno == EEXIST;
-}
-
 /* mkdir -p of the cache directory and its subdirectory sub. */
 static bool make_dirs(const char *dir, const char *sub)
 {
-	char buf[4200];
-	snprintf(buf, sizeof buf, "%s", dir);
-	for (char *p = buf + 1; *p; p++)
-		if (*p == '/') {
-			*p = 0;
-			if (!make_dir(buf))
-				return false;
-			*p = '/';
-		}
-	return make_dir(buf) && make_dir(sub);
+	return rt_make_dirs(dir) && rt_make_dirs(sub);
 }
 
 static bool write_entry(const char *tmp, const EntryHeader *h, const uint8_t *data, size_t size)

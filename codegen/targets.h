@@ -25,6 +25,10 @@ typedef struct CgTargetInfo {
 	int max_waves_simd;     /* wave slots per SIMD (NVIDIA: warps per SM) */
 	int ptx_version;        /* NVIDIA: PTX ISA version the code declares (78 = 7.8) */
 	unsigned matrix;        /* CgMatrixCaps: its matrix and dot-product instructions */
+	/* The roofline of `bench --profile`: the vendor's fp32 vector (not matrix) peak and memory
+	 * bandwidth of one product of the row (peak_of); 0 on the host, which is measured. */
+	double peak_gflops, peak_gbs;
+	const char *peak_of;
 } CgTargetInfo;
 
 /* The row of an architecture ("gfx90a", not "gfx90a:xnack-"; no aliases), or NULL. */

@@ -53,6 +53,10 @@ const char *rt_device_info(const Session *s);
 /* Why this device, "" when there is nothing to say: "auto: no GPU the bundle has code for:
  * cuda: libcuda.so.1 not found; hip: no AMD GPU found". */
 const char *rt_device_note(const Session *s);
+/* The device's architecture ("host", "sm_90", "gfx90a") and model ("NVIDIA H100 80GB HBM3", the
+ * CPU's model name). */
+const char *rt_device_arch(const Session *s);
+const char *rt_device_model(const Session *s);
 /* Whether the training program runs as a captured graph (known after its first run). */
 bool rt_graphs(const Session *s);
 /* Copies bytes (at most the buffer's size) into or out of a buffer, on any device. rt_read waits
@@ -290,6 +294,9 @@ typedef struct {
 	double ms_min, ms_max;
 	char device[256];        /* rt_device_info of the device it ran on */
 	char device_note[1024];   /* rt_device_note */
+	char arch[32];           /* rt_device_arch */
+	char model[128];         /* rt_device_model */
+	int threads;             /* CPU threads it ran on (0: every core) */
 	bool graphs;             /* the step ran as a captured graph */
 	int ranks;               /* ranks the step averaged its gradients over; 0 in a plain run */
 	double ms_alone;         /* ranks: this rank's step without the all-reduce, timed with every

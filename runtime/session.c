@@ -46,6 +46,7 @@ struct Session {
 	bool overlap;     /* the collectives run on the device's side stream (rt_comm_stream) */
 	void *scratch;    /* device memory for rt_ranks_sum where the ranks sum device memory */
 	double *profile;  /* rt_profile: seconds per training kernel, added to; NULL: not profiling */
+	RtDeviceInfo device; /* what the device says of itself: its model and architecture */
 	char info[256];
 	char note[1024];
 };
@@ -109,6 +110,7 @@ Session *rt_open(const Bundle *b, const char *device, int threads, char *err, si
 	}
 	s->train.no_graph = s->eval.no_graph = s->accum.no_graph = !graphs_wanted(c.ops);
 	s->host = c.ops->host_view(s->dev, s->arena);
+	s->device = c.info;
 	describe(s, &c);
 	return s;
 }
@@ -381,4 +383,6 @@ const Bundle *rt_bundle(const Session *s) { return s->b; }
 const char *rt_device_name(const Session *s) { return s->ops->name; }
 const char *rt_device_info(const Session *s) { return s->info; }
 const char *rt_device_note(const Session *s) { return s->note; }
+const char *rt_device_arch(const Session *s) { return s->device.arch; }
+const char *rt_device_model(const Session *s) { return s->device.name; }
 bool rt_graphs(const Session *s) { return s->train.graph != NULL; }

@@ -1114,7 +1114,8 @@ int rt_bench(const Bundle *b, const BenchOptions *o, BenchResult *r)
 	bool ok = check_bundle(b, &shape, err, sizeof err);
 	char device[64];
 	rt_rank_device(b, o->device ? o->device : "auto", o->ranks ? o->ranks : &(RtRanks){0}, device, sizeof device);
-	Session *s = ok ? rt_open(b, device, rank_threads(o->threads, o->ranks), err, sizeof err) : NULL;
+	r->threads = rank_threads(o->threads, o->ranks);
+	Session *s = ok ? rt_open(b, device, r->threads, err, sizeof err) : NULL;
 	TrainOptions join = {.ranks = o->ranks, .quiet = true};
 	RtComm *comm = s ? join_ranks(s, &join, err, sizeof err) : NULL;
 	if (s && !comm && err[0])
@@ -1122,6 +1123,8 @@ int rt_bench(const Bundle *b, const BenchOptions *o, BenchResult *r)
 	else if (s) {
 		snprintf(r->device, sizeof r->device, "%s", rt_device_info(s));
 		snprintf(r->device_note, sizeof r->device_note, "%s", rt_device_note(s));
+		snprintf(r->arch, sizeof r->arch, "%s", rt_device_arch(s));
+		snprintf(r->model, sizeof r->model, "%s", rt_device_model(s));
 		if (comm) {
 			ok = bench_alone(s, comm, o, r, err, sizeof err);
 			r->ranks = comm->size;

@@ -66,6 +66,9 @@ static const Option options[] = {
 	{"--gpus", OPT_LAUNCH, true},
 	{"--ranks", OPT_LAUNCH, true},
 	{"--profile", OPT_PROFILE, false},
+	{"--peak-gflops", OPT_PROFILE, true},
+	{"--peak-gbs", OPT_PROFILE, true},
+	{"--report", OPT_COMPARE, true},
 	{"--trace", OPT_TRACE, true},
 };
 
@@ -91,6 +94,20 @@ static bool parse_range(const char *command, const char *opt, const char *s, int
 		fprintf(stderr, "netc %s: %s is at most %lld, got '%s'\n", command, opt, (long long)max, s);
 		return false;
 	}
+	return true;
+}
+
+/* --peak-gflops, --peak-gbs: a positive, finite rate */
+static bool parse_rate(const char *command, const char *opt, const char *s, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || *end || !(v > 0) || v > 1e12) {
+		fprintf(stderr, "netc %s: %s needs a positive number, got '%s'\n", command, opt, s);
+		return false;
+	}
+	*out = v;
 	return true;
 }
 
@@ -206,7 +223,12 @@ static bool set_option(const Option *o, const char *command, const char *v, Args
 		return true;
 	case OPT_PASSES: return set_pass_option(command, o->name, v, a);
 	case OPT_PLAN: a->plan = true; return true;
-	case OPT_COMPARE: a->compare = v; return true;
+	case OPT_COMPARE:
+		if (strcmp(o->name, "--report") == 0)
+			a->report = v;
+		else
+			a->compare = v;
+		return true;
 	case OPT_SAVE:
 		if (strcmp(o->name, "--save") == 0) {
 			a->save = v;
@@ -239,7 +261,12 @@ static bool set_option(const Option *o, const char *command, const char *v, Args
 			return true;
 		}
 		return parse_range(command, o->name, v, 1, 64, strcmp(o->name, "--gpus") == 0 ? &a->gpus : &a->ranks);
-	case OPT_PROFILE: a->profile = true; return true;
+	case OPT_PROFILE:
+		if (strcmp(o->name, "--profile") == 0) {
+			a->profile = true;
+			return true;
+		}
+		return parse_rate(command, o->name, v, strcmp(o->name, "--peak-gbs") == 0 ? &a->peak_gbs : &a->peak_gflops);
 	case OPT_TRACE: a->trace = v; return true;
 	case OPT_OUTPUT: a->output = v; return true;
 	case OPT_DATA: a->data = v; return true;

@@ -26,7 +26,7 @@ enum {
 	OPT_NO_MODEL = 1 << 17, /* the command takes no model */
 	OPT_PASSES = 1 << 18,   /* --passes, --disable-pass, --print-after, --time-passes, -O0, -O1 */
 	OPT_PLAN = 1 << 19,     /* --plan */
-	OPT_COMPARE = 1 << 20,  /* --compare LIST */
+	OPT_COMPARE = 1 << 20,  /* --compare LIST, --report FILE.html */
 	OPT_SAVE = 1 << 21,     /* --save F, --save-every N */
 	OPT_RESUME = 1 << 22,   /* --resume F, --init F: what a run starts from */
 	OPT_CHECKPOINT = 1 << 23, /* --checkpoint F, --input F: netc eval's weights and images */
@@ -37,7 +37,7 @@ enum {
 	OPT_COLLAPSE = 1 << 28, /* --collapse LIST (netc dot) */
 	OPT_MAX_ERRORS = 1 << 29, /* --max-errors N (commands that read .net files) */
 	OPT_LAUNCH = 1u << 30,  /* --devices LIST, --gpus N, --ranks N (netc train) */
-	OPT_PROFILE = 1u << 31,   /* --profile (netc bench) */
+	OPT_PROFILE = 1u << 31,   /* --profile, --peak-gflops, --peak-gbs (netc bench) */
 };
 /* past the enum's 32 bits (an enum constant is an int) */
 #define OPT_TRACE (UINT64_C(1) << 32) /* --trace FILE.json (netc bench: the step; netc compile: the compile) */
@@ -59,6 +59,8 @@ typedef struct {
 	bool no_cache;           /* --no-cache: compile every kernel, store none */
 	bool profile;            /* --profile: time each kernel of the step */
 	const char *trace;       /* --trace FILE.json: the profiled step as a Chrome trace */
+	double peak_gflops, peak_gbs; /* --peak-gflops, --peak-gbs: the roofline, instead of the device's */
+	const char *report;      /* --report FILE.html: bench --compare's page */
 	int64_t jobs;            /* --jobs N: compiler threads; 0: one per core */
 	bool O0;                 /* -O0: no optimization passes, no memory reuse */
 	bool data_parallel;      /* --data-parallel: the update apart from backward (PassOptions.split_update) */

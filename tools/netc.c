@@ -549,7 +549,10 @@ static int cmd_bench(const Args *a, const CompileOptions *co)
 		/* a step of K batches: about K times one batch's work (the update once) */
 		double k = b.train.accumulate > 1 ? (double)b.train.accumulate : 1.0;
 		printf("GFLOP/s: %.1f\n", k * b.flops_per_step / (r.ms_per_step * 1e6) * (r.ranks ? r.ranks : 1));
-		if (profile && !profile_print(stdout, &b, g, &r, a->trace))
+		RtRoofline roof;
+		if (profile)
+			profile_roofline(&r, a->peak_gflops, a->peak_gbs, &roof);
+		if (profile && !profile_print(stdout, &b, g, &r, &roof, a->trace))
 			rc = 1;
 	}
 	rt_bench_result_free(&r);
@@ -759,7 +762,7 @@ static const Command commands[] = {
 	 OPT_BATCH | OPT_STEPS | OPT_REPEATS | OPT_WARMUP | OPT_SEED | OPT_THREADS | OPT_DEVICE | RUN_TARGET_OPTS
 		 | BENCH_COMPARE_OPTS | OPT_ACCUMULATE | OPT_LAUNCH | OPT_PROFILE | OPT_TRACE,
 	 "netc bench MODEL.net|FILE [--batch N] [--accumulate K] [--steps N] [--repeats R] [--warmup W]\n"
-	 "                  [--threads N] [--profile] [--trace FILE.json]\n"
+	 "                  [--threads N] [--profile] [--trace FILE.json] [--peak-gflops X] [--peak-gbs Y]\n"
 	 "                  [--device auto|cpu|hip|cuda[:N]] [--devices LIST | --gpus N | --ranks N]"
 	 BENCH_COMPARE_USAGE RUN_TARGET_USAGE,
 	 "Times training steps after W warm-up steps (default 5): R repeats (default 5) of N steps\n"
@@ -771,8 +774,10 @@ static const Command commands[] = {
 	 "--profile then runs R more steps launching the kernels one at a time, each waited for, and\n"
 	 "prints every kernel of the training step, slowest first: its fused group, the FLOPs and bytes\n"
 	 "the compiler counts (a .net file; a bundle file does not record them), the median time,\n"
-	 "GFLOP/s, GB/s and its share, then the kernels' sum against the step. --trace FILE.json (implies\n"
-	 "--profile) writes that step as a Chrome trace (chrome://tracing, ui.perfetto.dev)."
+	 "GFLOP/s, GB/s, its share of the device's roofline and of the kernels' sum, then the kernels'\n"
+	 "sum against the step. The roofline is a GPU's from the target table, the CPU's measured once and\n"
+	 "kept in the cache directory; --peak-gflops and --peak-gbs replace them. --trace FILE.json\n"
+	 "(implies --profile) writes that step as a Chrome trace (chrome://tracing, ui.perfetto.dev)."
 	 BENCH_COMPARE_HELP RUN_TARGET_HELP},
 };
 

@@ -7,7 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/cache_dir.h"
+
 #ifndef NETC_RUNTIME_ONLY
+#include "codegen/targets.h"
 #include "passes/passes.h"
 #endif
 
@@ -72,6 +75,34 @@ static KernelCounts *count_kernels(const Graph *g, const BenchResult *r)
 }
 #endif
 
+/* The device's peaks: a GPU's from its row of the target table, the CPU's measured (and cached);
+ * either replaced by --peak-gflops / --peak-gbs. 0 where none is known. */
+void profile_roofline(const BenchResult *r, double peak_gflops, double peak_gbs, RtRoofline *roof)
+{
+	memset(roof, 0, sizeof *roof);
+	if (strcmp(r->arch, "host") == 0 && !(peak_gflops > 0 && peak_gbs > 0)) {
+		char dir[4096];
+		if (!rt_host_roofline(r->model, r->threads, rt_cache_dir(dir, sizeof dir) ? dir : NULL, roof))
+			memset(roof, 0, sizeof *roof);
+	}
+#ifndef NETC_RUNTIME_ONLY
+	const CgTargetInfo *ti = cg_target_info(r->arch);
+	if (ti && ti->peak_gflops > 0) {
+		roof->gflops = ti->peak_gflops;
+		roof->gbs = ti->peak_gbs;
+		snprintf(roof->source, sizeof roof->source, "%s's row of the target table: %s", ti->name, ti->peak_of);
+	}
+#endif
+	if (peak_gflops > 0 || peak_gbs > 0) {
+		roof->gflops = peak_gflops > 0 ? peak_gflops : roof->gflops;
+		roof->gbs = peak_gbs > 0 ? peak_gbs : roof->gbs;
+		snprintf(roof->source, sizeof roof->source, "%s%s%s", peak_gflops > 0 ? "--peak-gflops" : "",
+			 peak_gflops > 0 && peak_gbs > 0 ? " and " : "", peak_gbs > 0 ? "--peak-gbs" : "");
+	}
+	if (!(roof->gflops > 0 && roof->gbs > 0))
+		memset(roof, 0, sizeof *roof);
+}
+
 static const BenchResult *sort_by;
 static int slower_first(const void *a, const void *b)
 {
@@ -79,7 +110,8 @@ static int slower_first(const void *a, const void *b)
 	return x < y ? 1 : x > y ? -1 : *(const int *)a - *(const int *)b;
 }
 
-bool profile_print(FILE *out, const Bundle *b, const Graph *g, const BenchResult *r, const char *trace)
+bool profile_print(FILE *out, const Bundle *b, const Graph *g, const BenchResult *r, const RtRoofline *roof,
+		   const char *trace)
 {
 	KernelCounts *c = count_kernels(g, r);
 	int *order = malloc((r->nkernels ? (size_t)r->nkernels : 1) * sizeof *order);
@@ -92,8 +124,8 @@ bool profile_print(FILE *out, const Bundle *b, const Graph *g, const BenchResult
 	}
 	sort_by = r;
 	qsort(order, (size_t)r->nkernels, sizeof *order, slower_first);
-	fprintf(out, "%-28s %-36s %9s %9s %9s %9s %8s %6s\n", "kernel", "group", "GFLOP", "MB", "ms", "GFLOP/s", "GB/s",
-		"share");
+	fprintf(out, "%-28s %-36s %9s %9s %9s %9s %8s %6s %6s\n", "kernel", "group", "GFLOP", "MB", "ms", "GFLOP/s",
+		"GB/s", "roof", "share");
 	for (int i = 0; i < r->nkernels; i++) {
 		int k = order[i];
 		double ms = r->kernel_ms[k];
@@ -107,6 +139,11 @@ bool profile_print(FILE *out, const Bundle *b, const Graph *g, const BenchResult
 			fprintf(out, "%9.1f %8.1f ", c[k].flops / (ms * 1e6), c[k].bytes / (ms * 1e6));
 		else
 			fprintf(out, "%9s %8s ", "-", "-");
+		double share = c[k].known ? rt_roofline_share(roof, c[k].flops, c[k].bytes, ms / 1e3) : 0;
+		if (share > 0)
+			fprintf(out, "%5.1f%% ", 100 * share);
+		else
+			fprintf(out, "%6s ", "-");
 		fprintf(out, "%5.1f%%\n", sum > 0 ? 100 * ms / sum : 0);
 	}
 	fprintf(out, "kernels: %d, their sum %.3f ms (medians); the step launched kernel by kernel %.3f ms; run whole "
@@ -115,9 +152,14 @@ bool profile_print(FILE *out, const Bundle *b, const Graph *g, const BenchResult
 		     "alone, the thread pool's start and join per launch, %s)\n",
 		r->ms_per_step > 0 ? 100 * sum / r->ms_per_step : 0,
 		b->train.accumulate > 1 ? "the accumulation micro-batches, which are not profiled" : "writing the step's inputs");
+	if (roof->gflops > 0)
+		fprintf(out, "roofline: %.1f GFLOP/s, %.1f GB/s (%s); roof: the least time the kernel's FLOPs and bytes take "
+			     "at those peaks over its time\n", roof->gflops, roof->gbs, roof->source);
+	else
+		fprintf(out, "roofline: not known for %s (--peak-gflops and --peak-gbs give it)\n", r->arch);
 	free(order);
 	free(c);
-	return !trace || profile_write_trace(trace, b, g, r);
+	return !trace || profile_write_trace(trace, b, g, r, roof);
 }
 
 /* A JSON string: the names netc makes need no escapes but a quote or backslash would. */
@@ -192,7 +234,8 @@ bool profile_write_compile_trace(const char *path, const char *model, const CgTa
 }
 #endif
 
-bool profile_write_trace(const char *path, const Bundle *b, const Graph *g, const BenchResult *r)
+bool profile_write_trace(const char *path, const Bundle *b, const Graph *g, const BenchResult *r,
+			 const RtRoofline *roof)
 {
 	FILE *f = open_trace(path);
 	if (!f)
@@ -213,6 +256,9 @@ bool profile_write_trace(const char *path, const Bundle *b, const Graph *g, cons
 		json_string(f, c[k].known ? c[k].members : "");
 		if (c[k].known)
 			fprintf(f, ", \"flops\": %.0f, \"bytes\": %.0f", c[k].flops, c[k].bytes);
+		double share = c[k].known ? rt_roofline_share(roof, c[k].flops, c[k].bytes, r->kernel_ms[k] / 1e3) : 0;
+		if (share > 0)
+			fprintf(f, ", \"roofline_share\": %.4f", share);
 		fprintf(f, ", \"grid\": %lld}}", (long long)r->kernels[k].grid);
 		ts += dur;
 	}

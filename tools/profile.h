@@ -6,20 +6,29 @@
 #include <stdio.h>
 
 #include "ir/ir.h"
+#include "runtime/roofline.h"
 #include "runtime/rt.h"
+
+/* The roofline of the device r ran on: a GPU's peaks from the target table, the CPU's measured
+ * once and cached (runtime/roofline.h); peak_gflops and peak_gbs (0: not given) replace them.
+ * Zeros where none is known (a GPU missing from the table, or the runtime-only build). */
+void profile_roofline(const BenchResult *r, double peak_gflops, double peak_gbs, RtRoofline *roof);
 
 /* Prints the table of r's kernels, slowest first: each kernel's fused group (its members' ops),
  * the compiler's FLOPs and bytes (from g, the compiled graph of a .net file; NULL for a bundle
- * file, which does not record them), the median time, GFLOP/s, GB/s and its share; then the sum
- * of the kernels against the step. trace (NULL: none) also gets the step as a Chrome trace
- * (profile_write_trace). */
-bool profile_print(FILE *out, const Bundle *b, const Graph *g, const BenchResult *r, const char *trace);
+ * file, which does not record them), the median time, GFLOP/s, GB/s, its share of roof (the
+ * least time its FLOPs and bytes take at the peaks over its time) and of the kernels' sum; then
+ * the sum of the kernels against the step. trace (NULL: none) also gets the step as a Chrome
+ * trace (profile_write_trace). */
+bool profile_print(FILE *out, const Bundle *b, const Graph *g, const BenchResult *r, const RtRoofline *roof,
+		   const char *trace);
 
 /* The kernels' medians laid end to end in launch order, as Chrome's Trace Event format (JSON:
  * chrome://tracing and Perfetto open it): one track for the device, one complete event ("ph":
- * "X") per kernel with its group, FLOPs and bytes as args, and one event for the whole profiled
+ * "X") per kernel with its group, FLOPs, bytes and roofline share as args, and one event for the whole profiled
  * step. false with a message when the file cannot be written. */
-bool profile_write_trace(const char *path, const Bundle *b, const Graph *g, const BenchResult *r);
+bool profile_write_trace(const char *path, const Bundle *b, const Graph *g, const BenchResult *r,
+			 const RtRoofline *roof);
 
 #ifndef NETC_RUNTIME_ONLY
 #include "codegen/cg.h"
