@@ -73,6 +73,16 @@ typedef struct {
 	void *(*side_stream)(RtDevice *d);
 	void (*fork)(RtDevice *d);
 	void (*join)(RtDevice *d);
+	/* Optional, all four or none: the device's clock between launches (runtime/launch_timing.h).
+	 * timer_begin readies marks [0, marks) and holds the stream behind a gate until
+	 * timer_release; false when it cannot (the host's clock is used). timer_mark queues mark i
+	 * behind the work queued so far. timer_read opens the gate, waits for the last mark and sets
+	 * ms[i] to the time between marks i and i + 1, i < marks - 1; false on a failure, which is
+	 * the device's error. */
+	bool (*timer_begin)(RtDevice *d, int marks);
+	void (*timer_mark)(RtDevice *d, int i);
+	void (*timer_release)(RtDevice *d);
+	bool (*timer_read)(RtDevice *d, double *ms, int marks);
 	/* The first error since open, NULL while there is none. */
 	const char *(*error)(RtDevice *d);
 	void (*close)(RtDevice *d);

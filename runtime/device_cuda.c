@@ -11,6 +11,7 @@
 #include "runtime/bundle.h"
 #include "runtime/device.h"
 #include "runtime/dynlib.h"
+#include "runtime/launch_timing.h"
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -81,7 +82,10 @@ enum {
 	X(EventCreate, "cuEventCreate", (CUevent *e, unsigned flags))                           \
 	X(EventRecord, "cuEventRecord", (CUevent e, CUstream s))                                \
 	X(EventDestroy, "cuEventDestroy_v2", (CUevent e))                                       \
-	X(StreamWaitEvent, "cuStreamWaitEvent", (CUstream s, CUevent e, unsigned flags))
+	X(StreamWaitEvent, "cuStreamWaitEvent", (CUstream s, CUevent e, unsigned flags))     \
+	X(EventSynchronize, "cuEventSynchronize", (CUevent e))                                  \
+	X(EventElapsedTime, "cuEventElapsedTime", (float *ms, CUevent start, CUevent end))      \
+	X(LaunchHostFunc, "cuLaunchHostFunc", (CUstream s, void (*fn)(void *), void *data))
 
 #define CU_FIELD(f, sym, params) CUresult(*f) params;
 #define CU_REQ(f, sym, params) {sym, &cu.f, false},
@@ -207,6 +211,10 @@ struct RtDevice {
 	 * each fork and the main stream for it at the join (cuda_side_stream) */
 	CUstream side;
 	CUevent forked, joined;
+	/* bench --profile's marks, timing events made as needed, and the gate before them */
+	CUevent *marks;
+	int nmarks;
+	RtGate gate;
 	RtDeviceInfo info;
 	char error[512]; /* the first failure, "" while there is none */
 };
@@ -237,6 +245,9 @@ static void cuda_close(RtDevice *d)
 		cu.EventDestroy(d->forked);
 	if (d->joined)
 		cu.EventDestroy(d->joined);
+	for (int i = 0; i < d->nmarks; i++)
+		cu.EventDestroy(d->marks[i]);
+	free(d->marks);
 	if (d->ctx)
 		cu.PrimaryCtxRelease(d->dev);
 	free(d);
@@ -446,6 +457,49 @@ static void cuda_join(RtDevice *d)
 	fail(d, cu.StreamWaitEvent(d->stream, d->joined, 0), "a stream wait");
 }
 
+/* ---- timer marks: events with timing, one per boundary between kernels ---- */
+
+static bool cuda_timer_begin(RtDevice *d, int marks)
+{
+	if (!cu.EventCreate || !cu.EventRecord || !cu.EventSynchronize || !cu.EventElapsedTime || d->error[0])
+		return false;
+	if (marks > d->nmarks) {
+		CUevent *more = realloc(d->marks, (size_t)marks * sizeof *more);
+		if (!more)
+			return false;
+		d->marks = more;
+		for (; d->nmarks < marks; d->nmarks++)
+			if (cu.EventCreate(&d->marks[d->nmarks], 0) != CUDA_SUCCESS)
+				return false;
+	}
+	rt_gate_close(&d->gate);
+	if (cu.LaunchHostFunc && cu.LaunchHostFunc(d->stream, rt_gate_wait, &d->gate) != CUDA_SUCCESS)
+		rt_gate_open(&d->gate); /* no gate: the marks still time the kernels */
+	return true;
+}
+
+static void cuda_timer_mark(RtDevice *d, int i)
+{
+	fail(d, cu.EventRecord(d->marks[i], d->stream), "an event record");
+}
+
+static void cuda_timer_release(RtDevice *d)
+{
+	rt_gate_open(&d->gate);
+}
+
+static bool cuda_timer_read(RtDevice *d, double *ms, int marks)
+{
+	rt_gate_open(&d->gate);
+	fail(d, cu.EventSynchronize(d->marks[marks - 1]), "a kernel");
+	for (int i = 0; i + 1 < marks && !d->error[0]; i++) {
+		float t = 0;
+		fail(d, cu.EventElapsedTime(&t, d->marks[i], d->marks[i + 1]), "reading an event's time");
+		ms[i] = t;
+	}
+	return !d->error[0];
+}
+
 const RtDeviceOps rt_device_cuda = {
 	.name = "cuda",
 	.code_kind = CODE_PTX,
@@ -472,6 +526,10 @@ const RtDeviceOps rt_device_cuda = {
 	.side_stream = cuda_side_stream,
 	.fork = cuda_fork,
 	.join = cuda_join,
+	.timer_begin = cuda_timer_begin,
+	.timer_mark = cuda_timer_mark,
+	.timer_release = cuda_timer_release,
+	.timer_read = cuda_timer_read,
 	.error = cuda_error,
 	.close = cuda_close,
 };

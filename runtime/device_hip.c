@@ -11,6 +11,7 @@
 #include "runtime/bundle.h"
 #include "runtime/device.h"
 #include "runtime/dynlib.h"
+#include "runtime/launch_timing.h"
 
 typedef int hipError_t;
 typedef struct ihipModule_t *hipModule_t;
@@ -71,7 +72,10 @@ enum {
 	X(hipError_t, EventCreateWithFlags, "hipEventCreateWithFlags", (hipEvent_t *e, unsigned f)) \
 	X(hipError_t, EventRecord, "hipEventRecord", (hipEvent_t e, hipStream_t s))             \
 	X(hipError_t, EventDestroy, "hipEventDestroy", (hipEvent_t e))                          \
-	X(hipError_t, StreamWaitEvent, "hipStreamWaitEvent", (hipStream_t s, hipEvent_t e, unsigned f))
+	X(hipError_t, StreamWaitEvent, "hipStreamWaitEvent", (hipStream_t s, hipEvent_t e, unsigned f)) \
+	X(hipError_t, EventSynchronize, "hipEventSynchronize", (hipEvent_t e))                 \
+	X(hipError_t, EventElapsedTime, "hipEventElapsedTime", (float *ms, hipEvent_t a, hipEvent_t b)) \
+	X(hipError_t, LaunchHostFunc, "hipLaunchHostFunc", (hipStream_t s, void (*fn)(void *), void *data))
 
 #define HIP_FIELD(ret, f, sym, params) ret(*f) params;
 #define HIP_REQ(ret, f, sym, params) {sym, &hip.f, false},
@@ -222,6 +226,10 @@ struct RtDevice {
 	/* collectives' stream (data-parallel), made on first use; as device_cuda.c's */
 	hipStream_t side;
 	hipEvent_t forked, joined;
+	/* bench --profile's marks and their gate, as device_cuda.c's */
+	hipEvent_t *marks;
+	int nmarks;
+	RtGate gate;
 	RtDeviceInfo info;
 	char error[512]; /* the first failure, "" while there is none */
 };
@@ -251,6 +259,9 @@ static void hip_close(RtDevice *d)
 		hip.EventDestroy(d->forked);
 	if (d->joined)
 		hip.EventDestroy(d->joined);
+	for (int i = 0; i < d->nmarks; i++)
+		hip.EventDestroy(d->marks[i]);
+	free(d->marks);
 	free(d);
 }
 
@@ -435,6 +446,50 @@ static void hip_join(RtDevice *d)
 	fail(d, hip.StreamWaitEvent(d->stream, d->joined, 0), "a stream wait");
 }
 
+/* ---- timer marks: events with timing, as on CUDA ---- */
+
+static bool hip_timer_begin(RtDevice *d, int marks)
+{
+	if (!hip.EventCreateWithFlags || !hip.EventRecord || !hip.EventSynchronize || !hip.EventElapsedTime ||
+	    d->error[0])
+		return false;
+	if (marks > d->nmarks) {
+		hipEvent_t *more = realloc(d->marks, (size_t)marks * sizeof *more);
+		if (!more)
+			return false;
+		d->marks = more;
+		for (; d->nmarks < marks; d->nmarks++)
+			if (hip.EventCreateWithFlags(&d->marks[d->nmarks], 0) != hipSuccess)
+				return false;
+	}
+	rt_gate_close(&d->gate);
+	if (hip.LaunchHostFunc && hip.LaunchHostFunc(d->stream, rt_gate_wait, &d->gate) != hipSuccess)
+		rt_gate_open(&d->gate);
+	return true;
+}
+
+static void hip_timer_mark(RtDevice *d, int i)
+{
+	fail(d, hip.EventRecord(d->marks[i], d->stream), "an event record");
+}
+
+static void hip_timer_release(RtDevice *d)
+{
+	rt_gate_open(&d->gate);
+}
+
+static bool hip_timer_read(RtDevice *d, double *ms, int marks)
+{
+	rt_gate_open(&d->gate);
+	fail(d, hip.EventSynchronize(d->marks[marks - 1]), "a kernel");
+	for (int i = 0; i + 1 < marks && !d->error[0]; i++) {
+		float t = 0;
+		fail(d, hip.EventElapsedTime(&t, d->marks[i], d->marks[i + 1]), "reading an event's time");
+		ms[i] = t;
+	}
+	return !d->error[0];
+}
+
 const RtDeviceOps rt_device_hip = {
 	.name = "hip",
 	.code_kind = CODE_HSACO,
@@ -461,6 +516,10 @@ const RtDeviceOps rt_device_hip = {
 	.side_stream = hip_side_stream,
 	.fork = hip_fork,
 	.join = hip_join,
+	.timer_begin = hip_timer_begin,
+	.timer_mark = hip_timer_mark,
+	.timer_release = hip_timer_release,
+	.timer_read = hip_timer_read,
 	.error = hip_error,
 	.close = hip_close,
 };

@@ -36,9 +36,11 @@ bool rt_run(Session *s, int program);
 /* Waits for the queued work; false once the device has failed. */
 bool rt_sync(Session *s);
 /* Profiling: while seconds is not NULL, every run of the training program launches its kernels
- * one at a time, waits for each and adds its wall time to seconds[i] (i: its place in the
- * program, rt_train_kernels); NULL ends it. */
-void rt_profile(Session *s, double *seconds);
+ * one at a time and adds each one's time to seconds[i] (i: its place in the program,
+ * rt_train_kernels): on a GPU from events between launches queued back to back, on the CPU its
+ * wall time launched alone and waited for (runtime/launch_timing.h); NULL ends it. True when
+ * the device's events time the kernels. */
+bool rt_profile(Session *s, double *seconds);
 /* The training program's launches on this session's device. */
 const BundleKernel *rt_train_kernels(const Session *s, int *n);
 /* The device's first failure ("cuda:0: a kernel failed: ..."), NULL while there is none. GPU
@@ -309,6 +311,7 @@ typedef struct {
 	double *kernel_ms;
 	int nkernels;
 	double profiled_step_ms; /* median ms of the profiled steps, launch by launch */
+	bool kernel_events;      /* the device's events timed the kernels (else the host's clock) */
 } BenchResult;
 
 void rt_bench_result_free(BenchResult *r);

@@ -14,9 +14,9 @@
 #include <string.h>
 
 #include "runtime/comm.h"
-#include "runtime/clock.h"
 #include "runtime/device.h"
 #include "runtime/grad_buckets.h"
+#include "runtime/launch_timing.h"
 #include "runtime/rt.h"
 
 /* Values rt_ranks_sum takes at once. */
@@ -296,22 +296,12 @@ static void capture(Session *s, Program *p)
 	}
 }
 
-/* Each kernel launched alone and waited for, its wall time added to s->profile. */
-static void launch_timed(Session *s, const Program *p)
-{
-	for (int i = 0; i < p->n; i++) {
-		double t = rt_clock_s();
-		s->ops->launch(s->dev, p->fn[i], s->arena, p->k[i].grid, p->k[i].block);
-		s->ops->synchronize(s->dev);
-		s->profile[i] += rt_clock_s() - t;
-	}
-}
-
-void rt_profile(Session *s, double *seconds)
+bool rt_profile(Session *s, double *seconds)
 {
 	if (seconds)
 		rt_sync(s);
 	s->profile = seconds;
+	return s->ops->timer_begin != NULL;
 }
 
 const BundleKernel *rt_train_kernels(const Session *s, int *n)
@@ -329,7 +319,7 @@ bool rt_run(Session *s, int program)
 		abort();
 	}
 	if (s->profile && p == &s->train) {
-		launch_timed(s, p);
+		rt_launch_timed(s->ops, s->dev, s->arena, p->fn, p->k, p->n, s->profile);
 		return !s->ops->error(s->dev);
 	}
 	if (!p->graph && !p->no_graph)

@@ -1024,7 +1024,7 @@ static bool profile_session(Loop *L, int repeats, BenchResult *r)
 	memcpy(r->kernels, k, (size_t)n * sizeof *k);
 	r->nkernels = n;
 	for (int i = 0; i < repeats; i++) {
-		rt_profile(L->s, sec + (size_t)i * n);
+		r->kernel_events = rt_profile(L->s, sec + (size_t)i * n);
 		double t = rt_clock_s();
 		bench_step(L);
 		rt_sync(L->s);

@@ -148,9 +148,12 @@ bool profile_print(FILE *out, const Bundle *b, const Graph *g, const BenchResult
 	}
 	fprintf(out, "kernels: %d, their sum %.3f ms (medians); the step launched kernel by kernel %.3f ms; run whole "
 		     "%.3f ms/step\n", r->nkernels, sum, r->profiled_step_ms, r->ms_per_step);
-	fprintf(out, "sum of kernels / step run whole: %.1f%% (the difference: launching and waiting for each kernel "
-		     "alone, the thread pool's start and join per launch, %s)\n",
+	if (r->kernel_events)
+		fprintf(out, "kernels timed by the device's events, queued back to back on one stream\n");
+	fprintf(out, "sum of kernels / step run whole: %.1f%% (the difference: %s, %s)\n",
 		r->ms_per_step > 0 ? 100 * sum / r->ms_per_step : 0,
+		r->kernel_events ? "the gaps between launches that a captured graph closes"
+				 : "launching and waiting for each kernel alone, the thread pool's start and join per launch",
 		b->train.accumulate > 1 ? "the accumulation micro-batches, which are not profiled" : "writing the step's inputs");
 	if (roof->gflops > 0)
 		fprintf(out, "roofline: %.1f GFLOP/s, %.1f GB/s (%s); roof: the least time the kernel's FLOPs and bytes take "

@@ -11,10 +11,13 @@
 #     (default cuda), the table in DIR/MODEL.profile.txt, and the ratio of the kernels' sum to
 #     the step run whole. A bundle records no FLOP or byte counts, so its rows show '-' there;
 #     `netc bench MODEL.net --profile` on the compiling machine's CPU shows them. Exit status 0
-#     when every ratio is within 0.9 and 1.1.
+#     when every ratio is within 0.9 and 1.1 and the device's events timed the kernels.
 #
-# On a GPU each kernel is launched alone and waited for (no CUDA events yet), so a kernel's time
-# includes its launch; the step run whole replays a captured graph.
+# On a GPU the kernels are timed with CUDA (or HIP) events recorded between launches queued back
+# to back on one stream, held behind a gate until the first 128 are queued, with no wait per
+# kernel (runtime/launch_timing.c); the step run whole replays a captured graph. The run also
+# prints test_rt_cuda's profile of its two hand-written kernels when build/tests/test_rt_cuda is
+# there (a runtime-only build makes it).
 set -e
 mode=$1 dir=$2
 [ -n "$mode" ] && [ -n "$dir" ] || { echo "usage: $0 compile DIR [ARCH [MODEL...]] | run DIR [NETC]" >&2; exit 2; }
@@ -36,9 +39,13 @@ run)
 		"$netc" bench "$b" --device "${DEVICE:-cuda}" --steps 20 --repeats 5 --trace "$dir/$m.trace.json" \
 			> "$dir/$m.profile.txt"
 		ratio=$(sed -n 's/^sum of kernels \/ step run whole: \([0-9.]*\)%.*/\1/p' "$dir/$m.profile.txt")
-		echo "$m: kernels' sum / step = $ratio%"
+		events=$(grep -c "^kernels timed by the device's events" "$dir/$m.profile.txt" || true)
+		echo "$m: kernels' sum / step = $ratio% (events: $events)"
+		[ "$events" = 1 ] || { echo "$m: the kernels were not timed with events" >&2; status=1; }
 		awk -v r="$ratio" 'BEGIN { exit !(r >= 90 && r <= 110) }' || status=1
 	done
+	tests=$(dirname "$netc")/tests
+	[ -x "$tests/test_rt_cuda" ] && { "$tests/test_rt_cuda" || status=1; }
 	exit $status
 	;;
 *)

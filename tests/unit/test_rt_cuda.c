@@ -2,7 +2,9 @@
  * compiler: a program of two kernels runs through a session (captured as a graph, then
  * replayed) and its results are checked on the host, across changes of the inputs and of the
  * learning rate that the graph reads from fixed places in the arena. Also a missing kernel and an
- * arena too large for the GPU are clear errors. Without an NVIDIA GPU it says so and passes. */
+ * arena too large for the GPU are clear errors. Profiling (rt_profile) times the two kernels with
+ * CUDA events, each a positive time, and still computes the same results. Without an NVIDIA GPU
+ * it says so and passes. */
 #include "runtime/device.h"
 #include "runtime/rt.h"
 #include "tests/unit/test_util.h"
@@ -118,6 +120,12 @@ static void test_session(const char *device, const char *arch, int n, int block)
 		printf("%s: %s%s%s\n", arch, rt_device_info(s), *rt_device_note(s) ? "; " : "", rt_device_note(s));
 		run_steps(s, n);
 		printf("  %d elements, block %d: %s\n", n, block, rt_graphs(s) ? "graph replay" : "launches");
+		double sec[2] = {0, 0};
+		CHECK(rt_profile(s, sec), "CUDA events time the kernels");
+		run_steps(s, n);
+		rt_profile(s, NULL);
+		CHECK(sec[0] > 0 && sec[1] > 0 && sec[0] < 1 && sec[1] < 1, "kernel times %g s, %g s", sec[0], sec[1]);
+		printf("  profiled over 3 steps: k0 %.1f us, k1 %.1f us\n", sec[0] * 1e6, sec[1] * 1e6);
 	}
 	rt_close(s);
 	free_bundle(&b);

@@ -1,0 +1,135 @@
+/* test_rt_launch_timing.c: kernels timed one by one (runtime/launch_timing.h) on a stand-in
+ * device that logs its calls. With timer marks (CUDA and HIP events) the launches go back to
+ * back, a mark before the first and after each, with no wait between them, the gate opens after
+ * RT_GATED_LAUNCHES launches or at the read, and each kernel gets the time between its marks
+ * (random times, the stand-in's clock); without marks each launch is waited for and timed on the
+ * host's clock. Also the gate itself: a host function waiting on it returns once it opens. */
+#include <pthread.h>
+
+#include "runtime/launch_timing.h"
+#include "tests/unit/test_util.h"
+
+#define MAXN 300
+
+static struct {
+	char log[16384];
+	double clock_ms;        /* the stand-in device's clock */
+	double kernel_ms[MAXN]; /* what each launch takes on it */
+	double mark_ms[MAXN + 1];
+	int launched, marks_made, released_after;
+} dev;
+
+static void say(const char *what, int i)
+{
+	size_t at = strlen(dev.log);
+	snprintf(dev.log + at, sizeof dev.log - at, "%s%s%d", at ? " " : "", what, i);
+}
+
+static void fake_launch(RtDevice *d, void *kernel, void *arena, int64_t grid, int block)
+{
+	int i = (int)(intptr_t)kernel;
+	CHECK(grid == 10 + i && block == 64, "kernel %d: grid %lld block %d", i, (long long)grid, block);
+	dev.clock_ms += dev.kernel_ms[i];
+	dev.launched++;
+	say("L", i);
+}
+
+static void fake_sync(RtDevice *d) { say("S", 0); }
+
+static bool fake_begin(RtDevice *d, int marks)
+{
+	dev.marks_made = marks;
+	say("B", marks);
+	return true;
+}
+
+static void fake_mark(RtDevice *d, int i)
+{
+	dev.mark_ms[i] = dev.clock_ms;
+	say("M", i);
+}
+
+static void fake_release(RtDevice *d)
+{
+	dev.released_after = dev.launched;
+	say("G", dev.launched);
+}
+
+static bool fake_read(RtDevice *d, double *ms, int marks)
+{
+	for (int i = 0; i + 1 < marks; i++)
+		ms[i] = dev.mark_ms[i + 1] - dev.mark_ms[i];
+	say("R", marks);
+	return true;
+}
+
+static RtDeviceOps timed = {.name = "fake", .launch = fake_launch, .synchronize = fake_sync,
+			    .timer_begin = fake_begin, .timer_mark = fake_mark, .timer_release = fake_release,
+			    .timer_read = fake_read};
+
+static void run(const RtDeviceOps *ops, int n, double *seconds, bool *marked)
+{
+	void *fn[MAXN];
+	BundleKernel k[MAXN];
+	memset(&dev, 0, sizeof dev);
+	dev.released_after = -1;
+	for (int i = 0; i < n; i++) {
+		fn[i] = (void *)(intptr_t)i;
+		k[i] = (BundleKernel){.grid = 10 + i, .block = 64};
+		dev.kernel_ms[i] = tu_uniform(0.001, 2);
+		seconds[i] = 0.5; /* added to */
+	}
+	*marked = rt_launch_timed(ops, NULL, NULL, fn, k, n, seconds);
+}
+
+static void *open_later(void *gate)
+{
+	nanosleep(&(struct timespec){.tv_nsec = 20000000}, NULL);
+	rt_gate_open(gate);
+	return NULL;
+}
+
+int main(void)
+{
+	tu_start("test_rt_launch_timing");
+	double seconds[MAXN];
+	bool marked;
+
+	run(&timed, 3, seconds, &marked);
+	CHECK(marked);
+	CHECK(strcmp(dev.log, "B4 M0 L0 M1 L1 M2 L2 M3 R4") == 0, "%s", dev.log);
+	for (int i = 0; i < 3; i++)
+		CHECK_NEAR(seconds[i], 0.5 + dev.kernel_ms[i] / 1e3, 1e-12);
+
+	/* many kernels: no wait between them, the gate opened after RT_GATED_LAUNCHES */
+	run(&timed, MAXN, seconds, &marked);
+	CHECK(marked && dev.marks_made == MAXN + 1 && dev.launched == MAXN);
+	CHECK(dev.released_after == RT_GATED_LAUNCHES, "released after %d launches", dev.released_after);
+	CHECK(strstr(dev.log, "S") == NULL, "a wait between timed launches: %.80s", strstr(dev.log, "S"));
+	for (int i = 0; i < MAXN; i++)
+		CHECK_NEAR(seconds[i], 0.5 + dev.kernel_ms[i] / 1e3, 1e-12);
+
+	/* a device without marks: each launch waited for, timed by the host */
+	RtDeviceOps untimed = {.name = "fake", .launch = fake_launch, .synchronize = fake_sync};
+	run(&untimed, 3, seconds, &marked);
+	CHECK(!marked);
+	CHECK(strcmp(dev.log, "L0 S0 L1 S0 L2 S0") == 0, "%s", dev.log);
+	for (int i = 0; i < 3; i++)
+		CHECK(seconds[i] >= 0.5 && seconds[i] < 1.5);
+
+	/* a device whose marks cannot start falls back to the host's clock */
+	RtDeviceOps refusing = timed;
+	refusing.timer_begin = NULL;
+	run(&refusing, 2, seconds, &marked);
+	CHECK(!marked && strcmp(dev.log, "L0 S0 L1 S0") == 0, "%s", dev.log);
+
+	/* the gate: closed, a waiter returns only after it opens */
+	RtGate gate;
+	rt_gate_close(&gate);
+	pthread_t t;
+	pthread_create(&t, NULL, open_later, &gate);
+	rt_gate_wait(&gate);
+	CHECK(atomic_load(&gate.open) == 1);
+	pthread_join(t, NULL);
+	return tu_finish("test_rt_launch_timing");
+}
