@@ -12,6 +12,9 @@
 #include "tools/model.h"
 #include "tools/plot.h"
 #include "tools/profile.h"
+#ifndef NETC_RUNTIME_ONLY
+#include "tools/report.h"
+#endif
 
 #ifndef NETC_RUNTIME_ONLY
 #include "codegen/amdgpu_info.h"
@@ -385,6 +388,7 @@ typedef struct {
 	PassTraffic traffic;
 	int64_t arena;
 	BenchResult r;
+	Graph *g;   /* kept for --report, else NULL */
 } CompareColumn;
 
 /* The compile options of one column: the command's, with the column's pipeline. */
@@ -407,6 +411,7 @@ static bool compare_column(const Args *a, const CompileOptions *o, CompareColumn
 	Bundle b;
 	Graph *g;
 	BenchOptions bo = bench_options(a);
+	bo.profile |= a->report != NULL; /* the report draws every kernel */
 	if (!model_compile(a->model, a->batch, o, &b, &g))
 		return false;
 	c->kernels = b.code[0].ntrain;
@@ -414,7 +419,10 @@ static bool compare_column(const Args *a, const CompileOptions *o, CompareColumn
 	c->arena = b.arena_bytes;
 	int rc = rt_bench(&b, &bo, &c->r);
 	bundle_free(&b);
-	ir_graph_free(g);
+	if (a->report)
+		c->g = g;
+	else
+		ir_graph_free(g);
 	return rc == 0;
 }
 
@@ -431,18 +439,22 @@ static double compare_value(const CompareColumn *c, int row)
 	}
 }
 
-/* A row: each column's value and the last column's over the first's. */
-static void compare_row(const char *label, const double *v, int n, int decimals)
+/* The table, as printed and as the report shows it. */
+static ReportTable compare_table(const CompareColumn *c, int n)
 {
-	printf("%-24s", label);
-	for (int i = 0; i < n; i++)
-		printf(" %14.*f", decimals, v[i]);
-	if (v[0] != 0)
-		printf(" %14.3f", v[n - 1] / v[0]);
-	printf("\n");
+	static const char *const rows[] = {"kernels per step", "bytes read per step", "bytes written per step",
+					   "arena bytes", "ms/step", "examples/s"};
+	ReportTable t = {.nrows = (int)(sizeof rows / sizeof *rows)};
+	for (int row = 0; row < t.nrows; row++) {
+		t.label[row] = rows[row];
+		t.decimals[row] = row == 4 ? 3 : 0;
+		for (int i = 0; i < n; i++)
+			t.value[row][i] = compare_value(&c[i], row);
+	}
+	return t;
 }
 
-static void compare_print(const Args *a, const CompareColumn *c, int n)
+static void compare_print(const Args *a, const CompareColumn *c, int n, const ReportTable *t)
 {
 	BenchOptions bo = bench_options(a);
 	printf("compare %s on %s: median of %d repeats of %lld steps\n", a->model, c[0].r.device, bo.repeats,
@@ -453,14 +465,28 @@ static void compare_print(const Args *a, const CompareColumn *c, int n)
 	char ratio[40];
 	snprintf(ratio, sizeof ratio, "%s/%s", c[n - 1].name, c[0].name);
 	printf(" %14s\n", ratio);
-	static const char *const rows[] = {"kernels per step", "bytes read per step", "bytes written per step",
-					   "arena bytes", "ms/step", "examples/s"};
-	for (int row = 0; row < (int)(sizeof rows / sizeof *rows); row++) {
-		double v[COMPARE_MAX];
+	for (int row = 0; row < t->nrows; row++) {
+		printf("%-24s", t->label[row]);
 		for (int i = 0; i < n; i++)
-			v[i] = compare_value(&c[i], row);
-		compare_row(rows[row], v, n, row == 4 ? 3 : 0);
+			printf(" %14.*f", t->decimals[row], t->value[row][i]);
+		if (t->value[row][0] != 0)
+			printf(" %14.3f", t->value[row][n - 1] / t->value[row][0]);
+		printf("\n");
 	}
+}
+
+/* The page of --report: the table, the groups and the roofline of the device the columns ran on. */
+static bool compare_report(const Args *a, const CompareColumn *c, int n, const ReportTable *t)
+{
+	ReportColumn rc[COMPARE_MAX];
+	for (int i = 0; i < n; i++)
+		rc[i] = (ReportColumn){.name = c[i].name, .g = c[i].g, .r = &c[i].r};
+	RtRoofline roof;
+	profile_roofline(&c[0].r, a->peak_gflops, a->peak_gbs, &roof);
+	if (!report_write(a->report, a->model, c[0].r.device, rc, n, t, &roof))
+		return false;
+	printf("report: %s\n", a->report);
+	return true;
 }
 
 static bool compare_args(const Args *a)
@@ -476,9 +502,17 @@ static bool compare_args(const Args *a)
 	return true;
 }
 
+static bool report_has(const CompareColumn *c, int n, const char *name)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(c[i].name, name) == 0)
+			return true;
+	return false;
+}
+
 static int bench_compare(const Args *a, const CompileOptions *base)
 {
-	CompareColumn c[COMPARE_MAX];
+	CompareColumn c[COMPARE_MAX] = {0};
 	int n = 0;
 	if (!compare_args(a))
 		return 2;
@@ -503,11 +537,26 @@ static int bench_compare(const Args *a, const CompileOptions *base)
 		fprintf(stderr, "netc bench: --compare needs two pipelines or more, as in --compare unfused,fused\n");
 		return 2;
 	}
-	for (int i = 0; i < n; i++)
-		if (!compare_column(a, &o[i], &c[i]))
-			return 1;
-	compare_print(a, c, n);
-	return 0;
+	if (a->report && !(report_has(c, n, "unfused") && report_has(c, n, "fused"))) {
+		fprintf(stderr, "netc bench: --report draws fused groups against unfused kernels: --compare needs unfused "
+				"and fused\n");
+		return 2;
+	}
+	bool ok = true;
+	int done = 0;
+	for (; ok && done < n; done++)
+		ok = compare_column(a, &o[done], &c[done]);
+	if (ok) {
+		ReportTable t = compare_table(c, n);
+		compare_print(a, c, n, &t);
+		ok = !a->report || compare_report(a, c, n, &t);
+	}
+	for (int i = 0; i < done; i++) {
+		rt_bench_result_free(&c[i].r);
+		if (c[i].g)
+			ir_graph_free(c[i].g);
+	}
+	return ok ? 0 : 1;
 }
 #endif
 
@@ -516,6 +565,10 @@ static int cmd_bench(const Args *a, const CompileOptions *co)
 #ifndef NETC_RUNTIME_ONLY
 	if (a->compare)
 		return bench_compare(a, co);
+	if (a->report) {
+		fprintf(stderr, "netc bench: --report FILE.html writes the page of --compare unfused,fused: add it\n");
+		return 2;
+	}
 #endif
 	RtRanks ranks;
 	char err[512];
@@ -570,12 +623,15 @@ static int cmd_bench(const Args *a, const CompileOptions *co)
 #define BENCH_COMPARE_HELP ""
 #else
 #define BENCH_COMPARE_OPTS OPT_COMPARE
-#define BENCH_COMPARE_USAGE " [--compare unfused,fused]"
+#define BENCH_COMPARE_USAGE " [--compare unfused,fused [--report FILE.html]]"
 #define BENCH_COMPARE_HELP                                                                             \
 	"\n--compare unfused,fused compiles the .net file once per pipeline (unfused: without the fuse\n" \
 	"pass; fused: the default; O0: -O0), times each, and prints them side by side: kernels per\n"   \
 	"training step, the bytes they read and write (counted by the compiler), arena bytes, ms/step\n" \
-	"and examples/s, with the ratio of the last column to the first."
+	"and examples/s, with the ratio of the last column to the first. --report FILE.html also\n"   \
+	"profiles every kernel of both and writes one self-contained page: the table, the time and\n" \
+	"bytes of each fused group beside the unfused kernels it replaced, the arena, and a roofline\n" \
+	"plot of the kernels (docs/profiling.md)."
 #endif
 
 /* train and bench compile a .net file on the fly: for the host, or for --target */

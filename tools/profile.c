@@ -14,15 +14,6 @@
 #include "passes/passes.h"
 #endif
 
-/* What the compiler counts of one kernel: FLOPs and bytes of its group (known: g was given),
- * and its members' ops. A group that several kernels compute (Winograd's, split-K's) is
- * counted at its first. */
-typedef struct {
-	bool known;
-	double flops, bytes;
-	char members[37];   /* as much of the list as the table's column holds */
-} KernelCounts;
-
 #ifndef NETC_RUNTIME_ONLY
 static void append(char *buf, size_t len, const char *word)
 {
@@ -33,7 +24,7 @@ static void append(char *buf, size_t len, const char *word)
 		snprintf(buf + at, len - at, "...");
 }
 
-static KernelCounts *count_kernels(const Graph *g, const BenchResult *r)
+KernelCounts *profile_counts(const Graph *g, const BenchResult *r)
 {
 	KernelCounts *c = calloc(r->nkernels ? (size_t)r->nkernels : 1, sizeof *c);
 	int64_t *bytes = calloc(g ? (size_t)g->nnodes + 1 : 1, sizeof *bytes);
@@ -65,7 +56,7 @@ static KernelCounts *count_kernels(const Graph *g, const BenchResult *r)
 	return c;
 }
 #else
-static KernelCounts *count_kernels(const Graph *g, const BenchResult *r)
+KernelCounts *profile_counts(const Graph *g, const BenchResult *r)
 {
 	(void)g;
 	KernelCounts *c = calloc(r->nkernels ? (size_t)r->nkernels : 1, sizeof *c);
@@ -113,7 +104,7 @@ static int slower_first(const void *a, const void *b)
 bool profile_print(FILE *out, const Bundle *b, const Graph *g, const BenchResult *r, const RtRoofline *roof,
 		   const char *trace)
 {
-	KernelCounts *c = count_kernels(g, r);
+	KernelCounts *c = profile_counts(g, r);
 	int *order = malloc((r->nkernels ? (size_t)r->nkernels : 1) * sizeof *order);
 	if (!order)
 		abort();
@@ -243,7 +234,7 @@ bool profile_write_trace(const char *path, const Bundle *b, const Graph *g, cons
 	FILE *f = open_trace(path);
 	if (!f)
 		return false;
-	KernelCounts *c = count_kernels(g, r);
+	KernelCounts *c = profile_counts(g, r);
 	fprintf(f, "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n");
 	fprintf(f, "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 1, \"args\": {\"name\": ");
 	json_string(f, b->model);

@@ -9,6 +9,18 @@
 #include "runtime/roofline.h"
 #include "runtime/rt.h"
 
+/* What the compiler counts of one kernel: FLOPs and bytes of its group (known: g was given),
+ * and its members' ops. A group that several kernels compute (Winograd's, split-K's) is
+ * counted at its first. */
+typedef struct {
+	bool known;
+	double flops, bytes;
+	char members[37];   /* as much of the list as the table's column holds */
+} KernelCounts;
+
+/* r's kernels counted in g (NULL: none known); malloc'd, r->nkernels entries. */
+KernelCounts *profile_counts(const Graph *g, const BenchResult *r);
+
 /* The roofline of the device r ran on: a GPU's peaks from the target table, the CPU's measured
  * once and cached (runtime/roofline.h); peak_gflops and peak_gbs (0: not given) replace them.
  * Zeros where none is known (a GPU missing from the table, or the runtime-only build). */

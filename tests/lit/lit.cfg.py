@@ -19,6 +19,10 @@ config.environment["PATH"] = "/usr/lib/llvm-19/bin:" + os.environ.get("PATH", ""
 import shutil
 if shutil.which("script"):
 	config.available_features.add("script")
+# `REQUIRES: chromium`: a headless browser for the HTML report (Debian's chromium; CI installs it)
+if shutil.which("chromium"):
+	config.available_features.add("chromium")
+	config.substitutions.append(("%chromium", shutil.which("chromium")))
 # the kernel cache is off unless a test names its own directory (tests/lit/cli/kernel_cache.test):
 # a test compiles what it tests
 config.environment["NETC_CACHE_DIR"] = ""
