@@ -270,11 +270,15 @@ bool passes_run(Graph *g, const PassOptions *o, Diag *d)
 		return false;
 	}
 	FILE *log = o->log ? o->log : stderr;
+	if (o->spans)
+		o->spans->n = 0;
 	for (int i = 0; i < n; i++) {
 		double start = now_ms();
 		if (!list[i]->run(g, o, d))
 			return false;
 		ms[i] = now_ms() - start;
+		if (o->spans && o->spans->n < PASS_SPANS_MAX)
+			o->spans->span[o->spans->n++] = (PassSpan){list[i]->name, start / 1e3, (start + ms[i]) / 1e3};
 		if (!ir_verify(g, err, sizeof err)) {
 			diag_error(d, (SrcLoc){0, 0}, "internal error after pass '%s': %s", list[i]->name, err);
 			return false;

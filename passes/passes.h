@@ -16,6 +16,18 @@ typedef enum { CONV_ALGO_AUTO = 0, CONV_ALGO_DIRECT, CONV_ALGO_WINOGRAD } ConvAl
 	"layout,mixed-precision,make-eval,autodiff,unscale-gradients,accumulate-gradients,check-finite,optimizer," \
 	"accumulation-program,conv-algo,fuse,plan-memory"
 
+/* Each pass's run as passes_run records it for a compile's trace: its begin and end on the
+ * monotonic clock, in seconds (runtime/clock.h's clock). */
+#define PASS_SPANS_MAX 64
+typedef struct {
+	const char *name;
+	double begin, end;
+} PassSpan;
+typedef struct {
+	int n;
+	PassSpan span[PASS_SPANS_MAX];
+} PassSpans;
+
 /* What the command line asks of the passes. All zero: the default pipeline, optimized. */
 typedef struct PassOptions {
 	const char *passes;      /* --passes: the pipeline, comma-separated; NULL: PASSES_DEFAULT */
@@ -34,6 +46,7 @@ typedef struct PassOptions {
 	                          * step can sum the gradients across ranks in between (passes/fuse.c) */
 	bool listed_only;        /* netc opt: run exactly --passes (none without it) on a graph read
 	                          * as text; no pass is required */
+	PassSpans *spans;        /* where passes_run records each pass's time (compile --trace); NULL: nowhere */
 } PassOptions;
 
 typedef bool (*PassFn)(Graph *g, const PassOptions *o, Diag *d);

@@ -10,6 +10,7 @@
 
 #include "runtime/clock.h"
 #include "tools/model.h"
+#include "tools/profile.h"
 
 #ifndef NETC_RUNTIME_ONLY
 #include "codegen/kernel_cache.h"
@@ -190,9 +191,9 @@ static void free_graph(Graph *g)
 }
 
 #ifdef NETC_RUNTIME_ONLY
-static bool compile_graph(Graph *g, const ModelTargets *mt, Bundle *b, const double load[2])
+static bool compile_graph(Graph *g, const ModelTargets *mt, Bundle *b, const CompileFront *front)
 {
-	(void)g, (void)mt, (void)b, (void)load;
+	(void)g, (void)mt, (void)b, (void)front;
 	return false;
 }
 #else
@@ -432,7 +433,7 @@ static int compile_jobs(const ModelTargets *mt)
 }
 
 static bool compile_all(Graph *g, const ModelTargets *mt, const CgTarget *tg, int n, unsigned emit, CgOutput *outs,
-			const double load[2])
+			const CompileFront *front)
 {
 	bool want_text = mt->dump_dir && (emit & (EMIT_LL | EMIT_ASM));
 	char dir[4096];
@@ -452,7 +453,7 @@ static bool compile_all(Graph *g, const ModelTargets *mt, const CgTarget *tg, in
 	if (ok && mt->time)
 		print_compile_times(tg, outs, n, o.jobs, rt_clock_s() - t0, cache);
 	if (ok && mt->trace)
-		ok = profile_write_compile_trace(mt->trace, g->name, tg, outs, n, load);
+		ok = profile_write_compile_trace(mt->trace, g->name, tg, outs, n, front);
 	if (cache && kc_stats(cache).stored > 0)
 		kc_trim(cache, kc_max_bytes());
 	if (cache)
@@ -463,7 +464,7 @@ static bool compile_all(Graph *g, const ModelTargets *mt, const CgTarget *tg, in
 	return ok;
 }
 
-static bool compile_graph(Graph *g, const ModelTargets *mt, Bundle *b, const double load[2])
+static bool compile_graph(Graph *g, const ModelTargets *mt, Bundle *b, const CompileFront *front)
 {
 	CgTarget *tg = NULL;
 	int n = 0;
@@ -477,7 +478,7 @@ static bool compile_graph(Graph *g, const ModelTargets *mt, Bundle *b, const dou
 	CgOutput *outs = calloc(n ? (size_t)n : 1, sizeof *outs);
 	if (!outs)
 		abort();
-	ok = ok && compile_all(g, mt, tg, n, emit, outs, load);
+	ok = ok && compile_all(g, mt, tg, n, emit, outs, front);
 	if (ok)
 		cg_make_bundle(g, tg, outs, n, b);
 	for (int i = 0; i < n; i++)
@@ -534,12 +535,15 @@ bool model_compile(const char *path, int64_t batch, const CompileOptions *o, Bun
 		*graph_out = NULL;
 	if (model_is_bundle(path))
 		return read_bundle(path, batch, o, b);
-	double load[2] = {rt_clock_s(), 0}; /* the frontend and the passes, for a trace */
-	Graph *g = model_load_graph(path, batch, true, o);
+	PassSpans spans; /* the frontend and each pass, for a trace */
+	CompileOptions traced = *o;
+	traced.passes.spans = o->targets.trace ? &spans : NULL;
+	CompileFront front = {.begin = rt_clock_s(), .passes = traced.passes.spans};
+	Graph *g = model_load_graph(path, batch, true, &traced);
 	if (!g)
 		return false;
-	load[1] = rt_clock_s();
-	bool ok = compile_graph(g, &o->targets, b, load);
+	front.end = rt_clock_s();
+	bool ok = compile_graph(g, &o->targets, b, &front);
 	if (ok && graph_out)
 		*graph_out = g;
 	else

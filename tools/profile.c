@@ -188,8 +188,20 @@ static bool close_trace(FILE *f, const char *path)
 }
 
 #ifndef NETC_RUNTIME_ONLY
+/* One complete event of the compile's first track, ts from the compile's start. */
+static void front_slice(FILE *f, const char *name, const char *cat, double begin, double end, double origin,
+			const char *model)
+{
+	fprintf(f, ",\n{\"name\": ");
+	json_string(f, name);
+	fprintf(f, ", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": 1, \"tid\": 1, "
+		   "\"args\": {\"model\": ", cat, (begin - origin) * 1e6, (end - begin) * 1e6);
+	json_string(f, model);
+	fprintf(f, "}}");
+}
+
 bool profile_write_compile_trace(const char *path, const char *model, const CgTarget *targets, const CgOutput *outs,
-				 int n, const double load[2])
+				 int n, const CompileFront *front)
 {
 	FILE *f = open_trace(path);
 	if (!f)
@@ -205,10 +217,12 @@ bool profile_write_compile_trace(const char *path, const char *model, const CgTa
 	for (int i = 0; i < threads; i++)
 		fprintf(f, ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": %d, \"args\": {\"name\": "
 			   "\"compile thread %d%s\"}}", i + 1, i, i == 0 ? " (main)" : "");
-	fprintf(f, ",\n{\"name\": \"frontend and passes\", \"cat\": \"frontend\", \"ph\": \"X\", \"ts\": 0, "
-		   "\"dur\": %.3f, \"pid\": 1, \"tid\": 1, \"args\": {\"model\": ", (load[1] - load[0]) * 1e6);
-	json_string(f, model);
-	fprintf(f, "}}");
+	const PassSpans *ps = front->passes;
+	bool passes = ps && ps->n > 0;
+	front_slice(f, passes ? "frontend" : "frontend and passes", "frontend", front->begin,
+		    passes ? ps->span[0].begin : front->end, front->begin, model);
+	for (int i = 0; passes && i < ps->n; i++)
+		front_slice(f, ps->span[i].name, "pass", ps->span[i].begin, ps->span[i].end, front->begin, model);
 	for (int t = 0; t < n; t++)
 		for (int i = 0; i < outs[t].nspans; i++) {
 			const CgSpan *s = &outs[t].spans[i];
@@ -219,7 +233,7 @@ bool profile_write_compile_trace(const char *path, const char *model, const CgTa
 			fprintf(f, ", \"cat\": ");
 			json_string(f, s->phase);
 			fprintf(f, ", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": 1, \"tid\": %d, \"args\": "
-				   "{\"target\": ", (s->begin - load[0]) * 1e6, (s->end - s->begin) * 1e6, s->thread + 1);
+				   "{\"target\": ", (s->begin - front->begin) * 1e6, (s->end - s->begin) * 1e6, s->thread + 1);
 			json_string(f, targets[t].name);
 			fprintf(f, "}}");
 		}

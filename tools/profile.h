@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "ir/ir.h"
+#include "passes/passes.h"
 #include "runtime/roofline.h"
 #include "runtime/rt.h"
 
@@ -42,14 +43,22 @@ bool profile_print(FILE *out, const Bundle *b, const Graph *g, const BenchResult
 bool profile_write_trace(const char *path, const Bundle *b, const Graph *g, const BenchResult *r,
 			 const RtRoofline *roof);
 
+/* Where a compile's time went before the code generator: the frontend and the passes, begin and
+ * end on the monotonic clock (s), and each pass within (NULL: not recorded). */
+typedef struct {
+	double begin, end;
+	const PassSpans *passes;
+} CompileFront;
+
 #ifndef NETC_RUNTIME_ONLY
 #include "codegen/cg.h"
-/* A compile as a Chrome trace: the frontend and passes (load: their begin and end on the
- * monotonic clock) on the first track, then on one track per compile thread every unit's
- * lowering and hashing, its compile or cache hit, and every target's link, each named by the
- * unit's first kernel and its target. false with a message when the file cannot be written. */
+/* A compile as a Chrome trace: on the first track the frontend (parsing and building the graph,
+ * up to the first pass) and each pass as a slice of its own, then on one track per compile
+ * thread every unit's lowering and hashing, its compile or cache hit, and every target's link,
+ * each named by the unit's first kernel and its target. false with a message when the file
+ * cannot be written. */
 bool profile_write_compile_trace(const char *path, const char *model, const CgTarget *targets, const CgOutput *outs,
-				 int n, const double load[2]);
+				 int n, const CompileFront *front);
 #endif
 
 #endif
