@@ -40,6 +40,7 @@ typedef struct {
 	int simd_f32;      /* host: f32 lanes in one vector register (16 AVX-512, 8 AVX2, 4 else) */
 	int wave;          /* wavefront/warp size: 32 or 64 on AMD, 32 on NVIDIA, 0 on the host */
 	int code_object_version; /* AMD: 4, 5 or 6 */
+	const char *o3_class; /* targets that share O3 (codegen/o3_share.h); NULL: none */
 } CgTarget;
 
 typedef struct {
@@ -53,6 +54,7 @@ typedef struct {
  * which run on several threads: they add up to more than the wall time. */
 typedef struct {
 	int units, cached;                  /* compile units, and those the kernel cache had */
+	int o3_shared;                      /* units that took a class mate's O3 (codegen/o3_share.h) */
 	double lower_s, optimize_s, emit_s; /* building (and hashing) the IR, O3, code generation */
 	double join_s;                      /* linking the units' code into the code object */
 } CgCompileTimes;

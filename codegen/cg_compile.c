@@ -2,7 +2,9 @@
  * its tasks on o->jobs threads (the calling thread one of them):
  *   1. with a cache: every (target, unit) lowered and hashed to its key (cg_unit_prepare);
  *      a target whose code object the cache has (keyed by its units' keys) is done;
- *   2. every (target, unit) of the other targets: its code from the cache, else compiled;
+ *   2. every (target, unit) of the other targets: its code from the cache, else compiled: first
+ *      the targets that optimize for their class (codegen/o3_share.h), keeping their optimized
+ *      modules, then their class mates, which take those modules where their IR is the same;
  *   3. every such target's units joined into its code object, in unit order (stored in the cache).
  * Each thread keeps its own target machine per target, and each unit has its own LLVM context
  * (codegen/cg_driver.c), so nothing LLVM owns is shared between threads; the code objects are the
@@ -17,6 +19,7 @@
 #include <llvm-c/Linker.h>
 
 #include "codegen/cg_unit.h"
+#include "codegen/o3_share.h"
 #include "runtime/clock.h"
 
 /* Part of every kernel-cache key. Bump it when a change of netc alters the code of a kernel
@@ -43,6 +46,8 @@ struct Work {
 	CgUnit *units;         /* [target * nunits + unit] */
 	Sha256 *keys;          /* per target: its part of the cache key */
 	bool *done;            /* per target: its code object is made (or came from the cache) */
+	int *o3_from;          /* per target: the class mate whose units' O3 it takes, -1: none */
+	bool *o3_keep;         /* per target: a class mate takes its units' O3 */
 	CgSpan *links;         /* per target: its join */
 	int *tasks;            /* the phase's tasks, each a (target * nunits + unit) or a target */
 	int ntasks;
@@ -110,7 +115,9 @@ static void compile_task(Worker *me, int task)
 	LLVMTargetMachineRef tm = machine(w, target, me->tms);
 	if (!tm)
 		return;
-	CgUnitJob job = {w->o->want_ir ? NULL : w->o->cache, w->o->want_ir};
+	int from = w->o3_from[target], unit = task % w->nunits;
+	CgUnitJob job = {w->o->want_ir ? NULL : w->o->cache, w->o->want_ir, w->o3_keep[target],
+			 from >= 0 ? &w->units[from * w->nunits + unit] : NULL};
 	char err[1024];
 	double t0 = rt_clock_s();
 	CgUnit *u = &w->units[task];
@@ -361,12 +368,26 @@ static bool collect(Work *w)
 			       (size_t)units[i].nkernels * sizeof *out->kernels);
 			out->nkernels += units[i].nkernels;
 			tm->cached += units[i].cached;
+			tm->o3_shared += units[i].o3_shared;
 			tm->lower_s += units[i].lower_s;
 			tm->optimize_s += units[i].optimize_s;
 			tm->emit_s += units[i].emit_s;
 		}
 	}
 	return true;
+}
+
+/* Each target still to compile takes its units' O3 from the first such target of its class. */
+static void find_o3_mates(Work *w)
+{
+	for (int t = 0; t < w->ntargets; t++) {
+		w->o3_from[t] = -1;
+		for (int s = 0; s < t && w->o3_from[t] < 0 && !w->done[t]; s++)
+			if (!w->done[s] && w->o3_from[s] < 0 && cg_o3_mates(&w->targets[s], &w->targets[t]))
+				w->o3_from[t] = s;
+		if (w->o3_from[t] >= 0)
+			w->o3_keep[w->o3_from[t]] = true;
+	}
 }
 
 /* The phases of the file comment. */
@@ -384,12 +405,15 @@ static bool run_phases(Work *w)
 		for (int t = 0; ok && t < n; t++)
 			find_code_object(w, t);
 	}
+	find_o3_mates(w);
+	for (int mates = 0; mates < 2; mates++) { /* the classes' own O3 first, then their mates */
+		int k = 0;
+		for (int i = 0; i < all; i++)
+			if (!w->done[i / w->nunits] && (w->o3_from[i / w->nunits] >= 0) == mates)
+				tasks[k++] = i;
+		ok = ok && parallel(w, compile_task, tasks, k);
+	}
 	int k = 0;
-	for (int i = 0; i < all; i++)
-		if (!w->done[i / w->nunits])
-			tasks[k++] = i;
-	ok = ok && parallel(w, compile_task, tasks, k);
-	k = 0;
 	for (int t = 0; t < n; t++)
 		if (!w->done[t])
 			tasks[k++] = t;
@@ -419,7 +443,9 @@ bool cg_compile_targets(const Graph *g, const CgTarget *targets, int n, const Cg
 	w.keys = calloc((size_t)n, sizeof *w.keys);
 	w.done = calloc((size_t)n, sizeof *w.done);
 	w.links = calloc((size_t)n, sizeof *w.links);
-	if (!w.leaders || !w.units || !w.keys || !w.done || !w.links)
+	w.o3_from = calloc((size_t)n, sizeof *w.o3_from);
+	w.o3_keep = calloc((size_t)n, sizeof *w.o3_keep);
+	if (!w.leaders || !w.units || !w.keys || !w.done || !w.links || !w.o3_from || !w.o3_keep)
 		abort();
 	for (int i = 0; i < n; i++)
 		target_key(&targets[i], &w.keys[i]);
@@ -439,6 +465,8 @@ bool cg_compile_targets(const Graph *g, const CgTarget *targets, int n, const Cg
 	free(w.keys);
 	free(w.done);
 	free(w.links);
+	free(w.o3_from);
+	free(w.o3_keep);
 	return ok;
 }
 

@@ -13,6 +13,7 @@
 #include "codegen/cg_unit.h"
 #include "codegen/cg_util.h"
 #include "codegen/lower_table.h"
+#include "codegen/o3_share.h"
 #include "ir/ops.h"
 #include "runtime/clock.h"
 
@@ -192,11 +193,55 @@ static void unit_key(const Sha256 *target_key, LLVMModuleRef mod, uint8_t key[32
 	sha256_final(&s, key);
 }
 
-/* O3 and the target's code, with the text forms where asked for. */
-static bool optimize_and_emit(Cg *cg, LLVMTargetMachineRef tm, bool want_ir, CgUnit *u, char *err, size_t errlen)
+/* O3, or a class mate's O3 (codegen/o3_share.h); the optimized module kept for mates when asked. */
+static bool optimize_unit(Cg *cg, LLVMTargetMachineRef tm, const CgUnitJob *job, CgUnit *u, char *err, size_t errlen)
 {
+	uint8_t shape[32];
+	if (job->keep_o3 || (job->o3_from && job->o3_from->o3))
+		cg_o3_shape(cg->mod, shape);
+	if (job->o3_from && job->o3_from->o3 && memcmp(shape, job->o3_from->o3_shape, 32) == 0) {
+		LLVMModuleRef m = cg_o3_adopt(cg->mod, job->o3_from->o3, job->o3_from->o3_size, err, errlen);
+		if (!m)
+			return false;
+		LLVMDisposeModule(cg->mod);
+		cg->mod = m;
+		u->o3_shared = true;
+		return true;
+	}
+	if (!optimize(cg, tm, err, errlen))
+		return false;
+	if (!cg->target->o3_class)
+		return true;
+	/* A class's code comes from its optimized module read back from bitcode, shared or not: so
+	 * a mate's code is the same whether it took the module or optimized its own (reading back
+	 * orders the values' uses as the bitcode lists them, which code generation can see). */
+	uint8_t *bc;
+	size_t size;
+	if (!cg_o3_save(cg->mod, &bc, &size)) {
+		snprintf(err, errlen, "out of memory");
+		return false;
+	}
+	LLVMModuleRef m = cg_o3_adopt(cg->mod, bc, size, err, errlen);
+	if (m) {
+		LLVMDisposeModule(cg->mod);
+		cg->mod = m;
+	}
+	if (m && job->keep_o3) {
+		memcpy(u->o3_shape, shape, 32);
+		u->o3 = bc;
+		u->o3_size = size;
+	} else
+		free(bc);
+	return m != NULL;
+}
+
+/* O3 and the target's code, with the text forms where asked for. */
+static bool optimize_and_emit(Cg *cg, LLVMTargetMachineRef tm, const CgUnitJob *job, CgUnit *u, char *err,
+			      size_t errlen)
+{
+	bool want_ir = job->want_ir;
 	double t0 = rt_clock_s();
-	bool ok = optimize(cg, tm, err, errlen);
+	bool ok = optimize_unit(cg, tm, job, u, err, errlen);
 	double t1 = rt_clock_s();
 	u->optimize_s += t1 - t0;
 	if (ok && want_ir) {
@@ -239,7 +284,7 @@ bool cg_unit_compile(const Graph *g, const CgTarget *t, LLVMTargetMachineRef tm,
 	cg_init(&cg, g, t, tm);
 	lower_unit(&cg, leader, u);
 	u->lower_s += rt_clock_s() - t0;
-	bool ok = optimize_and_emit(&cg, tm, job->want_ir, u, err, errlen);
+	bool ok = optimize_and_emit(&cg, tm, job, u, err, errlen);
 	if (ok && u->keyed && job->cache)
 		kc_put(job->cache, u->key, u->code.data, u->code.size);
 	cg_dispose(&cg);
@@ -252,5 +297,6 @@ void cg_unit_free(CgUnit *u)
 	free(u->code.data);
 	free(u->ir);
 	free(u->assembly);
+	free(u->o3);
 	memset(u, 0, sizeof *u);
 }

@@ -9,12 +9,17 @@
 #include "codegen/sha256.h"
 #include "codegen/target.h"
 
+typedef struct CgUnit CgUnit;
+
 typedef struct {
 	KernelCache *cache;  /* NULL: compile and store nothing */
 	bool want_ir;        /* keep the optimized IR and the assembly */
+	bool keep_o3;        /* keep the optimized module for class mates (CgUnit.o3) */
+	const CgUnit *o3_from; /* a class mate's unit, optimized already: its module is taken where
+	                        * the IR is the same (codegen/o3_share.h); NULL: none */
 } CgUnitJob;
 
-typedef struct {
+struct CgUnit {
 	CgKernel *kernels;   /* in emission order */
 	int nkernels;
 	uint8_t key[32];     /* the cache key, when keyed */
@@ -24,7 +29,13 @@ typedef struct {
 	bool cached;         /* the code came from the cache */
 	double lower_s, optimize_s, emit_s; /* building the IR (and hashing it), O3, code generation */
 	CgSpan prepared, compiled; /* when and where (cg_compile.c fills them; phase NULL: not run) */
-} CgUnit;
+	/* with CgUnitJob.keep_o3: the IR's shape and the optimized module as bitcode (NULL when it
+	 * was not compiled here) */
+	uint8_t o3_shape[32];
+	uint8_t *o3;
+	size_t o3_size;
+	bool o3_shared;      /* its O3 was a class mate's */
+};
 
 /* Lowers group leader's unit (leader -1: an empty module, for a graph with no kernel) for t with
  * target machine tm, which only this thread uses, and records its kernels and its cache key: the

@@ -35,62 +35,62 @@ static const CgTargetInfo table[] = {
 	{.name = "gfx803", .aliases = "rx550,rx470,rx580", AMD, .family = "GCN 4 (Polaris, Fiji)",
 	 .notes = "RX 550/560/470/480/570/580/590, R9 Fury/Nano; ROCm dropped it (community builds still run it)",
 	 GCN64, .features = "", GFX9_REGS, .matrix = CG_MATRIX_NONE,
-	 .peak_gflops = 6175, .peak_gbs = 256, .peak_of = "RX 580"},
+	 .peak_gflops = 6175, .peak_gbs = 256, .peak_of = "RX 580", .o3_class = "gcn"},
 	/* roofline: RX Vega 64 (AMD: 12.66 TFLOP/s, 484 GB/s) */
 	{.name = "gfx900", .aliases = "vega56,vega64", AMD, .family = "GCN 5 (Vega 10)",
 	 .notes = "RX Vega 56/64, Vega Frontier Edition, MI25; ROCm dropped it after 4.5",
 	 GCN64, .features = "xnack", GFX9_REGS, .matrix = PK_F16,
-	 .peak_gflops = 12665, .peak_gbs = 484, .peak_of = "RX Vega 64"},
+	 .peak_gflops = 12665, .peak_gbs = 484, .peak_of = "RX Vega 64", .o3_class = "gcn"},
 	/* roofline: Instinct MI50 (AMD: 13.3 TFLOP/s, 1 TB/s) */
 	{.name = "gfx906", .aliases = "radeon-vii,mi50,mi60", AMD, .family = "GCN 5 (Vega 20)",
 	 .notes = "Radeon VII, Instinct MI50/MI60; packed f16 and dot instructions; ROCm 6 keeps it in maintenance only",
 	 GCN64, .features = "sramecc,xnack", GFX9_REGS, .matrix = PK_F16 | DOT2,
-	 .peak_gflops = 13300, .peak_gbs = 1024, .peak_of = "Instinct MI50"},
+	 .peak_gflops = 13300, .peak_gbs = 1024, .peak_of = "Instinct MI50", .o3_class = "gcn"},
 	/* roofline: Instinct MI100 (AMD: 23.1 TFLOP/s vector fp32, 1.23 TB/s) */
 	{.name = "gfx908", .aliases = "mi100", AMD, .family = "CDNA 1 (Arcturus)",
 	 .notes = "Instinct MI100; first matrix cores (MFMA), 256 more AccVGPRs beside the 256 VGPRs",
 	 GCN64, .features = "sramecc,xnack", GFX9_REGS, .matrix = CG_MATRIX_MFMA | PK_F16 | DOT2,
-	 .peak_gflops = 23100, .peak_gbs = 1229, .peak_of = "Instinct MI100"},
+	 .peak_gflops = 23100, .peak_gbs = 1229, .peak_of = "Instinct MI100", .o3_class = "gcn"},
 	/* roofline: Instinct MI250X (AMD: 47.9 TFLOP/s vector fp32, 3.2 TB/s) */
 	{.name = "gfx90a", .aliases = "mi210,mi250,mi250x", AMD, .family = "CDNA 2 (Aldebaran)",
 	 .notes = "Instinct MI210/MI250/MI250X; 512 unified VGPRs, f64 matrix cores, packed f32",
 	 GCN64, .features = "sramecc,xnack", CDNA2_REGS, .matrix = CG_MATRIX_MFMA | PK_F16 | DOT2,
-	 .peak_gflops = 47900, .peak_gbs = 3277, .peak_of = "Instinct MI250X"},
+	 .peak_gflops = 47900, .peak_gbs = 3277, .peak_of = "Instinct MI250X", .o3_class = "cdna2"},
 	/* roofline: Instinct MI300X (AMD: 81.7 TFLOP/s vector fp32, 5.3 TB/s) */
 	{.name = "gfx942", .aliases = "mi300x,mi300a,mi325x", AMD, .family = "CDNA 3 (Aqua Vanjaram)",
 	 .notes = "Instinct MI300X/MI300A/MI325X; 512 unified VGPRs, fp8 matrix cores",
 	 GCN64, .features = "sramecc,xnack", CDNA2_REGS, .matrix = CG_MATRIX_MFMA | PK_F16 | DOT2,
-	 .peak_gflops = 81700, .peak_gbs = 5300, .peak_of = "Instinct MI300X"},
+	 .peak_gflops = 81700, .peak_gbs = 5300, .peak_of = "Instinct MI300X", .o3_class = "cdna2"},
 	/* roofline: RX 6900 XT (AMD: 23.04 TFLOP/s, 512 GB/s) */
 	{.name = "gfx1030", .aliases = "rx6800,rx6800xt,rx6900xt", AMD, .family = "RDNA 2 (Navi 21)",
 	 .notes = "RX 6800/6800 XT/6900 XT/6950 XT, PRO W6800; wave32 by default, wave64 on request",
 	 RDNA, .features = "", GFX10_REGS, .matrix = PK_F16 | DOT2,
-	 .peak_gflops = 23040, .peak_gbs = 512, .peak_of = "RX 6900 XT"},
+	 .peak_gflops = 23040, .peak_gbs = 512, .peak_of = "RX 6900 XT", .o3_class = "rdna"},
 	/* roofline: RX 6700 XT (AMD: 13.21 TFLOP/s, 384 GB/s) */
 	{.name = "gfx1031", .aliases = "rx6800m,rx6700xt", AMD, .family = "RDNA 2 (Navi 22)",
 	 .notes = "RX 6700 XT/6750 XT, RX 6800M/6850M XT; not in ROCm's list (people run it as gfx1030)",
 	 RDNA, .features = "", GFX10_REGS, .matrix = PK_F16 | DOT2,
-	 .peak_gflops = 13210, .peak_gbs = 384, .peak_of = "RX 6700 XT"},
+	 .peak_gflops = 13210, .peak_gbs = 384, .peak_of = "RX 6700 XT", .o3_class = "rdna"},
 	/* roofline: RX 7900 XTX (AMD: 61.4 TFLOP/s with dual issue, 960 GB/s) */
 	{.name = "gfx1100", .aliases = "rx7900xtx,rx7900xt", AMD, .family = "RDNA 3 (Navi 31)",
 	 .notes = "RX 7900 XTX/XT/GRE, PRO W7900/W7800; 1536 VGPRs per SIMD, WMMA, dual-issue VALU",
 	 RDNA, .features = "", GFX11_REGS, .matrix = CG_MATRIX_WMMA_GFX11 | PK_F16 | DOT2,
-	 .peak_gflops = 61400, .peak_gbs = 960, .peak_of = "RX 7900 XTX"},
+	 .peak_gflops = 61400, .peak_gbs = 960, .peak_of = "RX 7900 XTX", .o3_class = "rdna"},
 	/* roofline: RX 7800 XT (AMD: 37.3 TFLOP/s with dual issue, 624 GB/s) */
 	{.name = "gfx1101", .aliases = "rx7800xt,rx7700xt", AMD, .family = "RDNA 3 (Navi 32)",
 	 .notes = "RX 7800 XT/7700 XT, PRO W7700; 1536 VGPRs per SIMD, WMMA",
 	 RDNA, .features = "", GFX11_REGS, .matrix = CG_MATRIX_WMMA_GFX11 | PK_F16 | DOT2,
-	 .peak_gflops = 37320, .peak_gbs = 624, .peak_of = "RX 7800 XT"},
+	 .peak_gflops = 37320, .peak_gbs = 624, .peak_of = "RX 7800 XT", .o3_class = "rdna"},
 	/* roofline: RX 9060 XT (AMD: 25.6 TFLOP/s, 320 GB/s) */
 	{.name = "gfx1200", .aliases = "rx9060xt", AMD, .family = "RDNA 4 (Navi 44)",
 	 .notes = "RX 9060 XT; newest ISA (gfx12 waitcounts, WMMA with fp8); ROCm support is recent",
 	 RDNA, .features = "", GFX11_REGS, .matrix = CG_MATRIX_WMMA_GFX12 | PK_F16 | DOT2,
-	 .peak_gflops = 25640, .peak_gbs = 320, .peak_of = "RX 9060 XT"},
+	 .peak_gflops = 25640, .peak_gbs = 320, .peak_of = "RX 9060 XT", .o3_class = "rdna"},
 	/* roofline: RX 9070 XT (AMD: 48.7 TFLOP/s, 640 GB/s) */
 	{.name = "gfx1201", .aliases = "rx9070xt,rx9070", AMD, .family = "RDNA 4 (Navi 48)",
 	 .notes = "RX 9070 XT/9070, AI PRO R9700; newest ISA (gfx12 waitcounts, WMMA with fp8)",
 	 RDNA, .features = "", GFX11_REGS, .matrix = CG_MATRIX_WMMA_GFX12 | PK_F16 | DOT2,
-	 .peak_gflops = 48660, .peak_gbs = 640, .peak_of = "RX 9070 XT"},
+	 .peak_gflops = 48660, .peak_gbs = 640, .peak_of = "RX 9070 XT", .o3_class = "rdna"},
 	/* roofline: V100 SXM2 (NVIDIA: 15.7 TFLOP/s fp32, 900 GB/s) */
 	{.name = "sm_70", .aliases = "v100", NVIDIA, .family = "Volta",
 	 .notes = "V100, Titan V; the ptxas of CUDA 13 no longer assembles it",
@@ -166,6 +166,7 @@ bool cg_target_lookup(const char *spec, const CgTargetOptions *o, CgTarget *t, c
 	t->kind = ti->kind;
 	t->ops = ops_of_kind[ti->kind];
 	t->matrix = ti->matrix;
+	t->o3_class = ti->o3_class;
 	snprintf(t->arch, sizeof t->arch, "%s", ti->name);
 	snprintf(t->cpu, sizeof t->cpu, "%s", ti->name);
 	return t->ops->configure(ti, spec, o, t, err, errlen);

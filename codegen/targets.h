@@ -29,6 +29,9 @@ typedef struct CgTargetInfo {
 	 * bandwidth of one product of the row (peak_of); 0 on the host, which is measured. */
 	double peak_gflops, peak_gbs;
 	const char *peak_of;
+	/* Targets of one class get the same O3 result from the same IR, so they optimize a unit
+	 * once (codegen/o3_share.h; tests/lit/targets/o3_share.test checks it); NULL: alone. */
+	const char *o3_class;
 } CgTargetInfo;
 
 /* The row of an architecture ("gfx90a", not "gfx90a:xnack-"; no aliases), or NULL. */
