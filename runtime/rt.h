@@ -38,9 +38,10 @@ bool rt_sync(Session *s);
 /* Profiling: while seconds is not NULL, every run of the training program launches its kernels
  * one at a time and adds each one's time to seconds[i] (i: its place in the program,
  * rt_train_kernels): on a GPU from events between launches queued back to back, on the CPU its
- * wall time launched alone and waited for (runtime/launch_timing.h); NULL ends it. True when
- * the device's events time the kernels. */
-bool rt_profile(Session *s, double *seconds);
+ * wall time launched alone and waited for (runtime/launch_timing.h); NULL ends it. */
+void rt_profile(Session *s, double *seconds);
+/* Whether the device's events timed the last profiled run (else the host's clock did). */
+bool rt_profile_events(const Session *s);
 /* The training program's launches on this session's device. */
 const BundleKernel *rt_train_kernels(const Session *s, int *n);
 /* The device's first failure ("cuda:0: a kernel failed: ..."), NULL while there is none. GPU

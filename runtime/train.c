@@ -1024,13 +1024,14 @@ static bool profile_session(Loop *L, int repeats, BenchResult *r)
 	memcpy(r->kernels, k, (size_t)n * sizeof *k);
 	r->nkernels = n;
 	for (int i = 0; i < repeats; i++) {
-		r->kernel_events = rt_profile(L->s, sec + (size_t)i * n);
+		rt_profile(L->s, sec + (size_t)i * n);
 		double t = rt_clock_s();
 		bench_step(L);
 		rt_sync(L->s);
 		step[i] = (rt_clock_s() - t) * 1e3;
 		rt_profile(L->s, NULL);
 	}
+	r->kernel_events = rt_profile_events(L->s);
 	double *col = calloc((size_t)repeats, sizeof *col);
 	for (int j = 0; col && j < n; j++) {
 		for (int i = 0; i < repeats; i++)
