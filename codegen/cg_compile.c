@@ -25,7 +25,7 @@
 /* Part of every kernel-cache key. Bump it when a change of netc alters the code of a kernel
  * without altering its LLVM IR before O3: the pass pipeline and its options, emit_unit, join,
  * the target machine's options. */
-#define NETC_CODEGEN_VERSION "netc-codegen-1"
+#define NETC_CODEGEN_VERSION "netc-codegen-2"
 
 typedef struct Work Work;
 typedef struct {
