@@ -26,6 +26,8 @@ static int32_t role_of(const Graph *g, const Node *n, bool final_gradient)
 	if (n->id == g->label)
 		return BUF_LABEL;
 	switch (n->op) {
+	case OP_input:
+		return BUF_INPUT;
 	case OP_param:
 		return BUF_PARAM;
 	case OP_state:
@@ -100,6 +102,20 @@ static void fill_code(const Graph *g, const CgTarget *t, const CgOutput *out, Bu
 		memcpy(c->data, out->code, out->size);
 }
 
+/* The data inputs in declaration order (the graph's input leaves in node order), image and label
+ * first as the bundle's header names them. */
+static void list_inputs(const Graph *g, const int *index, Bundle *b)
+{
+	b->inputs = xcalloc((size_t)g->nnodes, sizeof *b->inputs);
+	if (b->image >= 0)
+		b->inputs[b->ninputs++] = b->image;
+	if (b->label >= 0)
+		b->inputs[b->ninputs++] = b->label;
+	for (int i = 0; i < g->nnodes; i++)
+		if (g->node[i].op == OP_input && i != g->image && i != g->label && index[i] >= 0)
+			b->inputs[b->ninputs++] = index[i];
+}
+
 static void fill_plan(const Graph *g, Bundle *b)
 {
 	snprintf(b->model, sizeof b->model, "%s", g->name);
@@ -134,6 +150,7 @@ static void fill_plan(const Graph *g, Bundle *b)
 	b->rng = g->rng >= 0 ? index[g->rng] : -1;
 	b->loss_scale = g->loss_scale >= 0 ? index[g->loss_scale] : -1;
 	b->finite = g->finite >= 0 ? index[g->finite] : -1;
+	list_inputs(g, index, b);
 	free(index);
 }
 

@@ -13,11 +13,12 @@
 #define FE_MAX_NAME 64          /* characters in an identifier */
 #define FE_MAX_DEPTH 64         /* nesting of ( and [ */
 #define FE_MAX_EXPR_DEPTH 200   /* operators in one expression tree, counted along its deepest path */
+#define FE_MAX_STRING 255          /* characters of a string ("photos/train") */
 #define FE_MAX_INT 1099511627776.0 /* 2^40: the largest integer magnitude a .net file may use */
 
 typedef struct AstArena AstArena;
 
-typedef enum { E_NUM, E_BOOL, E_NAME, E_NEG, E_BIN, E_CALL, E_TUPLE } ExprKind;
+typedef enum { E_NUM, E_BOOL, E_NAME, E_NEG, E_BIN, E_CALL, E_TUPLE, E_STRING } ExprKind;
 
 typedef struct Arg Arg;
 
@@ -27,7 +28,7 @@ typedef struct Expr {
 	int depth;       /* height of the tree under this node */
 	double num;      /* E_NUM value, E_BOOL 0 or 1 */
 	bool is_int;     /* E_NUM written without '.' or exponent */
-	const char *name; /* E_NAME, E_CALL callee */
+	const char *name; /* E_NAME, E_CALL callee, E_STRING text (without the quotes) */
 	char op;         /* E_BIN: + - * / % */
 	struct Expr *l, *r;
 	Arg *args;       /* E_CALL arguments, E_TUPLE elements (positional) */

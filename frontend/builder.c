@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "frontend/ast.h"
 #include "frontend/layers.h"
@@ -197,6 +198,9 @@ static bool eval(Builder *b, const Expr *e, Value *out)
 	case E_CALL: break;
 	case E_TUPLE:
 		diag_error(b->d, e->loc, "a tuple is allowed only where a layer takes one per axis (kernel, stride, padding, dilation)");
+		return false;
+	case E_STRING:
+		diag_error(b->d, e->loc, "a string is allowed only as a data set's folder: data = folder(\"DIR\")");
 		return false;
 	}
 	diag_error(b->d, e->loc, "a call to '%s' is not allowed here", e->name);
@@ -598,6 +602,13 @@ static int as_f32(Builder *b, int input)
 	return id;
 }
 
+/* Inputs past the image are fed one row per example. */
+static void batch_rows_error(Builder *b, const Node *input)
+{
+	diag_error(b->d, input->loc, "input '%s' must have the batch as its first dimension: the data set feeds it one row per example",
+		   input->name);
+}
+
 /* A failed input still counts as one, so the data binding says nothing more about it. */
 static void input_stmt(Builder *b, const Stmt *st)
 {
@@ -607,6 +618,8 @@ static void input_stmt(Builder *b, const Stmt *st)
 		define(b, st->name, st->name_loc, (Value){V_TENSOR, 0, false, value});
 	if (b->ninputs < 2)
 		b->inputs[b->ninputs] = id;
+	if (b->ninputs >= 2 && id >= 0 && b->g->node[id].shape.dim[0] != b->g->batch)
+		batch_rows_error(b, &b->g->node[id]);
 	b->ninputs++;
 	if (!b->have_prev)
 		b->prev = value, b->have_prev = true;
@@ -733,17 +746,53 @@ static void train_schedule(Builder *b, const Expr *e, TrainConfig *c)
 	}
 }
 
+/* folder("DIR") or npy("DIR"): DIR, relative to the .net file's directory unless absolute, must
+ * be a folder; its resolved path goes into c->data_path. */
+static void train_data_path(Builder *b, const Expr *e, TrainConfig *c)
+{
+	const Arg *a = e->args;
+	if (!a || a->next || a->key || a->val->kind != E_STRING) {
+		diag_error(b->d, a ? a->loc : e->loc, "%s takes one argument, its folder in quotes: data = %s(\"DIR\")", e->name,
+			   e->name);
+		return;
+	}
+	const char *dir = a->val->name, *file = b->d->file ? b->d->file : "";
+	const char *slash = strrchr(file, '/');
+	int base = dir[0] == '/' || !slash ? 0 : (int)(slash - file + 1);
+	int n = snprintf(c->data_path, sizeof c->data_path, "%.*s%s", base, file, dir);
+	if (n < 0 || (size_t)n >= sizeof c->data_path) {
+		diag_error(b->d, a->loc, "the folder's path '%.*s%s' is longer than %zu characters", base, file, dir,
+			   sizeof c->data_path - 1);
+		c->data_path[0] = '\0';
+		return;
+	}
+	struct stat st;
+	bool found = stat(c->data_path, &st) == 0;
+	if (!found || !S_ISDIR(st.st_mode)) {
+		diag_error(b->d, a->loc, "%s '%s'%s", found ? "not a folder:" : "no folder", c->data_path,
+			   base ? " (a relative path starts at the .net file's directory)" : "");
+		c->data_path[0] = '\0';
+	}
+}
+
 static void train_data(Builder *b, const Expr *e, TrainConfig *c)
 {
 	static const char *const known[] = {"mnist", "cifar10", "synthetic", "folder", "npy"};
 	int k = 0, nknown = (int)(sizeof known / sizeof known[0]);
-	while (e->kind == E_NAME && k < nknown && strcmp(e->name, known[k]))
+	while ((e->kind == E_NAME || e->kind == E_CALL) && k < nknown && strcmp(e->name, known[k]))
 		k++;
-	if (e->kind != E_NAME || k == nknown) {
+	if ((e->kind != E_NAME && e->kind != E_CALL) || k == nknown) {
 		diag_error(b->d, e->loc, "unknown data set (known: mnist, cifar10, synthetic, folder, npy)");
 		return;
 	}
+	bool takes_path = !strcmp(e->name, "folder") || !strcmp(e->name, "npy");
+	if (e->kind == E_CALL && !takes_path) {
+		diag_error(b->d, e->loc, "data set '%s' takes no arguments (folder(\"DIR\") and npy(\"DIR\") take a folder)", e->name);
+		return;
+	}
 	snprintf(c->dataset, sizeof c->dataset, "%s", e->name);
+	if (e->kind == E_CALL)
+		train_data_path(b, e, c);
 }
 
 /* key = N: a whole number in [parse == TP_NONNEG ? 0 : 1, hi] */
@@ -865,16 +914,17 @@ static const Section *only_section(Builder *b, const AstFile *f, SectionKind kin
 
 /* The data set feeds inputs in declaration order: images, then labels (i32[batch] classes, or
  * float targets of any shape whose first axis is the batch), or images alone for a loss that
- * reads no second input (an autoencoder's). */
+ * reads no second input (an autoencoder's). .npy arrays bind any number of inputs by name. */
 static void bind_data(Builder *b, const Section *net)
 {
 	Graph *g = b->g;
-	if (b->ninputs != 1 && b->ninputs != 2) {
-		diag_error(b->d, net->loc, "network '%s' declares %d input%s; data set '%s' feeds one or two (images, then labels or targets)",
+	bool by_name = strcmp(g->train.dataset, "npy") == 0;
+	if (b->ninputs == 0 || (b->ninputs > 2 && !by_name)) {
+		diag_error(b->d, net->loc, "network '%s' declares %d input%s; data set '%s' feeds one or two (images, then labels or targets), data = npy any number by name",
 			   net->name, b->ninputs, b->ninputs == 1 ? "" : "s", g->train.dataset);
 		return;
 	}
-	if (b->inputs[0] < 0 || (b->ninputs == 2 && b->inputs[1] < 0))
+	if (b->inputs[0] < 0 || (b->ninputs >= 2 && b->inputs[1] < 0))
 		return; /* their errors are out already */
 	g->image = b->inputs[0];
 	if (b->ninputs == 1)
@@ -883,7 +933,9 @@ static void bind_data(Builder *b, const Section *net)
 	const Node *label = &g->node[g->label];
 	bool classes = label->dtype == DT_I32 && label->shape.rank == 1;
 	bool targets = dtype_is_float(label->dtype) && label->shape.dim[0] == g->batch;
-	if (!classes && !targets)
+	if (by_name && label->shape.dim[0] != g->batch)
+		batch_rows_error(b, label);
+	else if (!classes && !targets && !by_name)
 		diag_error(b->d, label->loc, "the label input '%s' must be i32[batch] (classes) or a float tensor whose first dimension is the batch (targets)",
 			   label->name);
 }

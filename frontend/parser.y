@@ -50,6 +50,7 @@ static Section *section(FeParse *ps, SectionKind kind, YYLTYPE loc, const char *
 %token T_FALSE "'false'"
 %token <str> T_IDENT "name"
 %token <expr> T_NUMBER "number"
+%token <expr> T_STRING "string"
 %token T_NEWLINE "end of line"
 
 %type <sec> items section
@@ -171,6 +172,7 @@ call:
 
 expr:
 	T_NUMBER                { $$ = $1; }
+	| T_STRING              { $$ = $1; }
 	| T_TRUE                { $$ = ast_expr(ps->arena, E_BOOL, LOC(@1)); $$->num = 1; }
 	| T_FALSE               { $$ = ast_expr(ps->arena, E_BOOL, LOC(@1)); }
 	| T_IDENT               { $$ = ast_expr(ps->arena, E_NAME, LOC(@1)); $$->name = $1; }

@@ -29,7 +29,7 @@ def small_code(src, dst, keep=64):
     fuzzer's mutations then land in the tables it does check."""
     b = open(src, "rb").read()
     out, pos = bytearray(b[:12]), 12
-    for _ in range(2):  # header, buffer table: copied
+    for _ in range(3):  # header, buffer table, input list: copied
         n = struct.unpack_from("<Q", b, pos)[0]
         out += b[pos:pos + HEAD + n]
         pos += HEAD + n

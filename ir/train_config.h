@@ -74,6 +74,9 @@ typedef struct {
 	int64_t log_every; /* steps between progress lines */
 	int64_t accumulate; /* micro-batches whose gradients one optimizer step averages */
 	PrecisionKind precision;
+	/* data = folder("DIR") or npy("DIR"): the folder, resolved against the .net file's directory;
+	 * "" when --data gives it (which overrides this one) */
+	char data_path[512];
 } TrainConfig;
 
 static inline TrainConfig train_config_default(void)

@@ -71,7 +71,11 @@ static char *leaves_read(const Graph *g)
 	for (int i = 0; i < g->nnodes; i++)
 		for (int k = 0; g->node[i].programs && k < g->node[i].nin; k++)
 			read[g->node[i].in[k]] = 1;
-	/* the runtime writes these before every step, whether a kernel reads them or not */
+	/* the runtime writes these before every step, whether a kernel reads them or not: every data
+	 * input, the learning rate and the dropout key */
+	for (int i = 0; i < g->nnodes; i++)
+		if (g->node[i].op == OP_input)
+			read[i] = 1;
 	int special[] = {g->image, g->label, g->lr, g->rng};
 	for (size_t k = 0; k < sizeof special / sizeof *special; k++)
 		if (special[k] >= 0)

@@ -8,6 +8,8 @@
  *   header               section: the scalar fields of Bundle, then its TrainConfig in
  *                        ir/train_fields.def's order, then i32 update_node
  *   buffer table         section: u32 count, count records of BUF_RECORD bytes
+ *   input list           section: u32 count, count i32 buffer indices (the data inputs in
+ *                        declaration order; since version 7)
  *   code objects         section: u32 count, then each: target[32], arch[32], i32 kind, i32 wave,
  *                        u64 size, size bytes, training, evaluation and accumulation kernel lists
  *   kernel list          section: u32 count, count records of KERNEL_RECORD bytes
@@ -174,6 +176,15 @@ static void w_buffers(Wr *w, const Bundle *b)
 	w_end(w, at);
 }
 
+static void w_inputs(Wr *w, const Bundle *b)
+{
+	size_t at = w_begin(w);
+	w_u32(w, (uint32_t)b->ninputs);
+	for (int i = 0; i < b->ninputs; i++)
+		w_i32(w, b->inputs[i]);
+	w_end(w, at);
+}
+
 static void w_kernels(Wr *w, const BundleKernel *k, int32_t n)
 {
 	size_t at = w_begin(w);
@@ -213,6 +224,7 @@ bool bundle_write(const Bundle *b, const char *path, char *err, size_t errlen)
 	w_u32(&w, BUNDLE_VERSION);
 	w_header(&w, b);
 	w_buffers(&w, b);
+	w_inputs(&w, b);
 	w_code(&w, b);
 	if (w.oom) {
 		free(w.p);
@@ -511,7 +523,7 @@ static bool is_permutation(const int32_t *perm, int rank)
 static void check_buffer(Rd *r, const Bundle *b, int i)
 {
 	const BundleBuffer *x = &b->buf[i];
-	if (x->node < 0 || (unsigned)x->role > BUF_GRAD || (unsigned)x->dtype >= DT_COUNT ||
+	if (x->node < 0 || (unsigned)x->role > BUF_INPUT || (unsigned)x->dtype >= DT_COUNT ||
 	    (unsigned)x->rank > BUNDLE_MAX_DIMS || (unsigned)x->init > 2 || !(x->bound >= 0) ||
 	    !isfinite(x->bound) || !is_permutation(x->perm, x->rank) || x->group < -1) {
 		r_fail(r, "malformed bundle: buffer %d '%s' has node %d, role %d, dtype %d, rank %d, "
@@ -552,6 +564,32 @@ static void r_buffers(Rd *r, Bundle *b)
 		r_buffer(&s, &b->buf[i]);
 		if (s.ok)
 			check_buffer(&s, b, i);
+	}
+	r->ok = s.ok;
+}
+
+/* Each input once, a buffer with storage and a data role. */
+static void r_inputs(Rd *r, Bundle *b)
+{
+	Rd s;
+	if (!r_section(r, "input list", &s))
+		return;
+	int32_t n = r_count(&s, 4, MAX_RECORDS, "input list");
+	if (n >= 0 && (b->inputs = r_alloc(&s, (size_t)n, sizeof *b->inputs)))
+		b->ninputs = n;
+	for (int i = 0; i < b->ninputs && s.ok; i++) {
+		int32_t k = b->inputs[i] = r_i32(&s, "input list");
+		if (s.ok && (k < 0 || k >= b->nbuf || b->buf[k].offset < 0)) {
+			r_fail(&s, "malformed bundle: input %d is buffer %d, not one of the %d buffers with storage", i,
+			       k, b->nbuf);
+			break;
+		}
+		const BundleBuffer *x = &b->buf[k];
+		if (x->role != BUF_IMAGE && x->role != BUF_LABEL && x->role != BUF_INPUT)
+			r_fail(&s, "malformed bundle: input '%s' has role %d, not a data input's", x->name, x->role);
+		for (int j = 0; j < i && s.ok; j++)
+			if (b->inputs[j] == k)
+				r_fail(&s, "malformed bundle: input '%s' is listed twice", x->name);
 	}
 	r->ok = s.ok;
 }
@@ -679,6 +717,15 @@ static void check_indices(Rd *r, const Bundle *b)
 	}
 }
 
+/* The header's image and label are the input list's first two, as the runtime binds them. */
+static void check_input_order(Rd *r, const Bundle *b)
+{
+	if (b->image >= 0 && (b->ninputs < 1 || b->inputs[0] != b->image))
+		r_fail(r, "malformed bundle: the image buffer is not the first input");
+	else if (b->label >= 0 && (b->ninputs < 2 || b->inputs[1] != b->label))
+		r_fail(r, "malformed bundle: the label buffer is not the second input");
+}
+
 static void r_magic(Rd *r)
 {
 	size_t n = r_left(r) < 8 ? r_left(r) : 8;
@@ -714,11 +761,14 @@ bool bundle_read(Bundle *b, const char *path, char *err, size_t errlen)
 	r_magic(&r);
 	r_header(&r, b);
 	r_buffers(&r, b);
+	r_inputs(&r, b);
 	r_code(&r, b);
 	if (r.ok && r_left(&r))
 		r_fail(&r, "malformed bundle: %zu bytes after the last section", r_left(&r));
 	if (r.ok)
 		check_indices(&r, b);
+	if (r.ok)
+		check_input_order(&r, b);
 	free(data);
 	if (!r.ok)
 		bundle_free(b);
@@ -728,6 +778,7 @@ bool bundle_read(Bundle *b, const char *path, char *err, size_t errlen)
 void bundle_free(Bundle *b)
 {
 	free(b->buf);
+	free(b->inputs);
 	for (int i = 0; i < b->ncode; i++) {
 		free(b->code[i].data);
 		free(b->code[i].train_kernels);

@@ -12,7 +12,7 @@
 #include "ir/train_config.h"
 
 #define BUNDLE_MAGIC "NETCBNDL"
-#define BUNDLE_VERSION 6
+#define BUNDLE_VERSION 7
 #define BUNDLE_MAX_DIMS 6
 
 typedef enum {
@@ -25,8 +25,10 @@ typedef enum {
 	BUF_RNG,        /* i32[2]: seed, step; dropout's Philox key and counter */
 	BUF_ALIAS,      /* no storage of its own: offset is its target's (assign) */
 	BUF_LOSS_SCALE, /* f32 scalar: the fp16 loss scale of this step, written by the runtime */
-	BUF_GRAD        /* a parameter's gradient as the update reads it: data-parallel runs sum it
+	BUF_GRAD,       /* a parameter's gradient as the update reads it: data-parallel runs sum it
 	                 * across the ranks between backward and the update */
+	BUF_INPUT       /* a data input past the first two (image, label), written by the runtime
+	                 * from the data set's array of its name */
 } BufferRole;
 
 typedef struct {
@@ -93,6 +95,10 @@ typedef struct {
 	 * below it are backward, the rest the update, and every BUF_GRAD buffer is written before it
 	 * (ir_update_split). -1 when the plan fused the two (compile with --data-parallel). */
 	int32_t update_node;
+	/* The network's data inputs in declaration order, as indices into buf[] (image and label, when
+	 * present, are the first two): name, dtype and shape are their buffers'. */
+	int32_t *inputs;
+	int32_t ninputs;
 	BundleBuffer *buf;
 	int32_t nbuf;
 	BundleCode *code;

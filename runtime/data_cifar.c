@@ -68,15 +68,8 @@ int32_t rt_dataset_example(const Dataset *d, int64_t i, bool train, uint64_t key
 	if (d->example)
 		return d->example(d, i, train, key, dst);
 	size_t pixels = (size_t)d->c * (size_t)d->h * (size_t)d->w;
-	for (int k = 0; k < d->rank; k++)
-		pixels = k ? pixels * (size_t)d->dim[k] : (size_t)d->dim[0];
 	memcpy(dst, d->images + (size_t)i * pixels, pixels * sizeof *dst);
 	return d->labels[i];
-}
-
-void rt_dataset_targets(const Dataset *d, int64_t i, float *dst)
-{
-	memcpy(dst, d->targets + i * d->target_size, (size_t)d->target_size * sizeof *dst);
 }
 
 /* ---- parsing ---- */

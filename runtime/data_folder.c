@@ -3,16 +3,19 @@
  * files. DIR/train and DIR/val (or DIR/test), when there, are the training and held-out sets;
  * else DIR itself is the training set and there is no held-out one.
  *
- * Every image is decoded once, when the set loads, on worker threads: resized (its shorter side
- * to 8/7 of the model's side, as torchvision's Resize(256) before a 224 crop) and cropped to the
- * centre box of 8/7 the model's size, kept as bytes. A batch then takes a random crop of the
- * model's size and a random horizontal flip from each in training, the centre crop in
- * evaluation, and normalizes with ImageNet's mean and std (grey: 0.5, 0.5). A file that does not
- * decode is skipped with one warning line naming it; a set left with no image, or with more files
- * skipped than decoded, is an error. */
+ * Loading lists the files; an image is decoded when a batch needs it (training makes batches
+ * ahead on worker threads, runtime/prefetch.h), so a folder of any size costs no memory per
+ * image and no time before the first step. Decoding resizes (the shorter side to 8/7 of the
+ * model's side, as torchvision's Resize(256) before a 224 crop) and crops to the centre box of 8/7
+ * the model's size; a batch then takes a random crop of the model's size and a random horizontal
+ * flip from it in training, the centre crop in evaluation, and normalizes with ImageNet's mean and
+ * std (grey: 0.5, 0.5). A file that does not decode is skipped: one warning line names it (the
+ * first FOLDER_MAX_WARNINGS), and its place in every batch goes to the next file of its set, in
+ * sorted order, that decodes. Loading decodes files in order until one does, so a set of which
+ * no file decodes is an error. */
 #include <ctype.h>
 #include <dirent.h>
-#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +26,7 @@
 #include "runtime/image_decode.h"
 #include "runtime/rt.h"
 
-#define FOLDER_MAX_WARNINGS 10 /* lines naming skipped files; then a count */
+#define FOLDER_MAX_WARNINGS 10 /* lines naming skipped files; then one line saying there are more */
 
 typedef struct {
 	char **path;
@@ -85,9 +88,12 @@ static char **list_dir(const char *dir, bool want_dirs, int64_t *count, char *er
 		names[n++] = full;
 	}
 	closedir(d);
-	qsort(names, (size_t)n, sizeof *names, cmp_str);
 	*count = n;
-	return names ? names : calloc(1, sizeof *names);
+	if (!names) /* an empty folder: qsort's array must not be NULL, even of no elements (the
+		     * compiler may take its passing as proof that names is not NULL) */
+		return calloc(1, sizeof *names);
+	qsort(names, (size_t)n, sizeof *names, cmp_str);
+	return names;
 }
 
 static void free_names(char **names, int64_t n)
@@ -148,16 +154,28 @@ static bool list_split(const char *split, char **classes, int64_t nclasses, File
 	return ok;
 }
 
-/* ---- decoding on worker threads ---- */
+/* ---- decoding when a batch needs an image ---- */
 
-typedef struct {
-	const FileList *files;
-	int c, bh, bw;       /* the stored box */
-	uint8_t *bytes;      /* n boxes, CHW */
-	char (*why)[160];    /* per file: empty, or why it did not decode */
-	int64_t next;        /* the next file to take */
-	pthread_mutex_t lock;
-} Decoder;
+enum { FILE_UNTRIED, FILE_DECODES, FILE_FAILS };
+
+struct RtFolderFiles {
+	FileList list;
+	_Atomic unsigned char *state; /* per file: FILE_* */
+	atomic_int warned;            /* files named in a warning so far */
+	char split[4096];
+};
+
+static void free_files(struct RtFolderFiles *f)
+{
+	if (!f)
+		return;
+	for (int64_t i = 0; i < f->list.n; i++)
+		free(f->list.path[i]);
+	free(f->list.path);
+	free(f->list.label);
+	free((void *)f->state);
+	free(f);
+}
 
 /* src (w x h, c channels last) resized so that the box bw x bh is covered, centre-cropped to it,
  * CHW into dst: an area average when shrinking (each box pixel the mean of the source pixels it
@@ -191,71 +209,62 @@ static void fit_box(const RtImage *src, int bw, int bh, uint8_t *dst)
 	}
 }
 
-static void *decode_worker(void *arg)
+/* File i of f as a c x bh x bw box; false (with its warning, once) when it does not decode. */
+static bool decode_box(struct RtFolderFiles *f, int64_t i, int c, int bh, int bw, uint8_t *box)
 {
-	Decoder *d = arg;
-	size_t box = (size_t)d->c * d->bh * d->bw;
-	for (;;) {
-		pthread_mutex_lock(&d->lock);
-		int64_t i = d->next++;
-		pthread_mutex_unlock(&d->lock);
-		if (i >= d->files->n)
-			return NULL;
-		RtImage img;
-		if (rt_image_decode(d->files->path[i], d->c, &img, d->why[i], sizeof d->why[i])) {
-			fit_box(&img, d->bw, d->bh, d->bytes + (size_t)i * box);
-			free(img.px);
-		} else if (!d->why[i][0]) {
-			snprintf(d->why[i], sizeof d->why[i], "does not decode");
-		}
+	RtImage img;
+	char why[160] = "";
+	if (rt_image_decode(f->list.path[i], c, &img, why, sizeof why)) {
+		fit_box(&img, bw, bh, box);
+		free(img.px);
+		atomic_store(&f->state[i], FILE_DECODES);
+		return true;
 	}
+	if (atomic_exchange(&f->state[i], FILE_FAILS) == FILE_FAILS)
+		return false; /* another thread tried it at the same time and said so */
+	int k = atomic_fetch_add(&f->warned, 1);
+	if (k < FOLDER_MAX_WARNINGS)
+		fprintf(stderr, "warning: %s: %s (skipped)\n", f->list.path[i], why[0] ? why : "does not decode");
+	else if (k == FOLDER_MAX_WARNINGS)
+		fprintf(stderr, "warning: %s: more files do not decode; they are skipped without a line each\n", f->split);
+	return false;
 }
 
-/* Decodes files into set (c channels, boxes bh x bw), dropping the ones that fail with a warning
- * each; false with err when too few decode. */
-static bool decode_all(const char *split, FileList *files, int c, int bh, int bw, Dataset *set, char *err, size_t errlen)
+/* The box of example i: file i, or the next file that decodes. *label: that file's class. */
+static void example_box(const Dataset *d, int64_t i, uint8_t *box, int32_t *label)
 {
-	size_t box = (size_t)c * bh * bw;
-	Decoder d = {files, c, bh, bw, malloc(files->n * box + 1), calloc((size_t)files->n + 1, sizeof *d.why), 0,
-		     PTHREAD_MUTEX_INITIALIZER};
-	set->labels = malloc((size_t)files->n * sizeof *set->labels + 1);
-	if (!d.bytes || !d.why || !set->labels) {
-		free(d.bytes), free(d.why);
-		snprintf(err, errlen, "%s: out of memory for %lld images of %dx%d", split, (long long)files->n, bw, bh);
-		return false;
-	}
-	long cores = sysconf(_SC_NPROCESSORS_ONLN);
-	int nthreads = cores < 1 ? 1 : cores > 16 ? 16 : (int)cores;
-	pthread_t th[16];
-	int started = 0;
-	for (; started < nthreads; started++)
-		if (pthread_create(&th[started], NULL, decode_worker, &d))
-			break;
-	if (started == 0)
-		decode_worker(&d);
-	for (int t = 0; t < started; t++)
-		pthread_join(th[t], NULL);
-	int64_t kept = 0, skipped = 0;
-	for (int64_t i = 0; i < files->n; i++) {
-		if (d.why[i][0]) {
-			if (skipped++ < FOLDER_MAX_WARNINGS)
-				fprintf(stderr, "warning: %s: %s (skipped)\n", files->path[i], d.why[i]);
-			continue;
+	struct RtFolderFiles *f = d->files;
+	int64_t n = f->list.n;
+	for (int64_t tries = 0; tries < n; tries++) {
+		int64_t j = (i + tries) % n;
+		if (atomic_load(&f->state[j]) != FILE_FAILS && decode_box(f, j, d->c, d->box_h, d->box_w, box)) {
+			*label = f->list.label[j];
+			return;
 		}
-		memmove(d.bytes + kept * box, d.bytes + i * box, box);
-		set->labels[kept++] = files->label[i];
 	}
-	if (skipped > FOLDER_MAX_WARNINGS)
-		fprintf(stderr, "warning: %s: %lld more files skipped\n", split, (long long)(skipped - FOLDER_MAX_WARNINGS));
-	free(d.why);
-	set->bytes = d.bytes;
-	set->n = kept;
-	if (kept == 0 || skipped > kept) {
-		snprintf(err, errlen, "%s: %lld of %lld image files did not decode (the first are named above)", split,
-			 (long long)skipped, (long long)files->n);
+	/* loading found a file that decodes, and a file decodes alike every time */
+	memset(box, 0, (size_t)d->c * d->box_h * d->box_w);
+	*label = 0;
+}
+
+/* Decodes files in order until one does (the fallback of every file that does not); false with
+ * err when none does. */
+static bool find_one_that_decodes(const Dataset *set, char *err, size_t errlen)
+{
+	struct RtFolderFiles *f = set->files;
+	uint8_t *box = malloc((size_t)set->c * set->box_h * set->box_w);
+	if (!box) {
+		snprintf(err, errlen, "%s: out of memory", f->split);
 		return false;
 	}
-	return true;
+	bool found = false;
+	for (int64_t i = 0; i < f->list.n && !found; i++)
+		found = decode_box(f, i, set->c, set->box_h, set->box_w, box);
+	free(box);
+	if (!found)
+		snprintf(err, errlen, "%s: none of its %lld image files decodes (the first are named above)", f->split,
+			 (long long)f->list.n);
+	return found;
 }
 
 /* ---- one example ---- */
@@ -263,7 +272,13 @@ static bool decode_all(const char *split, FileList *files, int c, int bh, int bw
 static int32_t folder_example(const Dataset *d, int64_t i, bool train, uint64_t key, float *dst)
 {
 	static const float mean_rgb[3] = {0.485f, 0.456f, 0.406f}, std_rgb[3] = {0.229f, 0.224f, 0.225f};
-	const uint8_t *px = d->bytes + (size_t)i * d->c * d->box_h * d->box_w;
+	uint8_t *px = malloc((size_t)d->c * d->box_h * d->box_w);
+	if (!px) {
+		fputs("netc: out of memory\n", stderr);
+		abort();
+	}
+	int32_t label;
+	example_box(d, i, px, &label);
 	int dy = (d->box_h - d->h) / 2, dx = (d->box_w - d->w) / 2;
 	bool flip = false;
 	if (train) {
@@ -281,27 +296,33 @@ static int32_t folder_example(const Dataset *d, int64_t i, bool train, uint64_t 
 				*o++ = (row[flip ? d->w - 1 - x : x] / 255.0f - mean) / std;
 		}
 	}
-	return d->labels[i];
+	free(px);
+	return label;
 }
 
 static bool load_split(const char *split, char **classes, int64_t nclasses, int c, int h, int w, Dataset *set, char *err,
 		       size_t errlen)
 {
-	FileList files = {0};
-	bool ok = list_split(split, classes, nclasses, &files, err, errlen);
-	if (ok && files.n == 0) {
+	int bh = (h * 8 + 6) / 7, bw = (w * 8 + 6) / 7;
+	*set = (Dataset){.c = c, .h = h, .w = w, .box_h = bh, .box_w = bw, .classes = (int)nclasses,
+			 .example = folder_example, .decode_ahead = true, .free_files = free_files};
+	struct RtFolderFiles *f = set->files = calloc(1, sizeof *set->files);
+	if (!f) {
+		snprintf(err, errlen, "%s: out of memory", split);
+		return false;
+	}
+	snprintf(f->split, sizeof f->split, "%s", split);
+	bool ok = list_split(split, classes, nclasses, &f->list, err, errlen);
+	if (ok && f->list.n == 0) {
 		snprintf(err, errlen, "%s: no .jpg, .jpeg or .png files in its class folders", split);
 		ok = false;
 	}
-	int bh = (h * 8 + 6) / 7, bw = (w * 8 + 6) / 7;
-	*set = (Dataset){.c = c, .h = h, .w = w, .box_h = bh, .box_w = bw, .classes = (int)nclasses,
-			 .example = folder_example};
-	ok = ok && decode_all(split, &files, c, bh, bw, set, err, errlen);
-	for (int64_t i = 0; i < files.n; i++)
-		free(files.path[i]);
-	free(files.path);
-	free(files.label);
-	return ok;
+	if (ok && !(f->state = calloc((size_t)f->list.n, sizeof *f->state))) {
+		snprintf(err, errlen, "%s: out of memory for %lld files", split, (long long)f->list.n);
+		ok = false;
+	}
+	set->n = f->list.n;
+	return ok && find_one_that_decodes(set, err, errlen);
 }
 
 bool rt_load_folder(const char *dir, int c, int h, int w, Dataset *train, Dataset *test, char *err, size_t errlen)
@@ -344,7 +365,7 @@ bool rt_load_folder(const char *dir, int c, int h, int w, Dataset *train, Datase
 		*test = (Dataset){.c = c, .h = h, .w = w, .classes = (int)nclasses, .no_holdout = true};
 	if (ok) {
 		snprintf(train->source, sizeof train->source,
-			 "image folder %s: %lld training images of %lld classes, %lld held out; decoded at %dx%d, random %dx%d crops and flips",
+			 "image folder %s: %lld training images of %lld classes, %lld held out; decoded ahead at %dx%d, random %dx%d crops and flips",
 			 dir, (long long)train->n, (long long)nclasses, (long long)test->n, train->box_w, train->box_h, w, h);
 		snprintf(test->source, sizeof test->source, "%s", train->source);
 	} else {

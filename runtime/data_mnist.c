@@ -237,6 +237,10 @@ void rt_dataset_free(Dataset *d)
 	free(d->images);
 	free(d->labels);
 	free(d->bytes);
-	free(d->targets);
+	if (d->free_files)
+		d->free_files(d->files);
+	for (int k = 0; k < d->narrays; k++)
+		free(d->arrays[k].values);
+	free(d->arrays);
 	memset(d, 0, sizeof *d);
 }

@@ -1,4 +1,4 @@
-/* image_dtype.c: f32 images into an image buffer of another float type. */
+/* image_dtype.c: values into an input buffer of the dtype the model declared it with. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,25 +23,48 @@ static uint16_t to_bf16(float f)
 	return (uint16_t)(u >> 16);
 }
 
+/* Element i of a buffer of dtype t. */
+static void store(DType t, void *dst, int64_t i, double v)
+{
+	switch (t) {
+	case DT_F16: ((_Float16 *)dst)[i] = (_Float16)v; break;
+	case DT_BF16: ((uint16_t *)dst)[i] = to_bf16((float)v); break;
+	case DT_F64: ((double *)dst)[i] = v; break;
+	case DT_I32: ((int32_t *)dst)[i] = (int32_t)v; break;
+	default: ((float *)dst)[i] = (float)v; break;
+	}
+}
+
+static void *staging(DType t, int64_t n)
+{
+	void *p = malloc((size_t)(n ? n : 1) * dtype_size(t));
+	if (!p)
+		abort();
+	return p;
+}
+
 void rt_write_image(Session *s, int buf, const float *values, int64_t n)
 {
 	DType t = (DType)rt_bundle(s)->buf[buf].dtype;
-	if (t == DT_F32 || (unsigned)t >= DT_COUNT) {
+	if (t == DT_F32 || (unsigned)t >= DT_COUNT || !dtype_is_float(t)) {
 		rt_write(s, buf, values, (size_t)n * sizeof *values);
 		return;
 	}
-	size_t size = dtype_size(t);
-	void *converted = malloc((size_t)(n ? n : 1) * size);
-	if (!converted)
-		abort();
-	for (int64_t i = 0; i < n; i++) {
-		switch (t) {
-		case DT_F16: ((_Float16 *)converted)[i] = (_Float16)values[i]; break;
-		case DT_BF16: ((uint16_t *)converted)[i] = to_bf16(values[i]); break;
-		case DT_F64: ((double *)converted)[i] = values[i]; break;
-		default: ((float *)converted)[i] = values[i]; break;
-		}
-	}
-	rt_write(s, buf, converted, (size_t)n * size);
+	void *converted = staging(t, n);
+	for (int64_t i = 0; i < n; i++)
+		store(t, converted, i, values[i]);
+	rt_write(s, buf, converted, (size_t)n * dtype_size(t));
+	free(converted);
+}
+
+void rt_write_values(Session *s, int buf, const double *values, int64_t n)
+{
+	DType t = (DType)rt_bundle(s)->buf[buf].dtype;
+	if ((unsigned)t >= DT_COUNT)
+		t = DT_F32;
+	void *converted = staging(t, n);
+	for (int64_t i = 0; i < n; i++)
+		store(t, converted, i, values[i]);
+	rt_write(s, buf, converted, (size_t)n * dtype_size(t));
 	free(converted);
 }

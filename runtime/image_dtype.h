@@ -16,4 +16,8 @@ DType rt_image_dtype(const Bundle *b);
  * even); buf must be a float buffer of n elements. */
 void rt_write_image(Session *s, int buf, const float *values, int64_t n);
 
+/* Writes n values into buffer buf of s, converted to its dtype (f32, f16 and bf16 rounded to
+ * nearest, f64 exact, i32 truncated: the .npy loader checked they are whole). */
+void rt_write_values(Session *s, int buf, const double *values, int64_t n);
+
 #endif

@@ -120,6 +120,13 @@ int rt_device_count(const char *kind, char *why, size_t len);
 int rt_devices_print(FILE *out);
 
 /* ---- data sets (runtime/data_*.c) ---- */
+/* One input's examples from a .npy array: size values per example, as doubles (exact for every
+ * dtype an input may have). */
+typedef struct {
+	int64_t size;
+	double *values;
+} RtArray;
+
 typedef struct Dataset Dataset;
 struct Dataset {
 	int64_t n;        /* examples */
@@ -137,13 +144,14 @@ struct Dataset {
 	uint64_t seed;     /* synthetic: the generator's */
 	bool no_holdout;   /* synthetic: there is no held-out set to evaluate on */
 	int box_h, box_w;  /* image folders: the decoded images' size, from which crops are taken */
-	/* Arrays (.npy): the per-example input shape when it is no c x h x w image (rank > 0; the
-	 * examples are images[n * prod(dim)] as they are), and float targets of target_size per
-	 * example for a float label input (0: class labels). */
-	int rank;
-	int64_t dim[6];
-	float *targets;
-	int64_t target_size;
+	struct RtFolderFiles *files; /* image folders: the files, decoded as batches need them */
+	void (*free_files)(struct RtFolderFiles *files); /* how rt_dataset_free frees them */
+	bool decode_ahead; /* example() is slow (it decodes): training makes batches ahead on worker
+	                    * threads (runtime/prefetch.h) */
+	/* Arrays (.npy): one per model input, in RtNpyInputs' order (the bundle's input list), each
+	 * of size values per example; NULL for the other sets, which feed the image and the label. */
+	RtArray *arrays;
+	int narrays;
 };
 
 /* MNIST IDX files from dir (plain or .gz); dir NULL: the built-in generator writes an MNIST-like
@@ -164,25 +172,28 @@ bool rt_load_cifar(const char *dir, uint64_t seed, int h, int w, Dataset *train,
 bool rt_load_synthetic(uint64_t seed, int c, int h, int w, int classes, Dataset *train, Dataset *test);
 /* An image folder (runtime/data_folder.c): DIR/train and DIR/val (or DIR/test), or DIR alone,
  * each with one folder of JPEG and PNG images per class, decoded for a model input of c (1 or 3)
- * x h x w. Files that do not decode are skipped with a warning on stderr; errors name the folder. */
+ * x h x w when a batch needs them. A file that does not decode gets a warning on stderr and its
+ * place goes to the next file that does; errors name the folder. */
 bool rt_load_folder(const char *dir, int c, int h, int w, Dataset *train, Dataset *test, char *err, size_t errlen);
-/* What a .npy data set binds to: the image input's name and per-example shape, and the label
- * input's (NULL: the network has none) with either its class count (an i32 label) or its
- * per-example target shape (target_rank >= 0 for a float label). */
+/* A model input a .npy data set binds an array to: its name, dtype and per-example shape (its
+ * shape without the batch). */
 typedef struct {
-	const char *image_name;
-	int image_rank;
-	int64_t image_dim[6];
-	const char *label_name;
-	int target_rank;
-	int64_t target_dim[6];
+	const char *name;
+	DType dtype;
+	int rank;
+	const int64_t *dim;
+} RtNpyInput;
+/* What a .npy data set binds to: every data input of the model, and which of them (-1: none)
+ * holds class labels in [0, classes). */
+typedef struct {
+	const RtNpyInput *input;
+	int n;
+	int label;
 	int64_t classes;
 } RtNpyInputs;
 /* DIR/train/NAME.npy and DIR/val/NAME.npy (or DIR/test), or DIR/NAME.npy alone, one array per
  * input named after it (runtime/data_npy.c). Errors name the file. */
 bool rt_load_npy(const char *dir, const RtNpyInputs *in, Dataset *train, Dataset *test, char *err, size_t errlen);
-/* Example i's float targets (d->target_size of them) into dst. */
-void rt_dataset_targets(const Dataset *d, int64_t i, float *dst);
 /* Example i of d as the model's input in dst (c*h*w floats), augmented from key when train;
  * returns its label. */
 int32_t rt_dataset_example(const Dataset *d, int64_t i, bool train, uint64_t key, float *dst);

@@ -26,6 +26,7 @@
 #include "runtime/hash.h"
 #include "runtime/image_dtype.h"
 #include "runtime/loss_scale.h"
+#include "runtime/prefetch.h"
 #include "runtime/progress.h"
 #include "runtime/rt.h"
 #include "runtime/threadpool.h"
@@ -39,8 +40,6 @@ typedef struct {
 	int64_t pixels;  /* per example */
 	float *images;   /* one batch, staged */
 	int32_t *labels;
-	int64_t target_size; /* float targets per example for a float label input; 0: class labels */
-	float *targets;  /* one batch of them, staged */
 	float *scores;   /* one batch of the output buffer */
 	uint64_t seed;
 	int64_t step;    /* training steps done */
@@ -52,6 +51,8 @@ typedef struct {
 	int rank, ranks; /* 0 and 1 without */
 	bool overfit;    /* --overfit-batch: one batch, augmented as at step 0, every step */
 	RtLossScale scale; /* fp16: the loss scale and the steps it skipped */
+	RtPrefetch *ahead; /* a data set that decodes: the batches made ahead, taken in order; NULL:
+	                    * load_batch makes each batch itself */
 } Loop;
 
 /* The signal that asked the run to stop, 0 while none did. The loop reads it between steps
@@ -145,48 +146,47 @@ static int64_t buf_elements(const BundleBuffer *x)
 /* Whether the label input holds float targets (regression) rather than classes. */
 static bool has_targets(const Bundle *b) { return b->label >= 0 && b->buf[b->label].dtype != DT_I32; }
 
-/* A float label input wants a data set of targets of its shape, an i32 one class labels. */
-static bool check_labels(const Bundle *b, const Dataset *d, char *err, size_t errlen)
+/* Whether the label input holds one class per example, which accuracy is counted against. */
+static bool has_classes(const Bundle *b) { return b->label >= 0 && b->buf[b->label].dtype == DT_I32 && b->buf[b->label].rank == 1; }
+
+/* The image and label sets (all but .npy arrays) feed class labels to an i32 label input. */
+static bool check_labels(const Bundle *b, char *err, size_t errlen)
 {
 	const int64_t label[1] = {b->batch};
 	if (b->label < 0)
 		return true;
-	const BundleBuffer *x = &b->buf[b->label];
 	char got[96];
-	if (!has_targets(b) && d->target_size > 0) {
-		snprintf(err, errlen, "the model's label input '%s' is %s, class labels; the data set has float targets",
-			 x->name, type_str(x, got, sizeof got));
-		return false;
-	}
-	if (!has_targets(b))
-		return expect(b, b->label, "label input", DT_I32, 1, label, err, errlen);
-	if (d->target_size == 0) {
+	if (has_targets(b)) {
 		snprintf(err, errlen, "the model's label input '%s' is %s, float targets; the data set has class labels (data = npy reads targets)",
-			 x->name, type_str(x, got, sizeof got));
+			 b->buf[b->label].name, type_str(&b->buf[b->label], got, sizeof got));
 		return false;
 	}
-	if (buf_elements(x) / b->batch != d->target_size) {
-		snprintf(err, errlen, "the model's label input '%s' is %s; the data set's targets have %lld values per example",
-			 x->name, type_str(x, got, sizeof got), (long long)d->target_size);
+	return expect(b, b->label, "label input", DT_I32, 1, label, err, errlen);
+}
+
+/* The image and label inputs, unless the set's arrays were bound by name (and checked then);
+ * a set of images feeds no more inputs than those two. */
+static bool check_inputs(const Bundle *b, const Dataset *d, char *err, size_t errlen)
+{
+	if (d->arrays)
+		return true;
+	if (b->ninputs > 2) {
+		snprintf(err, errlen, "the model has %d inputs ('%s' is the third); this data set feeds two (images, then labels): data = npy binds any number by name",
+			 b->ninputs, b->buf[b->inputs[2]].name);
 		return false;
 	}
-	return true;
+	int64_t image[4] = {b->batch, d->c, d->h, d->w};
+	return expect(b, b->image, "image input", rt_image_dtype(b), 4, image, err, errlen) && check_labels(b, err, errlen);
 }
 
 /* Synthetic data fits any loss; a set with classes needs scores for them, unless the model reads
- * no labels (an autoencoder's loss compares its output with its image) or float targets. */
+ * no labels (an autoencoder's loss compares its output with its image) or float targets. d NULL:
+ * the benchmark's random batches, of the model's own shapes. */
 static bool check_bundle(const Bundle *b, const Dataset *d, char *err, size_t errlen)
 {
-	int64_t image[1 + 6] = {b->batch, d->c, d->h, d->w};
-	int rank = 4;
-	if (d->rank > 0) {
-		rank = d->rank + 1;
-		memcpy(image + 1, d->dim, (size_t)d->rank * sizeof *image);
-	}
-	if (!expect(b, b->image, "image input", rt_image_dtype(b), rank, image, err, errlen) ||
-	    !check_labels(b, d, err, errlen) ||
+	if ((d && !check_inputs(b, d, err, errlen)) ||
 	    !expect(b, b->loss, "loss", DT_F32, -1, NULL, err, errlen) ||
-	    (!d->no_holdout && b->label >= 0 && !has_targets(b) && !check_scores(b, b->output, "output", d->classes, err, errlen)))
+	    (d && !d->no_holdout && has_classes(b) && !check_scores(b, b->output, "output", d->classes, err, errlen)))
 		return false;
 	if (b->lr >= 0 && !expect(b, b->lr, "learning rate", DT_F32, -1, NULL, err, errlen))
 		return false;
@@ -244,33 +244,46 @@ static bool check_data_dir(const char *data_dir, char *err, size_t errlen)
 	return true;
 }
 
-/* The run's data: --data synthetic, else the bundle's data set (train.dataset) from --data DIR or
- * the built-in generator, shaped after the model's image input. */
-/* data = npy: the arrays named after the image and label inputs. */
+/* data = npy: an array for each input of the model, named after it; the label input's values
+ * are classes of the scores when it is i32[batch]. */
 static bool load_npy(const Bundle *b, const char *data_dir, Dataset *train, Dataset *test, char *err, size_t errlen)
 {
 	if (!data_dir) {
-		snprintf(err, errlen, "%s trains on .npy arrays (data = npy): give their folder with --data DIR", b->model);
+		snprintf(err, errlen, "%s trains on .npy arrays (data = npy): give their folder with --data DIR or data = npy(\"DIR\")", b->model);
 		return false;
 	}
-	const BundleBuffer *img = &b->buf[b->image];
-	RtNpyInputs in = {.image_name = img->name, .image_rank = img->rank - 1, .target_rank = -1,
+	RtNpyInput *input = calloc((size_t)b->ninputs + 1, sizeof *input);
+	if (!input) {
+		snprintf(err, errlen, "out of memory");
+		return false;
+	}
+	RtNpyInputs in = {.input = input, .n = b->ninputs, .label = -1,
 			  .classes = has_scores(b, b->output) ? b->buf[b->output].dim[1] : INT32_MAX};
-	memcpy(in.image_dim, img->dim + 1, (size_t)in.image_rank * sizeof *in.image_dim);
-	if (b->label >= 0) {
-		const BundleBuffer *lab = &b->buf[b->label];
-		in.label_name = lab->name;
-		if (has_targets(b)) {
-			in.target_rank = lab->rank - 1;
-			memcpy(in.target_dim, lab->dim + 1, (size_t)in.target_rank * sizeof *in.target_dim);
+	bool ok = true;
+	for (int k = 0; k < b->ninputs && ok; k++) {
+		const BundleBuffer *x = &b->buf[b->inputs[k]];
+		input[k] = (RtNpyInput){.name = x->name, .dtype = (DType)x->dtype, .rank = x->rank - 1, .dim = x->dim + 1};
+		if (b->inputs[k] == b->label && has_classes(b))
+			in.label = k;
+		if (x->rank < 1 || x->dim[0] != b->batch) {
+			char got[96];
+			snprintf(err, errlen, "the model's input '%s' is %s: data = npy feeds one row per example, so its first dimension must be the batch (%lld)",
+				 x->name, type_str(x, got, sizeof got), (long long)b->batch);
+			ok = false;
 		}
 	}
-	return rt_load_npy(data_dir, &in, train, test, err, errlen);
+	ok = ok && rt_load_npy(data_dir, &in, train, test, err, errlen);
+	free(input);
+	return ok;
 }
 
+/* The run's data: --data synthetic, else the bundle's data set (train.dataset) from --data DIR or
+ * the built-in generator, shaped after the model's image input. */
 static bool load_data(const Bundle *b, const char *data_dir, uint64_t seed, Dataset *train, Dataset *test,
 		      char *err, size_t errlen)
 {
+	if (!data_dir && b->train.data_path[0])
+		data_dir = b->train.data_path; /* data = folder("DIR"); --data overrides it */
 	const char *name = b->train.dataset;
 	if (is_synthetic(data_dir) || strcmp(name, "synthetic") == 0) {
 		if (data_dir && !is_synthetic(data_dir)) {
@@ -289,7 +302,7 @@ static bool load_data(const Bundle *b, const char *data_dir, uint64_t seed, Data
 		return load_npy(b, data_dir, train, test, err, errlen);
 	if (strcmp(name, "folder") == 0) {
 		if (!data_dir) {
-			snprintf(err, errlen, "%s trains on an image folder (data = folder): give it with --data DIR", b->model);
+			snprintf(err, errlen, "%s trains on an image folder (data = folder): give it with --data DIR or data = folder(\"DIR\")", b->model);
 			return false;
 		}
 		if (!image_shape(b, &c, &h, &w)) {
@@ -316,15 +329,13 @@ static bool loop_init(Loop *L, Session *s, uint64_t seed)
 	const Bundle *b = rt_bundle(s);
 	const BundleBuffer *img = &b->buf[b->image];
 	*L = (Loop){.s = s, .b = b, .batch = b->batch, .seed = seed, .ranks = 1,
-		    .classes = has_scores(b, b->output) && b->label >= 0 && !has_targets(b) ? b->buf[b->output].dim[1] : 0,
+		    .classes = has_scores(b, b->output) && has_classes(b) ? b->buf[b->output].dim[1] : 0,
 		    .accumulate = batches_per_step(b),
-		    .pixels = buf_elements(img) / b->batch, .scale = rt_loss_scale_new(b),
-		    .target_size = has_targets(b) ? buf_elements(&b->buf[b->label]) / b->batch : 0};
+		    .pixels = buf_elements(img) / b->batch, .scale = rt_loss_scale_new(b)};
 	L->images = malloc((size_t)(L->batch * L->pixels) * sizeof *L->images);
-	L->targets = malloc((size_t)(L->batch * L->target_size + 1) * sizeof *L->targets);
 	L->labels = malloc((size_t)L->batch * sizeof *L->labels);
 	L->scores = malloc((size_t)(L->batch * (L->classes ? L->classes : 1)) * sizeof *L->scores);
-	return L->images && L->labels && L->scores && L->targets;
+	return L->images && L->labels && L->scores;
 }
 
 /* Examples of one optimizer step over every rank. */
@@ -334,26 +345,53 @@ static void loop_free(Loop *L)
 {
 	free(L->images);
 	free(L->labels);
-	free(L->targets);
 	free(L->scores);
+}
+
+/* Examples idx[0..batch) of each array into its input, and the class labels into L->labels. */
+static void load_arrays(Loop *L, const Dataset *d, const int32_t *idx)
+{
+	for (int k = 0; k < d->narrays; k++) {
+		const RtArray *a = &d->arrays[k];
+		double *batch = malloc((size_t)(L->batch * a->size + 1) * sizeof *batch);
+		if (!batch)
+			abort();
+		for (int64_t r = 0; r < L->batch; r++)
+			memcpy(batch + r * a->size, a->values + idx[r] * a->size, (size_t)a->size * sizeof *batch);
+		int buf = L->b->inputs[k];
+		rt_write_values(L->s, buf, batch, L->batch * a->size);
+		if (buf == L->b->label && a->size == 1)
+			for (int64_t r = 0; r < L->batch; r++)
+				L->labels[r] = (int32_t)batch[r];
+		free(batch);
+	}
+}
+
+/* The augmentation key of the training batches of optimizer step `step`. */
+static uint64_t batch_key(const Loop *L, int64_t step)
+{
+	return rt_mix64(L->seed ^ rt_mix64((uint64_t)(L->overfit ? 0 : step) + 0xA06));
 }
 
 /* Examples idx[0..batch) of d into the input buffers; a training batch is augmented from the
  * seed, the optimizer step and each example's index, so a resumed run sees the same crops and
- * flips, and so does an example on any rank or in any micro-batch of its step. */
+ * flips, and so does an example on any rank or in any micro-batch of its step. With batches made
+ * ahead, the next one is that batch (the workers took the same examples and key). */
 static void load_batch(Loop *L, const Dataset *d, const int32_t *idx, bool train)
 {
-	uint64_t step = L->overfit ? 0 : (uint64_t)L->step;
-	uint64_t key = rt_mix64(L->seed ^ rt_mix64(step + 0xA06));
-	for (int64_t k = 0; k < L->batch; k++) {
-		L->labels[k] = rt_dataset_example(d, idx[k], train, key, L->images + k * L->pixels);
-		if (L->target_size)
-			rt_dataset_targets(d, idx[k], L->targets + k * L->target_size);
+	if (d->arrays) {
+		load_arrays(L, d, idx);
+		return;
+	}
+	if (L->ahead) {
+		rt_prefetch_take(L->ahead, L->images, L->labels);
+	} else {
+		uint64_t key = batch_key(L, L->step);
+		for (int64_t k = 0; k < L->batch; k++)
+			L->labels[k] = rt_dataset_example(d, idx[k], train, key, L->images + k * L->pixels);
 	}
 	rt_write_image(L->s, L->b->image, L->images, L->batch * L->pixels);
-	if (L->target_size)
-		rt_write_image(L->s, L->b->label, L->targets, L->batch * L->target_size);
-	else
+	if (L->b->label >= 0)
 		rt_write(L->s, L->b->label, L->labels, (size_t)L->batch * sizeof *L->labels);
 }
 
@@ -502,6 +540,55 @@ static void restore_signals(const struct sigaction old[2])
 
 /* ---- evaluation ---- */
 
+/* ---- batches made ahead (data sets that decode, such as image folders) ---- */
+
+/* What batch m of a run is made of, for the workers (runtime/prefetch.h). */
+typedef struct {
+	const Loop *L;
+	const Dataset *d;
+	int64_t per_epoch;
+	int32_t *perm;  /* training: the order of epoch `epoch`, made when a batch of it is first asked */
+	int64_t epoch;
+} BatchOrder;
+
+static void shuffle(int32_t *perm, int64_t n, uint64_t seed, int64_t epoch);
+
+/* Training batch m is micro-batch m of the run: the examples and key train_step and load_batch
+ * take for it (--overfit-batch: epoch 0's first step, every time). */
+static void train_order(void *ctx, int64_t m, int32_t *idx, uint64_t *key, bool *train)
+{
+	BatchOrder *o = ctx;
+	const Loop *L = o->L;
+	int64_t step = m / L->accumulate, j = m % L->accumulate;
+	int64_t epoch = L->overfit ? 0 : step / o->per_epoch, k = L->overfit ? 0 : step % o->per_epoch;
+	if (epoch != o->epoch)
+		shuffle(o->perm, o->d->n, L->seed, epoch);
+	o->epoch = epoch;
+	memcpy(idx, o->perm + k * step_examples(L) + (j * L->ranks + L->rank) * L->batch, (size_t)L->batch * sizeof *idx);
+	*key = batch_key(L, step);
+	*train = true;
+}
+
+/* Evaluation batch m: examples m * batch onwards, the last padded from the start. */
+static void eval_order(void *ctx, int64_t m, int32_t *idx, uint64_t *key, bool *train)
+{
+	const BatchOrder *o = ctx;
+	for (int64_t k = 0; k < o->L->batch; k++)
+		idx[k] = (int32_t)((m * o->L->batch + k) % o->d->n);
+	*key = 0;
+	*train = false;
+}
+
+/* Workers making batches first .. end-1 of d three ahead; NULL (each batch made by load_batch
+ * then, alike) when they cannot start. */
+static RtPrefetch *start_ahead(const Loop *L, const Dataset *d, void (*order)(void *, int64_t, int32_t *, uint64_t *, bool *),
+			       BatchOrder *ctx, int64_t first, int64_t end)
+{
+	RtPrefetchSpec spec = {.batch = L->batch, .pixels = L->pixels, .depth = 3, .workers = rt_prefetch_workers(),
+			       .order = order, .ctx = ctx};
+	return end > first ? rt_prefetch_start(d, &spec, first, end) : NULL;
+}
+
 /* The evaluation program over all of d; the last partial batch is padded by repeating examples
  * from the start, and only its real rows count. False when the device fails. A stop signal ends
  * it early: true, with nothing printed and *accuracy as it was. */
@@ -510,6 +597,9 @@ static bool evaluate(Loop *L, const Dataset *d, bool quiet, double *accuracy)
 	int32_t *idx = malloc((size_t)L->batch * sizeof *idx);
 	if (!idx)
 		return true; /* no evaluation, no harm to the training */
+	RtPrefetch *training = L->ahead;
+	BatchOrder order = {.L = L, .d = d};
+	L->ahead = d->decode_ahead ? start_ahead(L, d, eval_order, &order, 0, (d->n + L->batch - 1) / L->batch) : NULL;
 	double loss_sum = 0;
 	int64_t hits = 0;
 	for (int64_t start = 0; start < d->n && !stop_signal; start += L->batch) {
@@ -535,6 +625,8 @@ static bool evaluate(Loop *L, const Dataset *d, bool quiet, double *accuracy)
 		}
 	}
 	free(idx);
+	rt_prefetch_stop(L->ahead);
+	L->ahead = training;
 	if (rt_error(L->s))
 		return false;
 	if (stop_signal)
@@ -618,6 +710,10 @@ static bool run_epochs(Loop *L, Plan *p, const Dataset *train, const Dataset *te
 		snprintf(err, errlen, "out of memory");
 		return false;
 	}
+	BatchOrder order = {.L = L, .d = train, .per_epoch = p->per_epoch, .epoch = -1,
+			    .perm = train->decode_ahead ? malloc((size_t)train->n * sizeof *order.perm) : NULL};
+	if (order.perm)
+		L->ahead = start_ahead(L, train, train_order, &order, L->step * L->accumulate, p->total * L->accumulate);
 	Interval iv = {.t_mark = rt_clock_s()};
 	bool ok = true, evaluated = false; /* at the run's last step */
 	const int64_t e0 = L->step / p->per_epoch;
@@ -672,6 +768,9 @@ static bool run_epochs(Loop *L, Plan *p, const Dataset *train, const Dataset *te
 			iv = (Interval){.t_mark = rt_clock_s()}; /* the interval's rate counts training only */
 		}
 	}
+	rt_prefetch_stop(L->ahead); /* before the final evaluation, which makes its own */
+	L->ahead = NULL;
+	free(order.perm);
 	if (ok && test && !evaluated && !stop_signal) {
 		progress_break(&p->prog);
 		ok = evaluate(L, test, quiet, &p->accuracy);
@@ -886,7 +985,7 @@ int rt_train(const Bundle *b, const TrainOptions *all)
 		printf("data: %s\n", train.source);
 	bool eval = has_eval(b) && !test.no_holdout;
 	ok = ok && check_bundle(b, &train, err, sizeof err) &&
-	     (!eval || b->label < 0 || check_scores(b, b->eval_output, "evaluation output", test.classes, err, sizeof err)) &&
+	     (!eval || !has_classes(b) || check_scores(b, b->eval_output, "evaluation output", test.classes, err, sizeof err)) &&
 	     (!eval || expect(b, b->eval_loss, "evaluation loss", DT_F32, -1, NULL, err, sizeof err)) &&
 	     train_session(s, comm, o, &train, &test, &stopped_by, err, sizeof err);
 	fflush(stdout);
@@ -953,7 +1052,7 @@ int rt_eval(const Bundle *b, const TrainOptions *o)
 	if (ok && !o->quiet)
 		printf("data: %s\n", test.source);
 	ok = ok && check_bundle(b, &train, err, sizeof err) &&
-	     (b->label < 0 || check_scores(b, b->eval_output, "evaluation output", test.classes, err, sizeof err)) &&
+	     (!has_classes(b) || check_scores(b, b->eval_output, "evaluation output", test.classes, err, sizeof err)) &&
 	     eval_session(b, o, &test, err, sizeof err);
 	fflush(stdout);
 	if (!ok)
@@ -971,21 +1070,29 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* A fixed batch of random images and labels, so that no loader runs in the timing. */
+/* A fixed batch of random inputs, so that no loader runs in the timing: floats uniform in
+ * [-1, 1), class labels of the scores, other i32 inputs (indices) in [0, 8). */
 static void random_batch(Loop *L)
 {
 	uint64_t key = rt_mix64(L->seed ^ 0xBE1C4);
-	for (int64_t i = 0; i < L->batch * L->pixels; i++)
-		L->images[i] = (float)(2 * rt_uniform(key, (uint64_t)i) - 1);
-	for (int64_t k = 0; k < L->batch; k++)
-		L->labels[k] = (int32_t)(rt_uniform(key ^ 1, (uint64_t)k) * 10) % (int32_t)(L->classes ? L->classes : 1);
-	for (int64_t i = 0; i < L->batch * L->target_size; i++)
-		L->targets[i] = (float)(2 * rt_uniform(key ^ 2, (uint64_t)i) - 1);
-	rt_write_image(L->s, L->b->image, L->images, L->batch * L->pixels);
-	if (L->target_size)
-		rt_write_image(L->s, L->b->label, L->targets, L->batch * L->target_size);
-	else
-		rt_write(L->s, L->b->label, L->labels, (size_t)L->batch * sizeof *L->labels);
+	for (int k = 0; k < L->b->ninputs; k++) {
+		const int buf = L->b->inputs[k];
+		const BundleBuffer *x = &L->b->buf[buf];
+		int64_t n = buf_elements(x);
+		double *v = malloc((size_t)(n + 1) * sizeof *v);
+		if (!v)
+			abort();
+		uint64_t stream = key ^ (uint64_t)k;
+		for (int64_t i = 0; i < n; i++) {
+			double u = rt_uniform(stream, (uint64_t)i);
+			if (buf == L->b->label && has_classes(L->b))
+				v[i] = (double)((int64_t)(u * 10) % (L->classes ? L->classes : 1));
+			else
+				v[i] = x->dtype == DT_I32 ? floor(u * 8) : 2 * u - 1;
+		}
+		rt_write_values(L->s, buf, v, n);
+		free(v);
+	}
 	float lr = (float)L->b->train.lr;
 	int32_t rng[2] = {(int32_t)(uint32_t)L->seed, 0};
 	rt_write(L->s, L->b->lr, &lr, sizeof lr);
@@ -1106,13 +1213,8 @@ int rt_bench(const Bundle *b, const BenchOptions *o, BenchResult *r)
 {
 	char err[1024];
 	memset(r, 0, sizeof *r);
-	/* any image shape will do: take the model's own; random batches fit any loss, as synthetic data */
-	Dataset shape = {.c = 1, .h = 28, .w = 28, .classes = 1, .no_holdout = true};
-	if (b->image >= 0 && b->buf[b->image].rank == 4) {
-		const int64_t *dim = b->buf[b->image].dim;
-		shape.c = (int)dim[1], shape.h = (int)dim[2], shape.w = (int)dim[3];
-	}
-	bool ok = check_bundle(b, &shape, err, sizeof err);
+	/* random batches of the model's own input shapes fit any loss, as synthetic data */
+	bool ok = check_bundle(b, NULL, err, sizeof err);
 	char device[64];
 	rt_rank_device(b, o->device ? o->device : "auto", o->ranks ? o->ranks : &(RtRanks){0}, device, sizeof device);
 	r->threads = rank_threads(o->threads, o->ranks);

@@ -94,8 +94,8 @@ static void fill_indices(Session *s, int buf, const Node *n, uint64_t *st)
 	free(v);
 }
 
-/* Images (or i32 indices), and float targets, from fill_float; class labels uniform over the
- * classes. */
+/* Images (or i32 indices), float targets and further inputs from fill_float (fill_indices for
+ * i32 ones); class labels uniform over the classes. */
 static void fill_inputs(Session *s, const Bundle *b, const Graph *g, uint64_t seed)
 {
 	uint64_t st = seed * 2654435761u + 17;
@@ -105,6 +105,8 @@ static void fill_inputs(Session *s, const Bundle *b, const Graph *g, uint64_t se
 		fill_float(s, b->image, &g->node[g->image], &st);
 	if (g->label >= 0 && g->node[g->label].dtype != DT_I32) {
 		fill_float(s, b->label, &g->node[g->label], &st);
+	} else if (g->label >= 0 && g->node[g->label].shape.rank > 1) {
+		fill_indices(s, b->label, &g->node[g->label], &st);
 	} else if (g->label >= 0) {
 		int32_t *label = malloc(b->batch * sizeof *label);
 		if (!label)
@@ -114,6 +116,13 @@ static void fill_inputs(Session *s, const Bundle *b, const Graph *g, uint64_t se
 			label[i] = (int32_t)(next_random(&st) % (uint64_t)classes);
 		rt_write(s, b->label, label, b->batch * sizeof *label);
 		free(label);
+	}
+	for (int k = 2; k < b->ninputs; k++) { /* the inputs past image and label, as the image */
+		const Node *x = &g->node[b->buf[b->inputs[k]].node];
+		if (x->dtype == DT_I32)
+			fill_indices(s, b->inputs[k], x, &st);
+		else
+			fill_float(s, b->inputs[k], x, &st);
 	}
 	float lr = (float)g->train.lr;
 	/* a first row past 0, so that dropout's shard offset is checked too */

@@ -197,6 +197,13 @@ static int info_bundle(const Args *a, const CompileOptions *o)
 	printf("batch: %lld\n", (long long)b.batch);
 	print_precision(b.train.precision);
 	printf("parameters: %lld\n", (long long)param_count(&b));
+	printf("inputs:");
+	for (int k = 0; k < b.ninputs; k++) {
+		const BundleBuffer *x = &b.buf[b.inputs[k]];
+		char shape[160];
+		printf("%s %s %s%s", k ? "," : "", x->name, dtype_name((DType)x->dtype), rt_shape_text(x->rank, x->dim, shape, sizeof shape));
+	}
+	printf("\n");
 	printf("training step FLOPs: %.4g\n", b.flops_per_step);
 	printf("arena bytes: %lld\n", (long long)b.arena_bytes);
 	print_data_parallel(&b);

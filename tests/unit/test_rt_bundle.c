@@ -15,14 +15,14 @@ static void make_bundle(Bundle *b)
 	b->train.lr = tu_below(1000) / 1000.0 + 0.001;
 	b->train.epochs = 1 + tu_below(20);
 	b->flops_per_step = (uint32_t)tu_next() * 1000.0;
-	b->nbuf = 3 + (int32_t)tu_below(5);
+	b->nbuf = 5 + (int32_t)tu_below(4);
 	b->buf = tu_calloc((size_t)b->nbuf, sizeof *b->buf);
 	int64_t offset = 0;
 	for (int i = 0; i < b->nbuf; i++) {
 		BundleBuffer *x = &b->buf[i];
 		snprintf(x->name, sizeof x->name, "buf%d_%u", i, (uint32_t)tu_next());
 		x->node = (int32_t)tu_below(100);
-		x->role = (int32_t)tu_below(BUF_GRAD + 1);
+		x->role = (int32_t)tu_below(BUF_INPUT + 1);
 		x->dtype = (int32_t)tu_below(DT_COUNT);
 		x->rank = (int32_t)(1 + tu_below(4));
 		int64_t numel = 1;
@@ -42,9 +42,13 @@ static void make_bundle(Bundle *b)
 	b->image = 0, b->label = 1, b->loss = 2, b->output = 2;
 	b->eval_loss = -1, b->eval_output = -1, b->lr = -1, b->rng = b->nbuf - 1;
 	/* the buffers the runtime writes into have their roles, the data one row per example */
-	const int32_t role[3][2] = {{b->image, BUF_IMAGE}, {b->label, BUF_LABEL}, {b->rng, BUF_RNG}};
-	for (int i = 0; i < 3; i++)
+	const int32_t role[4][2] = {{b->image, BUF_IMAGE}, {b->label, BUF_LABEL}, {3, BUF_INPUT}, {b->rng, BUF_RNG}};
+	for (int i = 0; i < 4; i++)
 		b->buf[role[i][0]].role = role[i][1];
+	/* the inputs in declaration order: image, label, then the third */
+	b->ninputs = 3;
+	b->inputs = tu_calloc(3, sizeof *b->inputs);
+	b->inputs[0] = b->image, b->inputs[1] = b->label, b->inputs[2] = 3;
 	for (int i = 0; i < 2; i++) {
 		BundleBuffer *x = &b->buf[i];
 		x->bytes = x->bytes / x->dim[0] * b->batch;
@@ -100,6 +104,8 @@ static void check_equal(const Bundle *a, const Bundle *b)
 	      a->finite == b->finite && a->update_node == b->update_node, "indices");
 	CHECK(a->train.accumulate == b->train.accumulate && a->train.precision == b->train.precision,
 	      "accumulation and precision");
+	CHECK(a->ninputs == b->ninputs && memcmp(a->inputs, b->inputs, (size_t)a->ninputs * sizeof *a->inputs) == 0,
+	      "input list");
 	CHECK(a->nbuf == b->nbuf, "nbuf %d vs %d", a->nbuf, b->nbuf);
 	for (int i = 0; i < a->nbuf && a->nbuf == b->nbuf; i++)
 		CHECK(memcmp(&a->buf[i], &b->buf[i], sizeof a->buf[i]) == 0 ||
@@ -208,9 +214,11 @@ static size_t reseal_section(uint8_t *data, size_t at)
 static void reseal(uint8_t *data, const Bundle *a)
 {
 	size_t header = 12, buffers = header + SECTION_HEAD + (size_t)get_u64(data + header);
-	size_t code = buffers + SECTION_HEAD + (size_t)get_u64(data + buffers);
+	size_t inputs = buffers + SECTION_HEAD + (size_t)get_u64(data + buffers);
+	size_t code = inputs + SECTION_HEAD + (size_t)get_u64(data + inputs);
 	reseal_section(data, header);
 	reseal_section(data, buffers);
+	reseal_section(data, inputs);
 	size_t at = code + SECTION_HEAD + 4;
 	for (int i = 0; i < a->ncode; i++) {
 		at += 32 + 32 + 4 + 4;
@@ -368,6 +376,27 @@ static void test_ranges(const char *path, const char *bad, const Bundle *a)
 /* ---- the train fields: every row of ir/train_fields.def is written, read and range-checked ---- */
 
 /* Every field drawn within what the reader accepts. */
+/* An input list naming a buffer twice, a buffer that is no data input, a buffer past the table,
+ * or with the image not first: each an error. */
+static void test_inputs(const char *path, const char *bad, const Bundle *a)
+{
+	int32_t list[3];
+	Bundle c = *a;
+	c.inputs = list;
+	memcpy(list, a->inputs, sizeof list);
+	list[2] = list[1];
+	expect_field_refused(path, bad, &c, "input 'buf1_");
+	expect_field_refused(path, bad, &c, "is listed twice");
+	memcpy(list, a->inputs, sizeof list);
+	list[2] = a->rng;
+	expect_field_refused(path, bad, &c, "not a data input's");
+	list[2] = a->nbuf;
+	expect_field_refused(path, bad, &c, "is buffer");
+	memcpy(list, a->inputs, sizeof list);
+	list[0] = a->inputs[2], list[2] = a->inputs[0];
+	expect_field_refused(path, bad, &c, "the image buffer is not the first input");
+}
+
 static void random_train(TrainConfig *c)
 {
 #define DRAW_INT(m, lo, hi) c->m = (lo) + (int64_t)tu_below((uint64_t)((hi) - (lo)) + 1)
@@ -417,7 +446,7 @@ static size_t put_f64(uint8_t *p, double v)
 	return put_le(p, u, 8);
 }
 
-/* Every field round-trips, and the header holds them in BUNDLE_VERSION 6's order, written out
+/* Every field round-trips, and the header holds them in BUNDLE_VERSION 7's order, written out
  * here apart from the table: reordering its rows changes the format. */
 static void test_train_layout(const char *path, const Bundle *a)
 {
@@ -430,7 +459,7 @@ static void test_train_layout(const char *path, const Bundle *a)
 	bundle_free(&b);
 
 	const TrainConfig *t = &c.train;
-	uint8_t want[512];
+	uint8_t want[1024];
 	size_t n = 0;
 	n += put_le(want + n, (uint64_t)t->optimizer, 4);
 	n += put_f64(want + n, t->lr);
@@ -458,6 +487,7 @@ static void test_train_layout(const char *path, const Bundle *a)
 	n += put_le(want + n, (uint64_t)t->warmup, 8);
 	n += put_le(want + n, (uint64_t)t->accumulate, 8);
 	n += put_le(want + n, (uint64_t)t->precision, 4);
+	memcpy(want + n, t->data_path, sizeof t->data_path), n += sizeof t->data_path;
 
 	size_t size;
 	uint8_t *d = slurp(path, &size);
@@ -468,7 +498,7 @@ static void test_train_layout(const char *path, const Bundle *a)
 	      (unsigned long long)get_u64(d + header), at - header - SECTION_HEAD + n + 4);
 	CHECK(at + n + 4 <= size && (int32_t)get_u64(d + at + n) == c.update_node, "the update node is not after "
 	      "the train fields");
-	CHECK(at + n <= size && memcmp(d + at, want, n) == 0, "train fields out of BUNDLE_VERSION 6's order");
+	CHECK(at + n <= size && memcmp(d + at, want, n) == 0, "train fields out of BUNDLE_VERSION 7's order");
 	free(d);
 }
 
@@ -574,6 +604,7 @@ int main(void)
 	free(c.buf);
 
 	test_ranges(path, bad, &a);
+	test_inputs(path, bad, &a);
 	test_train_layout(path, &a);
 	test_train_ranges(path, bad, &a);
 	CHECK(bundle_write(&a, path, err, sizeof err), "write: %s", err);

@@ -2,7 +2,9 @@
 """make_npy.py DIR: .npy arrays for netc's data = npy, written without NumPy (the format is a
 magic, a header dict and the raw little-endian data). DIR/train and DIR/val each hold x.npy
 (float32 [n, 6]), y.npy (float64 [n, 2]: a fixed linear map of x plus a little noise) and
-label.npy (int64 [n]: which of y's two values is larger). --bad writes a few broken files
+label.npy (int64 [n]: which of y's two values is larger); and for a network of three inputs, a.npy
+(float32 [n, 4]), b.npy (float64 [n, 3]) and t.npy (float64 [n, 2]: a fixed linear map of a and b
+plus a little noise). --bad writes a few broken files
 beside them for the error messages."""
 import os
 import random
@@ -31,6 +33,14 @@ def main():
         write(os.path.join(root, split, "x.npy"), "<f4", (n, 6), [v for row in x for v in row])
         write(os.path.join(root, split, "y.npy"), "<f8", (n, 2), [v for row in y for v in row])
         write(os.path.join(root, split, "label.npy"), "<i8", (n,), [int(row[1] > row[0]) for row in y])
+    mixed = random.Random(5)
+    v = [[mixed.uniform(-1, 1) for _ in range(2)] for _ in range(7)]
+    for split, n in (("train", 256), ("val", 64)):
+        ab = [[mixed.uniform(-1, 1) for _ in range(7)] for _ in range(n)]
+        t = [[sum(row[k] * v[k][j] for k in range(7)) + mixed.gauss(0, 0.01) for j in range(2)] for row in ab]
+        write(os.path.join(root, split, "a.npy"), "<f4", (n, 4), [x for row in ab for x in row[:4]])
+        write(os.path.join(root, split, "b.npy"), "<f8", (n, 3), [x for row in ab for x in row[4:]])
+        write(os.path.join(root, split, "t.npy"), "<f8", (n, 2), [x for row in t for x in row])
     if "--bad" in sys.argv:
         bad = os.path.join(root, "bad")
         os.makedirs(bad, exist_ok=True)
