@@ -1,9 +1,11 @@
 /* fuzz_input.c: the fuzzer's bytes as files (fuzz_input.h). */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fuzz/fuzz_input.h"
@@ -34,6 +36,58 @@ const char *fuzz_as_file(const uint8_t *data, size_t size)
 		at += (size_t)n;
 	}
 	return path;
+}
+
+static char dir[256];
+static char made[8][300]; /* the folders and files made below dir, removed at exit */
+static int nmade;
+
+static void remove_dir(void)
+{
+	for (int i = nmade - 1; i >= 0; i--)
+		remove(made[i]);
+	rmdir(dir);
+}
+
+const char *fuzz_dir(void)
+{
+	if (dir[0])
+		return dir;
+	struct stat st;
+	const char *tmp = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm" : getenv("TMPDIR");
+	snprintf(dir, sizeof dir, "%s/netc-fuzz-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(dir))
+		die("mkdtemp");
+	atexit(remove_dir);
+	return dir;
+}
+
+/* path (below dir) remembered for removal, once */
+static void remember(const char *path)
+{
+	for (int i = 0; i < nmade; i++)
+		if (!strcmp(made[i], path))
+			return;
+	if (nmade == 8)
+		abort();
+	snprintf(made[nmade++], sizeof made[0], "%s", path);
+}
+
+void fuzz_write(const char *name, const uint8_t *data, size_t size)
+{
+	char path[300];
+	snprintf(path, sizeof path, "%s/%s", fuzz_dir(), name);
+	for (char *slash = strchr(path + strlen(dir) + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		if (mkdir(path, 0700) != 0 && errno != EEXIST)
+			die("mkdir");
+		remember(path);
+		*slash = '/';
+	}
+	FILE *f = fopen(path, "wb");
+	if (!f || fwrite(data, 1, size, f) != size || fclose(f) != 0)
+		die(path);
+	remember(path);
 }
 
 void fuzz_split(const uint8_t *data, size_t size, IdxBlob *f, int n, const char *const *names)

@@ -16,6 +16,12 @@
  * nothing. */
 const char *fuzz_as_file(const uint8_t *data, size_t size);
 
+/* A folder of this process (in /dev/shm when there, else TMPDIR or /tmp), made on the first call
+ * and removed at exit, for readers that take a folder. */
+const char *fuzz_dir(void);
+/* The bytes as the file fuzz_dir()/name (its folders made as needed). Aborts when it cannot. */
+void fuzz_write(const char *name, const uint8_t *data, size_t size);
+
 /* Splits data at FUZZ_FILE_SEPARATOR into n blobs (malloc'd copies, named names[i]); pieces past
  * the n-th stay in the last, missing ones are empty. Free them with rt_blobs_free. */
 void fuzz_split(const uint8_t *data, size_t size, IdxBlob *f, int n, const char *const *names);

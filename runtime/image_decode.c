@@ -14,6 +14,20 @@
 
 bool rt_image_decode_available(void) { return true; }
 
+/* An image above this many pixels is refused before anything is allocated for it: 2^26 (an 8192 x
+ * 8192 image, 192 MiB of RGB) is above any photo a network is trained on, and a header that claims
+ * 65535 x 65535 must not make one decode take 12 GiB. */
+#define MAX_PIXELS (UINT64_C(1) << 26)
+
+static bool too_large(uint64_t w, uint64_t h, char *err, size_t errlen)
+{
+	if (w * h <= MAX_PIXELS)
+		return false;
+	snprintf(err, errlen, "an image of %llux%llu pixels, more than netc decodes (2^26)", (unsigned long long)w,
+		 (unsigned long long)h);
+	return true;
+}
+
 typedef struct {
 	struct jpeg_error_mgr mgr;
 	jmp_buf jump;
@@ -47,6 +61,10 @@ static bool decode_jpeg(FILE *f, int c, RtImage *img, char *err, size_t errlen)
 	jpeg_create_decompress(&info);
 	jpeg_stdio_src(&info, f);
 	jpeg_read_header(&info, TRUE);
+	if (too_large(info.image_width, info.image_height, err, errlen)) {
+		jpeg_destroy_decompress(&info);
+		return false;
+	}
 	info.out_color_space = c == 1 ? JCS_GRAYSCALE : JCS_RGB;
 	jpeg_start_decompress(&info);
 	size_t row = (size_t)info.output_width * (size_t)c;
@@ -73,6 +91,10 @@ static bool decode_png(const char *path, int c, RtImage *img, char *err, size_t 
 	p.version = PNG_IMAGE_VERSION;
 	if (!png_image_begin_read_from_file(&p, path)) {
 		snprintf(err, errlen, "damaged PNG: %s", p.message);
+		return false;
+	}
+	if (too_large(p.width, p.height, err, errlen)) {
+		png_image_free(&p);
 		return false;
 	}
 	p.format = c == 1 ? PNG_FORMAT_GRAY : PNG_FORMAT_RGB;

@@ -1,7 +1,7 @@
 #!/bin/sh
 # fuzz.sh [SECONDS] [TARGET...]: builds the libFuzzer harnesses (build-fuzz: clang-19, NETC_FUZZ=ON)
-# and fuzzes each target (frontend onnx bundle checkpoint idx cifar; default all) for SECONDS (default
-# 20, what scripts/test.sh runs) from its seeds in fuzz/corpus/. Exit 1 on any finding (a crash,
+# and fuzzes each target (frontend onnx bundle checkpoint idx cifar npy image; default all) for
+# SECONDS (default 15, what scripts/test.sh runs) from its seeds in fuzz/corpus/. Exit 1 on any finding (a crash,
 # a sanitizer report, a leak, a timeout, running out of memory), with the reproducer's path; 2 on a
 # usage error. docs/testing.md has the long run's figures and how to reproduce a finding.
 #
@@ -13,9 +13,9 @@ set -eu
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
-seconds=${1:-20}
+seconds=${1:-15}
 [ $# -gt 0 ] && shift
-targets=${*:-frontend onnx bundle checkpoint idx cifar}
+targets=${*:-frontend onnx bundle checkpoint idx cifar npy image}
 jobs=${FUZZ_JOBS:-2}
 case $seconds in '' | *[!0-9]* | 0)
 	echo "usage: scripts/fuzz.sh [SECONDS] [TARGET...]  (SECONDS a whole number above 0)" >&2
@@ -25,8 +25,8 @@ case $jobs in 1 | 2) ;; *) echo "fuzz.sh: FUZZ_JOBS is 1 or 2, not '$jobs'" >&2;
 runs=${FUZZ_RUNS:--1}
 case $runs in -1) ;; '' | *[!0-9]*) echo "fuzz.sh: FUZZ_RUNS is a number of executions, not '$runs'" >&2; exit 2 ;; esac
 for t in $targets; do
-	case $t in frontend | onnx | bundle | checkpoint | idx | cifar) ;;
-	*) echo "fuzz.sh: unknown target '$t' (targets: frontend onnx bundle checkpoint idx cifar)" >&2; exit 2 ;;
+	case $t in frontend | onnx | bundle | checkpoint | idx | cifar | npy | image) ;;
+	*) echo "fuzz.sh: unknown target '$t' (targets: frontend onnx bundle checkpoint idx cifar npy image)" >&2; exit 2 ;;
 	esac
 done
 
@@ -46,6 +46,8 @@ max_len() {
 	checkpoint) echo 4096 ;;  # ckpt.safetensors is 2.5 KB
 	idx) echo 4096 ;;         # four small IDX files
 	cifar) echo 24576 ;;      # six one-record files (3073 bytes each), and room for one more record
+	npy) echo 4096 ;;         # the seeds are small arrays (under 200 bytes)
+	image) echo 8192 ;;       # the seeds are small images (under 1 KB)
 	esac
 }
 dict() {
@@ -54,6 +56,7 @@ dict() {
 	onnx) echo fuzz/onnx.dict ;;
 	bundle | checkpoint) echo "fuzz/$1.dict" ;;
 	idx | cifar) echo fuzz/data.dict ;;
+	npy | image) echo "fuzz/$1.dict" ;;
 	esac
 }
 seeds() {
