@@ -50,6 +50,9 @@ CG_ELEM(embedding); /* embedding and one_hot: codegen/lower_embedding.c */
 CG_ELEM(one_hot);
 CG_ELEM(unfold); /* unfold and fold: codegen/lower_unfold.c */
 CG_ELEM(fold);
+CG_ELEM(dwconv2d); /* dwconv2d and its gradients: codegen/lower_depthwise.c */
+CG_ELEM(dwconv2d_grad_input);
+CG_ELEM(dwconv2d_wterms);
 CG_ELEM(upsample_bilinear);      /* codegen/lower_upsample.c */
 CG_ELEM(upsample_bilinear_grad);
 CG_ELEM(cast);

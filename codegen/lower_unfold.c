@@ -6,6 +6,7 @@
  * the index read. */
 #include "codegen/cg_util.h"
 #include "codegen/lower_table.h"
+#include "codegen/lower_window.h"
 #include "ir/ops.h"
 
 static LLVMValueRef i64(Cg *cg, int64_t v) { return cg_i64(cg, v); }
@@ -34,10 +35,8 @@ LLVMValueRef cg_elem_unfold(Cg *cg, const Node *n, ElemIndex *at)
 	return LLVMBuildSelect(b, valid, v, cg_real(cg, t, 0), "");
 }
 
-/* The window start (output row) whose kernel position p (stride s, dilation d, padding pad) covers
- * image row y, and whether there is one among the `out` windows. */
-static LLVMValueRef window_of(Cg *cg, LLVMValueRef y, int64_t p, int64_t s, int64_t d, int64_t pad, int64_t out,
-			      LLVMValueRef *valid)
+LLVMValueRef cg_window_of(Cg *cg, LLVMValueRef y, int64_t p, int64_t s, int64_t d, int64_t pad, int64_t out,
+			  LLVMValueRef *valid)
 {
 	LLVMBuilderRef b = cg->b;
 	LLVMValueRef num = LLVMBuildSub(b, LLVMBuildAdd(b, y, i64(cg, pad), ""), i64(cg, p * d), "");
@@ -60,9 +59,9 @@ LLVMValueRef cg_elem_fold(Cg *cg, const Node *n, ElemIndex *at)
 	LLVMValueRef rows = LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, idx[0], i64(cg, u.c), ""), idx[1], ""), i64(cg, k), "");
 	LLVMValueRef sum = cg_real(cg, t, 0);
 	for (int64_t i = 0; i < u.kh; i++) {
-		LLVMValueRef vy, oy = window_of(cg, idx[2], i, u.sh, u.dh, u.ph, u.oh, &vy);
+		LLVMValueRef vy, oy = cg_window_of(cg, idx[2], i, u.sh, u.dh, u.ph, u.oh, &vy);
 		for (int64_t j = 0; j < u.kw; j++) {
-			LLVMValueRef vx, ox = window_of(cg, idx[3], j, u.sw, u.dw, u.pw, u.ow, &vx);
+			LLVMValueRef vx, ox = cg_window_of(cg, idx[3], j, u.sw, u.dw, u.pw, u.ow, &vx);
 			LLVMValueRef valid = LLVMBuildAnd(b, vy, vx, "");
 			LLVMValueRef row = LLVMBuildAdd(b, rows, i64(cg, i * u.kw + j), "");
 			LLVMValueRef col = LLVMBuildAdd(b, LLVMBuildMul(b, oy, i64(cg, u.ow), ""), ox, "");

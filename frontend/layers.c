@@ -7,6 +7,7 @@
 #include "frontend/layers.h"
 #include "frontend/suggest.h"
 #include "ir/checked.h"
+#include "ir/ops.h"
 
 /* Adds a node at the layer's location; a shape error is reported there. */
 static int add(LayerCall *c, OpId op, const int *in, const double *attr, const char *name)
@@ -96,7 +97,8 @@ static int grouped_conv(LayerCall *c, int x, int w, int64_t groups, const double
 /* conv2d(out_channels, kernel, stride, padding, dilation, groups, bias), each size one number or
  * a tuple (h, w): kaiming-uniform(a=sqrt(5)) weights, whose bound works out to 1/sqrt(fan_in),
  * like the bias. groups > 1 splits the channels into groups convolved apart (weight
- * [Cout, Cin/groups, kh, kw]; groups = Cin is depthwise), by grouped_conv. */
+ * [Cout, Cin/groups, kh, kw]): by a dwconv2d when groups = Cin = out_channels (depthwise, each
+ * output a direct sum over its window), else by grouped_conv. */
 static int build_conv2d(const Layer *l, LayerCall *c)
 {
 	if (!need_rank(c, "conv2d", 4, "NCHW"))
@@ -114,7 +116,11 @@ static int build_conv2d(const Layer *l, LayerCall *c)
 	if (w < 0)
 		return -1;
 	int y;
-	if (groups > 1) {
+	if (groups > 1 && groups == cin && wdim[0] == cin && kh * kw <= IR_DEPTHWISE_MAX_TAPS) {
+		int in[2] = {c->in[0], w};
+		double attr[6] = {a[2], a2[2], a[3], a2[3], a[4], a2[4]};
+		y = add(c, OP_dwconv2d, in, attr, NULL);
+	} else if (groups > 1) {
 		double win[8] = {(double)kh, (double)kw, a[2], a2[2], a[3], a2[3], a[4], a2[4]};
 		y = grouped_conv(c, c->in[0], w, groups, win);
 	} else {

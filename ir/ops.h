@@ -63,6 +63,10 @@ typedef struct {
 	int64_t oh, ow;     /* windows per column and row: L = oh ow */
 } UnfoldGeom;
 UnfoldGeom ir_unfold_geom(const Graph *g, const Node *n);
+/* dwconv2d and its gradients: the same geometry (ir/ops_depthwise.c); a window has at most
+ * IR_DEPTHWISE_MAX_TAPS positions (the emitters unroll them) */
+#define IR_DEPTHWISE_MAX_TAPS 64
+UnfoldGeom ir_depthwise_geom(const Graph *g, const Node *n);
 /* one_hot: the number of classes. */
 int64_t ir_one_hot_classes(const Node *n);
 /* upsample_bilinear and its gradient: the whole scale factor, at most IR_UPSAMPLE_MAX_SCALE (the
@@ -180,6 +184,9 @@ bool shape_embedding(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_one_hot(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_unfold(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_fold(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_dwconv2d(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_dwconv2d_grad_input(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_dwconv2d_wterms(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_upsample_bilinear(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_upsample_bilinear_grad(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_lrn(Node *n, const Graph *g, char *err, size_t errlen);
@@ -254,6 +261,9 @@ OP_REF(embedding);
 OP_REF(one_hot);
 OP_REF(unfold);
 OP_REF(fold);
+OP_REF(dwconv2d);
+OP_REF(dwconv2d_grad_input);
+OP_REF(dwconv2d_wterms);
 OP_REF(upsample_bilinear);
 OP_REF(upsample_bilinear_grad);
 OP_REF(lrn);
@@ -311,6 +321,7 @@ OP_GRAD(concat);
 OP_GRAD(embedding);
 OP_GRAD(unfold);
 OP_GRAD(fold);
+OP_GRAD(dwconv2d);
 OP_GRAD(upsample_bilinear);
 OP_GRAD(lrn);
 OP_GRAD(cast);
@@ -324,6 +335,8 @@ double flops_softmax(const Graph *g, const Node *n);
 double flops_loss(const Graph *g, const Node *n);
 double flops_conv2d(const Graph *g, const Node *n);
 double flops_conv2d_grad(const Graph *g, const Node *n);
+double flops_dwconv2d(const Graph *g, const Node *n);
+double flops_dwconv2d_wterms(const Graph *g, const Node *n);
 double flops_winograd_weight(const Graph *g, const Node *n);
 double flops_winograd_input(const Graph *g, const Node *n);
 double flops_winograd_gemm(const Graph *g, const Node *n);

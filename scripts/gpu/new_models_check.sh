@@ -1,6 +1,7 @@
 #!/bin/sh
 # new_models_check.sh: the models and ops of issue 17 on a GPU against the CPU. The models use
-# every new op between them (depthwise and grouped convolutions through unfold and fold, batch
+# every new op between them (depthwise convolutions through dwconv2d, its input gradient and the
+# fused sum of dwconv2d_wterms; grouped convolutions through unfold and fold, batch
 # norm, layer_norm, matmul, bmm, transpose, permute, softmax, gelu, parameter, conv_transpose2d,
 # bilinear upsampling, concat, mse_loss, relu6). Two halves, as the GPU machine has only a
 # runtime-only netc:

@@ -216,6 +216,24 @@ static void folds(void)
 	run(h);
 }
 
+/* the depthwise convolution and its gradients: padding, strides, dilation, rectangular windows,
+ * a fused producer read through the window, and the weight gradient as the sum of its terms (one
+ * reduction kernel that reads dy and x) */
+static void depthwise(void)
+{
+	CgHarness *h = ch_new("depthwise convolution");
+	int x = ch_op(h, OP_relu, NULL, ch_param(h, DT_F32, "2,3,7,6")), w = ch_param(h, DT_F32, "3,1,3,2");
+	ch_op(h, OP_dwconv2d, (double[IR_MAX_ATTRS]){2, 1, 1, 0, 1, 2}, x, w);
+	ch_op(h, OP_dwconv2d, (double[IR_MAX_ATTRS]){1, 1, 1, 1, 1, 1}, ch_param(h, DT_F64, "1,2,5,4"), ch_param(h, DT_F64, "2,1,3,3"));
+	/* the gradients of x by w with stride 2x1, padding 1, dilation 1x2: dy [2, 3, 4, 6] */
+	int dy = ch_param(h, DT_F32, "2,3,4,6");
+	ch_op(h, OP_dwconv2d_grad_input, (double[IR_MAX_ATTRS]){2, 1, 1, 1, 1, 2, 7, 6}, dy, w);
+	int image = ch_param(h, DT_F32, "2,3,7,6"); /* no relu: a term read in the padding would show */
+	int terms = ch_op(h, OP_dwconv2d_wterms, (double[IR_MAX_ATTRS]){2, 1, 1, 1, 1, 2, 3, 2}, dy, image);
+	ch_op(h, OP_sum, (double[IR_MAX_ATTRS]){4, 0}, terms);
+	run(h);
+}
+
 static void assign(void)
 {
 	CgHarness *h = ch_new("assign");
@@ -424,6 +442,7 @@ int main(void)
 	upsamples();
 	embeddings();
 	folds();
+	depthwise();
 	assign();
 	big();
 	dropout("64,300", 0.3);

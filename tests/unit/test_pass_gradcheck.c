@@ -253,12 +253,16 @@ static void test_shape_reduce(void)
 	}
 }
 
-static void conv(const char *what, Shape xs, Shape ws, const double *attr)
+/* op(x, w) of an image and a weight */
+static void weighted(const char *what, OpId op, Shape xs, Shape ws, const double *attr)
 {
 	Graph *g = ir_graph_new(what);
 	int x = param(g, xs, ANY), w = param(g, ws, ANY);
-	gradcheck(what, g, tu_add(g, OP_conv2d, (int[]){x, w}, attr));
+	gradcheck(what, g, tu_add(g, op, (int[]){x, w}, attr));
 }
+
+static void conv(const char *what, Shape xs, Shape ws, const double *attr) { weighted(what, OP_conv2d, xs, ws, attr); }
+static void dwconv(const char *what, Shape xs, Shape ws, const double *attr) { weighted(what, OP_dwconv2d, xs, ws, attr); }
 
 static void pool(const char *what, OpId op, Shape xs, const double *attr)
 {
@@ -287,6 +291,9 @@ static void test_nn(void)
 	one_attr("unfold 3x3 pad 1", OP_unfold, S(4, 2, 2, 4, 5), A(3, 3, 1, 1, 1, 1, 1, 1));
 	one_attr("unfold 2x3 stride 2x1 pad 0x2 dil 2x1", OP_unfold, S(4, 1, 2, 6, 5), A(2, 3, 2, 1, 0, 2, 2, 1));
 	one_attr("fold 3x3 stride 2 pad 1 to 5x6", OP_fold, S(3, 2, 18, 9), A(3, 3, 2, 2, 1, 1, 1, 1, 5, 6));
+	/* the depthwise convolution: both gradients (dwconv2d_grad_input, the sum of dwconv2d_wterms) */
+	dwconv("dwconv2d 3x3 pad 1", S(4, 2, 3, 5, 4), S(4, 3, 1, 3, 3), A(1, 1, 1, 1, 1, 1));
+	dwconv("dwconv2d 3x2 stride 2x1 pad 1x0 dil 1x2", S(4, 1, 2, 7, 6), S(4, 2, 1, 3, 2), A(2, 1, 1, 0, 1, 2));
 	one_attr("upsample_bilinear 2", OP_upsample_bilinear, S(4, 2, 3, 4, 5), A(2));
 	one_attr("upsample_bilinear 3", OP_upsample_bilinear, S(4, 1, 2, 3, 2), A(3));
 	one_attr("transpose to nhwc", OP_transpose, S(4, 2, 3, 4, 5), A(0, 2, 3, 1));
