@@ -360,7 +360,7 @@ static void load_arrays(Loop *L, const Dataset *d, const int32_t *idx)
 			memcpy(batch + r * a->size, a->values + idx[r] * a->size, (size_t)a->size * sizeof *batch);
 		int buf = L->b->inputs[k];
 		rt_write_values(L->s, buf, batch, L->batch * a->size);
-		if (buf == L->b->label && a->size == 1)
+		if (buf == L->b->label && has_classes(L->b))
 			for (int64_t r = 0; r < L->batch; r++)
 				L->labels[r] = (int32_t)batch[r];
 		free(batch);
