@@ -442,12 +442,14 @@ static LLVMValueRef round_tf32(Cg *cg, GpuGemm *g, LLVMValueRef v)
 
 /* Elements per staged run of an operand: its aligned runs (GemmOperand.runs, up to 16 bytes) where
  * the tile's extent along the operand's contiguous index is a whole number of them; 1 (element by
- * element) without. */
+ * element) without. Only with the wide tiles' register budget (NVIDIA, emulation): on AMD's
+ * 64-VGPR budget at 4 waves the runs' registers made split-K kernels spill (alexnet's dense
+ * layers on gfx906: 8 VGPRs), and no AMD GPU is at hand to measure whether they pay there. */
 static int run_lanes(const GpuGemm *g, bool is_a)
 {
 	const GemmOperand *op = is_a ? &g->s->a : &g->s->b;
 	int64_t along = op->along_k ? g->t.bk : is_a ? g->t.bm : g->t.bn;
-	int lanes = op->run ? op->runs : 1;
+	int lanes = op->run && g->t.wide ? op->runs : 1;
 	while (lanes > 1 && along % lanes)
 		lanes /= 2;
 	return lanes > 1 ? lanes : 1;
