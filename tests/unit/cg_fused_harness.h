@@ -88,6 +88,44 @@ CH_API int cf_check_kernel(CgHarness *h, const CgKernel *k, const uint8_t *arena
 	return failures;
 }
 
+/* Plans h, compiles it emulated with split-K (mma: the mma path too), runs every kernel over its
+ * grid in two pieces and compares each group's outputs after its last kernel (a partials kernel's
+ * group is checked after the sum kernel that follows it). Returns the failures; *splits gets how
+ * many groups split K. */
+CH_API int cf_run_split_k(CgHarness *h, bool mma, int *splits)
+{
+	CgOutput out;
+	*splits = 0;
+	if (!cf_plan(h) || !cf_compile_emulated_split_k(h, mma, &out))
+		return 1;
+	uint8_t *arena = ch_prepare(h);
+	void *so = ch_load(h, &out);
+	int failures = so ? 0 : 1;
+	if (!so)
+		printf("FAIL %s: the emulated kernels do not load\n", h->name);
+	for (int k = 0; so && k < out.nkernels; k++) {
+		const CgKernel *ker = &out.kernels[k];
+		ChKernelFn fn;
+		*(void **)&fn = dlsym(so, ker->name);
+		if (!fn) {
+			printf("FAIL %s: kernel %s missing\n", h->name, ker->name);
+			failures++;
+			continue;
+		}
+		fn(arena, 0, ker->grid / 2);
+		fn(arena, ker->grid / 2, ker->grid);
+		if (k + 1 < out.nkernels && out.kernels[k + 1].node == ker->node)
+			++*splits;
+		else
+			failures += cf_check_kernel(h, ker, arena);
+	}
+	if (so)
+		dlclose(so);
+	free(arena);
+	cg_output_free(&out);
+	return failures;
+}
+
 /* Compiles for the host (emulate: the GPU templates emulated), runs every kernel in order over
  * its grid in two pieces and compares every group output. Returns the failures. */
 CH_API int cf_run(CgHarness *h, bool emulate)
@@ -148,17 +186,17 @@ CH_API int cf_check_kernels(const CgHarness *h, const char *target, const CgOutp
 	return failures;
 }
 
-/* ptxas assembles the PTX where it is installed. */
-CH_API int cf_ptxas(const CgHarness *h, const CgOutput *out)
+/* ptxas assembles the PTX for arch where it is installed; returns the failures. */
+CH_API int cf_ptxas(const CgHarness *h, const char *arch, const CgOutput *out)
 {
 	char ptxas[512], cmd[600], text[4096];
 	if (!tu_find_tool("ptxas", ptxas, sizeof ptxas))
 		return 0;
-	snprintf(cmd, sizeof cmd, "%s -arch=sm_90 -o /dev/null", ptxas);
+	snprintf(cmd, sizeof cmd, "%s -arch=%s -o /dev/null", ptxas, arch);
 	size_t len = strnlen((const char *)out->code, out->size);
 	if (tu_run_on_file(cmd, out->code, len, text, sizeof text) == 0)
 		return 0;
-	printf("FAIL %s [sm_90]: ptxas rejects the PTX: %.600s\n", h->name, text);
+	printf("FAIL %s [%s]: ptxas rejects the PTX: %.600s\n", h->name, arch, text);
 	return 1;
 }
 
@@ -178,7 +216,7 @@ CH_API int cf_gpu(CgHarness *h)
 		}
 		failures += cf_check_kernels(h, targets[i], &out);
 		if (!strcmp(targets[i], "sm_90"))
-			failures += cf_ptxas(h, &out);
+			failures += cf_ptxas(h, "sm_90", &out);
 		cg_output_free(&out);
 	}
 	return failures;

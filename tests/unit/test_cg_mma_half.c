@@ -30,20 +30,10 @@ static const Mode modes[] = {
 
 static const Mode *mode;
 
-static int ptxas_for(const char *arch, const CgOutput *out, char *text, size_t len)
-{
-	char ptxas[512], cmd[600];
-	if (!tu_find_tool("ptxas", ptxas, sizeof ptxas))
-		return 0;
-	snprintf(cmd, sizeof cmd, "%s -arch=%s -o /dev/null", ptxas, arch);
-	return tu_run_on_file(cmd, out->code, strnlen((const char *)out->code, out->size), text, len);
-}
-
 /* sm_80 and sm_90: the instruction in the PTX, and ptxas accepts it; fp32: no mma.sync. */
 static void targets(CgHarness *h)
 {
 	static const char *const nv[] = {"sm_80", "sm_90"};
-	char text[4096];
 	for (size_t i = 0; i < sizeof nv / sizeof *nv; i++) {
 		CgOutput out;
 		if (!cf_compile(h, nv[i], &out)) {
@@ -52,8 +42,7 @@ static void targets(CgHarness *h)
 		}
 		CHECK(strstr((const char *)out.code, mode->ptx) != NULL, "%s [%s]: no %s in the PTX", h->name, nv[i],
 		      mode->ptx);
-		CHECK(ptxas_for(nv[i], &out, text, sizeof text) == 0, "%s [%s]: ptxas rejects the PTX: %.600s", h->name,
-		      nv[i], text);
+		tu_failures += cf_ptxas(h, nv[i], &out);
 		cg_output_free(&out);
 	}
 	h->g->train.precision = PREC_FP32;
@@ -123,34 +112,12 @@ static void grad_weight_split(int n, int cin, int hw, int cout)
 	int scaled = ch_op(h, OP_mul, NULL, dw, s);
 	int upd = ch_op(h, OP_add, NULL, w, scaled);
 	cf_group(h, (int[]){dw, scaled, upd}, 3);
-	CgOutput out;
-	if (!cf_plan(h) || !cf_compile_emulated_split_k(h, true, &out)) {
-		tu_failures++;
-		ch_free(h);
-		return;
-	}
-	uint8_t *arena = ch_prepare(h);
-	void *so = ch_load(h, &out);
-	int splits = 0;
-	CHECK(so != NULL, "%s: the emulated kernels do not load", h->name);
-	for (int k = 0; so && k < out.nkernels; k++) {
-		ChKernelFn fn;
-		*(void **)&fn = dlsym(so, out.kernels[k].name);
-		CHECK(fn != NULL, "%s: kernel %s missing", h->name, out.kernels[k].name);
-		if (!fn)
-			continue;
-		fn(arena, 0, out.kernels[k].grid);
-		if (k + 1 < out.nkernels && out.kernels[k + 1].node == out.kernels[k].node)
-			splits++;
-		else
-			tu_failures += cf_check_kernel(h, &out.kernels[k], arena);
-	}
+	int splits;
+	int bad = cf_run_split_k(h, true, &splits);
+	tu_failures += bad;
 	CHECK(splits > 0, "%s: no group splits K", h->name);
-	if (so)
-		dlclose(so);
-	free(arena);
-	cg_output_free(&out);
-	targets(h);
+	if (!bad)
+		targets(h);
 	ch_free(h);
 }
 

@@ -231,7 +231,7 @@ static void gpus(CgHarness *h)
 		check_launches(h, gpu_targets[i], &out);
 		bundle_order(h, gpu_targets[i], &out);
 		if (out.nkernels && !strcmp(gpu_targets[i], "sm_90"))
-			tu_failures += cf_ptxas(h, &out);
+			tu_failures += cf_ptxas(h, "sm_90", &out);
 		else
 			amd_code(h, gpu_targets[i], &out);
 		cg_output_free(&out);

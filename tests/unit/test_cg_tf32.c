@@ -37,15 +37,6 @@ static bool compile_ptx(CgHarness *h, const char *target, CgOutput *out)
 	return false;
 }
 
-static int ptxas_for(const char *arch, const CgOutput *out, char *text, size_t len)
-{
-	char ptxas[512], cmd[600];
-	if (!tu_find_tool("ptxas", ptxas, sizeof ptxas))
-		return 0;
-	snprintf(cmd, sizeof cmd, "%s -arch=%s -o /dev/null", ptxas, arch);
-	return tu_run_on_file(cmd, out->code, strnlen((const char *)out->code, out->size), text, len);
-}
-
 /* Whether the graph has a float32 GEMM (float64 ones stay SIMT). */
 static bool has_f32_gemm(const Graph *g)
 {
@@ -59,7 +50,6 @@ static bool has_f32_gemm(const Graph *g)
 static void targets(CgHarness *h)
 {
 	static const char *const nv[] = {"sm_80", "sm_90"};
-	char text[4096];
 	bool want = has_f32_gemm(h->g);
 	for (size_t i = 0; i < sizeof nv / sizeof *nv; i++) {
 		CgOutput out;
@@ -67,8 +57,7 @@ static void targets(CgHarness *h)
 			continue;
 		CHECK(!want || strstr((const char *)out.code, mma_ptx) != NULL, "%s [%s]: no %s in the PTX", h->name, nv[i],
 		      mma_ptx);
-		CHECK(ptxas_for(nv[i], &out, text, sizeof text) == 0, "%s [%s]: ptxas rejects the PTX: %.600s", h->name,
-		      nv[i], text);
+		tu_failures += cf_ptxas(h, nv[i], &out);
 		cg_output_free(&out);
 	}
 }
@@ -131,47 +120,18 @@ static void run(CgHarness *h)
 
 /* ---- split-K and fused epilogues ---- */
 
-/* Whether kernel k is a partials kernel (its group's sum kernel follows). */
-static bool partials(const CgOutput *out, int k)
-{
-	return k + 1 < out->nkernels && out->kernels[k + 1].node == out->kernels[k].node;
-}
-
 /* A planned fused graph, emulated with split-K and the mma path: every kernel runs, then each
  * group's outputs are compared after its last kernel. */
 static void run_fused(CgHarness *h, bool want_split)
 {
 	h->g->train.precision = PREC_TF32;
 	h->tol = TF32_TOL;
-	CgOutput out;
-	if (!cf_plan(h) || !cf_compile_emulated_split_k(h, true, &out)) {
-		tu_failures++;
-		ch_free(h);
-		return;
-	}
-	uint8_t *arena = ch_prepare(h);
-	void *so = ch_load(h, &out);
-	int splits = 0;
-	CHECK(so != NULL, "%s: the emulated kernels do not load", h->name);
-	for (int k = 0; so && k < out.nkernels; k++) {
-		ChKernelFn fn;
-		*(void **)&fn = dlsym(so, out.kernels[k].name);
-		CHECK(fn != NULL, "%s: kernel %s missing", h->name, out.kernels[k].name);
-		if (!fn)
-			continue;
-		fn(arena, 0, out.kernels[k].grid / 2);
-		fn(arena, out.kernels[k].grid / 2, out.kernels[k].grid);
-		if (partials(&out, k))
-			splits++;
-		else
-			tu_failures += cf_check_kernel(h, &out.kernels[k], arena);
-	}
+	int splits;
+	int bad = cf_run_split_k(h, true, &splits);
+	tu_failures += bad;
 	CHECK(!want_split || splits > 0, "%s: no group splits K", h->name);
-	tf32_is_used(h);
-	if (so)
-		dlclose(so);
-	free(arena);
-	cg_output_free(&out);
+	if (!bad)
+		tf32_is_used(h);
 	targets(h);
 	ch_free(h);
 }
