@@ -15,7 +15,10 @@
 #         1% of fp32's, bf16 2% (a wrong fragment or accumulator mapping gives another loss
 #         altogether);
 #       - the mean loss of the last 20 steps: within 10% of fp32's plus 0.02;
-#       - the held-out accuracy after the run: at most 1 point below fp32's.
+#       - the held-out accuracy after the run, averaged over SEEDS (default "7 8 9"; the first
+#         seed's run is the one logged and compared step by step): at most 1 point below fp32's.
+#         One seed is not enough: cifar10_tf after 200 steps ends anywhere between 63% and 93% in
+#         fp32 alone, depending on the seed (docs/performance.md).
 #     and prints ms/step of both. Exit status 0 when every model passes. DEVICE (default cuda)
 #     picks the device: DEVICE=cpu with bundles compiled for `host` tries the script anywhere
 #     (tf32 is exactly fp32 there).
@@ -48,7 +51,8 @@ run)
 	netc=${3:-build/netc}
 	steps=${STEPS:-200}
 	device=${DEVICE:-cuda}
-	seed=${SEED:-7}
+	seeds=${SEEDS:-7 8 9}
+	seed=${seeds%% *}
 	fail=0
 	for fp32 in "$dir"/*.fp32.bundle; do
 		[ -e "$fp32" ] || { echo "$dir: no *.fp32.bundle (run '$0 compile $dir' where netc can compile)" >&2; exit 1; }
@@ -58,16 +62,23 @@ run)
 			p=${p%.bundle}
 			"$netc" train "$b" --device "$device" --steps "$steps" --seed "$seed" --log-every 1 \
 				> "$dir/$m.$p.train.log"
+			for s in ${seeds#"$seed"}; do
+				"$netc" train "$b" --device "$device" --steps "$steps" --seed "$s" > "$dir/$m.$p.seed$s.train.log"
+			done
 			"$netc" bench "$b" --device "$device" > "$dir/$m.$p.bench.log"
 		done
 		for b in "$dir/$m".*.bundle; do
 			p=${b#"$dir/$m."}
 			p=${p%.bundle}
 			[ "$p" = fp32 ] && continue
+		f_seeds="$dir/$m.fp32.train.log" t_seeds="$dir/$m.$p.train.log"
+		for s in ${seeds#"$seed"}; do
+			f_seeds="$f_seeds,$dir/$m.fp32.seed$s.train.log" t_seeds="$t_seeds,$dir/$m.$p.seed$s.train.log"
+		done
 		python3 - "$m" "$p" "$dir/$m.fp32.train.log" "$dir/$m.$p.train.log" "$dir/$m.fp32.bench.log" \
-			"$dir/$m.$p.bench.log" <<'EOF' || fail=1
+			"$dir/$m.$p.bench.log" "$f_seeds" "$t_seeds" <<'EOF' || fail=1
 import re, sys
-model, prec, f_log, t_log, f_bench, t_bench = sys.argv[1:]
+model, prec, f_log, t_log, f_bench, t_bench, f_seeds, t_seeds = sys.argv[1:]
 def losses(path):
     return [float(x) for x in re.findall(r"^step\s.*?\bloss\s+([0-9.]+|nan|inf)", open(path).read(), re.M)]
 def accuracy(path):
@@ -76,8 +87,11 @@ def accuracy(path):
 def ms(path):
     m = re.search(r"ms/step: ([0-9.]+)", open(path).read())
     return m.group(1) if m else "?"
+def mean_accuracy(paths):
+    accs = [accuracy(p) for p in paths.split(",")]
+    return None if None in accs else sum(accs) / len(accs)
 f, t = losses(f_log), losses(t_log)
-fa, ta = accuracy(f_log), accuracy(t_log)
+fa, ta = mean_accuracy(f_seeds), mean_accuracy(t_seeds)
 ok = len(f) == len(t) and len(f) >= 20
 first = abs(t[0] - f[0]) / abs(f[0]) if ok else float("inf")
 # bf16 keeps 8 bits: its rounded activations move the first loss more than tf32's or fp16's
@@ -87,10 +101,10 @@ tail_t = sum(t[-20:]) / 20 if ok else float("inf")
 checks = [
     (f"first-step loss within {first_tol:.0%}", first <= first_tol),
     ("last-20 mean loss within 10% + 0.02", tail_t <= 1.1 * tail_f + 0.02),
-    ("held-out accuracy at most 1 point below", fa is None or (ta is not None and ta >= fa - 1.0)),
+    ("mean held-out accuracy over the seeds at most 1 point below", fa is None or (ta is not None and ta >= fa - 1.0)),
 ]
 print(f"{model}: first loss fp32 {f[0] if f else '?'} {prec} {t[0] if t else '?'} (relative {first:.2e}); "
-      f"last-20 mean fp32 {tail_f:.4f} {prec} {tail_t:.4f}; accuracy fp32 {fa} {prec} {ta}; "
+      f"last-20 mean fp32 {tail_f:.4f} {prec} {tail_t:.4f}; mean accuracy fp32 {fa if fa is None else round(fa, 2)} {prec} {ta if ta is None else round(ta, 2)}; "
       f"ms/step fp32 {ms(f_bench)} {prec} {ms(t_bench)}")
 for what, good in checks:
     print(f"  {'ok  ' if good else 'FAIL'} {what}")
