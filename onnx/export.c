@@ -1,8 +1,9 @@
 /* export.c: a forward graph and its weights as an ONNX model.
  *
  * The exporter walks the nodes the output depends on in their order and writes one ONNX node per
- * layer: a conv2d (or conv2d_grad_input, a conv_transpose2d) and the bias_add after it become one
- * Conv (ConvTranspose), a matmul with a parameter and its bias_add one Gemm, the nodes a
+ * layer: a conv2d or dwconv2d (a depthwise conv2d: Conv with one group per channel), or
+ * conv2d_grad_input (a conv_transpose2d), and the bias_add after it become one Conv
+ * (ConvTranspose), a matmul with a parameter and its bias_add one Gemm, the nodes a
  * batch_norm2d layer made (found through Graph.eval_swap, which names its running statistics) one
  * BatchNormalization, and the layers the frontend builds of several nodes (layer_norm, grouped
  * conv2d, matmul of stacks) one node each, recognised by the nodes' pattern; the rest map one to
@@ -260,6 +261,9 @@ static void export_conv(Exporter *e, const Node *conv, const Node *out, int bias
 	attr_ints(e, n, "strides", 2, (int64_t[]){c.sh, c.sw});
 	attr_ints(e, n, "pads", 4, (int64_t[]){c.ph, c.pw, c.ph, c.pw});
 	attr_ints(e, n, "dilations", 2, (int64_t[]){c.dh, c.dw});
+	/* a depthwise convolution's weight is [C, 1, kh, kw]: one group per channel */
+	if (conv->op == OP_dwconv2d)
+		attr_int(e, n, "group", w->dim[0]);
 }
 
 /* conv2d_grad_input(x, W) [+ bias], a conv_transpose2d of weight W [Cin, Cout, kh, kw]:
@@ -412,7 +416,8 @@ static void export_node(Exporter *e, const Node *x)
 		attr_ints(e, add_node(e, "Transpose", x->name, 1, in), "perm", rank, p);
 		return;
 	}
-	case OP_conv2d: export_conv(e, x, x, -1); return;
+	case OP_conv2d:
+	case OP_dwconv2d: export_conv(e, x, x, -1); return;
 	case OP_conv2d_grad_input: export_conv_transpose(e, x, x, -1); return;
 	case OP_matmul: export_dense(e, x, x, -1); return;
 	case OP_bias_add:
@@ -690,7 +695,7 @@ static bool ends_layer(const Exporter *e, const Node *x)
 	if (x->op != OP_bias_add || g->node[x->in[1]].op != OP_param)
 		return false;
 	const Node *y = &g->node[x->in[0]];
-	return e->uses[y->id] == 1 && (y->op == OP_conv2d || y->op == OP_conv2d_grad_input ||
+	return e->uses[y->id] == 1 && (y->op == OP_conv2d || y->op == OP_dwconv2d || y->op == OP_conv2d_grad_input ||
 					(y->op == OP_matmul && ir_matmul_flags(y).tb));
 }
 
@@ -730,7 +735,7 @@ static void export_nodes(Exporter *e)
 			continue;
 		if (at[i])
 			append_node(e, at[i]);
-		else if (ends_layer(e, x) && g->node[x->in[0]].op == OP_conv2d)
+		else if (ends_layer(e, x) && (g->node[x->in[0]].op == OP_conv2d || g->node[x->in[0]].op == OP_dwconv2d))
 			export_conv(e, &g->node[x->in[0]], x, x->in[1]);
 		else if (ends_layer(e, x) && g->node[x->in[0]].op == OP_conv2d_grad_input)
 			export_conv_transpose(e, &g->node[x->in[0]], x, x->in[1]);
