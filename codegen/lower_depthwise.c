@@ -40,49 +40,37 @@ static LLVMValueRef load_valid(Cg *cg, int id, LLVMValueRef valid, LLVMValueRef 
 	return cg_convert(cg, cg_load(cg, id, LLVMBuildSelect(cg->b, valid, lin, i64(cg, 0), "")), t);
 }
 
-LLVMValueRef cg_elem_dwconv2d(Cg *cg, const Node *n, ElemIndex *at)
+/* Element idx [n, c, y, x] of the forward (src x, planes h x w read at the taps of output y, x) or
+ * of the input gradient (transposed: src dy, planes oh x ow read at the outputs whose windows hold
+ * y, x): the sum over the kh x kw taps of src times channel c's weights, n->in[1]. */
+static LLVMValueRef window_sum(Cg *cg, const Node *n, ElemIndex *at, bool transposed)
 {
 	LLVMBuilderRef b = cg->b;
 	UnfoldGeom u = ir_depthwise_geom(cg->g, n);
 	LLVMTypeRef t = cg_compute_type(cg, n->dtype);
-	LLVMValueRef *idx = cg_index_idx(cg, at); /* [n, c, oy, ox] */
+	LLVMValueRef *idx = cg_index_idx(cg, at);
+	int64_t h = transposed ? u.oh : u.h, w = transposed ? u.ow : u.w;
 	LLVMValueRef plane = mul_add(cg, idx[0], u.c, idx[1]), taps = LLVMBuildMul(b, idx[1], i64(cg, u.kh * u.kw), "");
 	LLVMValueRef sum = cg_real(cg, t, 0);
 	for (int64_t i = 0; i < u.kh; i++) {
-		LLVMValueRef vy, y = tap_row(cg, idx[2], i64(cg, i), u.sh, u.dh, u.ph, u.h, &vy);
-		LLVMValueRef row = mul_add(cg, plane, u.h, y);
+		LLVMValueRef vy, y = transposed ? cg_window_of(cg, idx[2], i, u.sh, u.dh, u.ph, h, &vy)
+						: tap_row(cg, idx[2], i64(cg, i), u.sh, u.dh, u.ph, h, &vy);
+		LLVMValueRef row = mul_add(cg, plane, h, y);
 		for (int64_t j = 0; j < u.kw; j++) {
-			LLVMValueRef vx, x = tap_row(cg, idx[3], i64(cg, j), u.sw, u.dw, u.pw, u.w, &vx);
+			LLVMValueRef vx, x = transposed ? cg_window_of(cg, idx[3], j, u.sw, u.dw, u.pw, w, &vx)
+							: tap_row(cg, idx[3], i64(cg, j), u.sw, u.dw, u.pw, w, &vx);
 			LLVMValueRef valid = LLVMBuildAnd(b, vy, vx, "");
-			LLVMValueRef v = load_valid(cg, n->in[0], valid, mul_add(cg, row, u.w, x), t);
-			LLVMValueRef w = cg_convert(cg, cg_load(cg, n->in[1], LLVMBuildAdd(b, taps, i64(cg, i * u.kw + j), "")), t);
-			sum = LLVMBuildFAdd(b, sum, or_zero(cg, valid, LLVMBuildFMul(b, v, w, "")), "");
+			LLVMValueRef v = load_valid(cg, n->in[0], valid, mul_add(cg, row, w, x), t);
+			LLVMValueRef wt = cg_convert(cg, cg_load(cg, n->in[1], LLVMBuildAdd(b, taps, i64(cg, i * u.kw + j), "")), t);
+			sum = LLVMBuildFAdd(b, sum, or_zero(cg, valid, LLVMBuildFMul(b, v, wt, "")), "");
 		}
 	}
 	return sum;
 }
 
-LLVMValueRef cg_elem_dwconv2d_grad_input(Cg *cg, const Node *n, ElemIndex *at)
-{
-	LLVMBuilderRef b = cg->b;
-	UnfoldGeom u = ir_depthwise_geom(cg->g, n);
-	LLVMTypeRef t = cg_compute_type(cg, n->dtype);
-	LLVMValueRef *idx = cg_index_idx(cg, at); /* [n, c, y, x] */
-	LLVMValueRef plane = mul_add(cg, idx[0], u.c, idx[1]), taps = LLVMBuildMul(b, idx[1], i64(cg, u.kh * u.kw), "");
-	LLVMValueRef sum = cg_real(cg, t, 0);
-	for (int64_t i = 0; i < u.kh; i++) {
-		LLVMValueRef vy, oy = cg_window_of(cg, idx[2], i, u.sh, u.dh, u.ph, u.oh, &vy);
-		LLVMValueRef row = mul_add(cg, plane, u.oh, oy);
-		for (int64_t j = 0; j < u.kw; j++) {
-			LLVMValueRef vx, ox = cg_window_of(cg, idx[3], j, u.sw, u.dw, u.pw, u.ow, &vx);
-			LLVMValueRef valid = LLVMBuildAnd(b, vy, vx, "");
-			LLVMValueRef dy = load_valid(cg, n->in[0], valid, mul_add(cg, row, u.ow, ox), t);
-			LLVMValueRef w = cg_convert(cg, cg_load(cg, n->in[1], LLVMBuildAdd(b, taps, i64(cg, i * u.kw + j), "")), t);
-			sum = LLVMBuildFAdd(b, sum, or_zero(cg, valid, LLVMBuildFMul(b, dy, w, "")), "");
-		}
-	}
-	return sum;
-}
+LLVMValueRef cg_elem_dwconv2d(Cg *cg, const Node *n, ElemIndex *at) { return window_sum(cg, n, at, false); }
+
+LLVMValueRef cg_elem_dwconv2d_grad_input(Cg *cg, const Node *n, ElemIndex *at) { return window_sum(cg, n, at, true); }
 
 LLVMValueRef cg_elem_dwconv2d_wterms(Cg *cg, const Node *n, ElemIndex *at)
 {

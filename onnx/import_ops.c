@@ -352,6 +352,24 @@ static const Onnx__TensorProto *bias_after(Importer *im, const char *out, int64_
 	return t;
 }
 
+/* The output [N, m, oh, ow] (dim) of a Conv or ConvTranspose n with weight w, named after w, and
+ * its weight and bias (*b, or a bias the node after n adds: *fold names that node) as the layer's
+ * parameters; returns the layer's name, NULL on an error. */
+static const char *conv_layer(Importer *im, const Onnx__NodeProto *n, const Onnx__TensorProto *w,
+			      const Onnx__TensorProto **b, int64_t m, const int64_t *dim, int *fold)
+{
+	char layer[IM_NAME + 8];
+	im_layer_hint(im, w, layer, sizeof layer);
+	Value *y = im_out(im, layer, 4, dim);
+	if (!y)
+		return NULL;
+	if (!*b)
+		*b = bias_after(im, n->output[0], m, true, fold);
+	if (!im_weight(im, y->net, "weight", w, 4, w->dims) || (*b && !im_weight(im, y->net, "bias", *b, 1, &m)))
+		return NULL;
+	return y->net;
+}
+
 static bool op_conv(Importer *im, const Onnx__NodeProto *n)
 {
 	Value x;
@@ -374,15 +392,8 @@ static bool op_conv(Importer *im, const Onnx__NodeProto *n)
 		return false;
 	int64_t m = w->dims[0], dim[4] = {x.dim[0], m, win.out[0], win.out[1]};
 	int fold = -1;
-	char layer[IM_NAME + 8];
-	im_layer_hint(im, w, layer, sizeof layer);
-	Value *y = im_out(im, layer, 4, dim);
-	if (!y)
-		return false;
-	const char *name = y->net;
-	if (!b)
-		b = bias_after(im, n->output[0], m, true, &fold);
-	if (!im_weight(im, name, "weight", w, 4, w->dims) || (b && !im_weight(im, name, "bias", b, 1, &m)))
+	const char *name = conv_layer(im, n, w, &b, m, dim, &fold);
+	if (!name)
 		return false;
 	char args[96], groups[48] = "";
 	window_args(args, sizeof args, &win, 1, true);
@@ -454,15 +465,8 @@ static bool op_conv_transpose(Importer *im, const Onnx__NodeProto *n)
 		dim[2 + a] = (x.dim[2 + a] - 1) * s[a] - 2 * p[a] + d[a] * (k[a] - 1) + op[a] + 1;
 	}
 	int fold = -1;
-	char layer[IM_NAME + 8];
-	im_layer_hint(im, w, layer, sizeof layer);
-	Value *y = im_out(im, layer, 4, dim);
-	if (!y)
-		return false;
-	const char *name = y->net;
-	if (!b)
-		b = bias_after(im, n->output[0], m, true, &fold);
-	if (!im_weight(im, name, "weight", w, 4, w->dims) || (b && !im_weight(im, name, "bias", b, 1, &m)))
+	const char *name = conv_layer(im, n, w, &b, m, dim, &fold);
+	if (!name)
 		return false;
 	size_t at = 0;
 	buf[0] = 0;

@@ -231,22 +231,33 @@ static double plot_y(double gflops, double lo, double hi)
 	return PLOT_Y + PLOT_H * (1 - (log10(gflops) - lo) / (hi - lo));
 }
 
+/* Kernel k's point on the roofline plot, FLOP per byte and GFLOP/s, where it has one (counted
+ * FLOPs and bytes, a measured time). */
+static bool roofline_point(const KernelCounts *kc, const BenchResult *r, int k, double *ai, double *gf)
+{
+	double ms = r->kernel_ms[k];
+	if (!kc[k].known || kc[k].flops <= 0 || kc[k].bytes <= 0 || ms <= 0)
+		return false;
+	*ai = kc[k].flops / kc[k].bytes;
+	*gf = kc[k].flops / (ms * 1e6);
+	return true;
+}
+
 static void roofline_chart(FILE *f, const ReportColumn *c, int n, const RtRoofline *roof)
 {
 	/* the axes: the kernels' points and the roofs, in whole decades */
-	double xlo = 1e30, xhi = -1e30, ylo = 1e30, yhi = -1e30;
+	double xlo = 1e30, xhi = -1e30, ylo = 1e30, yhi = -1e30, ai, gf;
+	KernelCounts **kcs = calloc((size_t)n, sizeof *kcs);
+	if (!kcs)
+		abort();
 	for (int i = 0; i < n; i++) {
-		KernelCounts *kc = profile_counts(c[i].g, c[i].r);
+		kcs[i] = profile_counts(c[i].g, c[i].r);
 		for (int k = 0; k < c[i].r->nkernels; k++) {
-			double ms = c[i].r->kernel_ms[k];
-			if (!kc[k].known || kc[k].flops <= 0 || kc[k].bytes <= 0 || ms <= 0)
+			if (!roofline_point(kcs[i], c[i].r, k, &ai, &gf))
 				continue;
-			xlo = fmin(xlo, kc[k].flops / kc[k].bytes);
-			xhi = fmax(xhi, kc[k].flops / kc[k].bytes);
-			ylo = fmin(ylo, kc[k].flops / (ms * 1e6));
-			yhi = fmax(yhi, kc[k].flops / (ms * 1e6));
+			xlo = fmin(xlo, ai), xhi = fmax(xhi, ai);
+			ylo = fmin(ylo, gf), yhi = fmax(yhi, gf);
 		}
-		free(kc);
 	}
 	if (roof->gflops > 0) {
 		yhi = fmax(yhi, roof->gflops);
@@ -285,12 +296,10 @@ static void roofline_chart(FILE *f, const ReportColumn *c, int n, const RtRoofli
 			plot_x(x1, xlo, xhi), plot_y(roof->gflops, ylo, yhi), roof->gflops, roof->gbs);
 	}
 	for (int i = 0; i < n; i++) {
-		KernelCounts *kc = profile_counts(c[i].g, c[i].r);
+		const KernelCounts *kc = kcs[i];
 		for (int k = 0; k < c[i].r->nkernels; k++) {
-			double ms = c[i].r->kernel_ms[k];
-			if (!kc[k].known || kc[k].flops <= 0 || kc[k].bytes <= 0 || ms <= 0)
+			if (!roofline_point(kc, c[i].r, k, &ai, &gf))
 				continue;
-			double ai = kc[k].flops / kc[k].bytes, gf = kc[k].flops / (ms * 1e6);
 			fprintf(f, "<circle class=\"point\" data-column=\"%s\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\" "
 				   "fill-opacity=\"0.7\"><title>", c[i].name, plot_x(ai, xlo, xhi), plot_y(gf, ylo, yhi),
 				column_color[i % COLORS]);
@@ -301,9 +310,10 @@ static void roofline_chart(FILE *f, const ReportColumn *c, int n, const RtRoofli
 			html_text(f, kc[k].members);
 			fprintf(f, "): %.2f FLOP/byte, %.2f GFLOP/s</title></circle>\n", ai, gf);
 		}
-		free(kc);
+		free(kcs[i]);
 		legend(f, PLOT_X + PLOT_W + 16, PLOT_Y + 10 + 20 * i, column_color[i % COLORS], c[i].name);
 	}
+	free(kcs);
 	fprintf(f, "</svg>\n");
 }
 

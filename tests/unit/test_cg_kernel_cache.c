@@ -220,9 +220,8 @@ int main(void)
 	test_sha256_vectors();
 	test_sha256_pieces();
 	/* a fresh cache directory under TMPDIR (default /tmp) */
-	const char *tmp = getenv("TMPDIR");
 	char dir[512];
-	snprintf(dir, sizeof dir, "%s/netc-cache-test-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	snprintf(dir, sizeof dir, "%s/netc-cache-test-XXXXXX", tu_tmpdir());
 	CHECK(mkdtemp(dir) != NULL, "mkdtemp in %s", dir);
 	test_cache_entries(dir);
 	test_cache_concurrent(dir);

@@ -20,7 +20,7 @@ int main(void)
 {
 	tu_start("test_rt_roofline");
 	char dir[256], path[300];
-	snprintf(dir, sizeof dir, "%s/netc_roofline_%d/sub", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+	snprintf(dir, sizeof dir, "%s/netc_roofline_%d/sub", tu_tmpdir(), (int)getpid());
 	snprintf(path, sizeof path, "%s/roofline", dir);
 
 	RtRoofline r, again;
