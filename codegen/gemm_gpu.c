@@ -466,6 +466,18 @@ static int64_t staged_count(const GpuGemm *g, bool is_a) { return rounds(g, is_a
 /* Loads run (r, k) of the operand at k-block k0 into regs: one aligned vector load where all of it
  * lies inside the operand and the work-group's k range, else element by element with zeros
  * outside. */
+/* The run's elements at (row, kk) one by one, zero outside the operand and the k range. */
+static void load_elems(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef row, LLVMValueRef kk, int lanes, LLVMValueRef *regs)
+{
+	const GemmOperand *op = is_a ? &g->s->a : &g->s->b;
+	int64_t extent = is_a ? g->s->m : g->s->n;
+	for (int l = 0; l < lanes; l++) {
+		LLVMValueRef rl = op->along_k || !l ? row : add(cg, row, ci(g, l)), kl = op->along_k && l ? add(cg, kk, ci(g, l)) : kk;
+		LLVMValueRef in_k = LLVMBuildICmp(cg->b, LLVMIntULT, kl, g->kend, "");
+		LLVMBuildStore(cg->b, operand(cg, g, is_a, rl, kl, ltc(cg, g, rl, extent), in_k), regs[l]);
+	}
+}
+
 static void load_run(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef r, LLVMValueRef k, LLVMValueRef k0, int lanes,
 		     LLVMValueRef *regs)
 {
@@ -475,8 +487,7 @@ static void load_run(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef r, LLVMValueRef
 	if (g->kbase)
 		kk = add(cg, g->kbase, kk);
 	if (lanes == 1) {
-		LLVMValueRef in_k = LLVMBuildICmp(cg->b, LLVMIntULT, kk, g->kend, "");
-		LLVMBuildStore(cg->b, operand(cg, g, is_a, row, kk, ltc(cg, g, row, extent), in_k), regs[0]);
+		load_elems(cg, g, is_a, row, kk, 1, regs);
 		return;
 	}
 	LLVMValueRef last_row = op->along_k ? row : add(cg, row, ci(g, lanes - 1));
@@ -494,11 +505,7 @@ static void load_run(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef r, LLVMValueRef
 		LLVMBuildStore(cg->b, LLVMBuildExtractElement(cg->b, v, cg_i32(cg, l), ""), regs[l]);
 	LLVMBuildBr(cg->b, done);
 	LLVMPositionBuilderAtEnd(cg->b, elems);
-	for (int l = 0; l < lanes; l++) {
-		LLVMValueRef rl = op->along_k ? row : add(cg, row, ci(g, l)), kl = op->along_k ? add(cg, kk, ci(g, l)) : kk;
-		LLVMValueRef in_k = LLVMBuildICmp(cg->b, LLVMIntULT, kl, g->kend, "");
-		LLVMBuildStore(cg->b, operand(cg, g, is_a, rl, kl, ltc(cg, g, rl, extent), in_k), regs[l]);
-	}
+	load_elems(cg, g, is_a, row, kk, lanes, regs);
 	LLVMBuildBr(cg->b, done);
 	LLVMPositionBuilderAtEnd(cg->b, done);
 }
