@@ -18,6 +18,12 @@ loading and no host-to-device copy is timed.
 on for both (PyTorch's default is on for convolutions only); amp-fp16 and amp-bf16 run the forward pass under
 torch.autocast (amp-fp16 with a GradScaler). --batch defaults to the batch of the model's train
 section. Runs on PyTorch 1.13 (Debian's python3-torch) and 2.x; --compile needs 2.x.
+
+Under torchrun (WORLD_SIZE set) every process is one rank of DistributedDataParallel on NCCL, on
+the GPU of its LOCAL_RANK, with --batch examples per rank (as `netc bench --gpus N`); rank 0 prints,
+and examples/s counts every rank's:
+
+    torchrun --nproc_per_node 2 scripts/bench_pytorch.py --device cuda --model alexnet
 """
 import argparse
 import os
@@ -588,6 +594,12 @@ def set_tf32(on):
 		torch.backends.cuda.matmul.allow_tf32 = on
 
 
+def torchrun_ranks():
+	"""(rank, local rank, world size) from torchrun's variables; (0, 0, 1) without them."""
+	return (int(os.environ.get("RANK", "0")), int(os.environ.get("LOCAL_RANK", "0")),
+	        int(os.environ.get("WORLD_SIZE", "1")))
+
+
 def bench(name, a, dev):
 	"""Times one model's training step; returns the milliseconds per step of every repeat."""
 	module, chw, classes, loss_fn, make_opt = MODELS[name]
@@ -595,6 +607,8 @@ def bench(name, a, dev):
 	torch.manual_seed(1)
 	fmt = torch.channels_last if a.channels_last else torch.contiguous_format
 	model = module().to(dev, memory_format=fmt)
+	if torchrun_ranks()[2] > 1:
+		model = nn.parallel.DistributedDataParallel(model, device_ids=[dev.index])
 	opt = make_opt(model.parameters())
 	x = (torch.rand(batch, *chw, device=dev) * 2 - 1).contiguous(memory_format=fmt)
 	y = torch.randint(0, classes, (batch,), device=dev)
@@ -670,7 +684,18 @@ def main():
 	set_tf32(a.precision == "tf32")
 	torch.backends.cudnn.benchmark = a.cudnn_benchmark
 	dev = torch.device(a.device)
+	rank, local_rank, world = torchrun_ranks()
+	if world > 1:
+		if a.device != "cuda":
+			p.error("under torchrun (WORLD_SIZE=%d) the ranks are GPUs: add --device cuda" % world)
+		dev = torch.device("cuda", local_rank)
+		torch.cuda.set_device(dev)
+		torch.distributed.init_process_group("nccl")
+		if rank != 0:  # rank 0 prints for all
+			sys.stdout = open(os.devnull, "w")
 	where = torch.cuda.get_device_name() if dev.type == "cuda" else "%d threads" % torch.get_num_threads()
+	if world > 1:
+		where += ", %d ranks (DistributedDataParallel, NCCL), examples/s counts every rank's" % world
 	columns = ("model", "batch", "precision", "compiled", "channels_last", "cudnn_bench", "ms_per_step", "min_ms",
 	           "max_ms", "examples_per_s")
 	# with --csv the run's description goes to stderr, so stdout is the table alone
@@ -681,9 +706,11 @@ def main():
 		batch, times = bench(name, a, dev)
 		ms = statistics.median(times)
 		row = (name, batch, a.precision, "yes" if a.compile else "no", "yes" if a.channels_last else "no",
-		       "yes" if a.cudnn_benchmark else "no", "%.3f" % ms, "%.3f" % min(times), "%.3f" % max(times), "%.0f" % (batch * 1000 / ms))
+		       "yes" if a.cudnn_benchmark else "no", "%.3f" % ms, "%.3f" % min(times), "%.3f" % max(times), "%.0f" % (world * batch * 1000 / ms))
 		print(",".join(str(v) for v in row) if a.csv else "%-14s %6s %9s %8s %13s %11s %11s %11s %11s %12s" % row)
 		sys.stdout.flush()
+	if world > 1:
+		torch.distributed.destroy_process_group()
 
 
 if __name__ == "__main__":
