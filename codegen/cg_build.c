@@ -1,6 +1,8 @@
 /* cg_build.c: the IR-building helpers every lowering uses: constants, storage and compute types,
  * locals, intrinsics, loops, linear/delinear/broadcast index arithmetic, conversions and function
  * attributes. They know nothing of fused groups or kernels. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "codegen/cg_util.h"
@@ -120,6 +122,36 @@ LLVMValueRef cg_broadcast_index(Cg *cg, const Shape *in, const Shape *out, LLVMV
 		lin = LLVMBuildNSWAdd(cg->b, lin, idx[d + skip], "");
 	}
 	return lin;
+}
+
+LLVMValueRef cg_const_table(Cg *cg, const char *what, const int64_t *v, int64_t n)
+{
+	LLVMValueRef *vals = malloc((size_t)n * sizeof *vals);
+	if (!vals)
+		CG_FAIL("out of memory for a table of %lld entries", (long long)n);
+	for (int64_t i = 0; i < n; i++)
+		vals[i] = cg_i64(cg, v[i]);
+	LLVMTypeRef t = LLVMArrayType2(cg->t_i64, (uint64_t)n);
+	char name[256];
+	snprintf(name, sizeof name, "%s_%s", LLVMGetValueName(cg->fn), what);
+	LLVMValueRef g = LLVMAddGlobalInAddressSpace(cg->mod, t, name, LLVMGetPointerAddressSpace(LLVMTypeOf(cg->arena)));
+	LLVMSetInitializer(g, LLVMConstArray2(cg->t_i64, vals, (uint64_t)n));
+	free(vals);
+	LLVMSetGlobalConstant(g, 1);
+	LLVMSetLinkage(g, LLVMPrivateLinkage);
+	LLVMSetUnnamedAddr(g, 1);
+	LLVMSetAlignment(g, 8);
+	return g;
+}
+
+LLVMValueRef cg_table_load(Cg *cg, LLVMValueRef table, LLVMValueRef idx)
+{
+	LLVMValueRef at = LLVMBuildInBoundsGEP2(cg->b, cg->t_i64, table, &idx, 1, "");
+	LLVMValueRef v = LLVMBuildLoad2(cg->b, cg->t_i64, at, "");
+	LLVMSetAlignment(v, 8);
+	LLVMSetMetadata(v, LLVMGetMDKindIDInContext(cg->ctx, "invariant.load", 14),
+			LLVMMetadataAsValue(cg->ctx, LLVMMDNodeInContext2(cg->ctx, NULL, 0)));
+	return v;
 }
 
 LLVMValueRef cg_min_i64(Cg *cg, LLVMValueRef a, LLVMValueRef b)

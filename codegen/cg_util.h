@@ -35,6 +35,11 @@ LLVMValueRef cg_convert(Cg *cg, LLVMValueRef v, LLVMTypeRef t);
 int cg_axis(double attr, int rank);
 /* cg_for_end for a loop that steps by step (i64 > 0) instead of 1. */
 void cg_for_end_step(Cg *cg, CgLoop *loop, LLVMValueRef step);
+/* A read-only table of n i64 values made at compile time, private to the kernel being emitted (its
+ * name is the kernel's plus `what`), in the arena's address space. */
+LLVMValueRef cg_const_table(Cg *cg, const char *what, const int64_t *v, int64_t n);
+/* Entry idx (i64, in range) of a cg_const_table: an invariant load. */
+LLVMValueRef cg_table_load(Cg *cg, LLVMValueRef table, LLVMValueRef idx);
 
 /* ---- codegen/cg_driver.c ---- */
 /* For a group that needs more than one launch (split-K: partial products, then their sum): closes

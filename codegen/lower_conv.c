@@ -3,6 +3,8 @@
  * their operand emitters gather the im2col matrix while the template packs or stages it, so no
  * im2col buffer exists. The store of each finished element is the group's epilogue
  * (cg_group_epilogue), so elementwise consumers fused after the anchor cost no extra pass. */
+#include <stdlib.h>
+
 #include "codegen/cg_util.h"
 #include "codegen/gemm_gpu.h"
 #include "ir/ops.h"
@@ -24,6 +26,7 @@ typedef struct {
 	bool fold_batch;
 	bool q_is_row;
 	bool nhwc;      /* src is [img][h][w][chan] and q picks (i, j, chan), chan fastest */
+	LLVMValueRef taps; /* q's tap table (win_tap_table), or NULL */
 } Window;
 
 /* A dense matrix per batch: element (row, col) of batch b = src[b*sb + row*ld + col], or
@@ -107,10 +110,97 @@ static LLVMValueRef win_nhwc_index(Cg *cg, const Window *w, LLVMValueRef img, LL
 	return add(cg, mul(cg, pix, c64(cg, w->chans)), chan);
 }
 
+/* ---- tap tables ----
+ *
+ * Split per element, q -> (chan, i, j) costs the GPU template about 20 instructions (divisions by
+ * constants, 64-bit products) for every staged element of every k-block, more than the products
+ * it feeds. Where q runs along k and the source coordinates are linear in the tap (forward
+ * windows; transposed ones of stride 1), the split is a table made at compile time instead: entry q
+ * holds the tap's offset from the position's origin in source elements (int32, low half), and its
+ * row and column offsets (int16 each, above), one 8-byte load that the lanes of a warp at the same
+ * k share. The position's part is invariant across k-blocks: LLVM hoists it out of the loop. */
+
+/* The tap's row and column offsets from the position's origin. */
+static void tap_offsets(const Window *w, int64_t i, int64_t j, int64_t *di, int64_t *dj)
+{
+	*di = w->transposed ? -i * w->dh : i * w->dh;
+	*dj = w->transposed ? -j * w->dw : j * w->dw;
+}
+
+/* Gives w a tap table when it pays and fits: a GPU template, q along k, taps linear in the
+ * coordinates, offsets within the entry's fields. */
+static void win_tap_table(Cg *cg, Window *w, int64_t k)
+{
+	bool linear = !w->transposed || (w->sh == 1 && w->sw == 1);
+	/* i32 indices: every element of the source, and every origin (padding can put it before
+	 * element 0 or past the end by a row and a column) */
+	int64_t numel = shape_numel(&cg->g->node[w->src].shape), margin = (w->ph + w->h) * w->w + w->pw + w->w;
+	if (!cg_gpu_paths(cg) || !linear || numel + margin * (w->nhwc ? w->chans : 1) >= INT32_MAX ||
+	    w->kh * w->dh >= INT16_MAX || w->kw * w->dw >= INT16_MAX || k != w->chans * w->kh * w->kw)
+		return;
+	int64_t *v = malloc((size_t)k * sizeof *v);
+	if (!v)
+		CG_FAIL("out of memory for a tap table of %lld entries", (long long)k);
+	for (int64_t q = 0; q < k; q++) {
+		int64_t chan, i, j, di, dj;
+		if (w->nhwc) {
+			chan = q % w->chans, i = q / w->chans / w->kw, j = q / w->chans % w->kw;
+		} else {
+			chan = q / (w->kh * w->kw), i = q % (w->kh * w->kw) / w->kw, j = q % w->kw;
+		}
+		tap_offsets(w, i, j, &di, &dj);
+		int64_t delta = w->nhwc ? (di * w->w + dj) * w->chans + chan : chan * w->h * w->w + di * w->w + dj;
+		v[q] = (int64_t)((uint64_t)(uint32_t)(int32_t)delta | (uint64_t)(uint16_t)(int16_t)di << 32 |
+				 (uint64_t)(uint16_t)(int16_t)dj << 48);
+	}
+	char what[32];
+	snprintf(what, sizeof what, "taps%d", w->src);
+	w->taps = cg_const_table(cg, what, v, k);
+	free(v);
+}
+
+/* Element (q, p) through the tap table: the position's origin (row r0, column c0 of the source,
+ * element index origin) plus the tap's entry. The arithmetic is i32 (win_tap_table checked that the
+ * source's indices fit): half the instructions of i64 on GPUs. */
+static LLVMValueRef win_elem_tabled(Cg *cg, const Window *w, LLVMValueRef img, LLVMValueRef p, LLVMValueRef q)
+{
+	LLVMTypeRef i32 = cg->t_i32;
+#define C32(v) cg_i32(cg, v)
+	img = LLVMBuildTrunc(cg->b, img, i32, "");
+	p = LLVMBuildTrunc(cg->b, p, i32, "");
+	LLVMValueRef r = udiv(cg, p, C32(w->gw)), c = urem(cg, p, C32(w->gw));
+	LLVMValueRef r0 = w->transposed ? add(cg, r, C32(w->ph)) : sub(cg, mul(cg, r, C32(w->sh)), C32(w->ph));
+	LLVMValueRef c0 = w->transposed ? add(cg, c, C32(w->pw)) : sub(cg, mul(cg, c, C32(w->sw)), C32(w->pw));
+	LLVMValueRef origin = w->nhwc ? mul(cg, add(cg, mul(cg, add(cg, mul(cg, img, C32(w->h)), r0), C32(w->w)), c0),
+					    C32(w->chans))
+				      : add(cg, mul(cg, img, C32(w->chans * w->h * w->w)), add(cg, mul(cg, r0, C32(w->w)), c0));
+	LLVMValueRef entry = cg_table_load(cg, w->taps, q);
+	LLVMValueRef field[3];
+	for (int f = 0; f < 3; f++) {
+		LLVMValueRef bits = LLVMBuildLShr(cg->b, entry, c64(cg, f ? 16 + 16 * f : 0), "");
+		bits = LLVMBuildTrunc(cg->b, bits, LLVMIntTypeInContext(cg->ctx, f ? 16 : 32), "");
+		field[f] = f ? LLVMBuildSExt(cg->b, bits, i32, "") : bits;
+	}
+	LLVMValueRef sr = add(cg, r0, field[1]), sc = add(cg, c0, field[2]);
+	LLVMValueRef ok = and(cg, ult(cg, sr, C32(w->h)), ult(cg, sc, C32(w->w)));
+	LLVMValueRef idx = LLVMBuildSExt(cg->b, add(cg, origin, field[0]), cg->t_i64, "");
+#undef C32
+	LLVMValueRef v = cg_load(cg, w->src, LLVMBuildSelect(cg->b, ok, idx, c64(cg, 0), ""));
+	return LLVMBuildSelect(cg->b, ok, v, LLVMConstNull(LLVMTypeOf(v)), "");
+}
+
 static LLVMValueRef win_elem(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMValueRef row, LLVMValueRef col)
 {
 	const Window *w = op->ctx;
 	LLVMValueRef q = w->q_is_row ? row : col, p = w->q_is_row ? col : row;
+	if (w->taps) {
+		LLVMValueRef img = b;
+		if (w->fold_batch) {
+			img = udiv(cg, p, c64(cg, w->gh * w->gw));
+			p = urem(cg, p, c64(cg, w->gh * w->gw));
+		}
+		return win_elem_tabled(cg, w, img, p, q);
+	}
 	LLVMValueRef chan, i, j, img = b, okr, okc;
 	win_q(cg, w, q, &chan, &i, &j);
 	if (w->fold_batch) {
@@ -355,6 +445,7 @@ static int64_t lower_conv2d_nhwc(Cg *cg, const Node *n)
 	const Shape *xs = shape_of(cg, n, 0), *ws = shape_of(cg, n, 1), *ys = &n->shape;
 	int64_t kk = ws->dim[1] * ws->dim[2] * ws->dim[3], pos = ys->dim[0] * ys->dim[1] * ys->dim[2];
 	Window x = nhwc_window(n, n->in[0], xs, ws->dim[1], ws->dim[2], ys->dim[1], ys->dim[2]);
+	win_tap_table(cg, &x, kk);
 	Dense w = {.src = n->in[1], .ld = kk, .t = true};
 	OutMap o = {.out = n->id, .sm = ys->dim[3], .sn = 1};
 	GemmSpec s = spec(cg, n, 1, pos, ys->dim[3], kk, &o);
@@ -398,6 +489,7 @@ static int64_t lower_conv2d_grad_input_nhwc(Cg *cg, const Node *n)
 	int64_t taps = ws->dim[1] * ws->dim[2], pos = xs->dim[0] * xs->dim[1] * xs->dim[2];
 	Window dy = nhwc_window(n, n->in[0], dys, ws->dim[1], ws->dim[2], xs->dim[1], xs->dim[2]);
 	dy.transposed = true;
+	win_tap_table(cg, &dy, taps * ws->dim[0]);
 	WeightNhwc w = {.src = n->in[1], .cout = ws->dim[0], .cin = ws->dim[3], .taps = taps};
 	OutMap o = {.out = n->id, .sm = xs->dim[3], .sn = 1};
 	GemmSpec s = spec(cg, n, 1, pos, xs->dim[3], taps * ws->dim[0], &o);
@@ -429,6 +521,7 @@ int64_t cg_lower_conv2d(Cg *cg, const Node *n)
 	int64_t kk = ws->dim[1] * ws->dim[2] * ws->dim[3], p = ys->dim[2] * ys->dim[3];
 	Window x = conv_window(n, n->in[0], xs, ws->dim[2], ws->dim[3]);
 	x.gh = ys->dim[2], x.gw = ys->dim[3], x.q_is_row = true;
+	win_tap_table(cg, &x, kk);
 	Dense w = {.src = n->in[1], .ld = kk};
 	OutMap o = {.out = n->id, .sb = ys->dim[1] * p, .sm = p, .sn = 1};
 	GemmSpec s = spec(cg, n, xs->dim[0], ys->dim[1], p, kk, &o);
@@ -442,11 +535,31 @@ int64_t cg_lower_conv2d(Cg *cg, const Node *n)
 typedef struct {
 	int src;
 	int64_t cin, taps;
+	LLVMValueRef ktab; /* wt_k_table's, or NULL */
 } WeightT;
+
+/* On GPUs the split of k = (co, tap) is a table made at compile time (as a window's taps): entry k
+ * is co * Cin * taps + tap, the element's offset less row * taps. */
+static void wt_k_table(Cg *cg, WeightT *w, int64_t k)
+{
+	if (!cg_gpu_paths(cg))
+		return;
+	int64_t *v = malloc((size_t)k * sizeof *v);
+	if (!v)
+		CG_FAIL("out of memory for a table of %lld entries", (long long)k);
+	for (int64_t q = 0; q < k; q++)
+		v[q] = q / w->taps * w->cin * w->taps + q % w->taps;
+	char what[32];
+	snprintf(what, sizeof what, "wt%d", w->src);
+	w->ktab = cg_const_table(cg, what, v, k);
+	free(v);
+}
 
 static LLVMValueRef wt_elem(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMValueRef row, LLVMValueRef col)
 {
 	const WeightT *w = op->ctx;
+	if (w->ktab)
+		return cg_load(cg, w->src, add(cg, mul(cg, row, c64(cg, w->taps)), cg_table_load(cg, w->ktab, col)));
 	LLVMValueRef co = udiv(cg, col, c64(cg, w->taps)), tap = urem(cg, col, c64(cg, w->taps));
 	return cg_load(cg, w->src, add(cg, mul(cg, add(cg, mul(cg, co, c64(cg, w->cin)), row), c64(cg, w->taps)), tap));
 }
@@ -460,7 +573,9 @@ int64_t cg_lower_conv2d_grad_input(Cg *cg, const Node *n)
 	int64_t taps = ws->dim[2] * ws->dim[3], hw = xs->dim[2] * xs->dim[3];
 	Window dy = conv_window(n, n->in[0], dys, ws->dim[2], ws->dim[3]);
 	dy.gh = xs->dim[2], dy.gw = xs->dim[3], dy.transposed = true, dy.q_is_row = true;
+	win_tap_table(cg, &dy, ws->dim[0] * taps);
 	WeightT w = {.src = n->in[1], .cin = ws->dim[1], .taps = taps};
+	wt_k_table(cg, &w, ws->dim[0] * taps);
 	OutMap o = {.out = n->id, .sb = xs->dim[1] * hw, .sm = hw, .sn = 1};
 	GemmSpec s = spec(cg, n, xs->dim[0], xs->dim[1], hw, ws->dim[0] * taps, &o);
 	s.a = (GemmOperand){.elem = wt_elem, .along_k = true, .batch_free = true, .ctx = &w};

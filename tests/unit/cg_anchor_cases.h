@@ -57,27 +57,44 @@ static const Pool anchor_pools[] __attribute__((unused)) = {
 
 CH_API int anchor_conv_out(int in, int k, int s, int p, int d) { return (in + 2 * p - d * (k - 1) - 1) / s + 1; }
 
-/* conv2d forward, grad_input and grad_weight over one geometry, in one graph. */
-CH_API CgHarness *anchor_conv(Conv c, DType dt)
+/* conv2d forward, grad_input and grad_weight over one geometry, in one graph, in a layout (NCHW
+ * with w [Cout, Cin, KH, KW]; NHWC with w [Cout, KH, KW, Cin]). */
+CH_API CgHarness *anchor_conv_in(Conv c, DType dt, int layout)
 {
 	char name[128], dims[64];
-	snprintf(name, sizeof name, "conv x[%d,%d,%d,%d] w[%d,%d,%d,%d] s%dx%d p%dx%d d%dx%d %s", c.n, c.cin, c.h, c.w,
-		 c.cout, c.cin, c.kh, c.kw, c.sh, c.sw, c.ph, c.pw, c.dh, c.dw, dtype_name(dt));
+	bool nhwc = layout == LAYOUT_NHWC;
+	int oh = anchor_conv_out(c.h, c.kh, c.sh, c.ph, c.dh), ow = anchor_conv_out(c.w, c.kw, c.sw, c.pw, c.dw);
+	snprintf(name, sizeof name, "conv x[%d,%d,%d,%d] w[%d,%d,%d,%d] s%dx%d p%dx%d d%dx%d %s%s", c.n, c.cin, c.h, c.w,
+		 c.cout, c.cin, c.kh, c.kw, c.sh, c.sw, c.ph, c.pw, c.dh, c.dw, dtype_name(dt), nhwc ? " nhwc" : "");
 	CgHarness *h = ch_new(name);
-	snprintf(dims, sizeof dims, "%d,%d,%d,%d", c.n, c.cin, c.h, c.w);
+	if (nhwc)
+		snprintf(dims, sizeof dims, "%d,%d,%d,%d", c.n, c.h, c.w, c.cin);
+	else
+		snprintf(dims, sizeof dims, "%d,%d,%d,%d", c.n, c.cin, c.h, c.w);
 	int x = ch_param(h, dt, dims);
-	snprintf(dims, sizeof dims, "%d,%d,%d,%d", c.cout, c.cin, c.kh, c.kw);
+	if (nhwc)
+		snprintf(dims, sizeof dims, "%d,%d,%d,%d", c.cout, c.kh, c.kw, c.cin);
+	else
+		snprintf(dims, sizeof dims, "%d,%d,%d,%d", c.cout, c.cin, c.kh, c.kw);
 	int w = ch_param(h, dt, dims);
-	snprintf(dims, sizeof dims, "%d,%d,%d,%d", c.n, c.cout, anchor_conv_out(c.h, c.kh, c.sh, c.ph, c.dh),
-		 anchor_conv_out(c.w, c.kw, c.sw, c.pw, c.dw));
+	if (nhwc)
+		snprintf(dims, sizeof dims, "%d,%d,%d,%d", c.n, oh, ow, c.cout);
+	else
+		snprintf(dims, sizeof dims, "%d,%d,%d,%d", c.n, c.cout, oh, ow);
 	int dy = ch_param(h, dt, dims);
+	double f[IR_MAX_ATTRS] = {c.sh, c.sw, c.ph, c.pw, c.dh, c.dw};
+	f[ir_attr_index(OP_conv2d, "layout")] = layout;
 	double a[IR_MAX_ATTRS] = {c.sh, c.sw, c.ph, c.pw, c.dh, c.dw, c.h, c.w};
-	ch_op(h, OP_conv2d, (double[IR_MAX_ATTRS]){c.sh, c.sw, c.ph, c.pw, c.dh, c.dw}, x, w);
+	a[ir_attr_index(OP_conv2d_grad_input, "layout")] = layout;
+	ch_op(h, OP_conv2d, f, x, w);
 	ch_op(h, OP_conv2d_grad_input, a, dy, w);
 	a[6] = c.kh, a[7] = c.kw;
+	a[ir_attr_index(OP_conv2d_grad_weight, "layout")] = layout;
 	ch_op(h, OP_conv2d_grad_weight, a, dy, x);
 	return h;
 }
+
+CH_API CgHarness *anchor_conv(Conv c, DType dt) { return anchor_conv_in(c, dt, LAYOUT_NCHW); }
 
 /* The pooled size: floor, or Caffe's ceil with the last window starting inside the input or its
  * left padding (written out again here so the test does not take the compiler's word). */

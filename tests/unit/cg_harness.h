@@ -44,6 +44,9 @@ typedef struct {
 	double *want[CH_MAX_NODES];                /* reference values, every node */
 	double *got[CH_MAX_NODES];                 /* compiled values, nodes with a kernel */
 	double tol;                                /* > 0: overrides dtype_tolerance */
+	double scale;                              /* > 0: errors are relative to at least this (an
+						      output of a few products that cancel has no
+						      scale of its own) */
 } CgHarness;
 
 static uint64_t ch_state __attribute__((unused));
@@ -263,8 +266,9 @@ CH_API double ch_round(double v, DType dt)
 	return ch_read(tmp, dt);
 }
 
-/* Relative error of got against want rounded to dt; NaN and infinities must match exactly. */
-CH_API double ch_error(const double *got, const double *want, int64_t m, DType dt, int64_t *worst)
+/* Error of got against want rounded to dt, relative to the largest |want| or to scale if larger;
+ * NaN and infinities must match exactly. */
+CH_API double ch_error_scaled(const double *got, const double *want, int64_t m, DType dt, int64_t *worst, double scale)
 {
 	double max_ref = 0, max_diff = 0;
 	*worst = 0;
@@ -285,13 +289,19 @@ CH_API double ch_error(const double *got, const double *want, int64_t m, DType d
 			*worst = i;
 		}
 	}
-	return max_diff / fmax(max_ref, 1e-30);
+	return max_diff / fmax(max_ref, fmax(scale, 1e-30));
+}
+
+/* Relative error of got against want rounded to dt (ch_error_scaled without a scale). */
+CH_API double ch_error(const double *got, const double *want, int64_t m, DType dt, int64_t *worst)
+{
+	return ch_error_scaled(got, want, m, dt, worst, 0);
 }
 
 CH_API int ch_compare(CgHarness *h, const Node *n)
 {
 	int64_t m = shape_numel(&n->shape), worst;
-	double err = ch_error(h->got[n->id], h->want[n->id], m, n->dtype, &worst);
+	double err = ch_error_scaled(h->got[n->id], h->want[n->id], m, n->dtype, &worst, h->scale);
 	double tol = h->tol > 0 ? h->tol : dtype_tolerance(n->dtype);
 	if (err <= tol)
 		return 0;

@@ -111,6 +111,11 @@ static void convs(void)
 	run(anchor_conv((Conv){64, 1, 15, 17, 250, 3, 3, 1, 1, 1, 1, 1, 1}, DT_F32));
 	run(anchor_conv((Conv){43, 1, 10, 15, 250, 3, 3, 1, 1, 1, 1, 1, 1}, DT_F32));
 	run(anchor_conv((Conv){128, 1, 15, 17, 60, 3, 3, 1, 1, 1, 1, 1, 1}, DT_F32));
+	/* NHWC (the layout pass's choice for strided networks): the windows along k, with and without
+	 * stride, padding and dilation */
+	run(anchor_conv_in((Conv){2, 5, 9, 11, 7, 3, 3, 1, 1, 1, 1, 1, 1}, DT_F32, LAYOUT_NHWC));
+	run(anchor_conv_in((Conv){3, 4, 12, 10, 6, 3, 2, 2, 1, 1, 0, 1, 2}, DT_F32, LAYOUT_NHWC));
+	run(anchor_conv_in((Conv){2, 16, 8, 8, 24, 5, 5, 1, 1, 2, 2, 1, 1}, DT_F32, LAYOUT_NHWC));
 }
 
 /* Every transpose of a size in one graph. */
