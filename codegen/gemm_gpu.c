@@ -525,10 +525,26 @@ static void store_run(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef r, LLVMValueRe
 	}
 }
 
+/* Whether an operand's tile is staged warp by warp (stage): half operands (their k-pair LDS
+ * words), single elements along the rows (the window gathers), in whole rounds of whole warps.
+ * Measured on an H100 (docs/performance.md, 2026-11-24): 10-13% off the bf16 convolution steps,
+ * but 1-5% onto fp32's and tf32's (more registers for the rows' hoisted origins), which keep
+ * one row per work-item. */
+static bool warp_major(const GpuGemm *g, bool is_a)
+{
+	const GemmOperand *op = is_a ? &g->s->a : &g->s->b;
+	int64_t rows = is_a ? g->t.bm : g->t.bn, warps = g->t.block / GPU_WARP;
+	return g->ht && !op->along_k && run_lanes(g, is_a) == 1 && g->t.block % GPU_WARP == 0 &&
+	       rows % GPU_WARP == 0 && g->t.bk % warps == 0;
+}
+
 /* Work-item tid's share of one tile, rows x bk (rows along M for A, N for B): loaded from the
  * operand at k-block k0 into its staging registers, or (k0 NULL) from them into the LDS tile. Run
  * e = tid + i*block (run_lanes elements along the operand's contiguous index: k when the operand
- * runs along k, else the rows) so that neighbouring work-items read neighbouring addresses. */
+ * runs along k, else the rows) so that neighbouring work-items read neighbouring addresses. Warp
+ * by warp (warp_major) the 32 lanes of a warp take 32 neighbouring rows of one k, and a lane stays
+ * at that k for rows/32 rounds: what an element costs per k (a window's tap entry) is paid once
+ * for those rounds. */
 static void stage(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef tid64, LLVMValueRef k0)
 {
 	const GemmOperand *op = is_a ? &g->s->a : &g->s->b;
@@ -537,7 +553,9 @@ static void stage(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef tid64, LLVMValueRe
 	int64_t reg0 = is_a ? 0 : staged_count(g, true);
 	/* runs per row of the tile along the contiguous index */
 	int64_t across = op->along_k ? bk / lanes : rows / lanes;
+	bool by_warp = warp_major(g, is_a);
 	LLVMValueRef tid = to_it(cg, g, tid64);
+	LLVMValueRef lane = by_warp ? remc(cg, g, tid, GPU_WARP) : NULL, warp = by_warp ? divc(cg, g, tid, GPU_WARP) : NULL;
 	for (int64_t i = 0; i < rounds(g, is_a); i++) {
 		LLVMBasicBlockRef done = NULL;
 		LLVMValueRef e = add(cg, tid, ci(g, i * g->t.block));
@@ -545,6 +563,11 @@ static void stage(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef tid64, LLVMValueRe
 			done = begin_if(cg, ltc(cg, g, e, total));
 		LLVMValueRef at = mulc(cg, g, remc(cg, g, e, across), lanes), line = divc(cg, g, e, across);
 		LLVMValueRef r = op->along_k ? line : at, k = op->along_k ? at : line;
+		if (by_warp) {
+			int64_t per_k = rows / GPU_WARP;
+			r = add(cg, lane, ci(g, i % per_k * GPU_WARP));
+			k = add(cg, warp, ci(g, i / per_k * (g->t.block / GPU_WARP)));
+		}
 		LLVMValueRef regs[16];
 		for (int l = 0; l < lanes; l++)
 			regs[l] = cg_gpu_private_at(cg, &g->grp, &g->staged, tid64, reg0 + i * lanes + l);

@@ -127,15 +127,16 @@ static void tap_offsets(const Window *w, int64_t i, int64_t j, int64_t *di, int6
 	*dj = w->transposed ? -j * w->dw : j * w->dw;
 }
 
-/* Gives w a tap table when it pays and fits: a GPU template, q along k, taps linear in the
- * coordinates, offsets within the entry's fields. */
+/* Gives w a tap table when it pays and fits: a GPU template, q along k, more than one tap (a 1 x 1
+ * window's q is its channel: nothing to divide), taps linear in the coordinates, offsets within the
+ * entry's fields. */
 static void win_tap_table(Cg *cg, Window *w, int64_t k)
 {
 	bool linear = !w->transposed || (w->sh == 1 && w->sw == 1);
 	/* i32 indices: every element of the source, and every origin (padding can put it before
 	 * element 0 or past the end by a row and a column) */
 	int64_t numel = shape_numel(&cg->g->node[w->src].shape), margin = (w->ph + w->h) * w->w + w->pw + w->w;
-	if (!cg_gpu_paths(cg) || !linear || numel + margin * (w->nhwc ? w->chans : 1) >= INT32_MAX ||
+	if (!cg_gpu_paths(cg) || w->kh * w->kw == 1 || !linear || numel + margin * (w->nhwc ? w->chans : 1) >= INT32_MAX ||
 	    w->kh * w->dh >= INT16_MAX || w->kw * w->dw >= INT16_MAX || k != w->chans * w->kh * w->kw)
 		return;
 	int64_t *v = malloc((size_t)k * sizeof *v);
