@@ -827,11 +827,17 @@ static bool make_plan(const Bundle *b, const TrainOptions *o, const Dataset *tra
 
 static void summary(const Plan *p, int64_t steps, int64_t batch)
 {
-	printf("done: %lld steps, %lld epoch%s in %.1f s; final training loss %.4f", (long long)p->total,
-	       (long long)p->epochs, p->epochs == 1 ? "" : "s", rt_clock_s() - p->t0, p->last_loss);
+	printf("done: %lld steps, %lld epoch%s in %.1f s; ", (long long)p->total, (long long)p->epochs,
+	       p->epochs == 1 ? "" : "s", rt_clock_s() - p->t0);
+	if (steps > 0)
+		printf("final training loss %.4f", p->last_loss);
+	else
+		printf("no step left to train (resumed at step %lld)", (long long)p->total);
 	if (!isnan(p->accuracy))
 		printf(", held-out accuracy %.2f%%", p->accuracy);
-	printf(", %.0f examples/s\n", p->train_s > 0 ? (double)(steps * batch) / p->train_s : 0.0);
+	if (steps > 0)
+		printf(", %.0f examples/s", p->train_s > 0 ? (double)(steps * batch) / p->train_s : 0.0);
+	printf("\n");
 }
 
 /* --resume: the weights, the state, the step counter and fp16's loss scale, so that the schedule,
