@@ -3,7 +3,8 @@
  * A fused group runs as one kernel at the position of its last member (its group id), so a value
  * is written at its group's time and read at the times of the groups that use it; members read
  * inside their own group never touch storage. Values the runtime writes or reads between steps,
- * and gradients and optimizer state, are resident: they hold their block for the whole run. */
+ * and gradients and optimizer state, are resident: they hold their block for the whole run. A
+ * training value that evaluation computes again (passes/share_eval.c) has a lifetime in each. */
 #include <stdlib.h>
 
 #include "passes/passes.h"
@@ -39,10 +40,22 @@ static bool is_gradient_of_param(const Graph *g, const Node *n)
 }
 
 /* Training and accumulation run the same kernels in node order, a step at a time, so they share
- * one timeline (accumulation's own kernels come last); evaluation has its own. */
+ * one timeline (accumulation's own kernels come last); evaluation has its own, after it. */
 static bool in_one_program(unsigned programs)
 {
 	return programs == PROG_EVAL || (programs && !(programs & PROG_EVAL));
+}
+
+/* A training node that evaluation runs too (passes/share_eval.c). */
+static bool shared(const Node *n)
+{
+	return (n->programs & PROG_EVAL) && (n->programs & ~(unsigned)PROG_EVAL);
+}
+
+static void extend(int *last, int t)
+{
+	if (t > *last)
+		*last = t;
 }
 
 /* The kind of every node before reads are looked at; leaves are resident once something reads them. */
@@ -58,7 +71,7 @@ static LiveKind kind_of(const Graph *g, const Liveness *l, const Node *n, const 
 		return LIVE_ALIAS;
 	if (!l->groups.output[n->id])
 		return LIVE_NONE;
-	if (is_root(g, n->id) || is_gradient_of_param(g, n) || !in_one_program(n->programs))
+	if (is_root(g, n->id) || is_gradient_of_param(g, n))
 		return LIVE_RESIDENT;
 	return LIVE_TEMP;
 }
@@ -83,8 +96,8 @@ static char *leaves_read(const Graph *g)
 	return read;
 }
 
-/* Extends the lifetimes of temporaries to their last reader; a value another program reads
- * stays for the whole run. */
+/* Extends the lifetimes of temporaries to their last reader, in each program that computes
+ * them; a value that a program reads without computing it stays for the whole run. */
 static void extend_to_readers(const Graph *g, Liveness *l)
 {
 	for (int i = 0; i < g->nnodes; i++) {
@@ -93,15 +106,20 @@ static void extend_to_readers(const Graph *g, Liveness *l)
 			continue;
 		for (int k = 0; k < u->nin; k++) {
 			int x = u->in[k];
+			const Node *v = &g->node[x];
 			if (l->kind[x] != LIVE_TEMP)
 				continue;
-			if ((u->programs == PROG_EVAL) != (g->node[x].programs == PROG_EVAL)) {
+			if (shared(v)) {
+				if (u->programs & ~(unsigned)PROG_EVAL)
+					extend(&l->last[x], liveness_time(g, u, u->programs & ~(unsigned)PROG_EVAL));
+				if (u->programs & PROG_EVAL)
+					extend(&l->eval_last[x], liveness_time(g, u, PROG_EVAL));
+			} else if (((u->programs & PROG_EVAL) && !(v->programs & PROG_EVAL)) ||
+				   (v->programs == PROG_EVAL && u->programs != PROG_EVAL)) {
 				l->kind[x] = LIVE_RESIDENT;
-				continue;
+			} else {
+				extend(&l->last[x], liveness_time(g, u, u->programs));
 			}
-			int t = liveness_time(g, u, u->programs);
-			if (t > l->last[x])
-				l->last[x] = t;
 		}
 	}
 }
@@ -122,13 +140,17 @@ void liveness_compute(const Graph *g, Liveness *l)
 	l->ws_kind = xmalloc(n, sizeof *l->ws_kind);
 	l->def = xmalloc(n, sizeof *l->def);
 	l->last = xmalloc(n, sizeof *l->last);
+	l->eval_def = xmalloc(n, sizeof *l->eval_def);
+	l->eval_last = xmalloc(n, sizeof *l->eval_last);
 	l->ws_time = xmalloc(n, sizeof *l->ws_time);
 	ir_group_index(&l->groups, g);
 	char *read = leaves_read(g);
 	for (int i = 0; i < n; i++) {
 		const Node *v = &g->node[i];
 		l->kind[i] = kind_of(g, l, v, read);
-		l->def[i] = l->last[i] = l->kind[i] == LIVE_TEMP ? liveness_time(g, v, v->programs) : -1;
+		bool temp = l->kind[i] == LIVE_TEMP;
+		l->def[i] = l->last[i] = temp ? liveness_time(g, v, v->programs) : -1;
+		l->eval_def[i] = l->eval_last[i] = temp && shared(v) ? liveness_time(g, v, PROG_EVAL) : -1;
 		l->ws_kind[i] = LIVE_NONE;
 		l->ws_time[i] = -1;
 		if (liveness_ws_bytes(g, i) > 0) {
@@ -140,12 +162,25 @@ void liveness_compute(const Graph *g, Liveness *l)
 	extend_to_readers(g, l);
 }
 
+void liveness_hold(Liveness *l, int id)
+{
+	extend(&l->last[id], l->eval_last[id]);
+	l->eval_def[id] = l->eval_last[id] = -1;
+}
+
+bool liveness_dies_at(const Liveness *l, int id, int t)
+{
+	return l->last[id] == t || l->eval_last[id] == t;
+}
+
 void liveness_free(Liveness *l)
 {
 	free(l->kind);
 	free(l->ws_kind);
 	free(l->def);
 	free(l->last);
+	free(l->eval_def);
+	free(l->eval_last);
 	free(l->ws_time);
 	ir_group_index_free(&l->groups);
 }

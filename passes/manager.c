@@ -37,8 +37,10 @@ static const PassInfo table[] = {
 	{"conv-algo", pass_conv_algo, "each convolution's algorithm: direct implicit GEMM or Winograd (--conv-algo)",
 	 false, false, "autodiff,optimizer,accumulation-program"},
 	{"fuse", pass_fuse, "groups of nodes that one kernel computes (TVM FuseOps rules)", false, true, NULL},
+	{"share-eval", pass_share_eval, "evaluation runs training's forward kernels where they compute the same values",
+	 false, true, "make-eval,conv-algo,fuse"},
 	{"plan-memory", pass_plan_memory, "arena offsets: liveness, in-place and best-fit reuse of blocks",
-	 true, false, "make-eval,autodiff,optimizer,accumulation-program,fuse"},
+	 true, false, "make-eval,autodiff,optimizer,accumulation-program,fuse,share-eval"},
 };
 
 #define NPASSES ((int)(sizeof table / sizeof *table))

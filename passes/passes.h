@@ -14,7 +14,7 @@ typedef enum { CONV_ALGO_AUTO = 0, CONV_ALGO_DIRECT, CONV_ALGO_WINOGRAD } ConvAl
 
 #define PASSES_DEFAULT                                                                              \
 	"layout,mixed-precision,make-eval,autodiff,unscale-gradients,accumulate-gradients,check-finite,optimizer," \
-	"accumulation-program,conv-algo,fuse,plan-memory"
+	"accumulation-program,conv-algo,fuse,share-eval,plan-memory"
 
 /* Each pass's run as passes_run records it for a compile's trace: its begin and end on the
  * monotonic clock, in seconds (runtime/clock.h's clock). */
@@ -123,6 +123,9 @@ bool pass_make_eval(Graph *g, const PassOptions *o, Diag *d);
 bool pass_fuse(Graph *g, const PassOptions *o, Diag *d);
 /* Whether every group is one the code generator handles (the contract in passes/fuse.c). */
 bool fuse_verify(const Graph *g, char *err, size_t errlen);
+/* share-eval: evaluation groups that are twins of training groups run the training group's kernel
+ * instead (passes/share_eval.c) */
+bool pass_share_eval(Graph *g, const PassOptions *o, Diag *d);
 /* plan-memory: a byte offset in one arena for every value that needs storage, blocks shared
  * between values whose lifetimes do not meet (passes/plan_memory.c) */
 bool pass_plan_memory(Graph *g, const PassOptions *o, Diag *d);
@@ -155,6 +158,9 @@ typedef struct {
 	int n;            /* nodes */
 	LiveKind *kind;
 	int *def, *last;  /* LIVE_TEMP: the time its kernel writes it and the last time one reads it */
+	/* a LIVE_TEMP training value that evaluation computes again (passes/share_eval.c): the same
+	 * in evaluation, kept in the same block as in training; -1 for other values */
+	int *eval_def, *eval_last;
 	LiveKind *ws_kind; /* split-K workspace: LIVE_NONE, LIVE_TEMP (during its node's kernel only)
 	                    * or LIVE_RESIDENT (a node of both programs) */
 	int *ws_time;      /* LIVE_TEMP workspaces: its node's kernel time */
@@ -162,6 +168,11 @@ typedef struct {
 } Liveness;
 
 void liveness_compute(const Graph *g, Liveness *l);
+/* Makes id's two lifetimes one, from its training write to its last evaluation read: for a value
+ * whose block is not free again when evaluation writes it. */
+void liveness_hold(Liveness *l, int id);
+/* Whether temporary id is read for the last time at time t, in either of its lifetimes. */
+bool liveness_dies_at(const Liveness *l, int id, int t);
 void liveness_free(Liveness *l);
 /* The kernel time of a non-leaf node in program prog (PROG_TRAIN and PROG_ACCUM share one
  * timeline, PROG_EVAL has its own). */

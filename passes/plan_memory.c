@@ -12,6 +12,7 @@
  * keeps its own block. Blocks are 64-byte aligned so kernels can use aligned vector loads; assign
  * nodes share their target's block and constants have none (kernels inline them). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "ir/checked.h"
 #include "passes/passes.h"
@@ -90,13 +91,32 @@ static void heap_free(Heap *h, int64_t off, int64_t size)
 	}
 }
 
+/* Takes [off, off + size) out of the free blocks; false when part of it is in use. */
+static bool heap_claim(Heap *h, int64_t off, int64_t size)
+{
+	for (int i = 0; i < h->n; i++) {
+		Block b = h->free[i];
+		if (b.off > off || b.off + b.size < off + size)
+			continue;
+		heap_remove(h, i);
+		if (off > b.off)
+			heap_free(h, b.off, off - b.off);
+		if (b.off + b.size > off + size)
+			heap_free(h, off + size, b.off + b.size - off - size);
+		return true;
+	}
+	return false;
+}
+
 /* ---- placing ---- */
 
 typedef struct {
 	Graph *g;
-	const Liveness *l;
+	Liveness *l;
 	Heap heap;
-	char *given; /* temporaries whose block an in-place output took over */
+	int *given_at;  /* temporaries: the time an in-place output took their block over, else -1 */
+	char *claimed;  /* shared values whose block evaluation has taken again */
+	int conflicts;  /* shared values whose block was in use when evaluation wrote them */
 } Planner;
 
 /* Residents (and, without reuse, every value) in node order, each in a block of its own. */
@@ -117,11 +137,11 @@ static int64_t place_own_blocks(Graph *g, const Liveness *l, bool reuse)
 	return top;
 }
 
-/* An input of v's group that dies at v's kernel and whose block v may take, or -1. */
-static int inplace_input(Planner *p, int v)
+/* An input of v's group that dies at time t, v's kernel, and whose block v may take, or -1. */
+static int inplace_input(Planner *p, int v, int t)
 {
 	const Graph *g = p->g;
-	int group = g->node[v].group, t = p->l->def[v];
+	int group = g->node[v].group;
 	if (group != v)
 		return -1;
 	for (int j = p->l->groups.first[group]; j >= 0; j = p->l->groups.next[j]) {
@@ -130,7 +150,7 @@ static int inplace_input(Planner *p, int v)
 			continue;
 		for (int k = 0; k < m->nin; k++) {
 			int x = m->in[k];
-			if (p->l->kind[x] == LIVE_TEMP && p->l->last[x] == t && !p->given[x] &&
+			if (p->l->kind[x] == LIVE_TEMP && liveness_dies_at(p->l, x, t) && p->given_at[x] != t &&
 			    liveness_inplace_ok(g, p->l, group, x))
 				return x;
 		}
@@ -138,15 +158,40 @@ static int inplace_input(Planner *p, int v)
 	return -1;
 }
 
-static void place_temp(Planner *p, int v)
+static void place_temp(Planner *p, int v, int t)
 {
-	int x = inplace_input(p, v);
+	int x = inplace_input(p, v, t);
 	if (x >= 0) {
-		p->given[x] = 1;
+		p->given_at[x] = t;
 		p->g->node[v].offset = p->g->node[x].offset;
 		return;
 	}
 	p->g->node[v].offset = heap_alloc(&p->heap, plan_align(liveness_bytes(p->g, v)));
+}
+
+/* Evaluation writes shared value v at time t into its training block: in place of an input that
+ * dies there, or the block taken out of the free ones. When part of it is in use, v is a
+ * conflict, and the plan is made again with its lifetimes held as one. */
+static void place_again(Planner *p, int v, int t)
+{
+	int x = inplace_input(p, v, t);
+	if (x >= 0 && p->g->node[x].offset == p->g->node[v].offset) {
+		p->given_at[x] = t;
+		p->claimed[v] = 1;
+	} else if (heap_claim(&p->heap, p->g->node[v].offset, plan_align(liveness_bytes(p->g, v)))) {
+		p->claimed[v] = 1;
+	} else {
+		liveness_hold(p->l, v);
+		p->conflicts++;
+	}
+}
+
+/* Returns the block of v, whose lifetime ends at t, unless an output took it over. */
+static void release(Planner *p, int v, int t, bool eval)
+{
+	if (p->given_at[v] == t || (eval && !p->claimed[v]))
+		return;
+	heap_free(&p->heap, p->g->node[v].offset, plan_align(liveness_bytes(p->g, v)));
 }
 
 typedef struct {
@@ -159,7 +204,7 @@ static int event_cmp(const void *a, const void *b)
 	return x->time != y->time ? (x->time > y->time) - (x->time < y->time) : x->id - y->id;
 }
 
-/* The temporaries (or workspaces) of l sorted by the time in times[]. */
+/* The temporaries (or workspaces) of l that have a time in times[], sorted by it. */
 static Event *events(const Liveness *l, const LiveKind *kind, const int *times, int *count)
 {
 	Event *e = malloc((l->n ? l->n : 1) * sizeof *e);
@@ -167,38 +212,65 @@ static Event *events(const Liveness *l, const LiveKind *kind, const int *times, 
 		abort();
 	*count = 0;
 	for (int i = 0; i < l->n; i++)
-		if (kind[i] == LIVE_TEMP)
+		if (kind[i] == LIVE_TEMP && times[i] >= 0)
 			e[(*count)++] = (Event){times[i], i};
 	qsort(e, *count, sizeof *e, event_cmp);
 	return e;
 }
 
-static int next_time(const Event *e, int i, int n, int t) { return i < n && e[i].time < t ? e[i].time : t; }
+/* Events by kind, each list sorted by time, with a cursor. */
+enum { EV_DEF, EV_AGAIN, EV_WS, EV_LAST, EV_EVAL_LAST, EV_KINDS };
+typedef struct {
+	Event *e;
+	int n, at;
+} EventList;
+
+static int next_time(const EventList *ev)
+{
+	int t = 1 << 30;
+	for (int k = 0; k < EV_KINDS; k++)
+		if (ev[k].at < ev[k].n && ev[k].e[ev[k].at].time < t)
+			t = ev[k].e[ev[k].at].time;
+	return t;
+}
+
+/* The next event of list ev at time t, or -1. */
+static int take(EventList *ev, int t)
+{
+	return ev->at < ev->n && ev->e[ev->at].time == t ? ev->e[ev->at++].id : -1;
+}
 
 /* Kernel by kernel: place the outputs and workspaces of time t, then free what t read last. */
 static void place_temps(Planner *p)
 {
-	const Liveness *l = p->l;
-	int nd, nl, nw;
-	Event *def = events(l, l->kind, l->def, &nd), *last = events(l, l->kind, l->last, &nl);
-	Event *ws = events(l, l->ws_kind, l->ws_time, &nw);
-	int id = 0, il = 0, iw = 0;
-	while (id < nd || il < nl || iw < nw) {
-		int t = next_time(def, id, nd, next_time(last, il, nl, next_time(ws, iw, nw, 1 << 30)));
-		for (; id < nd && def[id].time == t; id++)
-			place_temp(p, def[id].id);
-		int first_ws = iw;
-		for (; iw < nw && ws[iw].time == t; iw++)
-			p->g->node[ws[iw].id].ws_offset = heap_alloc(&p->heap, plan_align(liveness_ws_bytes(p->g, ws[iw].id)));
-		for (; il < nl && last[il].time == t; il++)
-			if (!p->given[last[il].id])
-				heap_free(&p->heap, p->g->node[last[il].id].offset, plan_align(liveness_bytes(p->g, last[il].id)));
-		for (int k = first_ws; k < iw; k++)
-			heap_free(&p->heap, p->g->node[ws[k].id].ws_offset, plan_align(liveness_ws_bytes(p->g, ws[k].id)));
+	Liveness *l = p->l;
+	EventList ev[EV_KINDS];
+	ev[EV_DEF].e = events(l, l->kind, l->def, &ev[EV_DEF].n);
+	ev[EV_AGAIN].e = events(l, l->kind, l->eval_def, &ev[EV_AGAIN].n);
+	ev[EV_WS].e = events(l, l->ws_kind, l->ws_time, &ev[EV_WS].n);
+	ev[EV_LAST].e = events(l, l->kind, l->last, &ev[EV_LAST].n);
+	ev[EV_EVAL_LAST].e = events(l, l->kind, l->eval_last, &ev[EV_EVAL_LAST].n);
+	for (int k = 0; k < EV_KINDS; k++)
+		ev[k].at = 0;
+	for (int t; (t = next_time(ev)) < 1 << 30;) {
+		for (int v; (v = take(&ev[EV_DEF], t)) >= 0;)
+			place_temp(p, v, t);
+		for (int v; (v = take(&ev[EV_AGAIN], t)) >= 0;)
+			place_again(p, v, t);
+		int first_ws = ev[EV_WS].at;
+		for (int v; (v = take(&ev[EV_WS], t)) >= 0;)
+			p->g->node[v].ws_offset = heap_alloc(&p->heap, plan_align(liveness_ws_bytes(p->g, v)));
+		for (int v; (v = take(&ev[EV_LAST], t)) >= 0;)
+			release(p, v, t, false);
+		for (int v; (v = take(&ev[EV_EVAL_LAST], t)) >= 0;)
+			release(p, v, t, true);
+		for (int k = first_ws; k < ev[EV_WS].at; k++) {
+			int v = ev[EV_WS].e[k].id;
+			heap_free(&p->heap, p->g->node[v].ws_offset, plan_align(liveness_ws_bytes(p->g, v)));
+		}
 	}
-	free(def);
-	free(last);
-	free(ws);
+	for (int k = 0; k < EV_KINDS; k++)
+		free(ev[k].e);
 }
 
 /* The bytes of every block the plan may make, as if none were reused; INT64_MAX past int64. */
@@ -225,19 +297,30 @@ bool pass_plan_memory(Graph *g, const PassOptions *o, Diag *d)
 		liveness_free(&l);
 		return false;
 	}
-	for (int i = 0; i < g->nnodes; i++)
-		g->node[i].offset = g->node[i].ws_offset = -1;
-	Planner p = {g, &l, {NULL, 0, 0, place_own_blocks(g, &l, reuse)}, calloc(g->nnodes ? g->nnodes : 1, 1)};
-	if (!p.given)
+	/* a conflict holds one more value's lifetimes as one, so this ends */
+	Planner p = {.g = g, .l = &l};
+	p.given_at = malloc((g->nnodes ? g->nnodes : 1) * sizeof *p.given_at);
+	p.claimed = malloc(g->nnodes ? g->nnodes : 1);
+	if (!p.given_at || !p.claimed)
 		abort();
-	if (reuse)
-		place_temps(&p);
+	do {
+		for (int i = 0; i < g->nnodes; i++) {
+			g->node[i].offset = g->node[i].ws_offset = -1;
+			p.given_at[i] = -1;
+			p.claimed[i] = 0;
+		}
+		p.heap = (Heap){p.heap.free, 0, p.heap.cap, place_own_blocks(g, &l, reuse)};
+		p.conflicts = 0;
+		if (reuse)
+			place_temps(&p);
+	} while (p.conflicts);
 	for (int i = 0; i < g->nnodes; i++)
 		if (l.kind[i] == LIVE_ALIAS)
 			g->node[i].offset = g->node[g->node[i].in[0]].offset;
 	g->arena_bytes = p.heap.top;
 	free(p.heap.free);
-	free(p.given);
+	free(p.given_at);
+	free(p.claimed);
 	liveness_free(&l);
 	return true;
 }
@@ -308,8 +391,16 @@ void plan_memory_print(FILE *out, const Graph *g)
 		if (l.kind[i] != LIVE_RESIDENT && l.kind[i] != LIVE_TEMP)
 			continue;
 		bool temp = l.kind[i] == LIVE_TEMP;
+		if (temp && l.eval_def[i] >= 0) { /* a value evaluation computes again: both lifetimes */
+			char again[32];
+			span(g, l.def[i], l.last[i], buf, sizeof buf);
+			snprintf(buf + strlen(buf), sizeof buf - strlen(buf), ", %s",
+				 span(g, l.eval_def[i], l.eval_last[i], again, sizeof again));
+		} else if (temp) {
+			span(g, l.def[i], l.last[i], buf, sizeof buf);
+		}
 		fprintf(out, "  %12lld %12lld  %-16s %%%s = %s", (long long)n->offset, (long long)liveness_bytes(g, i),
-			temp ? span(g, l.def[i], l.last[i], buf, sizeof buf) : "resident", n->name, ir_ops[n->op].name);
+			temp ? buf : "resident", n->name, ir_ops[n->op].name);
 		if (temp)
 			print_origin(out, g, &l, i);
 		fputc('\n', out);

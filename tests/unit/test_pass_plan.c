@@ -5,7 +5,8 @@
  * last one that reads it, and then proves for every pair of buffers whose bytes overlap that they
  * are never live in the same kernel of the same program. The one exception is in place: a kernel
  * made only of elementwise ops may write its one output over an input it reads for the last time,
- * element for element. Values that live across steps (leaves, gradients of parameters, the losses
+ * element for element. A training value that evaluation computes again (passes/share_eval.c) is
+ * two buffers at one offset, one live in each program. Values that live across steps (leaves, gradients of parameters, the losses
  * and scores) never share at all; every buffer lies in the arena, 64-byte aligned. It runs on every
  * model in models/ and tests/lit/inputs/, fused and unfused, and on random graphs with random
  * fused groups; a corrupted plan must fail it. The seed is printed (NETC_TEST_SEED replays it). */
@@ -25,9 +26,12 @@ typedef struct {
 	int64_t off, bytes;
 } Buf;
 
+enum { NPROGS = 2 }; /* the programs the checker numbers: PROG_TRAIN and PROG_EVAL */
+static const unsigned progs[NPROGS] = {PROG_TRAIN, PROG_EVAL};
+
 typedef struct {
 	const Graph *g;
-	int *step;      /* node id -> kernel step of its group in its program */
+	int *step[NPROGS]; /* node id -> kernel step of its group in each program it runs in */
 	Buf *buf;
 	int nbuf;
 	int conflicts;  /* pairs that overlap while both live */
@@ -45,19 +49,20 @@ static void number_kernels(Checker *c)
 {
 	const Graph *g = c->g;
 	int *rank = tu_calloc(g->nnodes, sizeof *rank);
-	for (unsigned prog = PROG_TRAIN; prog <= PROG_EVAL; prog <<= 1) {
+	for (int p = 0; p < NPROGS; p++) {
 		int k = 0;
+		c->step[p] = tu_calloc(g->nnodes, sizeof *c->step[p]);
 		for (int i = 0; i < g->nnodes; i++)
 			rank[i] = -1;
 		for (int i = 0; i < g->nnodes; i++) {
 			const Node *n = &g->node[i];
-			if ((n->programs & prog) && !ir_is_leaf(n->op) && group_of(n) == i)
+			if ((n->programs & progs[p]) && !ir_is_leaf(n->op) && group_of(n) == i)
 				rank[i] = k++;
 		}
 		for (int i = 0; i < g->nnodes; i++) {
 			const Node *n = &g->node[i];
-			if ((n->programs & prog) && !ir_is_leaf(n->op))
-				c->step[i] = rank[group_of(n)];
+			if ((n->programs & progs[p]) && !ir_is_leaf(n->op))
+				c->step[p][i] = rank[group_of(n)];
 		}
 	}
 	free(rank);
@@ -72,45 +77,61 @@ static bool lives_across_steps(const Graph *g, const Node *n)
 /* Whether u reads x from storage: x comes from outside u's fused group. */
 static bool reads_stored(const Node *u, const Node *x) { return group_of(u) != group_of(x) || ir_is_leaf(x->op); }
 
-static Buf value_buf(Checker *c, int i)
+/* Node i's value: a buffer for each program it runs in, live from its kernel to its last reader
+ * there; one for the whole run where it lives across steps, runs in other programs, or a program
+ * reads it that does not compute it. */
+static void value_bufs(Checker *c, int i)
 {
 	const Graph *g = c->g;
 	const Node *n = &g->node[i];
-	Buf b = {i, false, n->programs, 0, 0, n->offset, value_bytes(n)};
-	if (lives_across_steps(g, n) || (n->programs != PROG_TRAIN && n->programs != PROG_EVAL)) {
-		b.prog = 0;
-		return b;
+	Buf whole = {i, false, 0, 0, 0, n->offset, value_bytes(n)};
+	if (lives_across_steps(g, n) || (n->programs & ~(unsigned)(PROG_TRAIN | PROG_EVAL))) {
+		c->buf[c->nbuf++] = whole;
+		return;
 	}
-	b.lo = b.hi = c->step[i];
+	Buf b[NPROGS];
+	int nb = 0;
+	for (int p = 0; p < NPROGS; p++)
+		if (n->programs & progs[p])
+			b[nb++] = (Buf){i, false, progs[p], c->step[p][i], c->step[p][i], n->offset, value_bytes(n)};
 	for (int j = i + 1; j < g->nnodes; j++) {
 		const Node *u = &g->node[j];
 		for (int k = 0; u->programs && k < u->nin; k++) {
 			if (u->in[k] != i || !reads_stored(u, n))
 				continue;
-			if (u->programs != n->programs)
-				b.prog = 0; /* another program reads it: it must outlive its own */
-			else if (c->step[j] > b.hi)
-				b.hi = c->step[j];
+			if (u->programs & ~n->programs) {
+				c->buf[c->nbuf++] = whole; /* another program reads it: it must outlive its own */
+				return;
+			}
+			for (int q = 0; q < nb; q++) {
+				int p = b[q].prog == PROG_TRAIN ? 0 : 1;
+				if ((u->programs & b[q].prog) && c->step[p][j] > b[q].hi)
+					b[q].hi = c->step[p][j];
+			}
 		}
 	}
-	return b;
+	for (int q = 0; q < nb; q++)
+		c->buf[c->nbuf++] = b[q];
 }
 
 static void collect(Checker *c)
 {
 	const Graph *g = c->g;
-	c->buf = tu_calloc(2 * g->nnodes, sizeof *c->buf);
+	c->buf = tu_calloc(3 * g->nnodes, sizeof *c->buf);
 	for (int i = 0; i < g->nnodes; i++) {
 		const Node *n = &g->node[i];
 		if (n->ws_offset >= 0) {
 			int64_t bytes = (int64_t)ir_split_k(g, n) * shape_numel(&n->shape) * 4;
-			c->buf[c->nbuf++] = (Buf){i, true, n->programs, c->step[i], c->step[i], n->ws_offset, bytes};
+			bool one = n->programs == PROG_TRAIN || n->programs == PROG_EVAL;
+			int step = one ? c->step[n->programs == PROG_TRAIN ? 0 : 1][i] : 0;
+			c->buf[c->nbuf++] = (Buf){i, true, one ? n->programs : 0, step, step, n->ws_offset, bytes};
+			c->sum += align64(bytes);
 		}
-		if (n->offset >= 0 && n->op != OP_assign)
-			c->buf[c->nbuf++] = value_buf(c, i);
+		if (n->offset >= 0 && n->op != OP_assign) {
+			value_bufs(c, i);
+			c->sum += align64(value_bytes(n));
+		}
 	}
-	for (int k = 0; k < c->nbuf; k++)
-		c->sum += align64(c->buf[k].bytes);
 }
 
 /* Kernels that may write in place: every member elementwise, reading its inputs of the output's
@@ -210,7 +231,7 @@ static void check_bounds(const Checker *c, const char *what)
  * buffers. */
 static int check_plan(const Graph *g, const char *what, int64_t *sum)
 {
-	Checker c = {g, tu_calloc(g->nnodes, sizeof(int)), NULL, 0, 0, 0};
+	Checker c = {.g = g};
 	number_kernels(&c);
 	collect(&c);
 	check_storage(&c, what);
@@ -218,7 +239,8 @@ static int check_plan(const Graph *g, const char *what, int64_t *sum)
 	check_pairs(&c, what);
 	if (sum)
 		*sum = c.sum;
-	free(c.step);
+	for (int p = 0; p < NPROGS; p++)
+		free(c.step[p]);
 	free(c.buf);
 	return c.conflicts;
 }
@@ -316,7 +338,7 @@ static void check_corruption_caught(void)
 	/* %hidden is read again by the backward pass long after its first reader runs */
 	int a = ir_find(g, "hidden"), b = -1;
 	for (int i = a + 1; a >= 0 && i < g->nnodes && b < 0; i++)
-		if (g->node[i].programs == PROG_TRAIN && g->node[i].in[0] == a)
+		if ((g->node[i].programs & PROG_TRAIN) && g->node[i].in[0] == a)
 			b = i;
 	CHECK(a >= 0 && b >= 0, "tiny has no %%hidden and a reader of it");
 	if (b >= 0) {
@@ -394,6 +416,33 @@ static void maybe_fuse(Graph *g, int id, int first, unsigned prog)
 			g->node[j].group = id;
 }
 
+/* A program that reads a value of another program's group computes that group again, as
+ * evaluation does with the training groups share-eval gives it: prog joins whole groups and
+ * whatever they read. */
+static void runs_whole_groups(Graph *g, unsigned prog)
+{
+	for (bool changed = true; changed;) {
+		changed = false;
+		for (int i = 0; i < g->nnodes; i++) {
+			const Node *n = &g->node[i];
+			if (!(n->programs & prog) || ir_is_leaf(n->op))
+				continue;
+			/* the group's last member, and what it reads (a random group's members each read
+			 * the one before) */
+			int join[IR_MAX_INPUTS + 1] = {n->group}, njoin = 1;
+			for (int k = 0; k < n->nin; k++)
+				join[njoin++] = n->in[k];
+			for (int k = 0; k < njoin; k++) {
+				Node *m = &g->node[join[k]];
+				if (m->programs && !ir_is_leaf(m->op) && !(m->programs & prog)) {
+					m->programs |= prog;
+					changed = true;
+				}
+			}
+		}
+	}
+}
+
 /* A program of count random nodes reading values from first on; roots[0..2] are two of its values. */
 static void random_program(Graph *g, int count, unsigned prog, int first, int roots[2])
 {
@@ -407,6 +456,7 @@ static void random_program(Graph *g, int count, unsigned prog, int first, int ro
 	ir_mark_program(g, roots, 2, prog);
 	for (int id = start + 1; id < g->nnodes; id++)
 		maybe_fuse(g, id, start, prog);
+	runs_whole_groups(g, prog);
 }
 
 static int reuse_seen; /* random graphs whose arena is smaller than their buffers */
@@ -417,7 +467,7 @@ static void check_random_graph(int round)
 	int a = dims[tu_below(4)], b = dims[tu_below(4)];
 	g->image = ir_leaf(g, OP_input, "x", S(2, a, b), DT_F32, NULL);
 	int train[2], eval[2];
-	/* evaluation may read training values: those must outlive the training program */
+	/* evaluation may read training values: it computes their groups again */
 	random_program(g, 10 + (int)tu_below(40), PROG_TRAIN, 0, train);
 	random_program(g, 5 + (int)tu_below(20), PROG_EVAL, tu_below(2) ? 0 : g->nnodes - 1, eval);
 	g->output = train[0];
