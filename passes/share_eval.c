@@ -1,19 +1,20 @@
 /* share_eval.c: the evaluation program runs training's kernels where they compute the same
- * values. make-eval clones the forward nodes into the evaluation program; up to the first
- * dropout or batch statistic a clone computes what its training node computes, from the same
- * leaves, and after fusion its group is often the twin of a training group. Compiling such a
- * group again costs a forward kernel's compile time on every target (a quarter of mnist's), so
- * here evaluation takes the training group instead: its members join PROG_EVAL, the clones leave
- * every program, and evaluation's readers of the clones read the training nodes.
+ * values. make-eval clones the forward nodes into the evaluation program; up to the first dropout
+ * or batch statistic a clone computes what its training node computes, from the same leaves, so
+ * compiling its kernel again costs a forward kernel's compile time on every target (a seventh of
+ * mnist's, a sixth of googlenet's). Here evaluation takes training's groups instead: their members
+ * join PROG_EVAL, the clones leave every program, and evaluation's readers of the clones read the
+ * training nodes.
  *
- * A training group serves only as an exact twin: member for member the same op, attributes,
- * shape and type, reading the same leaves and the twins' values; every value evaluation reads
- * from it is one training stores already, and its other inputs come from groups evaluation takes
- * as well. So training's groups, and with them its kernels, stay as they were: only evaluation
- * changes, which now also writes what the training group stores for backward (a pre-activation
- * value, say). plan-memory keeps a shared value's block from its training write to its last
- * evaluation read or write (passes/liveness.c). Runs after fuse, on its groups (a node alone is
- * its own group). */
+ * Evaluation takes a training group whose every member has a twin among the clones (the same op,
+ * attributes, shape and type, reading the same leaves or the twins of its inputs), whose inputs
+ * from other groups come from groups evaluation takes as well, and whose values that evaluation
+ * reads outside the group training stores already. So training's groups, and its kernels, stay
+ * as they were: only evaluation changes, which now also writes what a training group stores for
+ * backward (a pre-activation value, say). Evaluation's own groups that lost members to training
+ * keep their other members each alone, as an unfused node. plan-memory keeps a shared value in one
+ * block with a lifetime in each program (passes/liveness.c). Runs after fuse, on its groups (a
+ * node alone is its own group). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,9 +25,10 @@ typedef struct {
 	Graph *g;
 	Users users;
 	GroupIndex ix;
-	int *twin;  /* evaluation node -> the training node computing the same value, or -1 */
-	int *taken; /* evaluation node -> the training node it is replaced by, or -1 */
-	int *stamp; /* training node -> the last evaluation group that matched it */
+	int *twin;  /* clone -> the training node computing the same value, or -1 */
+	int *clone; /* training node -> a clone whose twin it is, or -1 */
+	int *taken; /* clone -> the training node evaluation reads instead, or -1 */
+	bool *in_eval; /* training group leader -> evaluation runs the group */
 } Sharer;
 
 static int group_of(const Graph *g, int id) { return g->node[id].group >= 0 ? g->node[id].group : id; }
@@ -40,7 +42,7 @@ static bool training(const Graph *g, int id)
 	return (p & PROG_TRAIN) && !(p & PROG_EVAL) && !ir_is_leaf(g->node[id].op);
 }
 
-/* Where evaluation node e's input x is, seen from training: a leaf is itself, a clone its twin. */
+/* Where clone input x is seen from training: a leaf is itself, a clone its twin. */
 static int seen_from_training(const Sharer *s, int x)
 {
 	return ir_is_leaf(s->g->node[x].op) ? x : s->twin[x];
@@ -52,7 +54,7 @@ static bool same_node(const Node *a, const Node *b)
 	       memcmp(a->attr, b->attr, sizeof a->attr) == 0;
 }
 
-/* The training node that computes what evaluation node e computes, or -1. */
+/* The training node that computes what clone e computes, or -1. */
 static int find_twin(const Sharer *s, int e)
 {
 	const Graph *g = s->g;
@@ -77,48 +79,56 @@ static int find_twin(const Sharer *s, int e)
 	return -1;
 }
 
-static int members(const Sharer *s, int leader)
-{
-	int count = 0;
-	for (int m = s->ix.first[leader]; m >= 0; m = s->ix.next[m])
-		count += s->g->node[m].programs != 0;
-	return count;
-}
+static bool is_eval_root(const Graph *g, int id) { return id == g->eval_output || id == g->eval_loss; }
 
-/* Whether evaluation group leader (its leaders before it decided) can run the training group of
- * its members' twins. */
-static bool shareable(Sharer *s, int leader)
+/* Whether evaluation's readers of member t's clone can read t: training stores t, or every such
+ * reader is the clone of a member of t's own group (and goes with it). */
+static bool readable(const Sharer *s, int t, int leader)
 {
 	const Graph *g = s->g;
-	int tgroup = -1, count = 0;
-	for (int m = s->ix.first[leader]; m >= 0; m = s->ix.next[m]) {
-		const Node *n = &g->node[m];
+	int e = s->clone[t];
+	if (s->ix.output[t])
+		return true;
+	if (is_eval_root(g, e))
+		return false;
+	for (int u = s->users.start[e]; u < s->users.start[e + 1]; u++) {
+		int r = s->users.user[u];
+		if (s->twin[r] < 0 || group_of(g, s->twin[r]) != leader || s->clone[s->twin[r]] != r)
+			return false;
+	}
+	return true;
+}
+
+/* Whether evaluation can run training group leader (the groups before it decided). */
+static bool takeable(const Sharer *s, int leader)
+{
+	const Graph *g = s->g;
+	for (int t = s->ix.first[leader]; t >= 0; t = s->ix.next[t]) {
+		const Node *n = &g->node[t];
 		if (!n->programs)
 			continue;
-		int t = s->twin[m];
-		if (t < 0 || (tgroup >= 0 && group_of(g, t) != tgroup) || s->stamp[t] == leader)
+		if (s->clone[t] < 0 || !readable(s, t, leader))
 			return false;
-		tgroup = group_of(g, t);
-		s->stamp[t] = leader;
-		count++;
-		/* what evaluation reads of the group, training stores */
-		if (s->ix.output[m] && !s->ix.output[t])
-			return false;
-		/* inputs from other groups: leaves, or values evaluation now takes from training */
 		for (int k = 0; k < n->nin; k++) {
 			int x = n->in[k];
-			if (!ir_is_leaf(g->node[x].op) && group_of(g, x) != leader &&
-			    (s->taken[x] < 0 || s->taken[x] != s->twin[x]))
+			if (!ir_is_leaf(g->node[x].op) && group_of(g, x) != leader && !s->in_eval[group_of(g, x)])
 				return false;
 		}
 	}
-	return tgroup >= 0 && members(s, tgroup) == count;
+	return true;
 }
 
-/* Evaluation readers read the training nodes, which join evaluation; the clones leave it. */
+/* Evaluation readers read the training nodes, which join evaluation; the clones leave it, and
+ * the rest of an evaluation group that lost members stays, each node alone. */
 static void rewire(Sharer *s)
 {
 	Graph *g = s->g;
+	bool *broken = calloc(g->nnodes ? (size_t)g->nnodes : 1, sizeof *broken);
+	if (!broken)
+		abort();
+	for (int i = 0; i < g->nnodes; i++)
+		if (s->taken[i] >= 0)
+			broken[group_of(g, i)] = true;
 	for (int i = 0; i < g->nnodes; i++) {
 		Node *n = &g->node[i];
 		if (s->taken[i] >= 0) {
@@ -129,6 +139,8 @@ static void rewire(Sharer *s)
 		}
 		if (!eval_only(g, i))
 			continue;
+		if (broken[group_of(g, i)])
+			n->group = i;
 		for (int k = 0; k < n->nin; k++)
 			if (s->taken[n->in[k]] >= 0)
 				n->in[k] = s->taken[n->in[k]];
@@ -137,6 +149,7 @@ static void rewire(Sharer *s)
 		g->eval_output = s->taken[g->eval_output];
 	if (g->eval_loss >= 0 && s->taken[g->eval_loss] >= 0)
 		g->eval_loss = s->taken[g->eval_loss];
+	free(broken);
 }
 
 static int *filled(int n, int value)
@@ -156,28 +169,38 @@ bool pass_share_eval(Graph *g, const PassOptions *o, Diag *d)
 	if (g->eval_output < 0)
 		return true;
 	int n = g->nnodes;
-	Sharer s = {.g = g, .twin = filled(n, -1), .taken = filled(n, -1), .stamp = filled(n, -1)};
+	Sharer s = {.g = g, .twin = filled(n, -1), .clone = filled(n, -1), .taken = filled(n, -1)};
+	s.in_eval = calloc(n ? (size_t)n : 1, sizeof *s.in_eval);
+	if (!s.in_eval)
+		abort();
 	users_build(&s.users, g);
 	ir_group_index(&s.ix, g);
-	for (int i = 0; i < n; i++)
-		if (eval_only(g, i) && !ir_is_leaf(g->node[i].op))
-			s.twin[i] = find_twin(&s, i);
+	for (int i = 0; i < n; i++) {
+		if (!eval_only(g, i) || ir_is_leaf(g->node[i].op))
+			continue;
+		s.twin[i] = find_twin(&s, i);
+		if (s.twin[i] >= 0 && s.clone[s.twin[i]] < 0)
+			s.clone[s.twin[i]] = i;
+		else
+			s.twin[i] = -1; /* a second clone of one node keeps its own kernel */
+	}
 	/* a group's leader is its last member, so in leader order the groups it reads are decided */
 	bool any = false;
 	for (int leader = 0; leader < n; leader++) {
-		if (!eval_only(g, leader) || group_of(g, leader) != leader || !shareable(&s, leader))
+		if (!training(g, leader) || group_of(g, leader) != leader || !takeable(&s, leader))
 			continue;
-		for (int m = s.ix.first[leader]; m >= 0; m = s.ix.next[m])
-			if (g->node[m].programs)
-				s.taken[m] = s.twin[m];
-		any = true;
+		s.in_eval[leader] = any = true;
+		for (int t = s.ix.first[leader]; t >= 0; t = s.ix.next[t])
+			if (g->node[t].programs)
+				s.taken[s.clone[t]] = t;
 	}
 	if (any)
 		rewire(&s);
 	users_free(&s.users);
 	ir_group_index_free(&s.ix);
 	free(s.twin);
+	free(s.clone);
 	free(s.taken);
-	free(s.stamp);
+	free(s.in_eval);
 	return true;
 }
