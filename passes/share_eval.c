@@ -11,10 +11,12 @@
  * from other groups come from groups evaluation takes as well, and whose values that evaluation
  * reads outside the group training stores already. So training's groups, and its kernels, stay
  * as they were: only evaluation changes, which now also writes what a training group stores for
- * backward (a pre-activation value, say). Evaluation's own groups that lost members to training
- * keep their other members each alone, as an unfused node. plan-memory keeps a shared value in one
- * block with a lifetime in each program (passes/liveness.c). Runs after fuse, on its groups (a
- * node alone is its own group). */
+ * backward (a pre-activation value, say). The two programs may fuse the shared part differently,
+ * so an evaluation group is given up whole or not at all: where training would take only some of
+ * its members (a weight's reshape fused into a batch norm that evaluation computes otherwise),
+ * the training groups of those stay training's. plan-memory keeps a shared value in one block
+ * with a lifetime in each program (passes/liveness.c). Runs after fuse, on its groups (a node
+ * alone is its own group). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +31,7 @@ typedef struct {
 	int *clone; /* training node -> a clone whose twin it is, or -1 */
 	int *taken; /* clone -> the training node evaluation reads instead, or -1 */
 	bool *in_eval; /* training group leader -> evaluation runs the group */
+	bool *kept;    /* training group leader -> stays training's: it would split an evaluation group */
 } Sharer;
 
 static int group_of(const Graph *g, int id) { return g->node[id].group >= 0 ? g->node[id].group : id; }
@@ -115,20 +118,47 @@ static bool takeable(const Sharer *s, int leader)
 				return false;
 		}
 	}
-	return true;
+	return !s->kept[leader];
 }
 
-/* Evaluation readers read the training nodes, which join evaluation; the clones leave it, and
- * the rest of an evaluation group that lost members stays, each node alone. */
+/* The training groups evaluation runs, in leader order (a group's leader is its last member, so
+ * the groups it reads are decided before it). */
+static void choose(Sharer *s)
+{
+	Graph *g = s->g;
+	for (int leader = 0; leader < g->nnodes; leader++) {
+		s->in_eval[leader] = training(g, leader) && group_of(g, leader) == leader && takeable(s, leader);
+		for (int t = s->ix.first[leader]; s->in_eval[leader] && t >= 0; t = s->ix.next[t])
+			if (g->node[t].programs)
+				s->taken[s->clone[t]] = t;
+	}
+}
+
+/* Keeps training's the groups that would take part of an evaluation group; false: none does. */
+static bool keep_split_groups(Sharer *s)
+{
+	Graph *g = s->g;
+	bool changed = false;
+	for (int leader = 0; leader < g->nnodes; leader++) {
+		if (!eval_only(g, leader) || group_of(g, leader) != leader)
+			continue;
+		int members = 0, taken = 0;
+		for (int e = s->ix.first[leader]; e >= 0; e = s->ix.next[e])
+			if (g->node[e].programs)
+				members++, taken += s->taken[e] >= 0;
+		if (taken == 0 || taken == members)
+			continue;
+		for (int e = s->ix.first[leader]; e >= 0; e = s->ix.next[e])
+			if (s->taken[e] >= 0 && !s->kept[group_of(g, s->taken[e])])
+				s->kept[group_of(g, s->taken[e])] = changed = true;
+	}
+	return changed;
+}
+
+/* Evaluation readers read the training nodes, which join evaluation; the clones leave it. */
 static void rewire(Sharer *s)
 {
 	Graph *g = s->g;
-	bool *broken = calloc(g->nnodes ? (size_t)g->nnodes : 1, sizeof *broken);
-	if (!broken)
-		abort();
-	for (int i = 0; i < g->nnodes; i++)
-		if (s->taken[i] >= 0)
-			broken[group_of(g, i)] = true;
 	for (int i = 0; i < g->nnodes; i++) {
 		Node *n = &g->node[i];
 		if (s->taken[i] >= 0) {
@@ -139,8 +169,6 @@ static void rewire(Sharer *s)
 		}
 		if (!eval_only(g, i))
 			continue;
-		if (broken[group_of(g, i)])
-			n->group = i;
 		for (int k = 0; k < n->nin; k++)
 			if (s->taken[n->in[k]] >= 0)
 				n->in[k] = s->taken[n->in[k]];
@@ -149,7 +177,6 @@ static void rewire(Sharer *s)
 		g->eval_output = s->taken[g->eval_output];
 	if (g->eval_loss >= 0 && s->taken[g->eval_loss] >= 0)
 		g->eval_loss = s->taken[g->eval_loss];
-	free(broken);
 }
 
 static int *filled(int n, int value)
@@ -171,7 +198,8 @@ bool pass_share_eval(Graph *g, const PassOptions *o, Diag *d)
 	int n = g->nnodes;
 	Sharer s = {.g = g, .twin = filled(n, -1), .clone = filled(n, -1), .taken = filled(n, -1)};
 	s.in_eval = calloc(n ? (size_t)n : 1, sizeof *s.in_eval);
-	if (!s.in_eval)
+	s.kept = calloc(n ? (size_t)n : 1, sizeof *s.kept);
+	if (!s.in_eval || !s.kept)
 		abort();
 	users_build(&s.users, g);
 	ir_group_index(&s.ix, g);
@@ -184,23 +212,19 @@ bool pass_share_eval(Graph *g, const PassOptions *o, Diag *d)
 		else
 			s.twin[i] = -1; /* a second clone of one node keeps its own kernel */
 	}
-	/* a group's leader is its last member, so in leader order the groups it reads are decided */
-	bool any = false;
-	for (int leader = 0; leader < n; leader++) {
-		if (!training(g, leader) || group_of(g, leader) != leader || !takeable(&s, leader))
-			continue;
-		s.in_eval[leader] = any = true;
-		for (int t = s.ix.first[leader]; t >= 0; t = s.ix.next[t])
-			if (g->node[t].programs)
-				s.taken[s.clone[t]] = t;
-	}
-	if (any)
-		rewire(&s);
+	/* each round keeps at least one more group training's, so this ends */
+	do {
+		for (int i = 0; i < n; i++)
+			s.taken[i] = -1;
+		choose(&s);
+	} while (keep_split_groups(&s));
+	rewire(&s);
 	users_free(&s.users);
 	ir_group_index_free(&s.ix);
 	free(s.twin);
 	free(s.clone);
 	free(s.taken);
 	free(s.in_eval);
+	free(s.kept);
 	return true;
 }
