@@ -1,7 +1,8 @@
 /* gemm.c: the GEMM kernel template (see gemm.h). Emission follows the loop nest:
  *
  *   for wg in [wg_begin, wg_end):                      (b, m-block, n-block)
- *     for each k-block (full blocks in a loop, then the tail: constant trip counts):
+ *     for each k-block (one body: the last block's length is a run-time value when K is no
+ *                       multiple of the k-block, so the body is emitted once, not twice):
  *       pack A [MB x KB] into MR-row slivers           (skipped when a kept A is still there)
  *       for each NR-column sliver:  pack B [KB x NR]
  *         for each MR-row sliver:   micro-kernel MR x NR into the C tile
@@ -116,7 +117,13 @@ static LLVMValueRef imin(Cg *cg, LLVMValueRef a, LLVMValueRef b)
 }
 
 static LLVMValueRef add(Cg *cg, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildAdd(cg->b, a, b, ""); }
+static LLVMValueRef sub(Cg *cg, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSub(cg->b, a, b, ""); }
 static LLVMValueRef mul(Cg *cg, LLVMValueRef a, int64_t c) { return LLVMBuildMul(cg->b, a, cg_i64(cg, c), ""); }
+/* ceil(a / c) of a non-negative a (a constant stays one) */
+static LLVMValueRef cdiv_v(Cg *cg, LLVMValueRef a, int64_t c)
+{
+	return LLVMBuildUDiv(cg->b, add(cg, a, cg_i64(cg, c - 1)), cg_i64(cg, c), "");
+}
 
 static LLVMValueRef local_array(Cg *cg, LLVMTypeRef et, int64_t n, const char *name)
 {
@@ -150,10 +157,10 @@ static void store_vec(Cg *cg, Gemm *g, LLVMValueRef base, LLVMValueRef idx, LLVM
 
 /* Zero-fills dst[row*stride + k] for rows [lo, hi), k in [0, n). */
 static void zero_rows(Cg *cg, Gemm *g, LLVMValueRef dst, LLVMValueRef lo, LLVMValueRef hi, int64_t stride,
-		      LLVMValueRef off, int64_t n)
+		      LLVMValueRef off, LLVMValueRef n)
 {
 	CgLoop r = cg_for_begin(cg, lo, hi, "zr");
-	CgLoop k = cg_for_begin(cg, cg_i64(cg, 0), cg_i64(cg, n), "zk");
+	CgLoop k = cg_for_begin(cg, cg_i64(cg, 0), n, "zk");
 	store_elt(cg, g, dst, add(cg, add(cg, mul(cg, r.i, stride), off), k.i), LLVMConstNull(g->et));
 	cg_for_end(cg, &k);
 	cg_for_end(cg, &r);
@@ -161,20 +168,19 @@ static void zero_rows(Cg *cg, Gemm *g, LLVMValueRef dst, LLVMValueRef lo, LLVMVa
 
 /* ---- packing ---- */
 
-/* dst[0 .. n) (n constant, padded to whole vectors) from the operand's run at p0 with `fixed`. */
+/* dst[0 .. n) (padded to whole vectors) from the operand's run at p0 with `fixed`. */
 static void pack_run(Cg *cg, Gemm *g, const GemmOperand *op, LLVMValueRef fixed, LLVMValueRef p0,
-		     LLVMValueRef dst, int64_t n, bool row_is_fixed)
+		     LLVMValueRef dst, LLVMValueRef n, bool row_is_fixed)
 {
 	if (op->vec) {
-		CgLoop k = cg_for_begin(cg, cg_i64(cg, 0), cg_i64(cg, cdiv(n, g->lanes)), "pv");
+		CgLoop k = cg_for_begin(cg, cg_i64(cg, 0), cdiv_v(cg, n, g->lanes), "pv");
 		LLVMValueRef off = mul(cg, k.i, g->lanes);
-		LLVMValueRef v = op->vec(cg, op, g->b, fixed, add(cg, p0, off),
-					 LLVMBuildSub(cg->b, cg_i64(cg, n), off, ""), g->lanes);
+		LLVMValueRef v = op->vec(cg, op, g->b, fixed, add(cg, p0, off), sub(cg, n, off), g->lanes);
 		store_vec(cg, g, dst, off, v, 4);
 		cg_for_end(cg, &k);
 		return;
 	}
-	CgLoop k = cg_for_begin(cg, cg_i64(cg, 0), cg_i64(cg, n), "ps");
+	CgLoop k = cg_for_begin(cg, cg_i64(cg, 0), n, "ps");
 	LLVMValueRef p = add(cg, p0, k.i);
 	LLVMValueRef v = row_is_fixed ? op->elem(cg, op, g->b, fixed, p) : op->elem(cg, op, g->b, p, fixed);
 	store_elt(cg, g, dst, k.i, v);
@@ -183,7 +189,7 @@ static void pack_run(Cg *cg, Gemm *g, const GemmOperand *op, LLVMValueRef fixed,
 
 /* A rows [0, mlen) x k [k0, k0+klen) into pa: layout [row][ka] when A runs along k, else
  * [sliver][k][MR]; rows up to whole slivers are zero. koff: where k0 lands in the packed k. */
-static void pack_a(Cg *cg, Gemm *g, LLVMValueRef k0, LLVMValueRef koff, int64_t klen)
+static void pack_a(Cg *cg, Gemm *g, LLVMValueRef k0, LLVMValueRef koff, LLVMValueRef klen)
 {
 	const GemmOperand *a = &g->s->a;
 	int64_t mr = g->t.mr, ka = g->t.ka;
@@ -196,7 +202,7 @@ static void pack_a(Cg *cg, Gemm *g, LLVMValueRef k0, LLVMValueRef koff, int64_t 
 		zero_rows(cg, g, g->pa, g->mlen, mpad, ka, koff, klen);
 		return;
 	}
-	CgLoop k = cg_for_begin(cg, cg_i64(cg, 0), cg_i64(cg, klen), "pak");
+	CgLoop k = cg_for_begin(cg, cg_i64(cg, 0), klen, "pak");
 	LLVMValueRef kk = add(cg, k0, k.i);
 	CgLoop i = cg_for_begin(cg, cg_i64(cg, 0), mpad, "pai");
 	LLVMValueRef sl = LLVMBuildUDiv(cg->b, i.i, cg_i64(cg, mr), "");
@@ -232,14 +238,14 @@ static void transpose(Cg *cg, LLVMValueRef *v, int lanes)
 }
 
 /* B along k with a vector emitter: lanes x lanes blocks read along k, transposed in registers. */
-static void pack_b_transposed(Cg *cg, Gemm *g, LLVMValueRef k0, int64_t klen, LLVMValueRef n,
+static void pack_b_transposed(Cg *cg, Gemm *g, LLVMValueRef k0, LLVMValueRef klen, LLVMValueRef n,
 			      LLVMValueRef nvalid)
 {
 	const GemmOperand *op = &g->s->b;
 	int lanes = g->lanes;
-	CgLoop k = cg_for_begin(cg, cg_i64(cg, 0), cg_i64(cg, cdiv(klen, lanes)), "ptk");
+	CgLoop k = cg_for_begin(cg, cg_i64(cg, 0), cdiv_v(cg, klen, lanes), "ptk");
 	LLVMValueRef kk = mul(cg, k.i, lanes);
-	LLVMValueRef left = LLVMBuildSub(cg->b, cg_i64(cg, klen), kk, "");
+	LLVMValueRef left = sub(cg, klen, kk);
 	for (int c = 0; c < g->t.nr / lanes; c++) {
 		LLVMValueRef v[64];
 		for (int j = 0; j < lanes; j++) {
@@ -259,12 +265,12 @@ static void pack_b_transposed(Cg *cg, Gemm *g, LLVMValueRef k0, int64_t klen, LL
 }
 
 /* One NR-column sliver of B: k in [k0, k0+klen), columns n .. n+nvalid, into pb [k][NR]. */
-static void pack_b(Cg *cg, Gemm *g, LLVMValueRef k0, int64_t klen, LLVMValueRef n, LLVMValueRef nvalid)
+static void pack_b(Cg *cg, Gemm *g, LLVMValueRef k0, LLVMValueRef klen, LLVMValueRef n, LLVMValueRef nvalid)
 {
 	const GemmOperand *op = &g->s->b;
 	int64_t nr = g->t.nr;
 	if (!op->along_k) {
-		CgLoop k = cg_for_begin(cg, cg_i64(cg, 0), cg_i64(cg, klen), "pbk");
+		CgLoop k = cg_for_begin(cg, cg_i64(cg, 0), klen, "pbk");
 		LLVMValueRef kk = add(cg, k0, k.i);
 		LLVMValueRef dst = elt(cg, g, g->pb, mul(cg, k.i, nr));
 		if (op->vec) {
@@ -292,7 +298,7 @@ static void pack_b(Cg *cg, Gemm *g, LLVMValueRef k0, int64_t klen, LLVMValueRef 
 	CgLoop j = cg_for_begin(cg, cg_i64(cg, 0), cg_i64(cg, nr), "pbj");
 	LLVMValueRef ok = LLVMBuildICmp(cg->b, LLVMIntSLT, j.i, nvalid, "");
 	LLVMValueRef col = add(cg, n, LLVMBuildSelect(cg->b, ok, j.i, cg_i64(cg, 0), ""));
-	CgLoop k = cg_for_begin(cg, cg_i64(cg, 0), cg_i64(cg, klen), "pbk");
+	CgLoop k = cg_for_begin(cg, cg_i64(cg, 0), klen, "pbk");
 	LLVMValueRef v = op->elem(cg, op, g->b, add(cg, k0, k.i), col);
 	store_elt(cg, g, g->pb, add(cg, mul(cg, k.i, nr), j.i), LLVMBuildSelect(cg->b, ok, v, LLVMConstNull(g->et), ""));
 	cg_for_end(cg, &k);
@@ -302,7 +308,7 @@ static void pack_b(Cg *cg, Gemm *g, LLVMValueRef k0, int64_t klen, LLVMValueRef 
 /* ---- micro-kernel ---- */
 
 /* C tile rows is*MR .. +MR, columns j0 .. j0+NR, += packed A sliver x packed B sliver over klen. */
-static void micro(Cg *cg, Gemm *g, LLVMValueRef is, LLVMValueRef j0, LLVMValueRef koff, int64_t klen,
+static void micro(Cg *cg, Gemm *g, LLVMValueRef is, LLVMValueRef j0, LLVMValueRef koff, LLVMValueRef klen,
 		  LLVMValueRef first)
 {
 	int mr = g->t.mr, nv = g->t.nr / g->lanes;
@@ -318,7 +324,7 @@ static void micro(Cg *cg, Gemm *g, LLVMValueRef is, LLVMValueRef j0, LLVMValueRe
 	}
 	bool ak = g->s->a.along_k;
 	LLVMValueRef abase = ak ? mul(cg, is, mr * ka) : mul(cg, is, ka * mr);
-	CgLoop k = cg_for_begin(cg, cg_i64(cg, 0), cg_i64(cg, klen), "mk");
+	CgLoop k = cg_for_begin(cg, cg_i64(cg, 0), klen, "mk");
 	LLVMValueRef bv[8];
 	for (int v = 0; v < nv; v++)
 		bv[v] = load_vec(cg, g, g->pb, add(cg, mul(cg, k.i, g->t.nr), cg_i64(cg, v * g->lanes)), 64);
@@ -342,7 +348,7 @@ static void micro(Cg *cg, Gemm *g, LLVMValueRef is, LLVMValueRef j0, LLVMValueRe
 /* ---- the work-group ---- */
 
 /* Packs A for k-block k0 unless the kept A already holds this m-block. */
-static void pack_a_block(Cg *cg, Gemm *g, LLVMValueRef k0, LLVMValueRef koff, int64_t klen, bool kept)
+static void pack_a_block(Cg *cg, Gemm *g, LLVMValueRef k0, LLVMValueRef koff, LLVMValueRef klen, bool kept)
 {
 	if (!kept) {
 		pack_a(cg, g, k0, koff, klen);
@@ -358,7 +364,7 @@ static void pack_a_block(Cg *cg, Gemm *g, LLVMValueRef k0, LLVMValueRef koff, in
 	LLVMPositionBuilderAtEnd(cg->b, done);
 }
 
-static void kblock(Cg *cg, Gemm *g, LLVMValueRef k0, int64_t klen, LLVMValueRef first)
+static void kblock(Cg *cg, Gemm *g, LLVMValueRef k0, LLVMValueRef klen, LLVMValueRef first)
 {
 	bool kept = g->t.ka > g->t.kb || (g->t.nkb == 1 && g->s->a.batch_free && g->s->batch > 1);
 	LLVMValueRef koff = g->t.ka > g->t.kb ? k0 : cg_i64(cg, 0);
@@ -413,15 +419,20 @@ int64_t cg_gemm(Cg *cg, const GemmSpec *s)
 
 	CgLoop wg = cg_for_begin(cg, cg->wg_begin, cg->wg_end, "wg");
 	decode(cg, &g, wg.i);
-	int64_t nfull = s->k / g.t.kb, tail = s->k % g.t.kb;
-	if (nfull > 0) {
-		CgLoop kb = cg_for_begin(cg, cg_i64(cg, 0), cg_i64(cg, nfull), "kb");
+	/* one k-block body for all of K: a full block and a shorter last one emitted apart doubled
+	 * the kernel, and its compile time, for no measurable speed */
+	int64_t nkb = cdiv(s->k, g.t.kb);
+	if (nkb == 1) {
+		kblock(cg, &g, cg_i64(cg, 0), cg_i64(cg, s->k), LLVMConstInt(cg->t_i1, 1, 0));
+	} else {
+		CgLoop kb = cg_for_begin(cg, cg_i64(cg, 0), cg_i64(cg, nkb), "kb");
 		LLVMValueRef first = LLVMBuildICmp(cg->b, LLVMIntEQ, kb.i, cg_i64(cg, 0), "");
-		kblock(cg, &g, mul(cg, kb.i, g.t.kb), g.t.kb, first);
+		LLVMValueRef k0 = mul(cg, kb.i, g.t.kb), klen = cg_i64(cg, g.t.kb);
+		if (s->k % g.t.kb)
+			klen = imin(cg, klen, sub(cg, cg_i64(cg, s->k), k0));
+		kblock(cg, &g, k0, klen, first);
 		cg_for_end(cg, &kb);
 	}
-	if (tail > 0)
-		kblock(cg, &g, cg_i64(cg, nfull * g.t.kb), tail, LLVMConstInt(cg->t_i1, nfull == 0, 0));
 	LLVMBuildStore(cg->b, g.mb, g.a_mb);
 	epilogue(cg, &g);
 	cg_for_end(cg, &wg);
