@@ -32,8 +32,9 @@ int main(void)
 	CHECK(strncmp(again.source, "measured before", 15) == 0, "%s", again.source);
 	CHECK(fabs(again.gflops - r.gflops) <= 0.05 && fabs(again.gbs - r.gbs) <= 0.05);
 
-	/* the cache is what is read: hand-written values come back, for their CPU and threads only */
-	double gflops = tu_uniform(10, 1000), gbs = tu_uniform(1, 100);
+	/* the cache is what is read: hand-written values come back, for their CPU and threads only
+	 * (values of one decimal, as the cache keeps them) */
+	double gflops = round(tu_uniform(10, 1000) * 10) / 10, gbs = round(tu_uniform(1, 100) * 10) / 10;
 	FILE *f = fopen(path, "w");
 	CHECK(f != NULL);
 	if (f) {
