@@ -561,12 +561,14 @@ static void stage(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef tid64, LLVMValueRe
 		LLVMValueRef e = add(cg, tid, ci(g, i * g->t.block));
 		if ((i + 1) * g->t.block > total)
 			done = begin_if(cg, ltc(cg, g, e, total));
-		LLVMValueRef at = mulc(cg, g, remc(cg, g, e, across), lanes), line = divc(cg, g, e, across);
-		LLVMValueRef r = op->along_k ? line : at, k = op->along_k ? at : line;
+		LLVMValueRef r, k;
 		if (by_warp) {
 			int64_t per_k = rows / GPU_WARP;
 			r = add(cg, lane, ci(g, i % per_k * GPU_WARP));
 			k = add(cg, warp, ci(g, i / per_k * (g->t.block / GPU_WARP)));
+		} else {
+			LLVMValueRef at = mulc(cg, g, remc(cg, g, e, across), lanes), line = divc(cg, g, e, across);
+			r = op->along_k ? line : at, k = op->along_k ? at : line;
 		}
 		LLVMValueRef regs[16];
 		for (int l = 0; l < lanes; l++)

@@ -120,11 +120,37 @@ static LLVMValueRef win_nhwc_index(Cg *cg, const Window *w, LLVMValueRef img, LL
  * row and column offsets (int16 each, above), one 8-byte load that the lanes of a warp at the same
  * k share. The position's part is invariant across k-blocks: LLVM hoists it out of the loop. */
 
-/* The tap's row and column offsets from the position's origin. */
-static void tap_offsets(const Window *w, int64_t i, int64_t j, int64_t *di, int64_t *dj)
+/* A compile-time table of k entries, entry(ctx, q) each, private to the kernel and named after
+ * what it splits and its source node. */
+static LLVMValueRef k_table(Cg *cg, const char *what, int src, int64_t k, int64_t (*entry)(const void *, int64_t),
+			    const void *ctx)
 {
-	*di = w->transposed ? -i * w->dh : i * w->dh;
-	*dj = w->transposed ? -j * w->dw : j * w->dw;
+	int64_t *v = malloc((size_t)k * sizeof *v);
+	if (!v)
+		CG_FAIL("out of memory for a table of %lld entries", (long long)k);
+	for (int64_t q = 0; q < k; q++)
+		v[q] = entry(ctx, q);
+	char name[32];
+	snprintf(name, sizeof name, "%s%d", what, src);
+	LLVMValueRef t = cg_const_table(cg, name, v, k);
+	free(v);
+	return t;
+}
+
+/* Tap q of window w: its offset from the position's origin (int32, low half), its row and column
+ * offsets (int16 each, above). */
+static int64_t tap_entry(const void *ctx, int64_t q)
+{
+	const Window *w = ctx;
+	int64_t chan, i, j;
+	if (w->nhwc)
+		chan = q % w->chans, i = q / w->chans / w->kw, j = q / w->chans % w->kw;
+	else
+		chan = q / (w->kh * w->kw), i = q % (w->kh * w->kw) / w->kw, j = q % w->kw;
+	int64_t di = (w->transposed ? -i : i) * w->dh, dj = (w->transposed ? -j : j) * w->dw;
+	int64_t delta = w->nhwc ? (di * w->w + dj) * w->chans + chan : chan * w->h * w->w + di * w->w + dj;
+	return (int64_t)((uint64_t)(uint32_t)(int32_t)delta | (uint64_t)(uint16_t)(int16_t)di << 32 |
+			 (uint64_t)(uint16_t)(int16_t)dj << 48);
 }
 
 /* Gives w a tap table when it pays and fits: a GPU template, q along k, more than one tap (a 1 x 1
@@ -139,25 +165,7 @@ static void win_tap_table(Cg *cg, Window *w, int64_t k)
 	if (!cg_gpu_paths(cg) || w->kh * w->kw == 1 || !linear || numel + margin * (w->nhwc ? w->chans : 1) >= INT32_MAX ||
 	    w->kh * w->dh >= INT16_MAX || w->kw * w->dw >= INT16_MAX || k != w->chans * w->kh * w->kw)
 		return;
-	int64_t *v = malloc((size_t)k * sizeof *v);
-	if (!v)
-		CG_FAIL("out of memory for a tap table of %lld entries", (long long)k);
-	for (int64_t q = 0; q < k; q++) {
-		int64_t chan, i, j, di, dj;
-		if (w->nhwc) {
-			chan = q % w->chans, i = q / w->chans / w->kw, j = q / w->chans % w->kw;
-		} else {
-			chan = q / (w->kh * w->kw), i = q % (w->kh * w->kw) / w->kw, j = q % w->kw;
-		}
-		tap_offsets(w, i, j, &di, &dj);
-		int64_t delta = w->nhwc ? (di * w->w + dj) * w->chans + chan : chan * w->h * w->w + di * w->w + dj;
-		v[q] = (int64_t)((uint64_t)(uint32_t)(int32_t)delta | (uint64_t)(uint16_t)(int16_t)di << 32 |
-				 (uint64_t)(uint16_t)(int16_t)dj << 48);
-	}
-	char what[32];
-	snprintf(what, sizeof what, "taps%d", w->src);
-	w->taps = cg_const_table(cg, what, v, k);
-	free(v);
+	w->taps = k_table(cg, "taps", w->src, k, tap_entry, w);
 }
 
 /* Element (q, p) through the tap table: the position's origin (row r0, column c0 of the source,
@@ -176,11 +184,13 @@ static LLVMValueRef win_elem_tabled(Cg *cg, const Window *w, LLVMValueRef img, L
 					    C32(w->chans))
 				      : add(cg, mul(cg, img, C32(w->chans * w->h * w->w)), add(cg, mul(cg, r0, C32(w->w)), c0));
 	LLVMValueRef entry = cg_table_load(cg, w->taps, q);
+	/* the entry's fields (tap_entry): offset, row offset, column offset, sign-extended to i32 */
+	static const int shift[3] = {0, 32, 48}, bits[3] = {32, 16, 16};
 	LLVMValueRef field[3];
 	for (int f = 0; f < 3; f++) {
-		LLVMValueRef bits = LLVMBuildLShr(cg->b, entry, c64(cg, f ? 16 + 16 * f : 0), "");
-		bits = LLVMBuildTrunc(cg->b, bits, LLVMIntTypeInContext(cg->ctx, f ? 16 : 32), "");
-		field[f] = f ? LLVMBuildSExt(cg->b, bits, i32, "") : bits;
+		LLVMValueRef x = LLVMBuildLShr(cg->b, entry, c64(cg, shift[f]), "");
+		field[f] = LLVMBuildSExt(cg->b, LLVMBuildTrunc(cg->b, x, LLVMIntTypeInContext(cg->ctx, (unsigned)bits[f]), ""),
+					 i32, "");
 	}
 	LLVMValueRef sr = add(cg, r0, field[1]), sc = add(cg, c0, field[2]);
 	LLVMValueRef ok = and(cg, ult(cg, sr, C32(w->h)), ult(cg, sc, C32(w->w)));
@@ -536,24 +546,15 @@ int64_t cg_lower_conv2d(Cg *cg, const Node *n)
 typedef struct {
 	int src;
 	int64_t cin, taps;
-	LLVMValueRef ktab; /* wt_k_table's, or NULL */
+	LLVMValueRef ktab; /* k's split as a table (wt_entry), or NULL */
 } WeightT;
 
-/* On GPUs the split of k = (co, tap) is a table made at compile time (as a window's taps): entry k
- * is co * Cin * taps + tap, the element's offset less row * taps. */
-static void wt_k_table(Cg *cg, WeightT *w, int64_t k)
+/* Entry k of the transposed weights' table: co * Cin * taps + tap for k = (co, tap), the
+ * element's offset less row * taps. */
+static int64_t wt_entry(const void *ctx, int64_t k)
 {
-	if (!cg_gpu_paths(cg))
-		return;
-	int64_t *v = malloc((size_t)k * sizeof *v);
-	if (!v)
-		CG_FAIL("out of memory for a table of %lld entries", (long long)k);
-	for (int64_t q = 0; q < k; q++)
-		v[q] = q / w->taps * w->cin * w->taps + q % w->taps;
-	char what[32];
-	snprintf(what, sizeof what, "wt%d", w->src);
-	w->ktab = cg_const_table(cg, what, v, k);
-	free(v);
+	const WeightT *w = ctx;
+	return k / w->taps * w->cin * w->taps + k % w->taps;
 }
 
 static LLVMValueRef wt_elem(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMValueRef row, LLVMValueRef col)
@@ -576,7 +577,8 @@ int64_t cg_lower_conv2d_grad_input(Cg *cg, const Node *n)
 	dy.gh = xs->dim[2], dy.gw = xs->dim[3], dy.transposed = true, dy.q_is_row = true;
 	win_tap_table(cg, &dy, ws->dim[0] * taps);
 	WeightT w = {.src = n->in[1], .cin = ws->dim[1], .taps = taps};
-	wt_k_table(cg, &w, ws->dim[0] * taps);
+	if (cg_gpu_paths(cg)) /* the (co, tap) split as a table, as a window's taps */
+		w.ktab = k_table(cg, "wt", w.src, ws->dim[0] * taps, wt_entry, &w);
 	OutMap o = {.out = n->id, .sb = xs->dim[1] * hw, .sm = hw, .sn = 1};
 	GemmSpec s = spec(cg, n, xs->dim[0], xs->dim[1], hw, ws->dim[0] * taps, &o);
 	s.a = (GemmOperand){.elem = wt_elem, .along_k = true, .batch_free = true, .ctx = &w};
