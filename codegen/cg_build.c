@@ -181,6 +181,11 @@ LLVMValueRef cg_convert(Cg *cg, LLVMValueRef v, LLVMTypeRef t)
 	return LLVMBuildFPCast(cg->b, v, t, "");
 }
 
+LLVMValueRef cg_round_as(Cg *cg, LLVMValueRef v, DType dtype)
+{
+	return cg_convert(cg, cg_convert(cg, v, cg_storage_type(cg, dtype)), cg_compute_type(cg, dtype));
+}
+
 int cg_axis(double attr, int rank)
 {
 	int a = (int)attr;

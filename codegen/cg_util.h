@@ -31,6 +31,9 @@ LLVMValueRef cg_min_i64(Cg *cg, LLVMValueRef a, LLVMValueRef b);
 LLVMValueRef cg_reassoc(LLVMValueRef v);
 /* Converts a value to type t (float<->float, int->float, float->int, int width). */
 LLVMValueRef cg_convert(Cg *cg, LLVMValueRef v, LLVMTypeRef t);
+/* A compute-type value rounded as dtype stores it (half: through its storage type), still of
+ * the compute type: what an elemental of a half node yields when fused, as its reference rounds. */
+LLVMValueRef cg_round_as(Cg *cg, LLVMValueRef v, DType dtype);
 /* Normalizes a possibly negative axis attribute against rank. */
 int cg_axis(double attr, int rank);
 /* cg_for_end for a loop that steps by step (i64 > 0) instead of 1. */

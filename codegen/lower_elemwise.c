@@ -150,8 +150,7 @@ LLVMValueRef cg_elem_relu_grad(Cg *cg, const Node *n, ElemIndex *at)
  * the stored value would. */
 LLVMValueRef cg_elem_cast(Cg *cg, const Node *n, ElemIndex *at)
 {
-	LLVMValueRef x = operand(cg, n, 0, at);
-	return cg_convert(cg, cg_convert(cg, x, cg_storage_type(cg, n->dtype)), cg_compute_type(cg, n->dtype));
+	return cg_round_as(cg, operand(cg, n, 0, at), n->dtype);
 }
 
 /* select(c, a, b): a where the scalar c is nonzero (an unordered compare: NaN picks a too, which

@@ -99,7 +99,8 @@ LLVMValueRef cg_elem_winograd_weight_grad(Cg *cg, const Node *n, ElemIndex *at)
 		ri[x] = coef(cg, t, &gt[0][0], WINO_MAX_ALPHA, WINO_R, idx[2], x);
 		cj[x] = coef(cg, t, &gt[0][0], WINO_MAX_ALPHA, WINO_R, idx[3], x);
 	}
-	return bilinear(cg, t, du, wt->alpha, wt->alpha, ri, cj);
+	/* a half gradient fused into its reader is rounded there as the stored one would be */
+	return cg_round_as(cg, bilinear(cg, t, du, wt->alpha, wt->alpha, ri, cj), n->dtype);
 }
 
 /* ---- the input and output transforms, tile by tile ---- */

@@ -19,6 +19,10 @@
  *   winograd_weight_gemm(dM, V)      -> dU [alpha^2, K, C]   dU[t] = dM[t] V[t]^T
  *   winograd_weight_grad(dU)         -> dw [K, C, 3, 3]      dw = G^T dU G
  *
+ * Types: the transforms of the operands (U, V, dM) keep their input's type, f32 or, under
+ * --precision fp16|bf16, half; the products (M, dU) are f32; the inverse transforms read them in
+ * f32 and store the convolution's type (their dtype attribute).
+ *
  * The references compute exactly these steps in float64, so each kernel is checked against its
  * own step and the chain against the direct convolution (tests/unit/test_cg_winograd.c). */
 #include "ir/checked.h"
@@ -49,13 +53,50 @@ static bool need_tile(const Node *n, int *alpha, char *err, size_t errlen)
 	return true;
 }
 
-static bool need_f32_rank(Node *n, const Graph *g, int i, int rank, char *err, size_t errlen)
+/* Input i of rank `rank` and of the type `want` (DT_COUNT: f32, f16 or bf16); sets *got to it. */
+static bool need_rank(const Node *n, const Graph *g, int i, int rank, DType want, DType *got, char *err, size_t errlen)
 {
 	char t[128];
 	const Node *x = op_in(g, n, i);
-	if (x->shape.rank != rank || x->dtype != DT_F32)
-		return op_fail(n, err, errlen, "input %d must be f32 of rank %d, got %s", i, rank, op_type_str(x, t, sizeof t));
+	bool typed = want == DT_COUNT ? x->dtype == DT_F32 || x->dtype == DT_F16 || x->dtype == DT_BF16 : x->dtype == want;
+	if (x->shape.rank != rank || !typed)
+		return op_fail(n, err, errlen, "input %d must be %s of rank %d, got %s", i,
+			       want == DT_COUNT ? "f32, f16 or bf16" : dtype_name(want), rank, op_type_str(x, t, sizeof t));
+	*got = x->dtype;
+	return true;
+}
+
+/* A transform of a convolution's operand (weights, input, output gradient): f32 or half in, the
+ * same type out. Half precision stores the transformed operands in half as the direct convolution
+ * stores its operands, and multiplies them on the half matrix units. */
+static bool need_operand(Node *n, const Graph *g, int rank, char *err, size_t errlen)
+{
+	return need_rank(n, g, 0, rank, DT_COUNT, &n->dtype, err, errlen);
+}
+
+/* A product per transform point: two operands of one type, f32 or half, and f32 out (the GEMM's
+ * f32 accumulators: the output transform's sums cancel, so its input keeps f32's bits). */
+static bool need_gemm_operands(Node *n, const Graph *g, char *err, size_t errlen)
+{
+	DType a = DT_F32, b;
+	if (!need_rank(n, g, 0, 3, DT_COUNT, &a, err, errlen) || !need_rank(n, g, 1, 3, a, &b, err, errlen))
+		return false;
 	n->dtype = DT_F32;
+	return true;
+}
+
+/* The inverse transforms read the products (f32), compute in f32 and store the convolution's
+ * type: attribute dtype, f32 (0, the default), f16 or bf16. */
+static bool need_product(Node *n, const Graph *g, char *err, size_t errlen)
+{
+	DType in;
+	int64_t t;
+	if (!need_rank(n, g, 0, 3, DT_F32, &in, err, errlen) ||
+	    !op_attr_int(n, ir_attr_index(n->op, "dtype"), 0, DT_COUNT - 1, &t, err, errlen))
+		return false;
+	if (t != DT_F32 && t != DT_F16 && t != DT_BF16)
+		return op_fail(n, err, errlen, "dtype must be f32, f16 or bf16, got %s", dtype_name((DType)t));
+	n->dtype = (DType)t;
 	return true;
 }
 
@@ -64,7 +105,7 @@ bool shape_winograd_weight(Node *n, const Graph *g, char *err, size_t errlen)
 	int alpha = 0;
 	int64_t flip;
 	char t[128];
-	if (!need_tile(n, &alpha, err, errlen) || !need_f32_rank(n, g, 0, 4, err, errlen) ||
+	if (!need_tile(n, &alpha, err, errlen) || !need_operand(n, g, 4, err, errlen) ||
 	    !op_attr_int(n, ir_attr_index(n->op, "flip"), 0, 1, &flip, err, errlen))
 		return false;
 	const Shape *w = &op_in(g, n, 0)->shape;
@@ -78,7 +119,7 @@ bool shape_winograd_input(Node *n, const Graph *g, char *err, size_t errlen)
 {
 	int alpha = 0;
 	int64_t ph, pw, oh, ow;
-	if (!need_tile(n, &alpha, err, errlen) || !need_f32_rank(n, g, 0, 4, err, errlen) ||
+	if (!need_tile(n, &alpha, err, errlen) || !need_operand(n, g, 4, err, errlen) ||
 	    !op_attr_int(n, ir_attr_index(n->op, "pad_h"), 0, WINO_R - 1, &ph, err, errlen) ||
 	    !op_attr_int(n, ir_attr_index(n->op, "pad_w"), 0, WINO_R - 1, &pw, err, errlen) ||
 	    !op_attr_int(n, ir_attr_index(n->op, "out_h"), 1, OP_ATTR_MAX, &oh, err, errlen) ||
@@ -97,7 +138,7 @@ bool shape_winograd_input(Node *n, const Graph *g, char *err, size_t errlen)
 bool shape_winograd_gemm(Node *n, const Graph *g, char *err, size_t errlen)
 {
 	char su[128], sv[128];
-	if (!need_f32_rank(n, g, 0, 3, err, errlen) || !need_f32_rank(n, g, 1, 3, err, errlen))
+	if (!need_gemm_operands(n, g, err, errlen))
 		return false;
 	const Shape *u = &op_in(g, n, 0)->shape, *v = &op_in(g, n, 1)->shape;
 	if (u->dim[0] != v->dim[0] || u->dim[2] != v->dim[1])
@@ -112,7 +153,7 @@ bool shape_winograd_output(Node *n, const Graph *g, char *err, size_t errlen)
 	int alpha = 0;
 	int64_t batch, oh, ow;
 	char t[128];
-	if (!need_tile(n, &alpha, err, errlen) || !need_f32_rank(n, g, 0, 3, err, errlen) ||
+	if (!need_tile(n, &alpha, err, errlen) || !need_product(n, g, err, errlen) ||
 	    !op_attr_int(n, ir_attr_index(n->op, "batch"), 1, IR_MAX_NUMEL, &batch, err, errlen) ||
 	    !op_attr_int(n, ir_attr_index(n->op, "out_h"), 1, OP_ATTR_MAX, &oh, err, errlen) ||
 	    !op_attr_int(n, ir_attr_index(n->op, "out_w"), 1, OP_ATTR_MAX, &ow, err, errlen))
@@ -129,7 +170,7 @@ bool shape_winograd_output(Node *n, const Graph *g, char *err, size_t errlen)
 bool shape_winograd_output_grad(Node *n, const Graph *g, char *err, size_t errlen)
 {
 	int alpha = 0;
-	if (!need_tile(n, &alpha, err, errlen) || !need_f32_rank(n, g, 0, 4, err, errlen))
+	if (!need_tile(n, &alpha, err, errlen) || !need_operand(n, g, 4, err, errlen))
 		return false;
 	const Shape *dy = &op_in(g, n, 0)->shape;
 	int m = alpha - (WINO_R - 1);
@@ -140,7 +181,7 @@ bool shape_winograd_output_grad(Node *n, const Graph *g, char *err, size_t errle
 bool shape_winograd_weight_gemm(Node *n, const Graph *g, char *err, size_t errlen)
 {
 	char sm[128], sv[128];
-	if (!need_f32_rank(n, g, 0, 3, err, errlen) || !need_f32_rank(n, g, 1, 3, err, errlen))
+	if (!need_gemm_operands(n, g, err, errlen))
 		return false;
 	const Shape *dm = &op_in(g, n, 0)->shape, *v = &op_in(g, n, 1)->shape;
 	if (dm->dim[0] != v->dim[0] || dm->dim[2] != v->dim[2])
@@ -154,7 +195,7 @@ bool shape_winograd_weight_grad(Node *n, const Graph *g, char *err, size_t errle
 {
 	int alpha = 0;
 	char t[128];
-	if (!need_tile(n, &alpha, err, errlen) || !need_f32_rank(n, g, 0, 3, err, errlen))
+	if (!need_tile(n, &alpha, err, errlen) || !need_product(n, g, err, errlen))
 		return false;
 	const Shape *du = &op_in(g, n, 0)->shape;
 	if (du->dim[0] != (int64_t)alpha * alpha)

@@ -10,8 +10,13 @@
  * The input gradient of a 3x3 stride-1 convolution with padding p is the 3x3 stride-1
  * convolution of dy padded by 2 - p with the weights rotated by 180 degrees and their channels
  * swapped (winograd_weight's flip), so both use one algorithm. NHWC convolutions (--layout nhwc)
- * stay direct: the transforms read NCHW planes. Half precision stays direct: F(m x m) adds
- * rounding that f16's 11 bits cannot spare. */
+ * stay direct: the transforms read NCHW planes.
+ *
+ * Half precision (--precision fp16|bf16) takes F(2x2) only: its transformed operands are stored in
+ * half and multiplied on the half matrix units, with f32 products and output transform, and then
+ * the result is 1.4 to 1.6 times the direct half convolution's error; F(4x4)'s larger transform
+ * coefficients make it 18 to 20 times (docs/codegen.md, "Winograd numerics"). The inverse
+ * transform stores the convolution's type, so the graph's types are as before. */
 #include <stdio.h>
 
 #include "ir/ops.h"
@@ -62,16 +67,26 @@ static void channels(const Graph *g, const Node *n, int64_t *in, int64_t *out)
 	*out = w->dim[0], *in = w->dim[1];
 }
 
+/* Whether n computes in half: its operands are f16 or bf16 (conv2d and its gradients take both
+ * operands in one type). */
+static bool half(const Graph *g, const Node *n)
+{
+	return g->node[n->in[0]].dtype == DT_F16 || g->node[n->in[0]].dtype == DT_BF16;
+}
+
 /* Whether Winograd computes n: a conv2d, conv2d_grad_input or conv2d_grad_weight with a 3x3
- * kernel, stride and dilation 1, padding at most 2, NCHW, f32. */
+ * kernel, stride and dilation 1, padding at most 2, NCHW, its operands and result of one float
+ * type (f32, f16 or bf16). */
 static bool winograd_fits(const Graph *g, const Node *n)
 {
 	if (n->op != OP_conv2d && n->op != OP_conv2d_grad_input && n->op != OP_conv2d_grad_weight)
 		return false;
 	const Node *w = filter_of(g, n);
 	ConvGeom c = ir_conv_geom(n);
-	return c.layout == LAYOUT_NCHW && n->dtype == DT_F32 && g->node[n->in[0]].dtype == DT_F32 &&
-	       g->node[n->in[1]].dtype == DT_F32 && w->shape.dim[2] == WINO_R && w->shape.dim[3] == WINO_R &&
+	DType t = n->dtype;
+	return c.layout == LAYOUT_NCHW && (t == DT_F32 || t == DT_F16 || t == DT_BF16) &&
+	       g->node[n->in[0]].dtype == t && g->node[n->in[1]].dtype == t && w->shape.dim[2] == WINO_R &&
+	       w->shape.dim[3] == WINO_R &&
 	       c.sh == 1 && c.sw == 1 && c.dh == 1 && c.dw == 1 && c.ph <= WINO_R - 1 && c.pw <= WINO_R - 1;
 }
 
@@ -94,6 +109,16 @@ static int add_step(Graph *dst, const Node *conv, OpId op, const int *in, const 
 	return id;
 }
 
+/* The last step, an inverse transform, which takes conv's place: it stores conv's type (half for
+ * a half convolution, computed from f32 products). */
+static int in_place_of(Graph *dst, const Node *conv, const int *map, OpId op, const int *in, double *attr)
+{
+	attr[ir_attr_index(op, "dtype")] = conv->dtype;
+	int out = add_step(dst, conv, op, in, attr, NULL);
+	dst->node[out].grad_of = conv->grad_of >= 0 ? map[conv->grad_of] : -1;
+	return out;
+}
+
 /* conv (forward or input gradient) as weight transform, input transform, GEMM per transform
  * point and output transform; returns the output transform, which takes conv's place */
 static int winograd(Graph *dst, const Node *conv, const int *map, int m)
@@ -111,9 +136,7 @@ static int winograd(Graph *dst, const Node *conv, const int *map, int m)
 	int mm = add_step(dst, conv, OP_winograd_gemm, in_m, NULL, "wino_m");
 	double ay[IR_MAX_ATTRS] = {m, (double)y->dim[0], (double)y->dim[2], (double)y->dim[3]};
 	int in_y[1] = {mm};
-	int out = add_step(dst, conv, OP_winograd_output, in_y, ay, NULL);
-	dst->node[out].grad_of = conv->grad_of >= 0 ? map[conv->grad_of] : -1;
-	return out;
+	return in_place_of(dst, conv, map, OP_winograd_output, in_y, ay);
 }
 
 /* conv2d_grad_weight(dy, x) as V of x over dy's plane, dM of dy, their product per transform
@@ -130,17 +153,16 @@ static int winograd_weight_grad(Graph *dst, const Node *conv, const int *map, in
 	int in_u[2] = {dm, v};
 	int du = add_step(dst, conv, OP_winograd_weight_gemm, in_u, NULL, "wino_du");
 	int in_w[1] = {du};
-	int out = add_step(dst, conv, OP_winograd_weight_grad, in_w, at, NULL);
-	dst->node[out].grad_of = conv->grad_of >= 0 ? map[conv->grad_of] : -1;
-	return out;
+	return in_place_of(dst, conv, map, OP_winograd_weight_grad, in_w, at);
 }
 
 /* F(4x4) (a quarter of direct's multiplications in the GEMM, against F(2x2)'s 4/9) unless the
- * output plane is under two such tiles a side, where F(2x2) wastes less on the border. */
+ * output plane is under two such tiles a side, where F(2x2) wastes less on the border, or n
+ * computes in half (F(2x2) only, above). */
 static int tile_for(const Graph *g, const Node *n)
 {
 	const Shape *y = conv_out(g, n);
-	return y->dim[2] >= 8 && y->dim[3] >= 8 ? 4 : 2;
+	return y->dim[2] >= 8 && y->dim[3] >= 8 && !half(g, n) ? 4 : 2;
 }
 
 /* auto: whether Winograd pays for n (channels in and out, output positions of the batch). The
@@ -177,7 +199,7 @@ static int rebuild_node(Graph *dst, const Graph *src, int id, const int *map, vo
 	if (n->programs && winograd_fits(src, n) &&
 	    (ch->algo == CONV_ALGO_WINOGRAD || (ch->gpu ? winograd_pays_gpu(src, n) : winograd_pays(src, n))))
 	{
-		int m = ch->tile ? ch->tile : tile_for(src, n);
+		int m = ch->tile && !half(src, n) ? ch->tile : tile_for(src, n);
 		return n->op == OP_conv2d_grad_weight ? winograd_weight_grad(dst, n, map, m) : winograd(dst, n, map, m);
 	}
 	return ir_rebuild_copy(dst, src, id, map);

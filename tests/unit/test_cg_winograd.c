@@ -6,7 +6,14 @@
  * gradient of padding 0), odd and even planes, tiles crossing the border, batch > 1, channel
  * counts that are multiples of nothing, within each tile's tolerance (ir/winograd.h). Last, that
  * tolerance against measured error: N(0,1) inputs, 256 channels, and a weight gradient summed over
- * 16 images' tiles. */
+ * 16 images' tiles.
+ * Half precision (f16 and bf16 operands, as --precision fp16|bf16 makes them): the pass takes
+ * F(2x2) whatever tile is asked, the transformed operands keep the half type and the products
+ * are f32; the float64 chain, rounded where the kernels round, stays within WINO_TOL_HALF_ULPS of
+ * the direct convolution (F(4x4) would not: 6 ulps and more), and every kernel, on the host and
+ * on the emulated GPU template with half matrix products, matches the interpreter. */
+#include "codegen/gemm_gpu.h"
+#include "ir/ops.h"
 #include "ir/winograd.h"
 #include "tests/unit/cg_fused_harness.h"
 
@@ -33,8 +40,8 @@ static const Case cases[] = {
 	{"grad_weight pad 1, wide channels", 3, 37, 19, 10, 11, 1, GRAD_WEIGHT},
 };
 
-/* x (or dy) and w params and the convolution; returns its id */
-static int build(CgHarness *h, const Case *c)
+/* x (or dy) and w params of type t and the convolution; returns its id */
+static int build(CgHarness *h, const Case *c, DType t)
 {
 	char xd[64], wd[64];
 	int64_t oh = c->h + 2 * c->pad - 2, ow = c->w + 2 * c->pad - 2;
@@ -43,18 +50,18 @@ static int build(CgHarness *h, const Case *c)
 		char dyd[64];
 		snprintf(dyd, sizeof dyd, "%lld,%lld,%lld,%lld", (long long)c->n, (long long)c->k, (long long)oh, (long long)ow);
 		snprintf(xd, sizeof xd, "%lld,%lld,%lld,%lld", (long long)c->n, (long long)c->c, (long long)c->h, (long long)c->w);
-		int dy = ch_param(h, DT_F32, dyd), x = ch_param(h, DT_F32, xd);
+		int dy = ch_param(h, t, dyd), x = ch_param(h, t, xd);
 		double a[IR_MAX_ATTRS] = {1, 1, (double)c->pad, (double)c->pad, 1, 1, 3, 3, LAYOUT_NCHW};
 		return ch_op(h, OP_conv2d_grad_weight, a, dy, x);
 	}
 	if (c->kind == FORWARD) {
 		snprintf(xd, sizeof xd, "%lld,%lld,%lld,%lld", (long long)c->n, (long long)c->c, (long long)c->h, (long long)c->w);
-		int x = ch_param(h, DT_F32, xd), w = ch_param(h, DT_F32, wd);
+		int x = ch_param(h, t, xd), w = ch_param(h, t, wd);
 		double a[IR_MAX_ATTRS] = {1, 1, (double)c->pad, (double)c->pad, 1, 1, LAYOUT_NCHW};
 		return ch_op(h, OP_conv2d, a, x, w);
 	}
 	snprintf(xd, sizeof xd, "%lld,%lld,%lld,%lld", (long long)c->n, (long long)c->k, (long long)oh, (long long)ow);
-	int dy = ch_param(h, DT_F32, xd), w = ch_param(h, DT_F32, wd);
+	int dy = ch_param(h, t, xd), w = ch_param(h, t, wd);
 	double a[IR_MAX_ATTRS] = {1, 1, (double)c->pad, (double)c->pad, 1, 1, (double)c->h, (double)c->w, LAYOUT_NCHW};
 	return ch_op(h, OP_conv2d_grad_input, a, dy, w);
 }
@@ -78,11 +85,14 @@ static void fill(const Graph *g, double **values)
 	}
 }
 
-/* The rewritten graph's output in float64 equals the direct convolution's. */
-static void check_float64(const Case *c, int tile)
+/* The rewritten graph's output in float64 equals the direct convolution's: to float64's
+ * rounding for f32 operands; for half ones, whose transformed operands and result the
+ * interpreter rounds as the kernels store them, within WINO_TOL_HALF_ULPS of the half type. The
+ * half types take F(2x2) whatever tile asks. Returns the error relative to max |direct|. */
+static double check_float64(const Case *c, int tile, DType t)
 {
 	CgHarness *h = ch_new(c->what);
-	int conv = build(h, c);
+	int conv = build(h, c, t);
 	mark_programs(h->g);
 	int leaves = conv, n0 = h->g->nnodes;
 	Shape want = h->g->node[conv].shape;
@@ -94,7 +104,15 @@ static void check_float64(const Case *c, int tile)
 	CHECK(g->nnodes == n0 + 3, "%s F(%d): %d nodes after the rewrite", c->what, tile, g->nnodes);
 	int out = g->nnodes - 1;
 	OpId last = c->kind == GRAD_WEIGHT ? OP_winograd_weight_grad : OP_winograd_output;
-	CHECK(g->node[out].op == last && shape_eq(&g->node[out].shape, &want), "%s: the output is no conv's", c->what);
+	CHECK(g->node[out].op == last && shape_eq(&g->node[out].shape, &want) && g->node[out].dtype == t,
+	      "%s: the output is no conv's", c->what);
+	if (t != DT_F32) {
+		CHECK(ir_winograd_attrs(&g->node[out]).m == 2, "%s %s: F(%d) for a half convolution", c->what,
+		      dtype_name(t), ir_winograd_attrs(&g->node[out]).m);
+		CHECK(g->node[out - 1].dtype == DT_F32 && g->node[out - 2].dtype == t,
+		      "%s %s: the products are %s, the transforms %s", c->what, dtype_name(t),
+		      dtype_name(g->node[out - 1].dtype), dtype_name(g->node[out - 2].dtype));
+	}
 	double **wino = tu_calloc((size_t)g->nnodes, sizeof *wino);
 	for (int i = 0; i < g->nnodes; i++)
 		wino[i] = tu_calloc((size_t)shape_numel(&g->node[i].shape), sizeof(double));
@@ -106,8 +124,9 @@ static void check_float64(const Case *c, int tile)
 		err = fmax(err, fabs(wino[out][j] - direct[conv][j]));
 		top = fmax(top, fabs(direct[conv][j]));
 	}
-	CHECK(err <= 1e-12 * top, "%s F(%d): float64 Winograd differs from the direct convolution by %.3g (max %.3g)",
-	      c->what, tile, err, top);
+	double tol = t == DT_F32 ? 1e-12 : WINO_TOL_HALF_ULPS * wino_half_ulp(t == DT_BF16);
+	CHECK(err <= tol * top, "%s %s F(%d): float64 Winograd differs from the direct convolution by %.3g (max %.3g)",
+	      c->what, dtype_name(t), tile, err, top);
 	for (int i = 0; i < n0; i++)
 		free(direct[i]);
 	for (int i = 0; i < g->nnodes; i++)
@@ -115,19 +134,27 @@ static void check_float64(const Case *c, int tile)
 	free(direct);
 	free(wino);
 	ch_free(h);
+	return err / top;
 }
 
-/* Every kernel of the rewritten graph against the float64 interpreter. */
-static void check_kernels(const Case *c, int tile, bool emulate)
+/* Every kernel of the rewritten graph against the float64 interpreter. Half operands: under their
+ * --precision, and emulated with the GPU template's half matrix products. */
+static void check_kernels(const Case *c, int tile, bool emulate, DType t)
 {
 	char name[120];
-	snprintf(name, sizeof name, "%s F(%dx%d) %s", c->what, tile, tile, emulate ? "gpu-emulated" : "host");
+	snprintf(name, sizeof name, "%s %s F(%dx%d) %s", c->what, dtype_name(t), tile, tile,
+		 emulate ? "gpu-emulated" : "host");
 	CgHarness *h = ch_new(name);
-	build(h, c);
+	build(h, c, t);
 	mark_programs(h->g);
 	conv_algo_winograd(h->g, tile);
-	h->tol = tile == 4 ? WINO_TOL_F4 : WINO_TOL_F2;
+	h->g->train.precision = t == DT_BF16 ? PREC_BF16 : t == DT_F16 ? PREC_FP16 : PREC_FP32;
+	/* half: each node within its type's tolerance (the products are f32 of rounded operands) */
+	if (t == DT_F32)
+		h->tol = tile == 4 ? WINO_TOL_F4 : WINO_TOL_F2;
+	cg_gpu_emulation_mma(emulate && t != DT_F32);
 	tu_failures += cf_run(h, emulate);
+	cg_gpu_emulation_mma(false);
 	ch_free(h);
 }
 
@@ -148,7 +175,7 @@ static void check_normal(const Case *wide, int tile)
 	char name[120];
 	snprintf(name, sizeof name, "%s F(%dx%d)", wide->what, tile, tile);
 	CgHarness *h = ch_new(name);
-	build(h, wide);
+	build(h, wide, DT_F32);
 	set_normal(h, 0);
 	set_normal(h, 1);
 	mark_programs(h->g);
@@ -158,15 +185,76 @@ static void check_normal(const Case *wide, int tile)
 	ch_free(h);
 }
 
+/* The error of a half convolution (N(0,1) operands rounded to t, 256 channels) by Winograd with
+ * this tile against the direct one, in units of t's last place: the float64 chain the pass makes,
+ * rounded where the kernels round, with its tile attribute set to `tile` (what the pass would make
+ * if it let half take F(4x4)). */
+static double half_error_ulps(DType t, int tile)
+{
+	const Case c = {"N(0,1) half, 256 channels", 1, 256, 8, 12, 12, 1, FORWARD};
+	CgHarness *h = ch_new(c.what);
+	int conv = build(h, &c, t);
+	mark_programs(h->g);
+	conv_algo_winograd(h->g, 2);
+	Graph *g = h->g;
+	char e[256];
+	for (int i = conv; i < g->nnodes; i++) {
+		int a = ir_attr_index(g->node[i].op, "tile");
+		if (a >= 0)
+			g->node[i].attr[a] = tile;
+		if (!ir_ops[g->node[i].op].shape(&g->node[i], g, e, sizeof e))
+			CHECK(0, "%s F(%d): %s", c.what, tile, e);
+	}
+	double **w = tu_calloc((size_t)g->nnodes, sizeof *w);
+	fill(g, w);
+	for (int i = 0; i < conv; i++)
+		for (int64_t j = 0; j < shape_numel(&g->node[i].shape); j++)
+			w[i][j] = ir_round_to(sqrt(-2 * log(ch_uniform(1e-12, 1))) * cos(2 * M_PI * ch_uniform(0, 1)), t);
+	ir_interp(g, PROG_TRAIN, w);
+	/* the direct convolution of the same operands in float64 */
+	const double *x = w[0], *k = w[1];
+	int out = g->nnodes - 1;
+	double err = 0, top = 0;
+	for (int64_t o = 0; o < c.k; o++)
+		for (int64_t y = 0; y < c.h; y++)
+			for (int64_t xx = 0; xx < c.w; xx++) {
+				double s = 0;
+				for (int64_t ci = 0; ci < c.c; ci++)
+					for (int i = 0; i < 3; i++)
+						for (int j = 0; j < 3; j++) {
+							int64_t r = y + i - 1, q = xx + j - 1;
+							if (r >= 0 && r < c.h && q >= 0 && q < c.w)
+								s += x[(ci * c.h + r) * c.w + q] * k[((o * c.c + ci) * 3 + i) * 3 + j];
+						}
+				err = fmax(err, fabs(w[out][(o * c.h + y) * c.w + xx] - s));
+				top = fmax(top, fabs(s));
+			}
+	for (int i = 0; i < g->nnodes; i++)
+		free(w[i]);
+	free(w);
+	ch_free(h);
+	return err / top / wino_half_ulp(t == DT_BF16);
+}
+
+/* The half tolerance holds for F(2x2), and F(4x4) would break it: why half takes F(2x2) only. */
+static void check_half_tolerance(DType t)
+{
+	double f2 = half_error_ulps(t, 2), f4 = half_error_ulps(t, 4);
+	printf("  %s Winograd against direct, N(0,1), 256 channels: F(2x2) %.2f ulps, F(4x4) %.2f ulps\n",
+	       dtype_name(t), f2, f4);
+	CHECK(f2 <= WINO_TOL_HALF_ULPS, "%s: F(2x2) off by %.3g ulps", dtype_name(t), f2);
+	CHECK(f4 > WINO_TOL_HALF_ULPS, "%s: F(4x4) within the half tolerance (%.3g ulps)", dtype_name(t), f4);
+}
+
 int main(void)
 {
 	ch_start("test_cg_winograd");
 	static const int tiles[] = {2, 4};
 	for (size_t t = 0; t < sizeof tiles / sizeof *tiles; t++)
 		for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-			check_float64(&cases[i], tiles[t]);
-			check_kernels(&cases[i], tiles[t], false);
-			check_kernels(&cases[i], tiles[t], true);
+			check_float64(&cases[i], tiles[t], DT_F32);
+			check_kernels(&cases[i], tiles[t], false, DT_F32);
+			check_kernels(&cases[i], tiles[t], true, DT_F32);
 		}
 	/* the weight gradient sums over every tile of the batch: 16 images of 16x16 */
 	static const Case normal[] = {{"N(0,1), 256 channels", 1, 256, 16, 12, 12, 1, FORWARD},
@@ -174,6 +262,15 @@ int main(void)
 	for (size_t i = 0; i < sizeof normal / sizeof *normal; i++) {
 		check_normal(&normal[i], 2);
 		check_normal(&normal[i], 4);
+	}
+	static const DType halves[] = {DT_BF16, DT_F16};
+	for (size_t t = 0; t < sizeof halves / sizeof *halves; t++) {
+		for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+			check_float64(&cases[i], 4, halves[t]);
+			check_kernels(&cases[i], 4, false, halves[t]);
+			check_kernels(&cases[i], 4, true, halves[t]);
+		}
+		check_half_tolerance(halves[t]);
 	}
 	return tu_finish("test_cg_winograd");
 }
