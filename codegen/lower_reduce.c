@@ -164,11 +164,11 @@ static LLVMValueRef reduce_finish(Cg *cg, const Node *n, LLVMValueRef v, int64_t
 	return v;
 }
 
-/* The reduced axes of n (all_finite reduces every axis). */
+/* The reduced axes of n (all_finite reduces every axis, or all but the first). */
 static unsigned reduce_mask(const Cg *cg, const Node *n)
 {
 	if (n->op == OP_all_finite)
-		return (1u << cg->g->node[n->in[0]].shape.rank) - 1;
+		return ((1u << cg->g->node[n->in[0]].shape.rank) - 1) & ~(ir_all_finite_rows(n) ? 1u : 0u);
 	return ir_reduce_axes(n);
 }
 

@@ -194,6 +194,8 @@ bool shape_lrn_grad(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_cast(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_select(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_all_finite(Node *n, const Graph *g, char *err, size_t errlen);
+/* Whether all_finite n keeps x's first axis (one flag per row). */
+bool ir_all_finite_rows(const Node *n);
 bool shape_winograd_weight(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_winograd_input(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_winograd_gemm(Node *n, const Graph *g, char *err, size_t errlen);

@@ -2,7 +2,9 @@
  * float64 reference that rounds as the target type does (round to nearest even, overflow to
  * infinity, gradual underflow), so the interpreter models f16 and bf16 storage; select(c, a, b)
  * picks a where the scalar c is nonzero (an update that runs only on a finite step);
- * all_finite(x) is an f32 scalar, 1 when no element of x is infinite or NaN. */
+ * all_finite(x) is an f32 scalar, 1 when no element of x is infinite or NaN; with rows = 1 it is
+ * one such flag per index of x's first axis (the loss-scale pass checks a large gradient row by
+ * row, then the rows: a GPU reduction to one value runs on one work-group). */
 #include <float.h>
 #include <math.h>
 
@@ -93,18 +95,26 @@ void ref_select(const Graph *g, const Node *n, const double *const *in, double *
 
 bool shape_all_finite(Node *n, const Graph *g, char *err, size_t errlen)
 {
-	if (!op_need_float(n, g, 0, err, errlen))
+	int64_t rows;
+	const Shape *x = &op_in(g, n, 0)->shape;
+	if (!op_need_float(n, g, 0, err, errlen) || !op_attr_int(n, 0, 0, 1, &rows, err, errlen))
 		return false;
-	n->shape = (Shape){0};
+	if (rows && x->rank < 1)
+		return op_fail(n, err, errlen, "rows = 1 needs an input of rank 1 or more, got a scalar");
+	n->shape = rows ? (Shape){1, {x->dim[0]}} : (Shape){0};
 	n->dtype = DT_F32;
 	return true;
 }
 
+bool ir_all_finite_rows(const Node *n) { return n->attr[0] != 0; }
+
 void ref_all_finite(const Graph *g, const Node *n, const double *const *in, double *out)
 {
-	int64_t m = shape_numel(&op_in(g, n, 0)->shape);
-	out[0] = 1;
-	for (int64_t i = 0; i < m; i++)
-		if (!isfinite(in[0][i]))
-			out[0] = 0;
+	int64_t m = shape_numel(&op_in(g, n, 0)->shape), outs = shape_numel(&n->shape), per = outs ? m / outs : 0;
+	for (int64_t o = 0; o < outs; o++) {
+		out[o] = 1;
+		for (int64_t i = o * per; i < (o + 1) * per; i++)
+			if (!isfinite(in[0][i]))
+				out[o] = 0;
+	}
 }

@@ -5,8 +5,9 @@
  *
  *   unscale-gradients  each parameter's gradient divided by the scale (grad_of moves to the
  *                      quotient, which is what accumulation and the update read)
- *   check-finite       Graph.finite: 1 when every gradient the update reads is finite, else 0;
- *                      the optimizer makes each update select(finite, new, old)
+ *   check-finite       Graph.finite: 1 when every gradient the update reads is finite, else 0
+ *                      (a large gradient row by row, then its rows' flags); the optimizer
+ *                      makes each update select(finite, new, old)
  *
  * so an overflowing step changes nothing, and the runtime lowers the scale (runtime/loss_scale.c).
  * With accumulation the check reads the accumulated mean, so an overflow in any micro-batch skips
@@ -29,6 +30,21 @@ bool pass_unscale_gradients(Graph *g, const PassOptions *o, Diag *d)
 	return true;
 }
 
+/* A GPU reduction to one value runs on one work-group: a gradient past this many elements is
+ * checked row by row (a work-group per row), then the rows' flags. */
+#define FINITE_BY_ROWS 65536
+
+/* 1 when every element of gradient x is finite, else 0. */
+static int finite_flag(Graph *g, int x)
+{
+	const Shape *s = &g->node[x].shape;
+	if (s->rank < 2 || s->dim[0] < 2 || shape_numel(s) < FINITE_BY_ROWS)
+		return ir_emit(g, OP_all_finite, &x, NULL);
+	double rows[IR_MAX_ATTRS] = {1};
+	int r = ir_emit(g, OP_all_finite, &x, rows);
+	return ir_emit(g, OP_all_finite, &r, NULL);
+}
+
 bool pass_check_finite(Graph *g, const PassOptions *o, Diag *d)
 {
 	(void)o;
@@ -40,7 +56,7 @@ bool pass_check_finite(Graph *g, const PassOptions *o, Diag *d)
 	for (int p = 0; p < n; p++) {
 		if (grad[p] < 0)
 			continue;
-		int f = ir_emit(g, OP_all_finite, &grad[p], NULL);
+		int f = finite_flag(g, grad[p]);
 		all = all < 0 ? f : ir_emit(g, OP_mul, (int[]){all, f}, NULL);
 	}
 	free(grad);

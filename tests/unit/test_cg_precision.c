@@ -66,10 +66,13 @@ static void cast_gradient(DType half)
 	ch_free(h);
 }
 
-static void select_finite(void)
+static void select_finite(bool emulate)
 {
 	for (int bad = 0; bad < 3; bad++) {
-		CgHarness *h = ch_new(bad == 0 ? "all_finite, select: finite" : bad == 1 ? "... with an inf" : "... with a NaN");
+		char name[96];
+		snprintf(name, sizeof name, "%s%s", bad == 0 ? "all_finite, select: finite" : bad == 1 ? "... with an inf" : "... with a NaN",
+			 emulate ? " (GPU emulation)" : "");
+		CgHarness *h = ch_new(name);
 		int x = ch_param(h, DT_F32, "300,70");
 		double v[300 * 70];
 		for (int i = 0; i < 300 * 70; i++)
@@ -80,7 +83,15 @@ static void select_finite(void)
 		int f = ch_op(h, OP_all_finite, NULL, x);
 		int a = ch_param(h, DT_F32, "5,3"), b = ch_param(h, DT_F32, "5,3");
 		ch_op(h, OP_select, NULL, f, a, b);
+		/* one flag per row, and the flag of the rows' flags (the loss-scale pass's form for
+		 * large gradients): the bad row's flag is 0, the others 1 */
+		double rows[1] = {1};
+		int r = ch_op(h, OP_all_finite, rows, x);
+		expect(h->g->node[r].shape.rank == 1 && h->g->node[r].shape.dim[0] == 300, "all_finite rows: one flag per row");
+		ch_op(h, OP_all_finite, NULL, r);
+		cg_gpu_emulation(emulate);
 		failures += ch_run(h);
+		cg_gpu_emulation(false);
 		ch_free(h);
 	}
 }
@@ -114,7 +125,8 @@ int main(void)
 		anchors(halves[k], false);
 		anchors(halves[k], true);
 	}
-	select_finite();
+	select_finite(false);
+	select_finite(true);
 	printf("%s\n", failures ? "FAILED" : "ok");
 	return failures != 0;
 }
