@@ -7,7 +7,9 @@
 
 #include "codegen/make_bundle.h"
 #include "codegen/target.h"
+#include "codegen/targets.h"
 #include "ir/ops.h"
+#include "passes/passes.h"
 
 static void *xcalloc(size_t n, size_t size)
 {
@@ -89,6 +91,12 @@ static void fill_code(const Graph *g, const CgTarget *t, const CgOutput *out, Bu
 {
 	snprintf(c->target, sizeof c->target, "%s", t->name);
 	snprintf(c->arch, sizeof c->arch, "%s", t->arch[0] ? t->arch : t->name);
+	const CgTargetInfo *info = cg_target_info(c->arch);
+	if (info && info->peak_gflops > 0) {
+		c->peak_gflops = info->peak_gflops;
+		c->peak_gbs = info->peak_gbs;
+		snprintf(c->peak_of, sizeof c->peak_of, "%s", info->peak_of);
+	}
 	c->kind = t->ops->code_kind;
 	c->wave = t->wave; /* 0 on the host */
 	c->train_kernels = kernel_list(g, out, PROG_TRAIN, &c->ntrain);
@@ -114,6 +122,45 @@ static void list_inputs(const Graph *g, const int *index, Bundle *b)
 	for (int i = 0; i < g->nnodes; i++)
 		if (g->node[i].op == OP_input && i != g->image && i != g->label && index[i] >= 0)
 			b->inputs[b->ninputs++] = index[i];
+}
+
+/* op appended to a "+"-joined list, "..." once it no longer fits */
+static void append(char *buf, size_t len, const char *op)
+{
+	size_t at = strlen(buf);
+	if (at + strlen(op) + 2 < len)
+		snprintf(buf + at, len - at, "%s%s", at ? "+" : "", op);
+	else if (at + 4 < len && (at < 3 || strcmp(buf + at - 3, "...") != 0))
+		snprintf(buf + at, len - at, "...");
+}
+
+/* The training program's groups with their FLOPs, bytes and ops, in leader order (a group's
+ * leader is its last member: Node.group). */
+static void fill_groups(const Graph *g, Bundle *b)
+{
+	int64_t *bytes = xcalloc((size_t)g->nnodes + 1, sizeof *bytes);
+	int *at = xcalloc((size_t)g->nnodes, sizeof *at);
+	passes_traffic_by_group(g, PROG_TRAIN, bytes);
+	b->groups = xcalloc((size_t)g->nnodes, sizeof *b->groups);
+	for (int i = 0; i < g->nnodes; i++) {
+		const Node *n = &g->node[i];
+		at[i] = -1;
+		if ((n->programs & PROG_TRAIN) && !ir_is_leaf(n->op) && n->group == i) {
+			at[i] = b->ngroups;
+			b->groups[b->ngroups++] = (BundleGroup){.node = i, .bytes = bytes[i]};
+		}
+	}
+	for (int i = 0; i < g->nnodes; i++) {
+		const Node *n = &g->node[i];
+		if (!(n->programs & PROG_TRAIN) || ir_is_leaf(n->op) || n->group < 0 || at[n->group] < 0)
+			continue;
+		BundleGroup *x = &b->groups[at[n->group]];
+		if (ir_ops[n->op].flops)
+			x->flops += ir_ops[n->op].flops(g, n);
+		append(x->members, sizeof x->members, ir_ops[n->op].name);
+	}
+	free(at);
+	free(bytes);
 }
 
 static void fill_plan(const Graph *g, Bundle *b)
@@ -152,6 +199,7 @@ static void fill_plan(const Graph *g, Bundle *b)
 	b->finite = g->finite >= 0 ? index[g->finite] : -1;
 	list_inputs(g, index, b);
 	free(index);
+	fill_groups(g, b);
 }
 
 void cg_make_bundle(const Graph *g, const CgTarget *targets, const CgOutput *code, int n, Bundle *b)

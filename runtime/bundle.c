@@ -14,6 +14,11 @@
  *                        u64 size, size bytes, training, evaluation and accumulation kernel lists
  *   kernel list          section: u32 count, count records of KERNEL_RECORD bytes
  *                        (name[64], i32 node, i64 grid, i32 block)
+ *   rooflines            section: u32 count (one per code object, in their order), records of
+ *                        ROOF_RECORD bytes (f64 peak_gflops, f64 peak_gbs, peak_of[48]); since
+ *                        version 8
+ *   group counts         section: u32 count, records of GROUP_RECORD bytes (i32 node, f64
+ *                        flops, i64 bytes, members[96]); since version 8
  *   section              u64 bytes, u32 crc32 of those bytes, the bytes
  *
  * Strings are fixed-size fields (as in the structs) that must hold a NUL. Past the checksums every
@@ -33,6 +38,8 @@
 #define BUF_RECORD (96 + 4 * 4 + 8 * BUNDLE_MAX_DIMS + 8 + 8 + 4 + 8 + 4 + 4 * BUNDLE_MAX_DIMS + 4)
 #define NINDICES 10 /* buffer indices in the header: image ... finite */
 #define KERNEL_RECORD (64 + 4 + 8 + 4)
+#define ROOF_RECORD (8 + 8 + 48)
+#define GROUP_RECORD (4 + 8 + 8 + 96)
 #define CODE_TARGET 32
 #define SECTION_HEAD (8 + 4) /* length and checksum */
 
@@ -217,6 +224,32 @@ static void w_code(Wr *w, const Bundle *b)
 	w_end(w, at);
 }
 
+static void w_rooflines(Wr *w, const Bundle *b)
+{
+	size_t at = w_begin(w);
+	w_u32(w, (uint32_t)b->ncode);
+	for (int i = 0; i < b->ncode; i++) {
+		w_f64(w, b->code[i].peak_gflops);
+		w_f64(w, b->code[i].peak_gbs);
+		w_bytes(w, b->code[i].peak_of, sizeof b->code[i].peak_of);
+	}
+	w_end(w, at);
+}
+
+static void w_groups(Wr *w, const Bundle *b)
+{
+	size_t at = w_begin(w);
+	w_u32(w, (uint32_t)b->ngroups);
+	for (int i = 0; i < b->ngroups; i++) {
+		const BundleGroup *x = &b->groups[i];
+		w_i32(w, x->node);
+		w_f64(w, x->flops);
+		w_i64(w, x->bytes);
+		w_bytes(w, x->members, sizeof x->members);
+	}
+	w_end(w, at);
+}
+
 bool bundle_write(const Bundle *b, const char *path, char *err, size_t errlen)
 {
 	Wr w = {0};
@@ -226,6 +259,8 @@ bool bundle_write(const Bundle *b, const char *path, char *err, size_t errlen)
 	w_buffers(&w, b);
 	w_inputs(&w, b);
 	w_code(&w, b);
+	w_rooflines(&w, b);
+	w_groups(&w, b);
 	if (w.oom) {
 		free(w.p);
 		snprintf(err, errlen, "%s: out of memory writing the bundle", path);
@@ -686,6 +721,53 @@ static void r_code(Rd *r, Bundle *b)
 	r->ok = s.ok;
 }
 
+/* Per code object, the peaks of its roofline: finite and not negative (a GPU's from the target
+ * table, zeros on the host or where the table has none). */
+static void r_rooflines(Rd *r, Bundle *b)
+{
+	Rd s;
+	if (!r_section(r, "rooflines", &s))
+		return;
+	int32_t n = r_count(&s, ROOF_RECORD, MAX_CODES, "rooflines");
+	if (n >= 0 && n != b->ncode)
+		r_fail(&s, "malformed bundle: %d rooflines for %d code objects", n, b->ncode);
+	for (int i = 0; i < b->ncode && s.ok; i++) {
+		BundleCode *c = &b->code[i];
+		c->peak_gflops = r_f64(&s, "rooflines");
+		c->peak_gbs = r_f64(&s, "rooflines");
+		r_str(&s, c->peak_of, sizeof c->peak_of, "roofline's product");
+		if (s.ok && !(c->peak_gflops >= 0 && c->peak_gflops < 1e12 && c->peak_gbs >= 0 && c->peak_gbs < 1e12))
+			r_fail(&s, "malformed bundle: the roofline of '%s' is %g GFLOP/s and %g GB/s, not two "
+			       "finite rates of at least 0", c->target, c->peak_gflops, c->peak_gbs);
+	}
+	r->ok = s.ok;
+}
+
+/* The training program's group counts: a leader node each (at most once), FLOPs and bytes finite
+ * and not negative, a members string. */
+static void r_groups(Rd *r, Bundle *b)
+{
+	Rd s;
+	if (!r_section(r, "group counts", &s))
+		return;
+	int32_t n = r_count(&s, GROUP_RECORD, MAX_RECORDS, "group counts");
+	if (n >= 0 && (b->groups = r_alloc(&s, (size_t)n, sizeof *b->groups)))
+		b->ngroups = n;
+	for (int i = 0; i < b->ngroups && s.ok; i++) {
+		BundleGroup *x = &b->groups[i];
+		x->node = r_i32(&s, "group counts");
+		x->flops = r_f64(&s, "group counts");
+		x->bytes = r_i64(&s, "group counts");
+		r_str(&s, x->members, sizeof x->members, "group's members");
+		if (s.ok && (x->node < 0 || (i > 0 && x->node <= b->groups[i - 1].node) || !(x->flops >= 0 && x->flops < 1e21) ||
+			     x->bytes < 0 || x->bytes > MAX_ARENA * 64))
+			r_fail(&s, "malformed bundle: group %d (node %d, '%s') has %g FLOPs and %lld bytes (nodes "
+			       "ascending, counts finite and at least 0)", i, x->node, x->members, x->flops,
+			       (long long)x->bytes);
+	}
+	r->ok = s.ok;
+}
+
 /* The buffers the runtime writes into (data, learning rate, dropout key, loss scale) have the role
  * that says so, and the data buffers hold one batch. */
 static void check_indices(Rd *r, const Bundle *b)
@@ -763,6 +845,8 @@ bool bundle_read(Bundle *b, const char *path, char *err, size_t errlen)
 	r_buffers(&r, b);
 	r_inputs(&r, b);
 	r_code(&r, b);
+	r_rooflines(&r, b);
+	r_groups(&r, b);
 	if (r.ok && r_left(&r))
 		r_fail(&r, "malformed bundle: %zu bytes after the last section", r_left(&r));
 	if (r.ok)
@@ -786,6 +870,7 @@ void bundle_free(Bundle *b)
 		free(b->code[i].accum_kernels);
 	}
 	free(b->code);
+	free(b->groups);
 	memset(b, 0, sizeof *b);
 }
 
@@ -803,4 +888,17 @@ const BundleCode *bundle_code_for(const Bundle *b, const char *arch)
 		if (strcmp(b->code[i].arch, arch) == 0)
 			return &b->code[i];
 	return NULL;
+}
+
+const BundleGroup *bundle_group_of(const Bundle *b, int32_t node)
+{
+	int lo = 0, hi = b->ngroups; /* leaders ascend (the reader checks it) */
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (b->groups[mid].node < node)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < b->ngroups && b->groups[lo].node == node ? &b->groups[lo] : NULL;
 }

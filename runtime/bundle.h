@@ -12,7 +12,7 @@
 #include "ir/train_config.h"
 
 #define BUNDLE_MAGIC "NETCBNDL"
-#define BUNDLE_VERSION 7
+#define BUNDLE_VERSION 8
 #define BUNDLE_MAX_DIMS 6
 
 typedef enum {
@@ -58,6 +58,15 @@ typedef struct {
 	int32_t block;       /* work-items per work-group (1 on the host) */
 } BundleKernel;
 
+/* What the compiler counts of one fused group of the training program, for `bench --profile`
+ * (tools/profile.c) on any machine, one with a runtime-only netc included. */
+typedef struct {
+	int32_t node;        /* the group's leader: BundleKernel.node of the kernel(s) computing it */
+	double flops;        /* its nodes' FLOPs (the ops' counts) */
+	int64_t bytes;       /* what its kernels read and write (passes/traffic.c) */
+	char members[96];    /* its nodes' ops in order, "conv2d+bias_add+relu" ("..." when cut) */
+} BundleGroup;
+
 typedef enum {
 	CODE_HOST,           /* a shared object for the CPU */
 	CODE_HSACO,          /* an AMDGPU code object */
@@ -70,6 +79,10 @@ typedef struct {
 	char arch[32];       /* what a device reports: "host", "gfx90a", "sm_90" */
 	int32_t kind;        /* CodeKind */
 	int32_t wave;        /* wavefront or warp size; 0 on the host */
+	/* The roofline of `bench --profile`: the target table's fp32 vector peak and memory bandwidth
+	 * of one product of the architecture (peak_of); zeros on the host, whose peaks are measured. */
+	double peak_gflops, peak_gbs;
+	char peak_of[48];
 	uint64_t size;
 	uint8_t *data;
 	BundleKernel *train_kernels; /* launch order of one training step */
@@ -103,6 +116,8 @@ typedef struct {
 	int32_t nbuf;
 	BundleCode *code;
 	int32_t ncode;
+	BundleGroup *groups;  /* the training program's groups, one per leader */
+	int32_t ngroups;
 } Bundle;
 
 /* runtime/bundle.c */
@@ -113,5 +128,7 @@ void bundle_free(Bundle *b);
 int bundle_find_buffer(const Bundle *b, const char *name); /* index or -1 */
 /* The code object for a device architecture ("host", "gfx1030", "sm_90"), or NULL. */
 const BundleCode *bundle_code_for(const Bundle *b, const char *arch);
+/* The group counts of the group node leads, or NULL. */
+const BundleGroup *bundle_group_of(const Bundle *b, int32_t node);
 
 #endif

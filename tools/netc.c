@@ -216,6 +216,9 @@ static int info_bundle(const Args *a, const CompileOptions *o)
 			printf(", wave%d", c->wave);
 		printf(", %llu bytes, %d training kernels, %d evaluation kernels\n", (unsigned long long)c->size,
 		       c->ntrain, c->neval);
+		if (c->peak_gflops > 0)
+			printf("  roofline (bench --profile): %.0f GFLOP/s, %.0f GB/s (%s)\n", c->peak_gflops, c->peak_gbs,
+			       c->peak_of);
 		if (c->kind == CODE_HSACO && !print_amd_code(c))
 			rc = 1;
 	}
@@ -396,6 +399,7 @@ typedef struct {
 	int64_t arena;
 	BenchResult r;
 	Graph *g;   /* kept for --report, else NULL */
+	Bundle b;   /* kept for --report (its group counts), else freed */
 } CompareColumn;
 
 /* The compile options of one column: the command's, with the column's pipeline. */
@@ -425,11 +429,13 @@ static bool compare_column(const Args *a, const CompileOptions *o, CompareColumn
 	c->traffic = passes_traffic(g, PROG_TRAIN);
 	c->arena = b.arena_bytes;
 	int rc = rt_bench(&b, &bo, &c->r);
-	bundle_free(&b);
-	if (a->report)
+	if (a->report) {
 		c->g = g;
-	else
+		c->b = b;
+	} else {
+		bundle_free(&b);
 		ir_graph_free(g);
+	}
 	return rc == 0;
 }
 
@@ -487,9 +493,9 @@ static bool compare_report(const Args *a, const CompareColumn *c, int n, const R
 {
 	ReportColumn rc[COMPARE_MAX];
 	for (int i = 0; i < n; i++)
-		rc[i] = (ReportColumn){.name = c[i].name, .g = c[i].g, .r = &c[i].r};
+		rc[i] = (ReportColumn){.name = c[i].name, .g = c[i].g, .b = &c[i].b, .r = &c[i].r};
 	RtRoofline roof;
-	profile_roofline(&c[0].r, a->peak_gflops, a->peak_gbs, &roof);
+	profile_roofline(&c[0].b, &c[0].r, a->peak_gflops, a->peak_gbs, &roof);
 	if (!report_write(a->report, a->model, c[0].r.device, rc, n, t, &roof))
 		return false;
 	printf("report: %s\n", a->report);
@@ -562,6 +568,7 @@ static int bench_compare(const Args *a, const CompileOptions *base)
 		rt_bench_result_free(&c[i].r);
 		if (c[i].g)
 			ir_graph_free(c[i].g);
+		bundle_free(&c[i].b);
 	}
 	return ok ? 0 : 1;
 }
@@ -611,8 +618,8 @@ static int cmd_bench(const Args *a, const CompileOptions *co)
 		printf("GFLOP/s: %.1f\n", k * b.flops_per_step / (r.ms_per_step * 1e6) * (r.ranks ? r.ranks : 1));
 		RtRoofline roof;
 		if (profile)
-			profile_roofline(&r, a->peak_gflops, a->peak_gbs, &roof);
-		if (profile && !profile_print(stdout, &b, g, &r, &roof, a->trace))
+			profile_roofline(&b, &r, a->peak_gflops, a->peak_gbs, &roof);
+		if (profile && !profile_print(stdout, &b, &r, &roof, a->trace))
 			rc = 1;
 	}
 	rt_bench_result_free(&r);

@@ -9,66 +9,45 @@
 
 #include "runtime/cache_dir.h"
 
-#ifndef NETC_RUNTIME_ONLY
-#include "codegen/targets.h"
-#include "passes/passes.h"
-#endif
-
-#ifndef NETC_RUNTIME_ONLY
-static void append(char *buf, size_t len, const char *word)
+/* members cut to fit KernelCounts.members: whole ops, then "..." */
+static void fit_members(char *dst, size_t len, const char *members)
 {
-	size_t at = strlen(buf);
-	if (at + strlen(word) + 2 < len)
-		snprintf(buf + at, len - at, "%s%s", at ? "+" : "", word);
-	else if (at + 4 < len && (at < 3 || strcmp(buf + at - 3, "...") != 0))
-		snprintf(buf + at, len - at, "...");
-}
-
-KernelCounts *profile_counts(const Graph *g, const BenchResult *r)
-{
-	KernelCounts *c = calloc(r->nkernels ? (size_t)r->nkernels : 1, sizeof *c);
-	int64_t *bytes = calloc(g ? (size_t)g->nnodes + 1 : 1, sizeof *bytes);
-	bool *seen = calloc(g ? (size_t)g->nnodes + 1 : 1, sizeof *seen);
-	if (!c || !bytes || !seen)
-		abort();
-	if (g)
-		passes_traffic_by_group(g, PROG_TRAIN, bytes);
-	for (int k = 0; g && k < r->nkernels; k++) {
-		int leader = r->kernels[k].node;
-		if (leader < 0 || leader >= g->nnodes || seen[leader])
-			continue;
-		seen[leader] = true;
-		c[k].known = true;
-		c[k].bytes = (double)bytes[leader];
-		for (int i = 0; i <= leader; i++) {
-			const Node *n = &g->node[i];
-			if (i != leader && n->group != leader)
-				continue;
-			if (!(n->programs & PROG_TRAIN) || ir_is_leaf(n->op))
-				continue;
-			if (ir_ops[n->op].flops)
-				c[k].flops += ir_ops[n->op].flops(g, n);
-			append(c[k].members, sizeof c[k].members, ir_ops[n->op].name);
-		}
+	size_t n = strlen(members);
+	if (n < len) {
+		memcpy(dst, members, n + 1);
+		return;
 	}
-	free(bytes);
-	free(seen);
-	return c;
+	size_t cut = len - 4; /* room for "..." and the NUL */
+	while (cut > 0 && members[cut - 1] != '+')
+		cut--;
+	memcpy(dst, members, cut);
+	memcpy(dst + cut, "...", 4);
 }
-#else
-KernelCounts *profile_counts(const Graph *g, const BenchResult *r)
+
+KernelCounts *profile_counts(const Bundle *b, const BenchResult *r)
 {
-	(void)g;
 	KernelCounts *c = calloc(r->nkernels ? (size_t)r->nkernels : 1, sizeof *c);
 	if (!c)
 		abort();
+	for (int k = 0; k < r->nkernels; k++) {
+		const BundleGroup *x = bundle_group_of(b, r->kernels[k].node);
+		bool first = true;
+		for (int j = 0; j < k && first; j++)
+			first = r->kernels[j].node != r->kernels[k].node;
+		if (!x || !first)
+			continue;
+		c[k].known = true;
+		c[k].flops = x->flops;
+		c[k].bytes = (double)x->bytes;
+		fit_members(c[k].members, sizeof c[k].members, x->members);
+	}
 	return c;
 }
-#endif
 
-/* The device's peaks: a GPU's from its row of the target table, the CPU's measured (and cached);
- * either replaced by --peak-gflops / --peak-gbs. 0 where none is known. */
-void profile_roofline(const BenchResult *r, double peak_gflops, double peak_gbs, RtRoofline *roof)
+/* The device's peaks: a GPU's from its row of the target table (which the bundle's code object
+ * carries), the CPU's measured (and cached); either replaced by --peak-gflops / --peak-gbs. 0
+ * where none is known. */
+void profile_roofline(const Bundle *b, const BenchResult *r, double peak_gflops, double peak_gbs, RtRoofline *roof)
 {
 	memset(roof, 0, sizeof *roof);
 	if (strcmp(r->arch, "host") == 0 && !(peak_gflops > 0 && peak_gbs > 0)) {
@@ -76,14 +55,12 @@ void profile_roofline(const BenchResult *r, double peak_gflops, double peak_gbs,
 		if (!rt_host_roofline(r->model, r->threads, rt_cache_dir(dir, sizeof dir) ? dir : NULL, roof))
 			memset(roof, 0, sizeof *roof);
 	}
-#ifndef NETC_RUNTIME_ONLY
-	const CgTargetInfo *ti = cg_target_info(r->arch);
-	if (ti && ti->peak_gflops > 0) {
-		roof->gflops = ti->peak_gflops;
-		roof->gbs = ti->peak_gbs;
-		snprintf(roof->source, sizeof roof->source, "%s's row of the target table: %s", ti->name, ti->peak_of);
+	const BundleCode *code = bundle_code_for(b, r->arch);
+	if (code && code->peak_gflops > 0) {
+		roof->gflops = code->peak_gflops;
+		roof->gbs = code->peak_gbs;
+		snprintf(roof->source, sizeof roof->source, "%s's row of the target table: %s", code->arch, code->peak_of);
 	}
-#endif
 	if (peak_gflops > 0 || peak_gbs > 0) {
 		roof->gflops = peak_gflops > 0 ? peak_gflops : roof->gflops;
 		roof->gbs = peak_gbs > 0 ? peak_gbs : roof->gbs;
@@ -101,10 +78,9 @@ static int slower_first(const void *a, const void *b)
 	return x < y ? 1 : x > y ? -1 : *(const int *)a - *(const int *)b;
 }
 
-bool profile_print(FILE *out, const Bundle *b, const Graph *g, const BenchResult *r, const RtRoofline *roof,
-		   const char *trace)
+bool profile_print(FILE *out, const Bundle *b, const BenchResult *r, const RtRoofline *roof, const char *trace)
 {
-	KernelCounts *c = profile_counts(g, r);
+	KernelCounts *c = profile_counts(b, r);
 	int *order = malloc((r->nkernels ? (size_t)r->nkernels : 1) * sizeof *order);
 	if (!order)
 		abort();
@@ -153,7 +129,7 @@ bool profile_print(FILE *out, const Bundle *b, const Graph *g, const BenchResult
 		fprintf(out, "roofline: not known for %s (--peak-gflops and --peak-gbs give it)\n", r->arch);
 	free(order);
 	free(c);
-	return !trace || profile_write_trace(trace, b, g, r, roof);
+	return !trace || profile_write_trace(trace, b, r, roof);
 }
 
 /* A JSON string: the names netc makes need no escapes but a quote or backslash would. */
@@ -242,13 +218,12 @@ bool profile_write_compile_trace(const char *path, const char *model, const CgTa
 }
 #endif
 
-bool profile_write_trace(const char *path, const Bundle *b, const Graph *g, const BenchResult *r,
-			 const RtRoofline *roof)
+bool profile_write_trace(const char *path, const Bundle *b, const BenchResult *r, const RtRoofline *roof)
 {
 	FILE *f = open_trace(path);
 	if (!f)
 		return false;
-	KernelCounts *c = profile_counts(g, r);
+	KernelCounts *c = profile_counts(b, r);
 	fprintf(f, "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n");
 	fprintf(f, "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 1, \"args\": {\"name\": ");
 	json_string(f, b->model);

@@ -71,7 +71,7 @@ static void make_groups(const ReportColumn *fused, const ReportColumn *unfused, 
 	memset(out, 0, sizeof *out);
 	const Graph *g = fused->g;
 	const BenchResult *fr = fused->r, *ur = unfused->r;
-	KernelCounts *fc = profile_counts(g, fr), *uc = profile_counts(unfused->g, ur);
+	KernelCounts *fc = profile_counts(fused->b, fr), *uc = profile_counts(unfused->b, ur);
 	int *index = malloc(((size_t)g->nnodes + 1) * sizeof *index);
 	int *owner = malloc(((size_t)ur->nkernels + 1) * sizeof *owner);
 	out->group = calloc((size_t)fr->nkernels + 2, sizeof *out->group);
@@ -251,7 +251,7 @@ static void roofline_chart(FILE *f, const ReportColumn *c, int n, const RtRoofli
 	if (!kcs)
 		abort();
 	for (int i = 0; i < n; i++) {
-		kcs[i] = profile_counts(c[i].g, c[i].r);
+		kcs[i] = profile_counts(c[i].b, c[i].r);
 		for (int k = 0; k < c[i].r->nkernels; k++) {
 			if (!roofline_point(kcs[i], c[i].r, k, &ai, &gf))
 				continue;

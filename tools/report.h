@@ -19,6 +19,7 @@
 typedef struct {
 	const char *name;
 	const Graph *g;
+	const Bundle *b;     /* its group counts */
 	const BenchResult *r;
 } ReportColumn;
 

@@ -89,6 +89,19 @@ static void make_bundle(Bundle *b)
 			kk->block = i ? 256 : 1;
 		}
 	}
+	/* the GPU's roofline; the host's stays zero (measured at run time) */
+	b->code[1].peak_gflops = 1000 + (double)tu_below(90000);
+	b->code[1].peak_gbs = 100 + (double)tu_below(5000);
+	snprintf(b->code[1].peak_of, sizeof b->code[1].peak_of, "GPU %u", (unsigned)tu_below(1000));
+	b->ngroups = 1 + (int32_t)tu_below(5);
+	b->groups = tu_calloc((size_t)b->ngroups, sizeof *b->groups);
+	for (int i = 0; i < b->ngroups; i++) {
+		BundleGroup *x = &b->groups[i];
+		x->node = (i ? b->groups[i - 1].node : 0) + 1 + (int32_t)tu_below(20);
+		x->flops = (double)tu_below(1u << 30) * 1000;
+		x->bytes = (int64_t)tu_below(1u << 30);
+		snprintf(x->members, sizeof x->members, "conv2d+bias_add+relu%u", (unsigned)tu_below(10));
+	}
 }
 
 static void check_equal(const Bundle *a, const Bundle *b)
@@ -134,6 +147,17 @@ static void check_equal(const Bundle *a, const Bundle *b)
 		for (int k = 0; k < x->neval && x->neval == y->neval; k++)
 			CHECK(strcmp(x->eval_kernels[k].name, y->eval_kernels[k].name) == 0 &&
 			      x->eval_kernels[k].node == y->eval_kernels[k].node, "eval kernel %d", k);
+	}
+	for (int i = 0; i < a->ncode && a->ncode == b->ncode; i++)
+		CHECK(a->code[i].peak_gflops == b->code[i].peak_gflops && a->code[i].peak_gbs == b->code[i].peak_gbs &&
+		      strcmp(a->code[i].peak_of, b->code[i].peak_of) == 0, "roofline of code %d", i);
+	CHECK(a->ngroups == b->ngroups, "ngroups %d vs %d", a->ngroups, b->ngroups);
+	for (int i = 0; i < a->ngroups && a->ngroups == b->ngroups; i++) {
+		const BundleGroup *x = &a->groups[i], *y = bundle_group_of(b, x->node);
+		CHECK(y == &b->groups[i] && x->flops == y->flops && x->bytes == y->bytes &&
+		      strcmp(x->members, y->members) == 0, "group %d (node %d)", i, x->node);
+		CHECK(!bundle_group_of(b, x->node - 1) || (i > 0 && a->groups[i - 1].node == x->node - 1),
+		      "bundle_group_of finds node %d, which leads no group", x->node - 1);
 	}
 	CHECK(bundle_code_for(b, b->code[1].arch) == &b->code[1], "bundle_code_for gfx");
 	CHECK(bundle_code_for(b, "host") == &b->code[0], "bundle_code_for host");
@@ -397,6 +421,29 @@ static void test_inputs(const char *path, const char *bad, const Bundle *a)
 	expect_field_refused(path, bad, &c, "the image buffer is not the first input");
 }
 
+/* Group counts out of order or negative, and a roofline that is not a finite rate: errors. */
+static void test_profile_counts(const char *path, const char *bad, const Bundle *a)
+{
+	Bundle c = *a;
+	BundleGroup groups[2] = {{.node = 5, .flops = 1e9, .bytes = 100}, {.node = 5, .flops = 2e9, .bytes = 200}};
+	c.groups = groups, c.ngroups = 2;
+	expect_field_refused(path, bad, &c, "(nodes ascending, counts finite and at least 0)");
+	groups[1].node = 6, groups[1].flops = -1;
+	expect_field_refused(path, bad, &c, "has -1 FLOPs");
+	groups[1].flops = NAN;
+	expect_field_refused(path, bad, &c, "has nan FLOPs");
+	groups[1].flops = 1, groups[1].bytes = -7;
+	expect_field_refused(path, bad, &c, "and -7 bytes");
+	BundleCode code[2];
+	memcpy(code, a->code, sizeof code);
+	c = *a;
+	c.code = code;
+	code[1].peak_gbs = INFINITY;
+	expect_field_refused(path, bad, &c, "not two finite rates of at least 0");
+	code[1].peak_gbs = 10, code[1].peak_gflops = -5;
+	expect_field_refused(path, bad, &c, "is -5 GFLOP/s");
+}
+
 static void random_train(TrainConfig *c)
 {
 #define DRAW_INT(m, lo, hi) c->m = (lo) + (int64_t)tu_below((uint64_t)((hi) - (lo)) + 1)
@@ -565,7 +612,7 @@ int main(void)
 	for (size_t n = 0; n < size; n++)
 		expect_error(bad, data, n, n < 8 ? NULL : "truncated bundle: expected");
 	/* the message says how much was expected of what */
-	expect_error(bad, data, size - 1, "bytes of code objects, file ends after");
+	expect_error(bad, data, size - 1, "bytes of group counts, file ends after");
 
 	uint8_t *copy = malloc(size);
 	memcpy(copy, data, size);
@@ -605,6 +652,7 @@ int main(void)
 
 	test_ranges(path, bad, &a);
 	test_inputs(path, bad, &a);
+	test_profile_counts(path, bad, &a);
 	test_train_layout(path, &a);
 	test_train_ranges(path, bad, &a);
 	CHECK(bundle_write(&a, path, err, sizeof err), "write: %s", err);
