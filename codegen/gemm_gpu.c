@@ -1038,7 +1038,7 @@ static void frags_to_scratch(Cg *cg, GpuGemm *g, LLVMValueRef tid64, LLVMValueRe
 }
 
 /* Phase 2: the work-item's C slots += A B of each fragment by the lane model, from its warp's
- * fragments in the scratch. */
+ * fragments in the scratch; k in a loop (the emulation's code stays small), the sums in k order. */
 static void model_step(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
 {
 	const CgMatrixInstr *mi = g->mi;
@@ -1046,28 +1046,26 @@ static void model_step(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
 	LLVMValueRef lane = LLVMBuildURem(cg->b, tid64, cg_i64(cg, wave), "");
 	LLVMValueRef warp0 = LLVMBuildMul(cg->b, LLVMBuildSub(cg->b, tid64, lane, ""), cg_i64(cg, count), "");
 	LLVMValueRef copy = LLVMBuildUDiv(cg->b, lane, cg_i64(cg, wave / mi->ab_copies), "");
+	CgLoop kk = cg_for_begin(cg, cg_i64(cg, 0), cg_i64(cg, mi->k), "kk");
 	for (int q = 0; q < mi->c_per_lane; q++) {
 		LLVMValueRef e = cg_table_load(cg, g->model_d, LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, lane, cg_i64(cg, mi->c_per_lane), ""), cg_i64(cg, q), ""));
 		LLVMValueRef m = LLVMBuildUDiv(cg->b, e, cg_i64(cg, MODEL_DIM), ""), n = LLVMBuildURem(cg->b, e, cg_i64(cg, MODEL_DIM), "");
-		LLVMValueRef arow = LLVMBuildMul(cg->b, LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, copy, cg_i64(cg, mi->m), ""), m, ""), cg_i64(cg, mi->k), "");
-		LLVMValueRef bcopy = LLVMBuildMul(cg->b, copy, cg_i64(cg, (int64_t)mi->k * mi->n), "");
+		/* model_a[copy][m][kk], model_b[copy][kk][n]: lane * count + slot in the scratch */
+		LLVMValueRef ai = LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, copy, cg_i64(cg, mi->m), ""), m, ""), cg_i64(cg, mi->k), ""), kk.i, "");
+		LLVMValueRef bi = LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, copy, cg_i64(cg, mi->k), ""), kk.i, ""), cg_i64(cg, mi->n), ""), n, "");
+		LLVMValueRef ia = LLVMBuildAdd(cg->b, warp0, cg_table_load(cg, g->model_a, ai), "");
+		LLVMValueRef ib = LLVMBuildAdd(cg->b, warp0, cg_table_load(cg, g->model_b, bi), "");
 		for (int i = 0; i < frags_m(g); i++)
 			for (int j = 0; j < frags_n(g); j++) {
 				LLVMValueRef at = cg_gpu_private_at(cg, &g->grp, &g->acc, tid64, (int64_t)(i * frags_n(g) + j) * mi->c_per_lane + q);
-				LLVMValueRef acc = LLVMBuildLoad2(cg->b, g->et, at, "");
-				for (int kk = 0; kk < mi->k; kk++) {
-					LLVMValueRef ia = cg_table_load(cg, g->model_a, LLVMBuildAdd(cg->b, arow, cg_i64(cg, kk), ""));
-					LLVMValueRef bi = LLVMBuildAdd(cg->b, bcopy, LLVMBuildAdd(cg->b, n, cg_i64(cg, (int64_t)kk * mi->n), ""), "");
-					LLVMValueRef ib = cg_table_load(cg, g->model_b, bi);
-					ia = LLVMBuildAdd(cg->b, warp0, LLVMBuildAdd(cg->b, ia, cg_i64(cg, (int64_t)i * mi->a_per_lane), ""), "");
-					ib = LLVMBuildAdd(cg->b, warp0, LLVMBuildAdd(cg->b, ib, cg_i64(cg, b0 + (int64_t)j * mi->b_per_lane), ""), "");
-					LLVMValueRef args[3] = {LLVMBuildLoad2(cg->b, g->et, frag_slot(cg, g, ia), ""),
-								LLVMBuildLoad2(cg->b, g->et, frag_slot(cg, g, ib), ""), acc};
-					acc = cg_intrinsic(cg, "fmuladd", g->et, args, 3);
-				}
-				LLVMBuildStore(cg->b, acc, at);
+				LLVMValueRef x = frag_slot(cg, g, LLVMBuildAdd(cg->b, ia, cg_i64(cg, (int64_t)i * mi->a_per_lane), ""));
+				LLVMValueRef y = frag_slot(cg, g, LLVMBuildAdd(cg->b, ib, cg_i64(cg, b0 + (int64_t)j * mi->b_per_lane), ""));
+				LLVMValueRef args[3] = {LLVMBuildLoad2(cg->b, g->et, x, ""), LLVMBuildLoad2(cg->b, g->et, y, ""),
+							LLVMBuildLoad2(cg->b, g->et, at, "")};
+				LLVMBuildStore(cg->b, cg_intrinsic(cg, "fmuladd", g->et, args, 3), at);
 			}
 	}
+	cg_for_end(cg, &kk);
 }
 
 /* The emulated accumulate step: per k step, the fragments of every work-item, then (a phase
