@@ -155,6 +155,9 @@ LLVMValueRef cg_local(Cg *cg, LLVMTypeRef t, const char *name);
 LLVMValueRef cg_intrinsic(Cg *cg, const char *name, LLVMTypeRef t, LLVMValueRef *args, int nargs);
 /* Calls the intrinsic of that full name, which is not overloaded ("llvm.nvvm.f2tf32.rna"). */
 LLVMValueRef cg_intrinsic_call(Cg *cg, const char *name, LLVMValueRef *args, int nargs);
+/* The same for an intrinsic overloaded on types[0..ntypes) (AMD's WMMA: on its result and A). */
+LLVMValueRef cg_intrinsic_call_overloaded(Cg *cg, const char *name, LLVMTypeRef *types, int ntypes,
+					  LLVMValueRef *args, int nargs);
 
 /* for (i = lo; i < hi; i++): cg_for_begin leaves the builder in the body, cg_for_end closes the
  * loop and leaves the builder after it. */

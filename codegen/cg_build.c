@@ -53,11 +53,18 @@ LLVMValueRef cg_intrinsic(Cg *cg, const char *name, LLVMTypeRef t, LLVMValueRef 
 
 LLVMValueRef cg_intrinsic_call(Cg *cg, const char *name, LLVMValueRef *args, int nargs)
 {
+	return cg_intrinsic_call_overloaded(cg, name, NULL, 0, args, nargs);
+}
+
+LLVMValueRef cg_intrinsic_call_overloaded(Cg *cg, const char *name, LLVMTypeRef *types, int ntypes,
+					  LLVMValueRef *args, int nargs)
+{
 	unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
 	if (!id)
 		CG_FAIL("no intrinsic %s", name);
-	LLVMValueRef fn = LLVMGetIntrinsicDeclaration(cg->mod, id, NULL, 0);
-	return LLVMBuildCall2(cg->b, LLVMIntrinsicGetType(cg->ctx, id, NULL, 0), fn, args, (unsigned)nargs, "");
+	LLVMValueRef fn = LLVMGetIntrinsicDeclaration(cg->mod, id, types, (size_t)ntypes);
+	return LLVMBuildCall2(cg->b, LLVMIntrinsicGetType(cg->ctx, id, types, (size_t)ntypes), fn, args,
+			      (unsigned)nargs, "");
 }
 
 CgLoop cg_for_begin(Cg *cg, LLVMValueRef lo, LLVMValueRef hi, const char *name)

@@ -11,9 +11,9 @@
  *   KS == 1: phase: each work-item stores its valid outputs
  *   KS > 1:  phase: partial tiles to LDS | barrier | phase: sums in slice order, stores
  *
- * With TF32 or half operands on matrix units (mma_of) the same kernel, but the accumulate step is
- * mma.sync on warp tiles and the accumulators are in the instruction's C layout (see "the warp
- * tile" below).
+ * On a matrix unit (mma_of: NVIDIA mma.sync, AMD MFMA and WMMA) the same kernel, but the
+ * accumulate step is the unit's instruction on warp tiles and the accumulators are in its C
+ * layout (see "the warp tile" below).
  *
  * Split-K (S k-slices across work-groups) stores the outputs as float32 partials in the
  * workspace, slice-major, and a second kernel, one work-item per output element, sums the S
@@ -21,6 +21,8 @@
  *
  * Tile indices are i32 where every extent fits (they are zero-extended for the operand emitters,
  * so LLVM narrows the emitters' divisions by constants to 32 bits, which GPUs do natively). */
+#include <string.h>
+
 #include "codegen/gemm_gpu.h"
 #include "codegen/cg_util.h"
 #include "codegen/target.h"
@@ -35,19 +37,39 @@ enum {
 	GPU_STAGE_BYTES = 8192, /* LDS for one buffer of the A and B tiles; the k-block grows to fill it */
 	GPU_NARROW_STAGE_BYTES = 4096, /* the same without the wide tiles: 4 work-groups of 64 x 64 tiles
 					  (8.5 KiB of LDS each with the padding) fit AMD's 64 KiB per CU */
-	GPU_WARP = 32,          /* lanes of one mma.sync */
+	GPU_WARP = 32,          /* lanes that stage a half tile warp by warp (warp_major) */
 	GPU_WAVES = 4,          /* waves per SIMD the widest tiles ask for (cg_gpu_waves) */
 	GPU_MIN_KBLOCKS = 4,    /* AMD asks for GPU_WAVES only with more k-blocks than this (a loop) */
-	GPU_WARPS = CG_GPU_BLOCK / GPU_WARP
 };
 
 /* ---- the work-group ---- */
 
-static bool emulation, emulation_split_k, emulation_mma;
+static bool emulation, emulation_split_k;
+
+/* The matrix unit emulated GEMMs take: the target whose rows they use, and the lane models that
+ * execute the instruction on the host. */
+static struct {
+	bool on;
+	CgTarget target;
+	const CgMatrixModel *models;
+	int nmodels;
+} emulated_unit;
 
 void cg_gpu_emulation(bool on) { emulation = on; }
 void cg_gpu_emulation_split_k(bool on) { emulation_split_k = on; }
-void cg_gpu_emulation_mma(bool on) { emulation_mma = on; }
+
+void cg_gpu_emulation_mma(const char *arch, int wave, const CgMatrixModel *models, int nmodels)
+{
+	emulated_unit.on = arch != NULL;
+	emulated_unit.models = models;
+	emulated_unit.nmodels = nmodels;
+	if (!arch)
+		return;
+	CgTargetOptions o = {.wave = wave};
+	char err[256];
+	if (!cg_target_lookup(arch, &o, &emulated_unit.target, err, sizeof err))
+		CG_FAIL("the emulated matrix unit: %s", err);
+}
 
 bool cg_gpu_paths(const Cg *cg) { return cg_is_gpu(cg) || emulation; }
 
@@ -198,25 +220,29 @@ static void wide_tile(const GemmSpec *s, GpuTiles *t)
 		}
 }
 
-/* The warp tiles of an mma tile: the 8 warps 2 x 4 over the tile (128 x 128: 64 x 32, 64 x 64:
- * 32 x 16), at least one m16n8 fragment each; small tiles have fewer warps per slice and more
- * slices. 64 x 32 gives each warp 16 mma.sync per k8 for 16 A and 8 B fragment reads and 64
- * accumulators, as many as the 8 x 8 register tile it replaces, so the register budget and the
- * two resident work-groups stay. */
+/* The warp tiles of a matrix tile: the work-group's warps (waves of the instruction's size: 8 of
+ * 32 lanes, 4 of 64) 2 x (warps / 2) over the tile, at least one M x N fragment each; small tiles
+ * have fewer warps per slice and more slices. mma.sync (m16n8, 8 warps): 128 x 128 gives 64 x 32,
+ * 64 x 64 gives 32 x 16; 64 x 32 gives each warp 16 mma.sync per k8 for 16 A and 8 B fragment
+ * reads and 64 accumulators, as many as the 8 x 8 register tile it replaces, so the register
+ * budget and the two resident work-groups stay. AMD's 64 x 64 tiles: 32 x 32 per wave64 (2 x 2
+ * MFMA 16x16), 32 x 16 per wave32 (2 x 1 WMMA): 16 accumulators per lane, as the 4 x 4 register
+ * tile. */
 static void warp_tiles(GpuTiles *t, const CgMatrixInstr *mi)
 {
+	int warps = t->block / mi->wave, across = warps / 2;
 	t->mi = mi;
 	t->tm = t->tn = 0;
-	t->wm = t->bm / 2 > 16 ? t->bm / 2 : 16;
-	t->wn = t->bn / 4 > 8 ? t->bn / 4 : 8;
-	t->ks = GPU_WARPS / ((t->bm / t->wm) * (t->bn / t->wn));
+	t->wm = t->bm / 2 > mi->m ? t->bm / 2 : mi->m;
+	t->wn = t->bn / across > mi->n ? t->bn / across : mi->n;
+	t->ks = warps / ((t->bm / t->wm) * (t->bn / t->wn));
 }
 
-/* The bytes of one operand element in LDS: tf32 and SIMT tiles keep the compute type, half
- * operands their own. */
+/* The bytes of one operand element in LDS: the SIMT tiles keep the compute type, matrix tiles
+ * the instruction's operand type (f32 bits for tf32 and xf32, or half). */
 static int64_t lds_esize(const GemmSpec *s, const CgMatrixInstr *mi)
 {
-	return mi && mi->elem != CG_MELEM_TF32 ? 2 : is_double(s) ? 8 : 4;
+	return mi ? cg_matrix_elem_bits(mi->elem) / 8 : is_double(s) ? 8 : 4;
 }
 
 static GpuTiles tiles(const GemmSpec *s, const CgMatrixInstr *mi, bool wide)
@@ -262,8 +288,22 @@ static GpuTiles split_tiles(const GemmSpec *s, int slices, const CgMatrixInstr *
 
 GpuTiles cg_gemm_gpu_split_tiles(const GemmSpec *s, int slices, bool wide) { return split_tiles(s, slices, NULL, wide); }
 
-/* Whether the target takes the 128-wide tiles (emulated: as NVIDIA does). */
-static bool wide_tiles(const Cg *cg) { return !cg_is_gpu(cg) || cg->target->ops->gemm_wide_tiles; }
+/* The target whose matrix unit a GEMM may use: the GPU's, or under emulation the emulated one;
+ * NULL: none. */
+static const CgTarget *unit_target(const Cg *cg)
+{
+	if (cg_is_gpu(cg))
+		return cg->target;
+	return emulation && emulated_unit.on ? &emulated_unit.target : NULL;
+}
+
+/* Whether the target takes the 128-wide tiles (emulated: as the emulated unit's target does, else
+ * as NVIDIA does). */
+static bool wide_tiles(const Cg *cg)
+{
+	const CgTarget *t = cg_is_gpu(cg) ? cg->target : unit_target(cg);
+	return !t || t->ops->gemm_wide_tiles;
+}
 
 /* Whether fn(lane, slot) is additive in the lane's bits for every slot: fn(0, slot) plus, per
  * set bit b of the lane, fn(1 << b, slot) - fn(0, slot). frag_at relies on it. */
@@ -286,51 +326,90 @@ static bool additive(const CgMatrixInstr *mi, CgMatrixIndexFn fn, int slots)
 	return true;
 }
 
-/* Whether every register of a half operand holds two elements along k, the lower (even) k in its
- * low half: slot 2q + 1 is slot 2q one k further. load_frag reads each register as one 32-bit
- * word of the k-pair layout of LDS. */
-static bool pairs_along_k(const CgMatrixInstr *mi, CgMatrixIndexFn fn, int slots, bool is_a)
+/* The run of k that the template loads as one LDS word for an operand: the longest power of two
+ * (at most 16 bytes, dividing the values of one intrinsic argument) such that in every lane each
+ * aligned run of slots of an argument holds consecutive k, from a multiple of the run, of one row
+ * (A) or column (B). mma.sync's half registers hold k-pairs (2), MFMA's f16 operands 4 halves,
+ * RDNA 3's WMMA all 16 k of a row (8 per word), tf32's registers one element (1). */
+static int k_run(const CgMatrixInstr *mi, bool is_a)
 {
-	for (int l = 0; l < mi->wave; l++)
-		for (int q = 0; q < slots; q += 2) {
-			CgMatrixCoord lo = fn(mi, l, q), hi = fn(mi, l, q + 1);
-			int klo = is_a ? lo.col : lo.row, khi = is_a ? hi.col : hi.row;
-			int mlo = is_a ? lo.row : lo.col, mhi = is_a ? hi.row : hi.col;
-			if (klo % 2 || khi != klo + 1 || mhi != mlo)
-				return false;
-		}
-	return true;
+	const CgMatrixArgType *ty = is_a ? &mi->a_type : &mi->b_type;
+	CgMatrixIndexFn fn = is_a ? mi->a_at : mi->b_at;
+	int slots = is_a ? mi->a_per_lane : mi->b_per_lane, per_arg = slots / ty->args, best = 1;
+	for (int run = 2; run <= per_arg && per_arg % run == 0 && run * cg_matrix_elem_bits(mi->elem) <= 128; run *= 2) {
+		for (int l = 0; l < mi->wave; l++)
+			for (int q = 0; q < slots; q += run) {
+				CgMatrixCoord first = fn(mi, l, q);
+				int k0 = is_a ? first.col : first.row, mn0 = is_a ? first.row : first.col;
+				if (k0 % run)
+					return best;
+				for (int i = 1; i < run; i++) {
+					CgMatrixCoord c = fn(mi, l, q + i);
+					if ((is_a ? c.col : c.row) != k0 + i || (is_a ? c.row : c.col) != mn0)
+						return best;
+				}
+			}
+		best = run;
+	}
+	return best;
 }
 
-/* The row `name`, checked once per GEMM against what this file assumes of it: 32-bit registers of
- * A and B (tf32 bits, or pairs of halves along k), layouts additive in the lane's bits. */
-static const CgMatrixInstr *mma_instr(const char *name)
+/* The k run of both operands: LDS holds A and B as [k / run][row] words of `run` k. */
+static int lds_run(const CgMatrixInstr *mi)
 {
-	const CgMatrixInstr *mi = cg_matrix_instr_find(CG_MATRIX_MMA, name, GPU_WARP);
-	bool half = mi && mi->elem != CG_MELEM_TF32;
-	if (!mi || (half && (!pairs_along_k(mi, mi->a_at, mi->a_per_lane, true) ||
-			     !pairs_along_k(mi, mi->b_at, mi->b_per_lane, false))))
-		CG_FAIL("the %s row is not as gemm_gpu.c expects", name);
+	int a = k_run(mi, true), b = k_run(mi, false);
+	return a < b ? a : b;
+}
+
+/* A row, checked once per GEMM against what this file assumes of it: LDS words of whole 32-bit
+ * registers (tf32 bits, or runs of halves along k), layouts additive in the lane's bits. */
+static const CgMatrixInstr *checked_row(const CgMatrixInstr *mi)
+{
+	if (lds_run(mi) * cg_matrix_elem_bits(mi->elem) % 32)
+		CG_FAIL("the %s row is not as gemm_gpu.c expects: its operands hold no whole 32-bit words along k", mi->name);
 	if (!additive(mi, mi->a_at, mi->a_per_lane) || !additive(mi, mi->b_at, mi->b_per_lane) ||
 	    !additive(mi, mi->c_at, mi->c_per_lane))
 		CG_FAIL("the layout of %s is not additive in the lane's bits", mi->name);
 	return mi;
 }
 
-/* The mma.sync a float32 GEMM takes, or NULL for the SIMT register tiles: the half operands' (a
- * spec of --precision fp16 or bf16), or TF32 (--precision tf32), on a target with the unit or under
- * emulation that asks for it. */
+static bool row_on(const CgMatrixInstr *mi, const char *arch)
+{
+	for (int i = 0; i < CG_MATRIX_MAX_ARCHS && mi->on[i].arch; i++)
+		if (!strcmp(mi->on[i].arch, arch))
+			return true;
+	return false;
+}
+
+/* The table puts the 16 x 16 shapes first: they fit the smallest tiles. */
+const CgMatrixInstr *cg_gemm_gpu_unit_row(const CgTarget *t, CgMatrixElem elem)
+{
+	int n;
+	const CgMatrixInstr *rows = cg_matrix_instrs(&n);
+	for (int i = 0; i < n; i++)
+		if ((t->matrix & rows[i].caps) && rows[i].wave == t->wave && rows[i].elem == elem && row_on(&rows[i], t->arch))
+			return checked_row(&rows[i]);
+	return NULL;
+}
+
+/* The matrix instruction a float32 GEMM takes, or NULL for the SIMT register tiles, on a target
+ * with a matrix unit (or under emulation of one): the half operands' (a spec of --precision fp16
+ * or bf16); TF32 products (--precision tf32: mma.sync tf32, gfx942's xf32); else f32 products
+ * where the unit has them (CDNA's MFMA f32: --precision fp32, and tf32 on gfx908 and gfx90a,
+ * which compiles as float32 as on every target without TF32 products; docs/codegen.md). */
 static const CgMatrixInstr *mma_of(const Cg *cg, const GemmSpec *s)
 {
-	if (s->type != cg->t_f32)
-		return NULL;
-	if (cg_is_gpu(cg) ? !(cg->target->matrix & CG_MATRIX_MMA) : !(emulation && emulation_mma))
+	const CgTarget *t = unit_target(cg);
+	if (s->type != cg->t_f32 || !t)
 		return NULL;
 	if (s->half == DT_BF16)
-		return mma_instr("mma.m16n8k16.bf16");
+		return cg_gemm_gpu_unit_row(t, CG_MELEM_BF16);
 	if (s->half == DT_F16)
-		return mma_instr("mma.m16n8k16.f16");
-	return s->tf32 ? mma_instr("mma.m16n8k8.tf32") : NULL;
+		return cg_gemm_gpu_unit_row(t, CG_MELEM_F16);
+	const CgMatrixInstr *mi = s->tf32 ? cg_gemm_gpu_unit_row(t, CG_MELEM_TF32) : NULL;
+	if (!mi && s->tf32)
+		mi = cg_gemm_gpu_unit_row(t, CG_MELEM_XF32);
+	return mi ? mi : cg_gemm_gpu_unit_row(t, CG_MELEM_F32);
 }
 
 /* ---- emission state ---- */
@@ -342,15 +421,22 @@ typedef struct {
 	GpuGroup grp;
 	LLVMTypeRef et, it;          /* compute type; index type (i32 where it fits) */
 	LLVMTypeRef ht;              /* half operands: their type in LDS (f16, bf16); else NULL */
-	LLVMValueRef lds;            /* two buffers of A tile [bk][lda], B tile [bk][ldb]; then slice partials */
+	LLVMTypeRef lt;              /* the operands' type in LDS: ht, else et */
+	LLVMValueRef lds;            /* two buffers of A tile [krows][lda], B tile [krows][ldb] words; then
+					slice partials */
 	LLVMValueRef as, bs;         /* the k-block's buffer */
-	int64_t lda, ldb;            /* row pitches in elements of et (half: in 32-bit words of k-pairs) */
-	int64_t krows;               /* rows of a buffer: bk (half: bk / 2 rows of k-pairs) */
+	int64_t lda, ldb;            /* row pitches in words */
+	int kvec;                    /* elements of k in one word (lds_run; 1: SIMT and tf32) */
+	int64_t wsize;               /* elements of et one word takes */
+	int64_t krows;               /* words along k of a buffer: bk / kvec */
 	GpuPrivate acc;              /* TM x TN accumulators per work-item (mma: its C slots) */
 	GpuPrivate staged;           /* its share of the next k-block's A and B tiles */
 	LLVMValueRef b, m0, n0;      /* this work-group's batch and tile origin (index type) */
 	LLVMValueRef eb;             /* the batch the epilogue sees: split-K's slice * batch + b */
 	LLVMValueRef kbase, kend;    /* the work-group's k range: kbase NULL is 0 */
+	/* emulated matrix instructions: each work-item's fragments, and the lane model as tables */
+	GpuPrivate frags;
+	LLVMValueRef model_d, model_a, model_b;
 } GpuGemm;
 
 static LLVMValueRef ci(GpuGemm *g, int64_t v) { return LLVMConstInt(g->it, (unsigned long long)v, 1); }
@@ -370,24 +456,20 @@ static LLVMValueRef lds_at(Cg *cg, GpuGemm *g, LLVMValueRef base, LLVMValueRef i
 	return LLVMBuildGEP2(cg->b, g->et, base, &idx, 1, "");
 }
 
-/* Where operand element (k, r) of the tile at base lies: [k][ld] elements of the compute type, or
- * for half operands [k / 2][ld] 32-bit words, each the k-pair (2k', 2k' + 1) of row r, the even
- * k in the low half: the register an mma.sync fragment holds (pairs_along_k). */
+/* Where operand element (k, r) of the tile at base lies: [k][ld] elements, or with runs of k
+ * (kvec > 1) [k / kvec][ld] words, each the kvec elements k' kvec .. k' kvec + kvec - 1 of row r,
+ * the lowest k first: what one register (mma.sync's k-pair of halves) or one load of a fragment
+ * argument (MFMA's 4 halves, WMMA's 8) holds (lds_run). */
 static LLVMValueRef lds_elem(Cg *cg, GpuGemm *g, LLVMValueRef base, LLVMValueRef k, LLVMValueRef r, int64_t ld)
 {
-	if (!g->ht)
-		return lds_at(cg, g, base, add(cg, mulc(cg, g, k, ld), r));
-	LLVMValueRef word = add(cg, mulc(cg, g, LLVMBuildLShr(cg->b, k, ci(g, 1), ""), ld), r);
-	LLVMValueRef idx = add(cg, mulc(cg, g, word, 2), LLVMBuildAnd(cg->b, k, ci(g, 1), ""));
-	return LLVMBuildGEP2(cg->b, g->ht, base, &idx, 1, "");
-}
-
-/* A half operand element of LDS as the compute type. */
-static LLVMValueRef load_elem(Cg *cg, GpuGemm *g, LLVMValueRef at)
-{
-	if (!g->ht)
-		return LLVMBuildLoad2(cg->b, g->et, at, "");
-	return LLVMBuildFPExt(cg->b, LLVMBuildLoad2(cg->b, g->ht, at, ""), g->et, "");
+	if (g->kvec == 1)
+		return LLVMBuildGEP2(cg->b, g->lt, base, (LLVMValueRef[]){add(cg, mulc(cg, g, k, ld), r)}, 1, "");
+	int shift = 0;
+	while (1 << shift < g->kvec)
+		shift++;
+	LLVMValueRef word = add(cg, mulc(cg, g, LLVMBuildLShr(cg->b, k, ci(g, shift), ""), ld), r);
+	LLVMValueRef idx = add(cg, mulc(cg, g, word, g->kvec), LLVMBuildAnd(cg->b, k, ci(g, g->kvec - 1), ""));
+	return LLVMBuildGEP2(cg->b, g->lt, base, &idx, 1, "");
 }
 /* Opens `if (cond)`; returns the block after it, for end_if. */
 static LLVMBasicBlockRef begin_if(Cg *cg, LLVMValueRef cond)
@@ -426,11 +508,12 @@ static LLVMValueRef operand(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef mn, LLVM
 /* v rounded to tf32 (nearest, ties away from zero: cvt.rna.tf32.f32, as cuBLAS and CUTLASS
  * round), as an f32. Rounded once where the tile enters LDS, not per fragment read: every warp
  * that reads the element shares the rounding, and it halves the error of letting the unit ignore
- * the low 13 bits (truncation, biased towards zero). Emulated: the same rounding on the bits,
- * NaN kept. */
+ * the low 13 bits (truncation, biased towards zero). gfx942's xf32 takes the same rounded values,
+ * which its own conversion then keeps exactly, so both units multiply the same tf32 numbers.
+ * Emulated, and on AMD: the same rounding on the bits, NaN kept. */
 static LLVMValueRef round_tf32(Cg *cg, GpuGemm *g, LLVMValueRef v)
 {
-	if (!g->grp.emulated) {
+	if (!g->grp.emulated && g->mi->elem == CG_MELEM_TF32) {
 		LLVMValueRef bits = cg_intrinsic_call(cg, "llvm.nvvm.f2tf32.rna", &v, 1);
 		return LLVMBuildBitCast(cg->b, bits, g->et, "");
 	}
@@ -510,7 +593,8 @@ static void load_run(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef r, LLVMValueRef
 	LLVMPositionBuilderAtEnd(cg->b, done);
 }
 
-/* Stores run (r, k) from regs into the LDS tile: tf32-rounded or converted to the half type. */
+/* Stores run (r, k) from regs into the LDS tile: tf32-rounded or converted to the half type for a
+ * matrix unit. */
 static void store_run(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef r, LLVMValueRef k, int lanes, LLVMValueRef *regs)
 {
 	const GemmOperand *op = is_a ? &g->s->a : &g->s->b;
@@ -518,7 +602,7 @@ static void store_run(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef r, LLVMValueRe
 		LLVMValueRef v = LLVMBuildLoad2(cg->b, g->et, regs[l], "");
 		if (g->ht)
 			v = LLVMBuildFPTrunc(cg->b, v, g->ht, "");
-		else if (g->mi)
+		else if (g->mi && (g->mi->elem == CG_MELEM_TF32 || g->mi->elem == CG_MELEM_XF32))
 			v = round_tf32(cg, g, v);
 		LLVMValueRef rl = op->along_k || !l ? r : add(cg, r, ci(g, l)), kl = op->along_k && l ? add(cg, k, ci(g, l)) : k;
 		LLVMBuildStore(cg->b, v, lds_elem(cg, g, is_a ? g->as : g->bs, kl, rl, is_a ? g->lda : g->ldb));
@@ -678,29 +762,31 @@ static void accumulate_simt(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
 			LLVMBuildStore(cg->b, acc[i * tn + j], acc_at(cg, g, tid64, i, j));
 }
 
-/* ---- the warp tile (mma.sync) ----
+/* ---- the warp tile (matrix units) ----
  *
- * Warp w of the work-group is slice w / P of P = (BM/WM) x (BN/WN) warps, which sit row-major
- * over the tile; its WM x WN warp tile is (WM/16) x (WN/8) fragments of m16n8. A work-item's
- * accumulators are the C slots of each fragment in turn: slot q of fragment (i, j) is
- * acc[(i * WN/8 + j) * 4 + q], at row 16 i + c_at(lane, q).row, column 8 j + c_at(lane, q).col of
- * the warp tile. Per k step a warp reads its A fragments (a_at) and B fragments (b_at) from LDS,
- * which lays A out as [k][m] and B as [k][n] (half: [k/2][m] and [k/2][n] words of k-pairs). A
- * register of a fragment is the word at row threadID_in_group (0..3) and column groupID (0..7)
- * plus constants, so rows padded by 8 words (MMA_PAD: k advances 8 banks) put the 32 lanes on 32
- * banks. */
+ * Warp w of the work-group (a wave of the instruction's size: 32 lanes, or 64 on CDNA) is slice
+ * w / P of P = (BM/WM) x (BN/WN) warps, which sit row-major over the tile; its WM x WN warp tile
+ * is (WM/M) x (WN/N) fragments of the instruction's M x N. A work-item's accumulators are the C
+ * slots of each fragment in turn: slot q of fragment (i, j) is acc[(i * WN/N + j) * C + q] (C
+ * slots per lane), at row M i + c_at(lane, q).row, column N j + c_at(lane, q).col of the warp
+ * tile. Per k step a warp reads its A fragments (a_at) and B fragments (b_at) from LDS, which
+ * lays A out as [k][m] and B as [k][n] (with runs of k, lds_run: [k/run][m] and [k/run][n] words
+ * of `run` elements along k). mma.sync: a register of a fragment is the word at row
+ * threadID_in_group (0..3) and column groupID (0..7) plus constants, so rows padded by 8 words
+ * (MMA_PAD: k advances 8 banks) put the 32 lanes on 32 banks. */
 
 static Place warp_place_of(Cg *cg, GpuGemm *g, LLVMValueRef tid)
 {
-	int64_t nx = g->t.bn / g->t.wn, per_slice = nx * (g->t.bm / g->t.wm);
-	LLVMValueRef w = divc(cg, g, tid, GPU_WARP), r = remc(cg, g, w, per_slice);
+	int64_t nx = g->t.bn / g->t.wn, per_slice = nx * (g->t.bm / g->t.wm), wave = g->mi->wave;
+	LLVMValueRef w = divc(cg, g, tid, wave), r = remc(cg, g, w, per_slice);
 	return (Place){.slice = divc(cg, g, w, per_slice), .ty = divc(cg, g, r, nx), .tx = remc(cg, g, r, nx),
-		       .lane = remc(cg, g, tid, GPU_WARP)};
+		       .lane = remc(cg, g, tid, wave)};
 }
 
 /* fn(lane, slot) for a lane known at run time. The layouts are additive in the lane's bits
- * (groupID and threadID_in_group are bit fields of the lane; mma_instr checked it), so the
- * coordinate is fn(0, slot) plus, per set bit b, fn(1 << b, slot) - fn(0, slot). */
+ * (mma.sync's groupID and threadID_in_group, MFMA's and WMMA's lane % 16 and lane / 16 are bit
+ * fields of the lane; checked_row checked it), so the coordinate is fn(0, slot) plus, per set bit
+ * b, fn(1 << b, slot) - fn(0, slot). */
 static void frag_at(Cg *cg, GpuGemm *g, CgMatrixIndexFn fn, LLVMValueRef lane, int slot, LLVMValueRef *row,
 		    LLVMValueRef *col)
 {
@@ -719,6 +805,7 @@ static void frag_at(Cg *cg, GpuGemm *g, CgMatrixIndexFn fn, LLVMValueRef lane, i
 }
 
 static int frags_n(const GpuGemm *g) { return g->t.wn / g->mi->n; }
+static int frags_m(const GpuGemm *g) { return g->t.wm / g->mi->m; }
 
 /* Row and column in the work-group tile of accumulator idx of the work-item at p. */
 static void mma_acc_at(Cg *cg, GpuGemm *g, const Place *p, int64_t idx, LLVMValueRef *row, LLVMValueRef *col)
@@ -730,68 +817,103 @@ static void mma_acc_at(Cg *cg, GpuGemm *g, const Place *p, int64_t idx, LLVMValu
 	*col = add(cg, *col, add(cg, mulc(cg, g, p->tx, g->t.wn), ci(g, j * mi->n)));
 }
 
-/* The fragment of A (rows m0..m0+15) or B (columns n0..n0+7) at k0, as the intrinsic's arguments:
- * one 32-bit LDS word per register (the tf32 bits the staging rounded, or a k-pair of halves). */
+static LLVMTypeRef scalar_type(Cg *cg, CgMatrixScalar s)
+{
+	switch (s) {
+	case CG_MSCALAR_F32: return cg->t_f32;
+	case CG_MSCALAR_I32: return cg->t_i32;
+	case CG_MSCALAR_F16: return cg->t_f16;
+	case CG_MSCALAR_I16: return LLVMInt16TypeInContext(cg->ctx);
+	}
+	CG_FAIL("unknown matrix operand scalar %d", (int)s);
+}
+
+/* One argument of the intrinsic: <vector x scalar>, or the scalar. */
+static LLVMTypeRef arg_type(Cg *cg, const CgMatrixArgType *t)
+{
+	LLVMTypeRef s = scalar_type(cg, t->scalar);
+	return t->vector == 1 ? s : LLVMVectorType(s, (unsigned)t->vector);
+}
+
+enum { MMA_MAX_ACC = 64, MMA_MAX_FRAGS = 8, MMA_MAX_ARGS = 4, MMA_MAX_WORDS = 8, MMA_PAD = 8 };
+
+/* The fragment of A (rows mn0..) or B (columns mn0..) at k0, as the intrinsic's arguments. Each
+ * argument is its words in slot order, one LDS load of kvec elements along k each: a 32-bit word
+ * (the tf32 bits the staging rounded, an f32, or a k-pair of halves), 64 bits (MFMA's 4 halves,
+ * xf32's 2 floats), 128 (8 of WMMA's 16 halves); bit-cast to the argument's type. */
 static void load_frag(Cg *cg, GpuGemm *g, bool is_a, const Place *p, LLVMValueRef k0, LLVMValueRef mn0,
 		      LLVMValueRef *out)
 {
 	const CgMatrixInstr *mi = g->mi;
 	const CgMatrixArgType *ty = is_a ? &mi->a_type : &mi->b_type;
-	int slots = is_a ? mi->a_per_lane : mi->b_per_lane, per_reg = slots / ty->args;
+	int slots = is_a ? mi->a_per_lane : mi->b_per_lane, per_arg = slots / ty->args;
+	int words = g->kvec * cg_matrix_elem_bits(mi->elem) / 32, loads = per_arg / g->kvec;
+	LLVMTypeRef wt = words == 1 ? cg->t_i32 : LLVMVectorType(cg->t_i32, (unsigned)words);
+	LLVMTypeRef at_type = arg_type(cg, ty);
+	if (loads < 1 || loads > MMA_MAX_WORDS)
+		CG_FAIL("%s: %d loads per argument", mi->name, loads);
 	for (int q = 0; q < ty->args; q++) {
-		LLVMValueRef r, c;
-		frag_at(cg, g, is_a ? mi->a_at : mi->b_at, p->lane, q * per_reg, &r, &c);
-		/* A's (m, k), B's (k, n) */
-		LLVMValueRef k = add(cg, k0, is_a ? c : r), mn = add(cg, mn0, is_a ? r : c);
-		LLVMValueRef at = lds_elem(cg, g, is_a ? g->as : g->bs, k, mn, is_a ? g->lda : g->ldb);
-		LLVMValueRef v = LLVMBuildLoad2(cg->b, cg->t_i32, at, "");
-		LLVMSetAlignment(v, 4);
-		if (ty->scalar == CG_MSCALAR_F16)
-			v = LLVMBuildBitCast(cg->b, v, LLVMVectorType(cg->t_f16, (unsigned)ty->vector), "");
-		out[q] = v;
+		LLVMValueRef parts[MMA_MAX_WORDS] = {NULL};
+		for (int w = 0; w < loads; w++) {
+			LLVMValueRef r, c;
+			frag_at(cg, g, is_a ? mi->a_at : mi->b_at, p->lane, q * per_arg + w * g->kvec, &r, &c);
+			/* A's (m, k), B's (k, n) */
+			LLVMValueRef k = add(cg, k0, is_a ? c : r), mn = add(cg, mn0, is_a ? r : c);
+			LLVMValueRef at = lds_elem(cg, g, is_a ? g->as : g->bs, k, mn, is_a ? g->lda : g->ldb);
+			parts[w] = LLVMBuildLoad2(cg->b, wt, at, "");
+			LLVMSetAlignment(parts[w], (unsigned)(4 * words));
+		}
+		LLVMValueRef v = parts[0];
+		if (loads > 1) {
+			/* the loads' 32-bit words, one after the other */
+			v = LLVMGetUndef(LLVMVectorType(cg->t_i32, (unsigned)(loads * words)));
+			for (int w = 0; w < loads; w++)
+				for (int e = 0; e < words; e++) {
+					LLVMValueRef x = words == 1 ? parts[w] : LLVMBuildExtractElement(cg->b, parts[w], cg_i32(cg, e), "");
+					v = LLVMBuildInsertElement(cg->b, v, x, cg_i32(cg, w * words + e), "");
+				}
+		}
+		out[q] = LLVMTypeOf(v) == at_type ? v : LLVMBuildBitCast(cg->b, v, at_type, "");
 	}
 }
 
-/* acc += A[m0.., k0..k0+7] B[k0..k0+7, n0..] for fragment (i, j) by one mma.sync. */
+/* acc += A B for one fragment by one instruction: C as one argument per slot (mma.sync, whose D
+ * is a struct) or one vector (MFMA, WMMA), then MFMA's immediates (cbsz, abid, blgp: 0). */
 static void mma_step(Cg *cg, GpuGemm *g, LLVMValueRef *a, LLVMValueRef *b, LLVMValueRef *acc)
 {
 	const CgMatrixInstr *mi = g->mi;
-	LLVMValueRef args[16];
+	bool vector_c = mi->c_type.args == 1 && mi->c_type.vector > 1;
+	LLVMValueRef args[24];
 	int n = 0;
 	for (int q = 0; q < mi->a_type.args; q++)
 		args[n++] = a[q];
 	for (int q = 0; q < mi->b_type.args; q++)
 		args[n++] = b[q];
-	for (int q = 0; q < mi->c_per_lane; q++)
-		args[n++] = acc[q];
-	LLVMValueRef d = cg_intrinsic_call(cg, mi->intrinsic, args, n);
-	for (int q = 0; q < mi->c_per_lane; q++)
-		acc[q] = LLVMBuildExtractValue(cg->b, d, (unsigned)q, "");
-}
-
-/* Emulated: each C slot the work-item owns, summed over the k8 step from the LDS tiles. */
-static void mma_step_emulated(Cg *cg, GpuGemm *g, const Place *p, LLVMValueRef k0, int64_t frag, LLVMValueRef *acc)
-{
-	const CgMatrixInstr *mi = g->mi;
-	for (int q = 0; q < mi->c_per_lane; q++) {
-		LLVMValueRef r, c;
-		mma_acc_at(cg, g, p, frag * mi->c_per_lane + q, &r, &c);
-		for (int kk = 0; kk < mi->k; kk++) {
-			LLVMValueRef k = add(cg, k0, ci(g, kk));
-			LLVMValueRef args[3] = {load_elem(cg, g, lds_elem(cg, g, g->as, k, r, g->lda)),
-						load_elem(cg, g, lds_elem(cg, g, g->bs, k, c, g->ldb)), acc[q]};
-			acc[q] = cg_intrinsic(cg, "fmuladd", g->et, args, 3);
-		}
+	LLVMTypeRef ct = arg_type(cg, &mi->c_type);
+	if (vector_c) {
+		LLVMValueRef c = LLVMGetUndef(ct);
+		for (int q = 0; q < mi->c_per_lane; q++)
+			c = LLVMBuildInsertElement(cg->b, c, acc[q], cg_i32(cg, q), "");
+		args[n++] = c;
+	} else {
+		for (int q = 0; q < mi->c_per_lane; q++)
+			args[n++] = acc[q];
 	}
+	for (int q = 0; q < mi->imm_args; q++)
+		args[n++] = cg_i32(cg, 0);
+	LLVMTypeRef overloads[2] = {ct, arg_type(cg, &mi->a_type)};
+	LLVMValueRef d = mi->overloaded ? cg_intrinsic_call_overloaded(cg, mi->intrinsic, overloads, 2, args, n)
+					: cg_intrinsic_call(cg, mi->intrinsic, args, n);
+	for (int q = 0; q < mi->c_per_lane; q++)
+		acc[q] = vector_c ? LLVMBuildExtractElement(cg->b, d, cg_i32(cg, q), "")
+				  : LLVMBuildExtractValue(cg->b, d, (unsigned)q, "");
 }
 
-enum { MMA_MAX_ACC = 64, MMA_MAX_FRAGS = 8, MMA_PAD = 8 };
-
-/* The warp's accumulators += its slice of the k-block, k8 by k8. */
+/* The warp's accumulators += its slice of the k-block, one instruction's k at a time. */
 static void accumulate_mma(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
 {
 	const CgMatrixInstr *mi = g->mi;
-	int fm = g->t.wm / mi->m, fn = frags_n(g);
+	int fm = frags_m(g), fn = frags_n(g);
 	int64_t per_slice = g->t.bk / g->t.ks, count = g->acc.count;
 	Place p = place_of(cg, g, to_it(cg, g, tid64));
 	LLVMValueRef acc[MMA_MAX_ACC];
@@ -801,12 +923,7 @@ static void accumulate_mma(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
 	/* unrolled, as the register tiles: the accumulators stay values */
 	for (int64_t s = 0; s < per_slice / mi->k; s++) {
 		LLVMValueRef k0 = add(cg, mulc(cg, g, p.slice, per_slice), ci(g, s * mi->k));
-		if (g->grp.emulated) {
-			for (int64_t f = 0; f < (int64_t)fm * fn; f++)
-				mma_step_emulated(cg, g, &p, k0, f, acc + f * mi->c_per_lane);
-			continue;
-		}
-		LLVMValueRef a[MMA_MAX_FRAGS][4], b[MMA_MAX_FRAGS][2];
+		LLVMValueRef a[MMA_MAX_FRAGS][MMA_MAX_ARGS], b[MMA_MAX_FRAGS][MMA_MAX_ARGS];
 		for (int i = 0; i < fm; i++)
 			load_frag(cg, g, true, &p, k0, add(cg, m0, ci(g, i * mi->m)), a[i]);
 		for (int j = 0; j < fn; j++)
@@ -819,9 +936,162 @@ static void accumulate_mma(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
 		LLVMBuildStore(cg->b, acc[q], cg_gpu_private_at(cg, &g->grp, &g->acc, tid64, q));
 }
 
+/* ---- the emulated instruction ----
+ *
+ * The host has no matrix unit. Emulated, each k step is two phases: every work-item loads its A
+ * and B fragments from LDS as on the GPU (load_frag: frag_at, the words of the LDS layout, the
+ * argument types) and leaves their slots in a scratch array; then every work-item computes its C
+ * slots as the instruction does by its lane model (CgMatrixModel, a test's statement of the
+ * instruction's document: which lane and slot hold each element), reading its warp's fragments
+ * where the model says the instruction reads them. So the staging, the LDS words, the fragment
+ * loads (a_at, b_at), the wave, the warp tiles and c_at run against an independent description of
+ * the instruction: a wrong lane or slot in any of them gives wrong sums. The model is three
+ * constant tables: D's element per (lane, slot), and the fragment slot of each A and B element
+ * per copy (RDNA 3 replicates A and B: each lane group reads its own copy). */
+
+enum { MODEL_DIM = 64 }; /* D's table packs (m, n) as m * MODEL_DIM + n */
+
+static const CgMatrixModel *model_of(const CgMatrixInstr *mi)
+{
+	for (int i = 0; i < emulated_unit.nmodels; i++)
+		if (emulated_unit.models[i].caps == mi->caps)
+			return &emulated_unit.models[i];
+	CG_FAIL("no lane model of %s to emulate it with (cg_gpu_emulation_mma)", mi->name);
+}
+
+static bool place_in(CgMatrixPlace p, int wave, int slots)
+{
+	return p.lane >= 0 && p.lane < wave && p.slot >= 0 && p.slot < slots;
+}
+
+/* The lane model's tables for this kernel, and the fragment scratch (count: A's then B's slots of
+ * each fragment per work-item). */
+static void model_tables(Cg *cg, GpuGemm *g)
+{
+	const CgMatrixInstr *mi = g->mi;
+	const CgMatrixModel *lm = model_of(mi);
+	int64_t count = (int64_t)frags_m(g) * mi->a_per_lane + (int64_t)frags_n(g) * mi->b_per_lane;
+	int copies = mi->ab_copies, nd = mi->wave * mi->c_per_lane, na = copies * mi->m * mi->k, nb = copies * mi->k * mi->n;
+	int64_t *d = calloc((size_t)nd, sizeof *d), *a = calloc((size_t)na, sizeof *a), *b = calloc((size_t)nb, sizeof *b);
+	if (!d || !a || !b)
+		CG_FAIL("out of memory for the lane model of %s", mi->name);
+	for (int i = 0; i < nd; i++)
+		d[i] = -1;
+	for (int m = 0; m < mi->m; m++)
+		for (int n = 0; n < mi->n; n++) {
+			CgMatrixPlace pd = lm->d(mi, m, n);
+			if (!place_in(pd, mi->wave, mi->c_per_lane) || d[pd.lane * mi->c_per_lane + pd.slot] >= 0)
+				CG_FAIL("the lane model of %s puts D[%d][%d] on no slot or a taken one", mi->name, m, n);
+			d[pd.lane * mi->c_per_lane + pd.slot] = m * MODEL_DIM + n;
+		}
+	for (int c = 0; c < copies; c++)
+		for (int k = 0; k < mi->k; k++) {
+			for (int m = 0; m < mi->m; m++) {
+				CgMatrixPlace pa = lm->a(mi, m, k, c);
+				if (!place_in(pa, mi->wave, mi->a_per_lane))
+					CG_FAIL("the lane model of %s puts A[%d][%d] outside the registers", mi->name, m, k);
+				a[(c * mi->m + m) * mi->k + k] = pa.lane * count + pa.slot;
+			}
+			for (int n = 0; n < mi->n; n++) {
+				CgMatrixPlace pb = lm->b(mi, k, n, c);
+				if (!place_in(pb, mi->wave, mi->b_per_lane))
+					CG_FAIL("the lane model of %s puts B[%d][%d] outside the registers", mi->name, k, n);
+				b[(c * mi->k + k) * mi->n + n] = pb.lane * count + pb.slot;
+			}
+		}
+	g->model_d = cg_const_table(cg, "model_d", d, nd);
+	g->model_a = cg_const_table(cg, "model_a", a, na);
+	g->model_b = cg_const_table(cg, "model_b", b, nb);
+	free(d), free(a), free(b);
+	g->frags = cg_gpu_private(cg, &g->grp, g->et, count, "frags");
+}
+
+static LLVMValueRef frag_slot(Cg *cg, GpuGemm *g, LLVMValueRef idx)
+{
+	return LLVMBuildGEP2(cg->b, g->frags.elem, g->frags.base, &idx, 1, "");
+}
+
+/* Phase 1: the work-item's fragments at k0, slot by slot (as the compute type) into the scratch. */
+static void frags_to_scratch(Cg *cg, GpuGemm *g, LLVMValueRef tid64, LLVMValueRef k0)
+{
+	const CgMatrixInstr *mi = g->mi;
+	Place p = place_of(cg, g, to_it(cg, g, tid64));
+	int64_t at = 0;
+	for (int f = 0; f < frags_m(g) + frags_n(g); f++) {
+		bool is_a = f < frags_m(g);
+		int i = is_a ? f : f - frags_m(g);
+		const CgMatrixArgType *ty = is_a ? &mi->a_type : &mi->b_type;
+		int per_arg = (is_a ? mi->a_per_lane : mi->b_per_lane) / ty->args;
+		LLVMValueRef origin = mulc(cg, g, is_a ? p.ty : p.tx, is_a ? g->t.wm : g->t.wn);
+		LLVMValueRef args[MMA_MAX_ARGS];
+		load_frag(cg, g, is_a, &p, k0, add(cg, origin, ci(g, i * (is_a ? mi->m : mi->n))), args);
+		for (int q = 0; q < ty->args; q++) {
+			LLVMValueRef v = LLVMBuildBitCast(cg->b, args[q], per_arg == 1 ? g->lt : LLVMVectorType(g->lt, (unsigned)per_arg), "");
+			for (int e = 0; e < per_arg; e++, at++) {
+				LLVMValueRef x = per_arg == 1 ? v : LLVMBuildExtractElement(cg->b, v, cg_i32(cg, e), "");
+				if (g->lt != g->et)
+					x = LLVMBuildFPExt(cg->b, x, g->et, "");
+				LLVMBuildStore(cg->b, x, cg_gpu_private_at(cg, &g->grp, &g->frags, tid64, at));
+			}
+		}
+	}
+}
+
+/* Phase 2: the work-item's C slots += A B of each fragment by the lane model, from its warp's
+ * fragments in the scratch; k in a loop (the emulation's code stays small), the sums in k order. */
+static void model_step(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
+{
+	const CgMatrixInstr *mi = g->mi;
+	int64_t count = g->frags.count, wave = mi->wave, b0 = (int64_t)frags_m(g) * mi->a_per_lane;
+	LLVMValueRef lane = LLVMBuildURem(cg->b, tid64, cg_i64(cg, wave), "");
+	LLVMValueRef warp0 = LLVMBuildMul(cg->b, LLVMBuildSub(cg->b, tid64, lane, ""), cg_i64(cg, count), "");
+	LLVMValueRef copy = LLVMBuildUDiv(cg->b, lane, cg_i64(cg, wave / mi->ab_copies), "");
+	CgLoop kk = cg_for_begin(cg, cg_i64(cg, 0), cg_i64(cg, mi->k), "kk");
+	for (int q = 0; q < mi->c_per_lane; q++) {
+		LLVMValueRef e = cg_table_load(cg, g->model_d, LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, lane, cg_i64(cg, mi->c_per_lane), ""), cg_i64(cg, q), ""));
+		LLVMValueRef m = LLVMBuildUDiv(cg->b, e, cg_i64(cg, MODEL_DIM), ""), n = LLVMBuildURem(cg->b, e, cg_i64(cg, MODEL_DIM), "");
+		/* model_a[copy][m][kk], model_b[copy][kk][n]: lane * count + slot in the scratch */
+		LLVMValueRef ai = LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, copy, cg_i64(cg, mi->m), ""), m, ""), cg_i64(cg, mi->k), ""), kk.i, "");
+		LLVMValueRef bi = LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, copy, cg_i64(cg, mi->k), ""), kk.i, ""), cg_i64(cg, mi->n), ""), n, "");
+		LLVMValueRef ia = LLVMBuildAdd(cg->b, warp0, cg_table_load(cg, g->model_a, ai), "");
+		LLVMValueRef ib = LLVMBuildAdd(cg->b, warp0, cg_table_load(cg, g->model_b, bi), "");
+		for (int i = 0; i < frags_m(g); i++)
+			for (int j = 0; j < frags_n(g); j++) {
+				LLVMValueRef at = cg_gpu_private_at(cg, &g->grp, &g->acc, tid64, (int64_t)(i * frags_n(g) + j) * mi->c_per_lane + q);
+				LLVMValueRef x = frag_slot(cg, g, LLVMBuildAdd(cg->b, ia, cg_i64(cg, (int64_t)i * mi->a_per_lane), ""));
+				LLVMValueRef y = frag_slot(cg, g, LLVMBuildAdd(cg->b, ib, cg_i64(cg, b0 + (int64_t)j * mi->b_per_lane), ""));
+				LLVMValueRef args[3] = {LLVMBuildLoad2(cg->b, g->et, x, ""), LLVMBuildLoad2(cg->b, g->et, y, ""),
+							LLVMBuildLoad2(cg->b, g->et, at, "")};
+				LLVMBuildStore(cg->b, cg_intrinsic(cg, "fmuladd", g->et, args, 3), at);
+			}
+	}
+	cg_for_end(cg, &kk);
+}
+
+/* The emulated accumulate step: per k step, the fragments of every work-item, then (a phase
+ * later) the model's sums. Leaves the last phase open, as the GPU's accumulate leaves its own. */
+static void accumulate_emulated(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
+{
+	int64_t per_slice = g->t.bk / g->t.ks;
+	for (int64_t s = 0; s < per_slice / g->mi->k; s++) {
+		Place p = place_of(cg, g, to_it(cg, g, tid64));
+		LLVMValueRef k0 = add(cg, mulc(cg, g, p.slice, per_slice), ci(g, s * g->mi->k));
+		frags_to_scratch(cg, g, tid64, k0);
+		cg_gpu_phase_end(cg, &g->grp, false);
+		tid64 = cg_gpu_phase_begin(cg, &g->grp);
+		model_step(cg, g, tid64);
+		if (s + 1 < per_slice / g->mi->k) {
+			cg_gpu_phase_end(cg, &g->grp, false);
+			tid64 = cg_gpu_phase_begin(cg, &g->grp);
+		}
+	}
+}
+
 static void accumulate(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
 {
-	if (g->mi)
+	if (g->mi && g->grp.emulated)
+		accumulate_emulated(cg, g, tid64);
+	else if (g->mi)
 		accumulate_mma(cg, g, tid64);
 	else
 		accumulate_simt(cg, g, tid64);
@@ -985,9 +1255,9 @@ static void load_block(Cg *cg, GpuGemm *g, LLVMValueRef tid64, LLVMValueRef k0)
 /* Points as and bs at LDS buffer kb % 2. */
 static void pick_buffer(Cg *cg, GpuGemm *g, LLVMValueRef kb)
 {
-	LLVMValueRef off = mulc(cg, g, LLVMBuildAnd(cg->b, kb, ci(g, 1), ""), g->krows * (g->lda + g->ldb));
+	LLVMValueRef off = mulc(cg, g, LLVMBuildAnd(cg->b, kb, ci(g, 1), ""), g->krows * (g->lda + g->ldb) * g->wsize);
 	g->as = lds_at(cg, g, g->lds, off);
-	g->bs = lds_at(cg, g, g->as, ci(g, g->krows * g->lda));
+	g->bs = lds_at(cg, g, g->as, ci(g, g->krows * g->lda * g->wsize));
 }
 
 /* Software-pipelined: the loads of k-block kb+1 are in flight while kb is accumulated (past K
@@ -1017,10 +1287,15 @@ static void kblocks(Cg *cg, GpuGemm *g)
 /* The kernel of tiles t (every k-slice's when t.slices > 1); returns its grid. */
 static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 {
-	GpuGemm g = {.s = s, .t = t, .et = s->type, .mi = t.mi};
-	if (g.mi && g.mi->elem != CG_MELEM_TF32)
+	GpuGemm g = {.s = s, .t = t, .et = s->type, .mi = t.mi, .kvec = 1};
+	if (g.mi && cg_matrix_elem_bits(g.mi->elem) == 16)
 		g.ht = g.mi->elem == CG_MELEM_BF16 ? cg->t_bf16 : cg->t_f16;
-	g.krows = g.ht ? t.bk / 2 : t.bk;
+	g.lt = g.ht ? g.ht : g.et;
+	if (g.mi)
+		g.kvec = lds_run(g.mi);
+	/* a word is whole elements of et: kvec halves make whole 32-bit words (checked_row) */
+	g.wsize = g.kvec * lds_esize(s, g.mi) / lds_esize(s, NULL);
+	g.krows = t.bk / g.kvec;
 	int64_t grid = (int64_t)t.slices * s->batch * g.t.nmb * g.t.nnb;
 	/* every index of the kernel, padded tiles included, fits i32 or all is i64 */
 	bool narrow = s->m + g.t.bm < INT32_MAX && s->n + g.t.bn < INT32_MAX && s->k + 2 * g.t.bk < INT32_MAX &&
@@ -1046,10 +1321,12 @@ static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 	if (accs == GPU_MAX_REG * GPU_MAX_REG || (!wide_tiles(cg) && loop))
 		cg_gpu_waves(cg, GPU_WAVES);
 	/* the slices' partial tiles reuse the staging LDS once the last k-block is done */
-	int64_t stage = 2 * g.krows * (g.lda + g.ldb), red = g.t.ks > 1 ? (int64_t)g.t.ks * g.t.bm * g.t.bn : 0;
+	int64_t stage = 2 * g.krows * (g.lda + g.ldb) * g.wsize, red = g.t.ks > 1 ? (int64_t)g.t.ks * g.t.bm * g.t.bn : 0;
 	g.lds = cg_gpu_shared(cg, &g.grp, g.et, stage > red ? stage : red, "gemm_lds");
 	g.acc = cg_gpu_private(cg, &g.grp, g.et, accs, "acc");
 	g.staged = cg_gpu_private(cg, &g.grp, g.et, staged_count(&g, true) + staged_count(&g, false), "staged");
+	if (g.mi && g.grp.emulated)
+		model_tables(cg, &g);
 	decode(cg, &g, wg);
 	zero_acc(cg, &g);
 	kblocks(cg, &g);

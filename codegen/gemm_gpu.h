@@ -15,19 +15,21 @@
  * output element a work-item that adds its S partials in slice order and runs the epilogue. No
  * atomics anywhere: every run gives the same bits.
  *
- * Matrix units (a target with CG_MATRIX_MMA): TF32 (GemmSpec.tf32) and half operands
- * (GemmSpec.half: --precision fp16, bf16) take the same staging, k-blocks, slices and epilogue,
- * but each warp owns a WM x WN warp tile of the slice's tile, computed by mma.sync m16n8k8 tf32 or
- * m16n8k16 f16/bf16 (codegen/matrix_layout.h's rows): the operands are rounded to tf32 (or to the
- * half type, in which LDS then holds them, two along k per 32-bit word) as they are stored in LDS,
- * the fragments loaded through the row's a_at and b_at, and the float32 accumulators are in its C
- * layout, which the epilogue maps to (row, column) through c_at.
+ * Matrix units (codegen/matrix_layout.h's rows that the target has: NVIDIA sm_80+ mma.sync, CDNA
+ * MFMA, RDNA 3 and RDNA 4 WMMA): TF32 (GemmSpec.tf32: mma.sync m16n8k8 tf32, gfx942's xf32),
+ * half operands (GemmSpec.half: --precision fp16, bf16) and on CDNA float32 (MFMA f32) take the
+ * same staging, k-blocks, slices and epilogue, but each warp (a wave of the instruction's size)
+ * owns a WM x WN warp tile of the slice's tile: the operands are rounded to tf32 (or converted to
+ * the half type) as they are stored in LDS, which holds them in words of the runs of k one
+ * register or argument holds, the fragments are loaded through the row's a_at and b_at, and the
+ * float32 accumulators are in its C layout, which the epilogue maps to (row, column) through c_at.
  *
  * Emulation: the same kernels emitted for the host (work-items become loops, a barrier the end of
  * one loop, LDS and per-work-item registers become locals), so the template's numerics can be
- * tested on a machine without a GPU. mma.sync cannot run there: emulated, each work-item computes
- * the D slots it owns in the C layout directly from the LDS tiles (so the tile split, the rounding,
- * c_at and the epilogue are tested on the CPU; the A and B fragment loads only on a GPU). */
+ * tested on a machine without a GPU. The matrix instruction cannot run there: emulated, the
+ * work-items load their fragments as on the GPU and the instruction runs through a lane model
+ * given by the test (cg_gpu_emulation_mma), so staging, fragment loads, wave and c_at are tested
+ * on the CPU against an independent statement of each instruction's layout. */
 #ifndef NETC_GEMM_GPU_H
 #define NETC_GEMM_GPU_H
 
@@ -50,6 +52,10 @@ typedef struct {
 /* Tile sizes for a problem: large tiles where there are enough of them, smaller ones (with more
  * k-slices) where M, N and the batch give few work-groups; at most 64 wide unless `wide`. */
 GpuTiles cg_gemm_gpu_tiles(const GemmSpec *s, bool wide);
+/* The matrix instruction target t multiplies operands of elem with: the first row of the table
+ * with its CgMatrixCaps bit, its wave size and its architecture among the row's (gfx908 has MFMA
+ * but not bf16_1k or xf32); NULL: none. */
+const CgMatrixInstr *cg_gemm_gpu_unit_row(const CgTarget *t, CgMatrixElem elem);
 /* Emits the GEMM as a GPU-native kernel (or its host emulation); returns the grid. */
 int64_t cg_gemm_gpu(Cg *cg, const GemmSpec *s);
 
@@ -80,9 +86,12 @@ void cg_gpu_emulation(bool on);
 /* Whether emulated GEMMs split K as GPU ones do (off by default: harnesses that compare a node
  * after each kernel would read the partials kernel's node before its sum kernel ran). */
 void cg_gpu_emulation_split_k(bool on);
-/* Whether emulated GEMMs of GemmSpec.tf32 or .half take the mma.sync path as a target with CG_MATRIX_MMA
- * does (off by default: the host has no such unit and computes them as float). */
-void cg_gpu_emulation_mma(bool on);
+/* Whether emulated GEMMs take the matrix path as target `arch` (a target name, "sm_80", "gfx942",
+ * "gfx1100"; wave 0: its default wave size, else 32 or 64) does, with its rows, wave and tiles;
+ * the instruction itself runs through the lane model of its family among models[0..n) (tests:
+ * tests/unit/matrix_lane_models.h). NULL: off, the default (the host has no matrix unit and
+ * computes them as float). */
+void cg_gpu_emulation_mma(const char *arch, int wave, const CgMatrixModel *models, int nmodels);
 
 typedef struct {
 	int block;

@@ -62,8 +62,9 @@ static CgMatrixCoord mma_c(const CgMatrixInstr *mi, int lane, int slot)
  * A's row is lane % M and its k run is (lane / M) * per_lane + slot, consecutive k in one lane;
  * B the same with n for m; D's column is lane % N and its rows go in runs of 4: lane group
  * lane / N picks the run within each group of 4 * (64 / N) rows, slot / 4 picks the group.
- * Intrinsic types as llvm/test/CodeGen/AMDGPU/llvm.amdgcn.mfma.ll, llvm.amdgcn.mfma.gfx90a.ll
- * (bf16_1k) and llvm.amdgcn.mfma.gfx940.ll (xf32) call them. */
+ * Intrinsic types as llvm/test/CodeGen/AMDGPU/llvm.amdgcn.mfma.ll (f32, f16, and gfx908's bf16 of
+ * 2 values per lane), llvm.amdgcn.mfma.gfx90a.ll (bf16_1k) and llvm.amdgcn.mfma.gfx940.ll (xf32)
+ * call them. */
 
 static CgMatrixCoord mfma_a(const CgMatrixInstr *mi, int lane, int slot)
 {
@@ -138,7 +139,7 @@ static CgMatrixCoord wmma12_c(const CgMatrixInstr *mi, int lane, int slot)
 #define ARG(s, v, n) {.scalar = CG_MSCALAR_##s, .vector = (v), .args = (n)}
 #define MMA .caps = CG_MATRIX_MMA, .m = 16, .n = 8, .wave = 32, .c_per_lane = 4, .ab_copies = 1, \
 	.c_type = ARG(F32, 1, 4), .a_at = mma_a, .b_at = mma_b, .c_at = mma_c
-#define NV_ON(ptx) .on = {{"sm_80", ptx}, {"sm_90", ptx}}
+#define NV_ON(ptx) .on = {{"sm_80", ptx}, {"sm_86", ptx}, {"sm_89", ptx}, {"sm_90", ptx}}
 #define MFMA .caps = CG_MATRIX_MFMA, .wave = 64, .ab_copies = 1, .imm_args = 3, \
 	.a_at = mfma_a, .b_at = mfma_b, .c_at = mfma_c
 #define MFMA_ON(cdna12, cdna3) .on = {{"gfx908", cdna12}, {"gfx90a", cdna12}, {"gfx942", cdna3}}
@@ -183,6 +184,11 @@ static const CgMatrixInstr table[] = {
 	 .a_per_lane = 4, .b_per_lane = 4, .c_per_lane = 4, .intrinsic = "llvm.amdgcn.mfma.f32.16x16x16bf16.1k",
 	 .a_type = ARG(I16, 4, 1), .b_type = ARG(I16, 4, 1), .c_type = ARG(F32, 4, 1),
 	 .on = {{"gfx90a", "v_mfma_f32_16x16x16bf16_1k"}, {"gfx942", "v_mfma_f32_16x16x16_bf16"}}},
+	/* CDNA 1's bf16 form, 2 values per lane (CDNA 3 dropped it); gfx90a takes the row above */
+	{.name = "v_mfma_f32_16x16x8bf16", MFMA, .m = 16, .n = 16, .k = 8, .elem = CG_MELEM_BF16, .a_per_lane = 2,
+	 .b_per_lane = 2, .c_per_lane = 4, .intrinsic = "llvm.amdgcn.mfma.f32.16x16x8bf16",
+	 .a_type = ARG(I16, 2, 1), .b_type = ARG(I16, 2, 1), .c_type = ARG(F32, 4, 1),
+	 .on = {{"gfx908", "v_mfma_f32_16x16x8bf16"}, {"gfx90a", "v_mfma_f32_16x16x8bf16"}}},
 	/* CDNA 3 only: f32 inputs multiplied at tf32 precision */
 	{.name = "v_mfma_f32_16x16x8_xf32", MFMA, .m = 16, .n = 16, .k = 8, .elem = CG_MELEM_XF32, .a_per_lane = 2,
 	 .b_per_lane = 2, .c_per_lane = 4, .intrinsic = "llvm.amdgcn.mfma.f32.16x16x8.xf32",

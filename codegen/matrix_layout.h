@@ -2,8 +2,9 @@
  * AMD CDNA MFMA, RDNA 3 and RDNA 4 WMMA), one descriptor row each: shape, wave size, element
  * type, the LLVM intrinsic and its operand types, and the fragment-index functions that say which
  * element of A, B and C/D a lane holds in each of its register slots. Pure C (no LLVM), so the
- * templates emit their fragment loads and stores through the same functions that
- * tests/unit/test_cg_matrix_layout.c checks against a lane model of each instruction.
+ * GPU GEMM template (codegen/gemm_gpu.c) emits its fragment loads and stores through the same
+ * functions that tests/unit/test_cg_matrix_layout.c checks against a lane model of each
+ * instruction.
  * Where each layout comes from: codegen/matrix_layout.c and docs/codegen.md. */
 #ifndef NETC_MATRIX_LAYOUT_H
 #define NETC_MATRIX_LAYOUT_H
@@ -72,6 +73,22 @@ struct CgMatrixInstr {
 	CgMatrixIndexFn a_at, b_at, c_at; /* c_at serves C and D */
 	CgMatrixArch on[CG_MATRIX_MAX_ARCHS]; /* where it exists (a NULL arch ends the list) */
 };
+
+/* A lane model: an instruction's layout as its document states it, in the other direction
+ * (element to lane and register slot; copy picks one of RDNA 3's replicated A and B holders).
+ * Tests hold them (tests/unit/matrix_lane_models.h) as the oracle the rows are checked against,
+ * and the GPU GEMM template's host emulation executes the instruction through one
+ * (cg_gpu_emulation_mma); the code generator itself builds on the rows alone. */
+typedef struct {
+	int lane, slot;
+} CgMatrixPlace;
+
+typedef struct {
+	unsigned caps; /* the family it describes: the rows of this CgMatrixCaps bit */
+	CgMatrixPlace (*a)(const CgMatrixInstr *mi, int m, int k, int copy);
+	CgMatrixPlace (*b)(const CgMatrixInstr *mi, int k, int n, int copy);
+	CgMatrixPlace (*d)(const CgMatrixInstr *mi, int m, int n);
+} CgMatrixModel;
 
 /* Every row; *count gets how many. */
 const CgMatrixInstr *cg_matrix_instrs(int *count);

@@ -73,8 +73,8 @@ static void print_precision(PrecisionKind p)
 {
 	printf("precision: %s", precision_name(p));
 	if (p == PREC_TF32)
-		printf(" (TF32 products in conv2d and matmul on NVIDIA sm_80+ through mma.sync; exactly fp32 on the\n"
-		       "  host and on AMD GPUs)");
+		printf(" (TF32 products in conv2d and matmul on NVIDIA sm_80+ through mma.sync and on gfx942\n"
+		       "  through xf32 MFMA; exactly fp32 on the host and other AMD GPUs)");
 	printf("\n");
 }
 
@@ -681,7 +681,7 @@ static int cmd_bench(const Args *a, const CompileOptions *co)
 	"computed (direct implicit GEMM or Winograd; auto: the cost rule of docs/passes.md; `netc info`\n" \
 	"shows each convolution's); --precision what forward and backward compute\n"                  \
 	"in (fp16 and bf16 keep fp32 master weights; fp16 scales the loss; tf32 is fp32 with TF32\n"   \
-	"products in conv and matmul on NVIDIA sm_80+, docs/training.md).\n"                            \
+	"products in conv and matmul on NVIDIA sm_80+ and gfx942, docs/training.md).\n"                 \
 	"--data-parallel keeps the optimizer update out of backward's kernels, so that ranks can sum\n" \
 	"the gradients in between (docs/distributed.md; most fp32 plans are split without it).\n"       \
 	"--max-errors N prints at most N errors of a .net file (default 20; 0: all of them)."

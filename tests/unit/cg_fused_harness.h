@@ -15,8 +15,19 @@
 #define NETC_CG_FUSED_HARNESS_H
 
 #include "codegen/gemm_gpu.h"
+#include "ir/ops.h"
 #include "tests/unit/cg_harness.h"
+#include "tests/unit/matrix_lane_models.h"
 #include "tests/unit/test_util.h"
+
+/* Whether the graph has a float32 GEMM (float64 ones stay SIMT on every target). */
+CH_API bool cf_has_f32_gemm(const Graph *g)
+{
+	for (int i = 0; i < g->nnodes; i++)
+		if (g->node[i].dtype == DT_F32 && (ir_ops[g->node[i].op].traits & TRAIT_HALF_COMPUTE))
+			return true;
+	return false;
+}
 
 /* Puts ids[0..n) (in node order) in one group led by the last. */
 CH_API void cf_group(CgHarness *h, const int *ids, int n)
@@ -49,15 +60,20 @@ CH_API bool cf_compile(CgHarness *h, const char *target, CgOutput *out)
 	return true;
 }
 
-/* Compiles for the host with the GPU templates emulated and split-K on (mma: the mma path's
- * emulation too), and turns the emulation off again. */
+/* The matrix unit that cf_compile_emulated_split_k emulates where asked to: target arch at wave
+ * (0: its default), executed through the lane models. */
+static const char *cf_mma_arch __attribute__((unused)) = "sm_80";
+static int cf_mma_wave __attribute__((unused));
+
+/* Compiles for the host with the GPU templates emulated and split-K on (mma: the matrix path's
+ * emulation too, as cf_mma_arch), and turns the emulation off again. */
 CH_API bool cf_compile_emulated_split_k(CgHarness *h, bool mma, CgOutput *out)
 {
 	cg_gpu_emulation(true);
 	cg_gpu_emulation_split_k(true);
-	cg_gpu_emulation_mma(mma);
+	cg_gpu_emulation_mma(mma ? cf_mma_arch : NULL, cf_mma_wave, lane_models, LANE_NMODELS);
 	bool ok = cf_compile(h, "host", out);
-	cg_gpu_emulation_mma(false);
+	cg_gpu_emulation_mma(NULL, 0, NULL, 0);
 	cg_gpu_emulation_split_k(false);
 	cg_gpu_emulation(false);
 	return ok;

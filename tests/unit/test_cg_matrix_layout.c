@@ -3,9 +3,9 @@
  * - shapes: values per lane agree with the shape, the wave and the intrinsic's operand types;
  * - bijection: every element of A, B and C/D is held by exactly one (lane, slot), or for RDNA 3's
  *   A and B by exactly ab_copies, the lanes of one row or column 16 apart as documented;
- * - lane models: a CPU model of each instruction, written from its document in the other
- *   direction (which lane and slot hold an element, as the PTX ISA's formulas and AMD's matrix
- *   instruction calculator state it), executes D = A B + C on per-lane registers; the test
+ * - lane models: a CPU model of each instruction (tests/unit/matrix_lane_models.h: which lane
+ *   and slot hold an element, as the PTX ISA's formulas and AMD's matrix instruction calculator
+ *   state it) executes D = A B + C on per-lane registers; the test
  *   distributes random A, B, C tiles to the lanes with the code generator's index functions, runs
  *   the model, gathers D with them and compares with a plain GEMM (small integers exactly, random
  *   floats to 1e-12), and checks that a wrong index function is caught;
@@ -18,151 +18,36 @@
 
 #include "codegen/matrix_layout.h"
 #include "codegen/target.h"
+#include "tests/unit/matrix_lane_models.h"
 #include "tests/unit/test_util.h"
 
 #define MAX_LANES 64
 #define MAX_SLOTS 16
 #define MAX_DIM 32
 
-/* ---- lane models: where each document puts an element ---- */
-
-typedef struct {
-	int lane, slot;
-} Place;
-
-/* PTX ISA, "Matrix Fragments for mma.m16n8k8" (.tf32) and "... mma.m16n8k16 with floating point
- * type": the fragment register index i of an element, read off the documents' row/col formulas;
- * the lane is 4 * groupID + threadID_in_group. */
-static Place mma_a_place(const CgMatrixInstr *mi, int m, int k, int copy)
-{
-	(void)copy;
-	int group = m % 8, high_row = m >= 8;
-	if (mi->k == 8) /* tf32: a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4) */
-		return (Place){4 * group + k % 4, high_row + 2 * (k >= 4)};
-	/* f16/bf16: a0,a1 (g, 2t..2t+1), a2,a3 (g + 8, ...), a4..a7 the same 8 columns further */
-	return (Place){4 * group + (k % 8) / 2, (k & 1) + 2 * high_row + 4 * (k >= 8)};
-}
-
-static Place mma_b_place(const CgMatrixInstr *mi, int k, int n, int copy)
-{
-	(void)copy;
-	if (mi->k == 8) /* tf32: b0 row t, b1 row t + 4, column groupID */
-		return (Place){4 * n + k % 4, k >= 4};
-	/* f16/bf16: b0,b1 rows 2t..2t+1, b2,b3 rows 2t + 8.., column groupID */
-	return (Place){4 * n + (k % 8) / 2, (k & 1) + 2 * (k >= 8)};
-}
-
-static Place mma_d_place(const CgMatrixInstr *mi, int m, int n)
-{
-	(void)mi; /* c0,c1 (g, 2t..2t+1), c2,c3 (g + 8, ...) */
-	return (Place){4 * (m % 8) + n / 2, (n & 1) + 2 * (m >= 8)};
-}
-
-/* AMD matrix instruction calculator, CDNA1-3, one block: A[i][k] is in lane i + M * (k / per)
- * at item k % per; D's rows come in blocks of 4 dealt to the 64 / N lane groups in turn. */
-static Place mfma_a_place(const CgMatrixInstr *mi, int m, int k, int copy)
-{
-	(void)copy;
-	return (Place){m + mi->m * (k / mi->a_per_lane), k % mi->a_per_lane};
-}
-
-static Place mfma_b_place(const CgMatrixInstr *mi, int k, int n, int copy)
-{
-	(void)copy;
-	return (Place){n + mi->n * (k / mi->b_per_lane), k % mi->b_per_lane};
-}
-
-static Place mfma_d_place(const CgMatrixInstr *mi, int m, int n)
-{
-	int groups = 64 / mi->n, block = m / 4;
-	return (Place){n + mi->n * (block % groups), 4 * (block / groups) + m % 4};
-}
-
-/* RDNA 3 ISA, WMMA: A's row m (B's column n) is in lane m + 16 * copy, k in slot k; D's row m is
- * in lane group m % (wave / 16), slot m / (wave / 16). */
-static Place wmma11_a_place(const CgMatrixInstr *mi, int m, int k, int copy)
-{
-	(void)mi;
-	return (Place){m + 16 * copy, k};
-}
-
-static Place wmma11_b_place(const CgMatrixInstr *mi, int k, int n, int copy)
-{
-	(void)mi;
-	return (Place){n + 16 * copy, k};
-}
-
-static Place wmma11_d_place(const CgMatrixInstr *mi, int m, int n)
-{
-	int groups = mi->wave / 16;
-	return (Place){n + 16 * (m % groups), m / groups};
-}
-
-/* RDNA 4 ISA, WMMA (wave32): k's bit 2 picks the lane half, its bit 3 the second four slots;
- * D's rows 0-7 are in lanes 0-15, rows 8-15 in lanes 16-31. */
-static Place wmma12_a_place(const CgMatrixInstr *mi, int m, int k, int copy)
-{
-	(void)mi, (void)copy;
-	return (Place){m + 16 * ((k >> 2) & 1), 4 * (k >> 3) + (k & 3)};
-}
-
-static Place wmma12_b_place(const CgMatrixInstr *mi, int k, int n, int copy)
-{
-	(void)mi, (void)copy;
-	return (Place){n + 16 * ((k >> 2) & 1), 4 * (k >> 3) + (k & 3)};
-}
-
-static Place wmma12_d_place(const CgMatrixInstr *mi, int m, int n)
-{
-	(void)mi;
-	return (Place){n + 16 * (m >> 3), m & 7};
-}
-
-typedef struct {
-	unsigned caps;
-	Place (*a)(const CgMatrixInstr *mi, int m, int k, int copy);
-	Place (*b)(const CgMatrixInstr *mi, int k, int n, int copy);
-	Place (*d)(const CgMatrixInstr *mi, int m, int n);
-} LaneModel;
-
-static const LaneModel models[] = {
-	{CG_MATRIX_MMA, mma_a_place, mma_b_place, mma_d_place},
-	{CG_MATRIX_MFMA, mfma_a_place, mfma_b_place, mfma_d_place},
-	{CG_MATRIX_WMMA_GFX11, wmma11_a_place, wmma11_b_place, wmma11_d_place},
-	{CG_MATRIX_WMMA_GFX12, wmma12_a_place, wmma12_b_place, wmma12_d_place},
-};
-
-static const LaneModel *model_of(const CgMatrixInstr *mi)
-{
-	for (size_t i = 0; i < sizeof models / sizeof *models; i++)
-		if (models[i].caps == mi->caps)
-			return &models[i];
-	return NULL;
-}
-
 typedef double Regs[MAX_LANES][MAX_SLOTS];
 
-static bool place_ok(Place p, int wave, int per_lane)
+static bool place_ok(CgMatrixPlace p, int wave, int per_lane)
 {
 	return p.lane >= 0 && p.lane < wave && p.slot >= 0 && p.slot < per_lane;
 }
 
 /* The instruction as its document describes it, on per-lane registers: false where the model
  * reads outside the registers or replicated A/B values differ (the document requires them equal). */
-static bool model_run(const CgMatrixInstr *mi, const LaneModel *lm, Regs a, Regs b, Regs c, Regs d)
+static bool model_run(const CgMatrixInstr *mi, const CgMatrixModel *lm, Regs a, Regs b, Regs c, Regs d)
 {
 	for (int m = 0; m < mi->m; m++)
 		for (int n = 0; n < mi->n; n++) {
-			Place pc = lm->d(mi, m, n);
+			CgMatrixPlace pc = lm->d(mi, m, n);
 			if (!place_ok(pc, mi->wave, mi->c_per_lane))
 				return false;
 			double sum = c[pc.lane][pc.slot];
 			for (int k = 0; k < mi->k; k++) {
-				Place pa = lm->a(mi, m, k, 0), pb = lm->b(mi, k, n, 0);
+				CgMatrixPlace pa = lm->a(mi, m, k, 0), pb = lm->b(mi, k, n, 0);
 				if (!place_ok(pa, mi->wave, mi->a_per_lane) || !place_ok(pb, mi->wave, mi->b_per_lane))
 					return false;
 				for (int copy = 1; copy < mi->ab_copies; copy++) {
-					Place qa = lm->a(mi, m, k, copy), qb = lm->b(mi, k, n, copy);
+					CgMatrixPlace qa = lm->a(mi, m, k, copy), qb = lm->b(mi, k, n, copy);
 					if (!place_ok(qa, mi->wave, mi->a_per_lane) || !place_ok(qb, mi->wave, mi->b_per_lane) ||
 					    a[qa.lane][qa.slot] != a[pa.lane][pa.slot] || b[qb.lane][qb.slot] != b[pb.lane][pb.slot])
 						return false;
@@ -233,7 +118,7 @@ static int run_tile(const CgMatrixInstr *mi, CgMatrixIndexFn a_at, const Tiles *
 			c[lane][s] = t->c[p.row][p.col];
 		}
 	}
-	if (!model_run(mi, model_of(mi), a, b, c, d))
+	if (!model_run(mi, lane_model_of(mi), a, b, c, d))
 		return -1;
 	int wrong = 0;
 	for (int lane = 0; lane < mi->wave; lane++)
@@ -256,8 +141,8 @@ static CgMatrixCoord shifted_a(const CgMatrixInstr *mi, int lane, int slot)
 
 static void test_lane_model(const CgMatrixInstr *mi, const char *what)
 {
-	CHECK(model_of(mi), "%s: no lane model", what);
-	if (!model_of(mi))
+	CHECK(lane_model_of(mi), "%s: no lane model", what);
+	if (!lane_model_of(mi))
 		return;
 	static Tiles t;
 	for (int round = 0; round < 4; round++) {

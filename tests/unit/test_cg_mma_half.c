@@ -1,37 +1,55 @@
-/* test_cg_mma_half.c: --precision fp16 and bf16 in the GPU GEMM template: warp tiles of
- * mma.sync m16n8k16 on half operands, which LDS holds two along k per 32-bit word, with float32
- * accumulators.
+/* test_cg_mma_half.c: --precision fp16 and bf16 in the GPU GEMM template on every matrix unit:
+ * warp tiles of NVIDIA's mma.sync m16n8k16, CDNA's MFMA (16x16x16 f16 and bf16_1k, gfx908's
+ * 16x16x8 bf16; wave64), RDNA 3's WMMA (wave32 and wave64) and RDNA 4's, on half operands that
+ * LDS holds in words of the runs of k a fragment register holds, with float32 accumulators.
  *
- * As test_cg_tf32.c, each graph is checked twice:
- * - emulated on the host with the mma path on (cg_gpu_emulation_mma): the staging's conversion
- *   to the half type, the k-pair layout of LDS, the warp tiles, c_at and the epilogue run for
- *   real, against the float64 reference within the half type's tolerance (a misplaced k-pair or
- *   row gives errors of the order of the outputs);
- * - compiled for sm_80 and sm_90: the PTX has the m16n8k16 instruction of the type and ptxas
- *   accepts it; under --precision fp32 the same graph has no mma.sync.
- * The fragment loads themselves only run on a GPU (scripts/gpu/mma_check.sh).
+ * Each graph is checked twice per unit:
+ * - emulated on the host as that unit's target (cg_gpu_emulation_mma): the staging's conversion
+ *   to the half type, the LDS words, the warp tiles of the unit's wave, the fragment loads through
+ *   the row's a_at and b_at, and c_at run for real, while the instruction itself runs through the
+ *   lane model of its document (tests/unit/matrix_lane_models.h); against the float64 reference
+ *   within the half type's tolerance (a misplaced element, lane or k run gives errors of the order
+ *   of the outputs);
+ * - compiled for the unit's target: NVIDIA's PTX has the m16n8k16 instruction and ptxas accepts it
+ *   (fp32: no mma.sync); an AMD target's assembly of the split-K case has the row's mnemonic
+ *   (tests/lit/targets/amd_matrix.test checks every GEMM kernel of a model).
  * Cases: conv2d forward, input and weight gradients over the shared geometries and the wide
  * tiles, matmuls of every transpose (long K, odd sizes), and a weight gradient split over K with
- * the update fused after it. */
+ * the update fused after it; NVIDIA all of them, each AMD row a subset (strides, padding and
+ * dilation, the 64 x 64 tiles, odd matmul sizes, split-K). */
 #include "codegen/gemm_gpu.h"
+#include "codegen/target.h"
 #include "tests/unit/cg_anchor_cases.h"
 #include "tests/unit/cg_fused_harness.h"
 
 typedef struct {
 	DType type;
 	PrecisionKind precision;
+	CgMatrixElem elem;
 	const char *ptx;
 } Mode;
 
 static const Mode modes[] = {
-	{DT_BF16, PREC_BF16, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"},
-	{DT_F16, PREC_FP16, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"},
+	{DT_BF16, PREC_BF16, CG_MELEM_BF16, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"},
+	{DT_F16, PREC_FP16, CG_MELEM_F16, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"},
 };
 
+/* A target whose unit is emulated, at a wave size (0: its default). */
+typedef struct {
+	const char *arch;
+	int wave;
+} Unit;
+
+static const Unit units[] = {{"sm_80", 0}, {"gfx908", 0}, {"gfx90a", 0}, {"gfx942", 0},
+			     {"gfx1100", 0}, {"gfx1100", 64}, {"gfx1200", 0}};
+
 static const Mode *mode;
+static const Unit *unit;
+static CgTarget unit_target;
+static const CgMatrixInstr *unit_instr;
 
 /* sm_80 and sm_90: the instruction in the PTX, and ptxas accepts it; fp32: no mma.sync. */
-static void targets(CgHarness *h)
+static void nvidia_targets(CgHarness *h)
 {
 	static const char *const nv[] = {"sm_80", "sm_90"};
 	for (size_t i = 0; i < sizeof nv / sizeof *nv; i++) {
@@ -56,13 +74,31 @@ static void targets(CgHarness *h)
 	h->g->train.precision = mode->precision;
 }
 
+/* The AMD target's assembly has the row's mnemonic for it. */
+static void amd_target(CgHarness *h)
+{
+	const char *mnemonic = NULL;
+	for (int i = 0; i < CG_MATRIX_MAX_ARCHS && unit_instr->on[i].arch; i++)
+		if (!strcmp(unit_instr->on[i].arch, unit_target.arch))
+			mnemonic = unit_instr->on[i].mnemonic;
+	CgOutput out;
+	char err[1024];
+	if (!cg_compile(h->g, &unit_target, true, &out, err, sizeof err)) {
+		FAIL("%s [%s]: %s", h->name, unit_target.name, err);
+		return;
+	}
+	CHECK(mnemonic && out.assembly && strstr(out.assembly, mnemonic), "%s [%s wave%d]: no %s in the assembly",
+	      h->name, unit_target.name, unit_target.wave, mnemonic ? mnemonic : unit_instr->name);
+	cg_output_free(&out);
+}
+
 static void emulate(bool on)
 {
 	cg_gpu_emulation(on);
-	cg_gpu_emulation_mma(on);
+	cg_gpu_emulation_mma(on ? unit->arch : NULL, unit->wave, lane_models, LANE_NMODELS);
 }
 
-/* A graph: emulated against the reference, then the GPU targets. */
+/* A graph: emulated against the reference, then the unit's targets. */
 static void run(CgHarness *h)
 {
 	h->g->train.precision = mode->precision;
@@ -70,8 +106,8 @@ static void run(CgHarness *h)
 	int bad = ch_run(h);
 	emulate(false);
 	tu_failures += bad;
-	if (!bad)
-		targets(h);
+	if (!bad && unit_target.kind == CG_NVPTX)
+		nvidia_targets(h);
 	ch_free(h);
 }
 
@@ -79,7 +115,7 @@ static void run(CgHarness *h)
 static CgHarness *matmul(int m, int n, int k)
 {
 	char name[96], da[32], db[32];
-	snprintf(name, sizeof name, "%s matmul %dx%dx%d", dtype_name(mode->type), m, n, k);
+	snprintf(name, sizeof name, "%s %s matmul %dx%dx%d", unit_instr->name, dtype_name(mode->type), m, n, k);
 	CgHarness *h = ch_new(name);
 	for (int t = 0; t < 4; t++) {
 		int ta = t & 1, tb = t >> 1;
@@ -97,8 +133,8 @@ static CgHarness *matmul(int m, int n, int k)
 static void grad_weight_split(int n, int cin, int hw, int cout)
 {
 	char name[128], dims[64];
-	snprintf(name, sizeof name, "%s grad_weight x[%d,%d,%d,%d] cout %d + update", dtype_name(mode->type), n, cin, hw,
-		 hw, cout);
+	snprintf(name, sizeof name, "%s %s grad_weight x[%d,%d,%d,%d] cout %d + update", unit_instr->name,
+		 dtype_name(mode->type), n, cin, hw, hw, cout);
 	CgHarness *h = ch_new(name);
 	h->g->train.precision = mode->precision;
 	snprintf(dims, sizeof dims, "%d,%d,%d,%d", n, cout, hw - 2, hw - 2);
@@ -113,28 +149,65 @@ static void grad_weight_split(int n, int cin, int hw, int cout)
 	int upd = ch_op(h, OP_add, NULL, w, scaled);
 	cf_group(h, (int[]){dw, scaled, upd}, 3);
 	int splits;
+	cf_mma_arch = unit->arch;
+	cf_mma_wave = unit->wave;
 	int bad = cf_run_split_k(h, true, &splits);
 	tu_failures += bad;
 	CHECK(splits > 0, "%s: no group splits K", h->name);
-	if (!bad)
-		targets(h);
+	if (!bad && unit_target.kind == CG_NVPTX)
+		nvidia_targets(h);
+	else if (!bad)
+		amd_target(h);
 	ch_free(h);
+}
+
+/* Whether an earlier unit emulates the same row in this mode. */
+static bool seen(size_t u, const CgMatrixInstr *mi)
+{
+	for (size_t i = 0; i < u; i++) {
+		CgTarget t;
+		char err[256];
+		CgTargetOptions o = {.wave = units[i].wave};
+		if (cg_target_lookup(units[i].arch, &o, &t, err, sizeof err) && cg_gemm_gpu_unit_row(&t, mode->elem) == mi)
+			return true;
+	}
+	return false;
 }
 
 int main(void)
 {
 	ch_start("test_cg_mma_half");
-	for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
-		mode = &modes[m];
-		for (size_t i = 0; i < ANCHOR_NCONVS; i++)
-			run(anchor_conv(anchor_convs[i].geo, mode->type));
-		/* the wide tiles: 128 x 128 (64 x 32 warp tiles), 128 x 64 */
-		run(anchor_conv((Conv){64, 1, 15, 17, 250, 3, 3, 1, 1, 1, 1, 1, 1}, mode->type));
-		run(anchor_conv((Conv){43, 1, 10, 15, 250, 3, 3, 1, 1, 1, 1, 1, 1}, mode->type));
-		run(matmul(7, 13, 5));
-		run(matmul(65, 130, 33));
-		run(matmul(3, 40, 700));
-		grad_weight_split(2, 32, 26, 64);
-	}
+	for (size_t m = 0; m < sizeof modes / sizeof *modes; m++)
+		for (size_t u = 0; u < sizeof units / sizeof *units; u++) {
+			mode = &modes[m];
+			unit = &units[u];
+			char err[256];
+			CgTargetOptions o = {.wave = unit->wave};
+			if (!cg_target_lookup(unit->arch, &o, &unit_target, err, sizeof err)) {
+				FAIL("%s: %s", unit->arch, err);
+				continue;
+			}
+			unit_instr = cg_gemm_gpu_unit_row(&unit_target, mode->elem);
+			CHECK(unit_instr, "%s (wave%d) has no %s matrix instruction", unit->arch, unit_target.wave,
+			      dtype_name(mode->type));
+			if (!unit_instr || seen(u, unit_instr))
+				continue;
+			printf("%s on %s wave%d: %s\n", dtype_name(mode->type), unit->arch, unit_target.wave, unit_instr->name);
+			/* NVIDIA: every case; each AMD row: strides, padding and dilation, the 64 x 64 tiles (2 x 2
+			 * or 2 x 1 fragments per warp), odd matmul sizes and split-K (seconds per row) */
+			bool all = unit_target.kind == CG_NVPTX;
+			for (size_t i = 0; i < ANCHOR_NCONVS; i++)
+				if (all || i == 2 || i == 5)
+					run(anchor_conv(anchor_convs[i].geo, mode->type));
+			/* the wide tiles: 128 x 128 (64 x 32 warp tiles), 128 x 64; AMD: 64 x 64 */
+			run(anchor_conv((Conv){64, 1, 15, 17, 250, 3, 3, 1, 1, 1, 1, 1, 1}, mode->type));
+			if (all) {
+				run(anchor_conv((Conv){43, 1, 10, 15, 250, 3, 3, 1, 1, 1, 1, 1, 1}, mode->type));
+				run(matmul(7, 13, 5));
+				run(matmul(3, 40, 700));
+			}
+			run(matmul(65, 130, 33));
+			grad_weight_split(2, 32, 26, 64);
+		}
 	return tu_finish("test_cg_mma_half");
 }

@@ -1,18 +1,21 @@
-/* test_cg_tf32.c: --precision tf32 in the GPU GEMM template: warp tiles of mma.sync m16n8k8 tf32.
+/* test_cg_tf32.c: --precision tf32 in the GPU GEMM template: warp tiles of NVIDIA's mma.sync
+ * m16n8k8 tf32 and of gfx942's v_mfma_f32_16x16x8_xf32 (wave64).
  *
- * mma.sync cannot run on the host, so each graph is checked twice:
- * - emulated on the host with the mma path on (cg_gpu_emulation_mma): each work-item computes
- *   the D slots it owns in the C layout from the tf32-rounded LDS tiles, so the warp tiles, the
- *   rounding, c_at and the epilogue run for real; against the float64 reference within TF32_TOL,
- *   and every float32 GEMM node further from it than float32 arithmetic gets (TF32_FLOOR), which
- *   fails if the path or the rounding were skipped;
- * - compiled for sm_80 and sm_90: the PTX has mma.sync.aligned.m16n8k8 and ptxas accepts it where
- *   it is installed; compiled in float32, no mma.sync.
- * The A and B fragment loads (a_at, b_at) only run on a GPU (scripts/gpu/mma_check.sh).
+ * Neither runs on the host, so each graph is checked twice per unit:
+ * - emulated on the host as the unit's target (cg_gpu_emulation_mma): the work-items load their
+ *   fragments of the tf32-rounded LDS tiles through the row's a_at and b_at and the instruction
+ *   runs through its lane model (tests/unit/matrix_lane_models.h), so the warp tiles, the
+ *   rounding, the fragment loads, c_at and the epilogue run for real; against the float64
+ *   reference within TF32_TOL, and every float32 GEMM node further from it than float32
+ *   arithmetic gets (TF32_FLOOR), which fails if the path or the rounding were skipped;
+ * - compiled for the unit's targets: sm_80 and sm_90's PTX has mma.sync.aligned.m16n8k8 and ptxas
+ *   accepts it where it is installed (in float32, no mma.sync); gfx942's assembly has the xf32
+ *   MFMA (in float32 the f32 one, no xf32).
  * Cases: conv2d forward, input and weight gradients (strides, padding, dilation, the MNIST shapes
  * that pick every tile size), every matmul transpose, split-K (weight gradient, long-K matmul) and
  * fused epilogues. */
 #include "codegen/gemm_gpu.h"
+#include "codegen/target.h"
 #include "tests/unit/cg_anchor_cases.h"
 #include "tests/unit/cg_fused_harness.h"
 
@@ -33,6 +36,10 @@
 #define TF32_FLOOR 0x1p-15
 
 static const char *const mma_ptx = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32";
+static const char *const xf32 = "v_mfma_f32_16x16x8_xf32", *const mfma_f32 = "v_mfma_f32_16x16x4_f32";
+
+/* The unit emulated: NVIDIA's, or gfx942's. */
+static const char *unit = "sm_80";
 
 static bool compile_ptx(CgHarness *h, const char *target, CgOutput *out)
 {
@@ -42,20 +49,39 @@ static bool compile_ptx(CgHarness *h, const char *target, CgOutput *out)
 	return false;
 }
 
-/* Whether the graph has a float32 GEMM (float64 ones stay SIMT). */
-static bool has_f32_gemm(const Graph *g)
+/* gfx942's assembly: the xf32 MFMA under tf32, the f32 one and no xf32 under fp32. */
+static void amd_targets(CgHarness *h)
 {
-	for (int i = 0; i < g->nnodes; i++)
-		if (g->node[i].dtype == DT_F32 && (ir_ops[g->node[i].op].traits & TRAIT_HALF_COMPUTE))
-			return true;
-	return false;
+	bool want = cf_has_f32_gemm(h->g);
+	for (int fp32 = 0; fp32 < 2; fp32++) {
+		h->g->train.precision = fp32 ? PREC_FP32 : PREC_TF32;
+		CgTarget t;
+		CgOutput out;
+		char err[1024];
+		CgTargetOptions o = {0};
+		if (!cg_target_lookup("gfx942", &o, &t, err, sizeof err) || !cg_compile(h->g, &t, true, &out, err, sizeof err)) {
+			FAIL("%s [gfx942]: %s", h->name, err);
+			continue;
+		}
+		if (fp32)
+			CHECK(!strstr(out.assembly, xf32) && (!want || strstr(out.assembly, mfma_f32)),
+			      "%s [gfx942, fp32]: %s, or no %s", h->name, xf32, mfma_f32);
+		else
+			CHECK(!want || strstr(out.assembly, xf32), "%s [gfx942]: no %s in the assembly", h->name, xf32);
+		cg_output_free(&out);
+	}
+	h->g->train.precision = PREC_TF32;
 }
 
 /* sm_80 and sm_90: mma.sync in the PTX, and ptxas accepts it. */
 static void targets(CgHarness *h)
 {
+	if (strcmp(unit, "sm_80")) {
+		amd_targets(h);
+		return;
+	}
 	static const char *const nv[] = {"sm_80", "sm_90"};
-	bool want = has_f32_gemm(h->g);
+	bool want = cf_has_f32_gemm(h->g);
 	for (size_t i = 0; i < sizeof nv / sizeof *nv; i++) {
 		CgOutput out;
 		if (!compile_ptx(h, nv[i], &out))
@@ -70,6 +96,8 @@ static void targets(CgHarness *h)
 /* Float32 PTX of the same graph has no mma.sync. */
 static void fp32_has_no_mma(CgHarness *h)
 {
+	if (strcmp(unit, "sm_80"))
+		return;
 	h->g->train.precision = PREC_FP32;
 	CgOutput out;
 	if (compile_ptx(h, "sm_90", &out)) {
@@ -103,7 +131,7 @@ static void tf32_is_used(const CgHarness *h)
 static void emulate(bool on)
 {
 	cg_gpu_emulation(on);
-	cg_gpu_emulation_mma(on);
+	cg_gpu_emulation_mma(on ? unit : NULL, 0, lane_models, LANE_NMODELS);
 }
 
 /* An anchor graph: emulated against the reference, then the GPU targets. */
@@ -134,6 +162,7 @@ static void run_fused(CgHarness *h, bool want_split)
 	h->tol = TF32_TOL;
 	h->scale = TF32_SCALE;
 	int splits;
+	cf_mma_arch = unit;
 	int bad = cf_run_split_k(h, true, &splits);
 	tu_failures += bad;
 	CHECK(!want_split || splits > 0, "%s: no group splits K", h->name);
@@ -146,7 +175,9 @@ static void run_fused(CgHarness *h, bool want_split)
 /* matmul(a, b) of long K, bias_add(relu(.)) fused after it. */
 static void matmul_epilogue(int m, int nn, int k, int ta, int tb, bool epilogue, bool want_split)
 {
-	CgHarness *h = cf_matmul_case("tf32 ", m, nn, k, ta, tb, epilogue, false);
+	char prefix[32];
+	snprintf(prefix, sizeof prefix, "tf32 %s ", unit);
+	CgHarness *h = cf_matmul_case(prefix, m, nn, k, ta, tb, epilogue, false);
 	run_fused(h, want_split);
 }
 
@@ -155,7 +186,7 @@ static void matmul_epilogue(int m, int nn, int k, int ta, int tb, bool epilogue,
 static void grad_weight_epilogue(int n, int cin, int hw, int cout)
 {
 	char name[128], dims[64];
-	snprintf(name, sizeof name, "tf32 grad_weight x[%d,%d,%d,%d] cout %d + epilogue", n, cin, hw, hw, cout);
+	snprintf(name, sizeof name, "tf32 %s grad_weight x[%d,%d,%d,%d] cout %d + epilogue", unit, n, cin, hw, hw, cout);
 	CgHarness *h = ch_new(name);
 	snprintf(dims, sizeof dims, "%d,%d,%d,%d", n, cout, hw - 2, hw - 2);
 	int dy = ch_param(h, DT_F32, dims);
@@ -185,6 +216,14 @@ int main(void)
 	for (int t = 0; t < 4; t++)
 		matmul_epilogue(24, 40, 1500, t & 1, t >> 1, t == 3, true);
 	matmul_epilogue(100, 70, 260, 0, 1, true, false);
+	/* gfx942's xf32 (wave64, 64 x 64 tiles): the shared geometries, MNIST's convolutions, the
+	 * matmuls and split-K */
+	unit = "gfx942";
+	printf("tf32 on gfx942 (%s)\n", xf32);
+	anchor_run_convs(run, 4, 2);
+	anchor_run_matmuls(run, false);
+	grad_weight_epilogue(2, 32, 26, 64);
+	matmul_epilogue(24, 40, 1500, 1, 0, true, true);
 	printf("float32 GEMM errors against float64: %.3g to %.3g (tolerance %.3g, floor %.3g)\n", least, most,
 	       TF32_TOL, TF32_FLOOR);
 	return tu_finish("test_cg_tf32");

@@ -11,7 +11,7 @@
  * F(2x2) whatever tile is asked, the transformed operands keep the half type and the products
  * are f32; the float64 chain, rounded where the kernels round, stays within WINO_TOL_HALF_ULPS of
  * the direct convolution (F(4x4) would not: 6 ulps and more), and every kernel, on the host and
- * on the emulated GPU template with half matrix products, matches the interpreter. */
+ * on the emulated GPU template with sm_90's half matrix products, matches the interpreter. */
 #include "codegen/gemm_gpu.h"
 #include "ir/ops.h"
 #include "ir/winograd.h"
@@ -152,9 +152,9 @@ static void check_kernels(const Case *c, int tile, bool emulate, DType t)
 	/* half: each node within its type's tolerance (the products are f32 of rounded operands) */
 	if (t == DT_F32)
 		h->tol = tile == 4 ? WINO_TOL_F4 : WINO_TOL_F2;
-	cg_gpu_emulation_mma(emulate && t != DT_F32);
+	cg_gpu_emulation_mma(emulate && t != DT_F32 ? "sm_90" : NULL, 0, lane_models, LANE_NMODELS);
 	tu_failures += cf_run(h, emulate);
-	cg_gpu_emulation_mma(false);
+	cg_gpu_emulation_mma(NULL, 0, NULL, 0);
 	ch_free(h);
 }
 
