@@ -62,9 +62,6 @@ struct GemmSpec {
 	DType half;         /* DT_F16 or DT_BF16: both operands are of that type (--precision fp16,
 			       bf16), which the GPU template multiplies on matrix units where the
 			       target has them (else in `type`); DT_F32 otherwise */
-	bool out_n_unit;    /* the epilogue stores consecutive n next to each other in memory: the GPU
-			       template then hands consecutive n to consecutive work-items (through
-			       LDS where its own layout would scatter them) */
 	const void *ctx;    /* the lowering's, for the epilogue */
 };
 

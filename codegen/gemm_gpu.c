@@ -1134,55 +1134,6 @@ static void store_tiles(Cg *cg, GpuGemm *g)
 	cg_gpu_phase_end(cg, &g->grp, false);
 }
 
-/* Whether the epilogue goes through LDS (store_warp_rows): mma's accumulator layout gives a
- * store instruction a few words of each of 8 rows (a quarter of each 32-byte sector used for
- * half outputs, half of it for f32), so where the output's n is contiguous the tile goes out a
- * band of warp rows at a time, consecutive work-items on consecutive n; only where one band fits
- * the staging LDS, which the tile no longer needs. */
-static bool stores_through_lds(const GpuGemm *g, int64_t stage)
-{
-	return g->mi && g->t.ks == 1 && g->s->out_n_unit && (int64_t)g->t.wm * (g->t.bn + MMA_PAD) <= stage;
-}
-
-/* The tile through LDS, a band of wm rows (one row of warp tiles) at a time: its warps store
- * their accumulators, then every work-item stores band elements, consecutive ones on consecutive
- * n. Rows are padded by MMA_PAD words (the accumulators' 8 rows of a store fall on 8 banks). */
-static void store_warp_rows(Cg *cg, GpuGemm *g)
-{
-	int64_t pitch = g->t.bn + MMA_PAD, band = (int64_t)g->t.wm * g->t.bn, bands = g->t.bm / g->t.wm;
-	/* the staging buffers, which the last k-block may still be reading */
-	if (!g->grp.emulated)
-		cg_barrier(cg);
-	for (int64_t w = 0; w < bands; w++) {
-		LLVMValueRef tid64 = cg_gpu_phase_begin(cg, &g->grp);
-		Place p = place_of(cg, g, to_it(cg, g, tid64));
-		LLVMBasicBlockRef mine = begin_if(cg, LLVMBuildICmp(cg->b, LLVMIntEQ, p.ty, ci(g, w), ""));
-		for (int64_t q = 0; q < g->acc.count; q++) {
-			LLVMValueRef r, c;
-			acc_place(cg, g, &p, q, &r, &c);
-			LLVMValueRef at = add(cg, mulc(cg, g, LLVMBuildNUWSub(cg->b, r, ci(g, w * g->t.wm), ""), pitch), c);
-			LLVMValueRef v = LLVMBuildLoad2(cg->b, g->et, cg_gpu_private_at(cg, &g->grp, &g->acc, tid64, q), "");
-			LLVMBuildStore(cg->b, v, lds_at(cg, g, g->lds, at));
-		}
-		end_if(cg, mine);
-		cg_gpu_phase_end(cg, &g->grp, true);
-
-		tid64 = cg_gpu_phase_begin(cg, &g->grp);
-		LLVMValueRef tid = to_it(cg, g, tid64);
-		for (int64_t q = 0; q < cdiv(band, g->t.block); q++) {
-			LLVMValueRef e = add(cg, tid, ci(g, q * g->t.block));
-			LLVMBasicBlockRef done = (q + 1) * g->t.block > band ? begin_if(cg, ltc(cg, g, e, band)) : NULL;
-			LLVMValueRef r = divc(cg, g, e, g->t.bn), c = remc(cg, g, e, g->t.bn);
-			LLVMValueRef v = LLVMBuildLoad2(cg->b, g->et, lds_at(cg, g, g->lds, add(cg, mulc(cg, g, r, pitch), c)), "");
-			store_c(cg, g, add(cg, r, ci(g, w * g->t.wm)), c, v);
-			if (done)
-				end_if(cg, done);
-		}
-		/* the next band's stores wait until this one is read */
-		cg_gpu_phase_end(cg, &g->grp, w + 1 < bands);
-	}
-}
-
 /* Several slices: partial tiles to LDS, then each work-item sums some outputs in slice order. */
 static void reduce_tiles(Cg *cg, GpuGemm *g)
 {
@@ -1332,8 +1283,6 @@ static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 	kblocks(cg, &g);
 	if (g.t.ks > 1)
 		reduce_tiles(cg, &g);
-	else if (stores_through_lds(&g, stage))
-		store_warp_rows(cg, &g);
 	else
 		store_tiles(cg, &g);
 	cg_gpu_group_end(cg, &g.grp);
@@ -1404,7 +1353,6 @@ int64_t cg_gemm_gpu_split_k(Cg *cg, const GemmSpec *s, const GpuSplitK *sk)
 		return cg_gemm_gpu(cg, s);
 	GemmSpec part = *s;
 	part.epilogue = split_store;
-	part.out_n_unit = true; /* the partials are row-major */
 	part.ctx = sk;
 	int64_t grid = emit_tiles(cg, &part, t);
 	cg_kernel_next(cg, grid, "sum");
