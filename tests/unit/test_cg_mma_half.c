@@ -132,22 +132,12 @@ static CgHarness *matmul(int m, int n, int k)
  * w + dw * s fused after it: every kernel runs emulated, each group checked after its last. */
 static void grad_weight_split(int n, int cin, int hw, int cout)
 {
-	char name[128], dims[64];
+	char name[128];
 	snprintf(name, sizeof name, "%s %s grad_weight x[%d,%d,%d,%d] cout %d + update", unit_instr->name,
 		 dtype_name(mode->type), n, cin, hw, hw, cout);
 	CgHarness *h = ch_new(name);
 	h->g->train.precision = mode->precision;
-	snprintf(dims, sizeof dims, "%d,%d,%d,%d", n, cout, hw - 2, hw - 2);
-	int dy = ch_param(h, mode->type, dims);
-	snprintf(dims, sizeof dims, "%d,%d,%d,%d", n, cin, hw, hw);
-	int x = ch_param(h, mode->type, dims);
-	double a[IR_MAX_ATTRS] = {1, 1, 0, 0, 1, 1, 3, 3};
-	int dw = ch_op(h, OP_conv2d_grad_weight, a, dy, x);
-	snprintf(dims, sizeof dims, "%d,%d,3,3", cout, cin);
-	int w = ch_param(h, mode->type, dims), s = ch_param(h, mode->type, dims);
-	int scaled = ch_op(h, OP_mul, NULL, dw, s);
-	int upd = ch_op(h, OP_add, NULL, w, scaled);
-	cf_group(h, (int[]){dw, scaled, upd}, 3);
+	cf_grad_weight_update(h, mode->type, n, cin, hw, cout);
 	int splits;
 	cf_mma_arch = unit->arch;
 	cf_mma_wave = unit->wave;

@@ -185,20 +185,10 @@ static void matmul_epilogue(int m, int nn, int k, int ta, int tb, bool epilogue,
  * w + dw * s fused after it. */
 static void grad_weight_epilogue(int n, int cin, int hw, int cout)
 {
-	char name[128], dims[64];
+	char name[128];
 	snprintf(name, sizeof name, "tf32 %s grad_weight x[%d,%d,%d,%d] cout %d + epilogue", unit, n, cin, hw, hw, cout);
 	CgHarness *h = ch_new(name);
-	snprintf(dims, sizeof dims, "%d,%d,%d,%d", n, cout, hw - 2, hw - 2);
-	int dy = ch_param(h, DT_F32, dims);
-	snprintf(dims, sizeof dims, "%d,%d,%d,%d", n, cin, hw, hw);
-	int x = ch_param(h, DT_F32, dims);
-	double a[IR_MAX_ATTRS] = {1, 1, 0, 0, 1, 1, 3, 3};
-	int dw = ch_op(h, OP_conv2d_grad_weight, a, dy, x);
-	snprintf(dims, sizeof dims, "%d,%d,3,3", cout, cin);
-	int w = ch_param(h, DT_F32, dims), s = ch_param(h, DT_F32, dims);
-	int scaled = ch_op(h, OP_mul, NULL, dw, s);
-	int upd = ch_op(h, OP_add, NULL, w, scaled);
-	cf_group(h, (int[]){dw, scaled, upd}, 3);
+	cf_grad_weight_update(h, DT_F32, n, cin, hw, cout);
 	run_fused(h, true);
 }
 
