@@ -93,9 +93,10 @@ static void fill_code(const Graph *g, const CgTarget *t, const CgOutput *out, Bu
 	snprintf(c->arch, sizeof c->arch, "%s", t->arch[0] ? t->arch : t->name);
 	const CgTargetInfo *info = cg_target_info(c->arch);
 	if (info && info->peak_gflops > 0) {
-		c->peak_gflops = info->peak_gflops;
+		const char *unit;
+		c->peak_gflops = cg_target_peak_gflops(info, g->train.precision, &unit);
 		c->peak_gbs = info->peak_gbs;
-		snprintf(c->peak_of, sizeof c->peak_of, "%s", info->peak_of);
+		snprintf(c->peak_of, sizeof c->peak_of, "%s, %s", info->peak_of, unit);
 	}
 	c->kind = t->ops->code_kind;
 	c->wave = t->wave; /* 0 on the host */

@@ -46,21 +46,27 @@ static const CgTargetInfo table[] = {
 	 .notes = "Radeon VII, Instinct MI50/MI60; packed f16 and dot instructions; ROCm 6 keeps it in maintenance only",
 	 GCN64, .features = "sramecc,xnack", GFX9_REGS, .matrix = PK_F16 | DOT2,
 	 .peak_gflops = 13300, .peak_gbs = 1024, .peak_of = "Instinct MI50", .o3_class = "gcn"},
-	/* roofline: Instinct MI100 (AMD: 23.1 TFLOP/s vector fp32, 1.23 TB/s) */
+	/* roofline: Instinct MI100 (AMD: 23.1 TFLOP/s vector fp32, 1.23 TB/s; matrix fp32 46.1,
+	 * fp16 184.6, bf16 92.3) */
 	{.name = "gfx908", .aliases = "mi100", AMD, .family = "CDNA 1 (Arcturus)",
 	 .notes = "Instinct MI100; first matrix cores (MFMA), 256 more AccVGPRs beside the 256 VGPRs",
 	 GCN64, .features = "sramecc,xnack", GFX9_REGS, .matrix = CG_MATRIX_MFMA | PK_F16 | DOT2,
-	 .peak_gflops = 23100, .peak_gbs = 1229, .peak_of = "Instinct MI100", .o3_class = "gcn"},
-	/* roofline: Instinct MI250X (AMD: 47.9 TFLOP/s vector fp32, 3.2 TB/s) */
+	 .peak_gflops = 23100, .peak_gbs = 1229, .peak_of = "Instinct MI100", .peak_mf32 = 46100, .peak_f16 = 184600,
+	 .peak_bf16 = 92300, .o3_class = "gcn"},
+	/* roofline: Instinct MI250X (AMD: 47.9 TFLOP/s vector fp32, 3.2 TB/s; matrix fp32 95.7,
+	 * fp16 and bf16 383) */
 	{.name = "gfx90a", .aliases = "mi210,mi250,mi250x", AMD, .family = "CDNA 2 (Aldebaran)",
 	 .notes = "Instinct MI210/MI250/MI250X; 512 unified VGPRs, f64 matrix cores, packed f32",
 	 GCN64, .features = "sramecc,xnack", CDNA2_REGS, .matrix = CG_MATRIX_MFMA | PK_F16 | DOT2,
-	 .peak_gflops = 47900, .peak_gbs = 3277, .peak_of = "Instinct MI250X", .o3_class = "cdna2"},
-	/* roofline: Instinct MI300X (AMD: 81.7 TFLOP/s vector fp32, 5.3 TB/s) */
+	 .peak_gflops = 47900, .peak_gbs = 3277, .peak_of = "Instinct MI250X", .peak_mf32 = 95700, .peak_f16 = 383000,
+	 .peak_bf16 = 383000, .o3_class = "cdna2"},
+	/* roofline: Instinct MI300X (AMD: 81.7 TFLOP/s vector fp32, 5.3 TB/s; matrix fp32 163.4,
+	 * tf32 653.7, fp16 and bf16 1307.4, dense) */
 	{.name = "gfx942", .aliases = "mi300x,mi300a,mi325x", AMD, .family = "CDNA 3 (Aqua Vanjaram)",
 	 .notes = "Instinct MI300X/MI300A/MI325X; 512 unified VGPRs, fp8 matrix cores",
 	 GCN64, .features = "sramecc,xnack", CDNA2_REGS, .matrix = CG_MATRIX_MFMA | PK_F16 | DOT2,
-	 .peak_gflops = 81700, .peak_gbs = 5300, .peak_of = "Instinct MI300X", .o3_class = "cdna2"},
+	 .peak_gflops = 81700, .peak_gbs = 5300, .peak_of = "Instinct MI300X", .peak_mf32 = 163400, .peak_tf32 = 653700,
+	 .peak_f16 = 1307400, .peak_bf16 = 1307400, .o3_class = "cdna2"},
 	/* roofline: RX 6900 XT (AMD: 23.04 TFLOP/s, 512 GB/s) */
 	{.name = "gfx1030", .aliases = "rx6800,rx6800xt,rx6900xt", AMD, .family = "RDNA 2 (Navi 21)",
 	 .notes = "RX 6800/6800 XT/6900 XT/6950 XT, PRO W6800; wave32 by default, wave64 on request",
@@ -100,27 +106,56 @@ static const CgTargetInfo table[] = {
 	{.name = "sm_75", .aliases = "t4,rtx2080", NVIDIA, .family = "Turing", .notes = "T4, RTX 20xx, Quadro RTX",
 	 .features = "", .max_waves_simd = 32, .ptx_version = 63, .matrix = CG_MATRIX_NONE,
 	 .peak_gflops = 8100, .peak_gbs = 320, .peak_of = "T4"},
-	/* roofline: A100 SXM 80GB (NVIDIA: 19.5 TFLOP/s fp32, 2039 GB/s) */
+	/* roofline: A100 SXM 80GB (NVIDIA: 19.5 TFLOP/s fp32, 2039 GB/s; tensor tf32 156, fp16 and
+	 * bf16 312, dense) */
 	{.name = "sm_80", .aliases = "a100", NVIDIA, .family = "Ampere (GA100)", .notes = "A100, A30; bf16 and tf32 tensor cores",
 	 .features = "", .max_waves_simd = 64, .ptx_version = 70, .matrix = CG_MATRIX_MMA,
-	 .peak_gflops = 19500, .peak_gbs = 2039, .peak_of = "A100 SXM 80GB"},
-	/* roofline: RTX 3090 (NVIDIA: 35.6 TFLOP/s fp32, 936 GB/s) */
+	 .peak_gflops = 19500, .peak_gbs = 2039, .peak_of = "A100 SXM 80GB", .peak_tf32 = 156000, .peak_f16 = 312000,
+	 .peak_bf16 = 312000},
+	/* roofline: RTX 3090 (NVIDIA: 35.6 TFLOP/s fp32, 936 GB/s; tensor with fp32 accumulation tf32
+	 * 35.6, fp16 and bf16 71, dense) */
 	{.name = "sm_86", .aliases = "rtx3090,a10", NVIDIA, .family = "Ampere (GA10x)", .notes = "RTX 30xx, A10, A40, RTX A6000",
 	 .features = "", .max_waves_simd = 48, .ptx_version = 71, .matrix = CG_MATRIX_MMA,
-	 .peak_gflops = 35580, .peak_gbs = 936, .peak_of = "RTX 3090"},
-	/* roofline: RTX 4090 (NVIDIA: 82.6 TFLOP/s fp32, 1008 GB/s) */
+	 .peak_gflops = 35580, .peak_gbs = 936, .peak_of = "RTX 3090", .peak_tf32 = 35600, .peak_f16 = 71000,
+	 .peak_bf16 = 71000},
+	/* roofline: RTX 4090 (NVIDIA: 82.6 TFLOP/s fp32, 1008 GB/s; tensor with fp32 accumulation tf32
+	 * 82.6, fp16 and bf16 165.2, dense) */
 	{.name = "sm_89", .aliases = "rtx4090,l4,l40", NVIDIA, .family = "Ada Lovelace",
 	 .notes = "RTX 40xx, L4, L40/L40S; fp8 tensor cores",
 	 .features = "", .max_waves_simd = 48, .ptx_version = 78, .matrix = CG_MATRIX_MMA,
-	 .peak_gflops = 82580, .peak_gbs = 1008, .peak_of = "RTX 4090"},
-	/* roofline: H100 SXM (NVIDIA: 67 TFLOP/s fp32, 3.35 TB/s) */
+	 .peak_gflops = 82580, .peak_gbs = 1008, .peak_of = "RTX 4090", .peak_tf32 = 82600, .peak_f16 = 165200,
+	 .peak_bf16 = 165200},
+	/* roofline: H100 SXM (NVIDIA: 67 TFLOP/s fp32, 3.35 TB/s; tensor tf32 494.7, fp16 and bf16
+	 * 989.4, dense) */
 	{.name = "sm_90", .aliases = "h100,h200", NVIDIA, .family = "Hopper",
 	 .notes = "H100, H200, GH200; the GPU netc's CUDA numbers come from",
 	 .features = "", .max_waves_simd = 64, .ptx_version = 78, .matrix = CG_MATRIX_MMA | CG_MATRIX_WGMMA,
-	 .peak_gflops = 66900, .peak_gbs = 3350, .peak_of = "H100 SXM"},
+	 .peak_gflops = 66900, .peak_gbs = 3350, .peak_of = "H100 SXM", .peak_tf32 = 494700, .peak_f16 = 989400,
+	 .peak_bf16 = 989400},
 	{.name = "host", .aliases = "cpu", .kind = CG_HOST, .family = "host CPU",
 	 .notes = "the CPU netc runs on (LLVM's host CPU name and features)", .features = "", .matrix = CG_MATRIX_NONE},
 };
+
+double cg_target_peak_gflops(const CgTargetInfo *t, int precision, const char **unit)
+{
+	struct {
+		double peak;
+		const char *unit;
+	} pick[] = {
+		{precision == PREC_FP16 ? t->peak_f16 : 0, "f16 matrix"},
+		{precision == PREC_BF16 ? t->peak_bf16 : 0, "bf16 matrix"},
+		{precision == PREC_TF32 ? t->peak_tf32 : 0, "tf32 matrix"},
+		/* CDNA multiplies f32 (and tf32 where it has no xf32) on its f32 MFMA */
+		{precision == PREC_FP32 || precision == PREC_TF32 ? t->peak_mf32 : 0, "f32 matrix"},
+	};
+	for (size_t i = 0; i < sizeof pick / sizeof *pick; i++)
+		if (pick[i].peak > 0) {
+			*unit = pick[i].unit;
+			return pick[i].peak;
+		}
+	*unit = "fp32 vector";
+	return t->peak_gflops;
+}
 
 /* How code is made for each kind of target. */
 static const CgTargetOps *const ops_of_kind[] = {

@@ -29,10 +29,19 @@ typedef struct CgTargetInfo {
 	 * bandwidth of one product of the row (peak_of); 0 on the host, which is measured. */
 	double peak_gflops, peak_gbs;
 	const char *peak_of;
+	/* The same product's dense matrix-unit peaks (GFLOP/s, f32 accumulation) for the operands
+	 * netc multiplies there: f32 (CDNA's f32 MFMA), tf32 (NVIDIA; gfx942's xf32), f16, bf16; 0
+	 * where netc does not use such a unit on the row or no figure is cited. */
+	double peak_mf32, peak_tf32, peak_f16, peak_bf16;
 	/* Targets of one class get the same O3 result from the same IR, so they optimize a unit
 	 * once (codegen/o3_share.h; tests/lit/targets/o3_share.test checks it); NULL: alone. */
 	const char *o3_class;
 } CgTargetInfo;
+
+/* The peak FLOP/s that bounds t's GEMM kernels under precision p (whose element type the ops
+ * in PrecisionKind's comment say): a matrix unit's where netc uses one and the row cites it, else
+ * the fp32 vector peak; *unit gets its words ("bf16 matrix", "fp32 vector"). */
+double cg_target_peak_gflops(const CgTargetInfo *t, int precision, const char **unit);
 
 /* The row of an architecture ("gfx90a", not "gfx90a:xnack-"; no aliases), or NULL. */
 const CgTargetInfo *cg_target_info(const char *arch);
