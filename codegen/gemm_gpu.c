@@ -301,7 +301,7 @@ static const CgTarget *unit_target(const Cg *cg)
  * as NVIDIA does). */
 static bool wide_tiles(const Cg *cg)
 {
-	const CgTarget *t = cg_is_gpu(cg) ? cg->target : unit_target(cg);
+	const CgTarget *t = unit_target(cg);
 	return !t || t->ops->gemm_wide_tiles;
 }
 

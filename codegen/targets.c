@@ -136,7 +136,7 @@ static const CgTargetInfo table[] = {
 	 .notes = "the CPU netc runs on (LLVM's host CPU name and features)", .features = "", .matrix = CG_MATRIX_NONE},
 };
 
-double cg_target_peak_gflops(const CgTargetInfo *t, int precision, const char **unit)
+double cg_target_peak_gflops(const CgTargetInfo *t, PrecisionKind precision, const char **unit)
 {
 	struct {
 		double peak;

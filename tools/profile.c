@@ -27,20 +27,20 @@ static void fit_members(char *dst, size_t len, const char *members)
 KernelCounts *profile_counts(const Bundle *b, const BenchResult *r)
 {
 	KernelCounts *c = calloc(r->nkernels ? (size_t)r->nkernels : 1, sizeof *c);
-	if (!c)
+	bool *counted = calloc(b->ngroups ? (size_t)b->ngroups : 1, sizeof *counted);
+	if (!c || !counted)
 		abort();
 	for (int k = 0; k < r->nkernels; k++) {
 		const BundleGroup *x = bundle_group_of(b, r->kernels[k].node);
-		bool first = true;
-		for (int j = 0; j < k && first; j++)
-			first = r->kernels[j].node != r->kernels[k].node;
-		if (!x || !first)
+		if (!x || counted[x - b->groups])
 			continue;
+		counted[x - b->groups] = true;
 		c[k].known = true;
 		c[k].flops = x->flops;
 		c[k].bytes = (double)x->bytes;
 		fit_members(c[k].members, sizeof c[k].members, x->members);
 	}
+	free(counted);
 	return c;
 }
 

@@ -37,9 +37,8 @@ CH_API void cf_group(CgHarness *h, const int *ids, int n)
 }
 
 /* dw = conv2d_grad_weight(dy, x) of a 3x3 convolution without padding (x [n, cin, hw, hw], dy
- * [n, cout, hw - 2, hw - 2], parameters of type t) with the update w + dw * s after it, the three
- * in one group: a weight gradient whose epilogue is an optimizer's. */
-CH_API void cf_grad_weight_update(CgHarness *h, DType t, int n, int cin, int hw, int cout)
+ * [n, cout, hw - 2, hw - 2], parameters of type t); returns dw's id. */
+CH_API int cf_grad_weight(CgHarness *h, DType t, int n, int cin, int hw, int cout)
 {
 	char dims[64];
 	snprintf(dims, sizeof dims, "%d,%d,%d,%d", n, cout, hw - 2, hw - 2);
@@ -47,12 +46,21 @@ CH_API void cf_grad_weight_update(CgHarness *h, DType t, int n, int cin, int hw,
 	snprintf(dims, sizeof dims, "%d,%d,%d,%d", n, cin, hw, hw);
 	int x = ch_param(h, t, dims);
 	double a[IR_MAX_ATTRS] = {1, 1, 0, 0, 1, 1, 3, 3};
-	int dw = ch_op(h, OP_conv2d_grad_weight, a, dy, x);
+	return ch_op(h, OP_conv2d_grad_weight, a, dy, x);
+}
+
+/* cf_grad_weight with the update w + dw * s after it, the three in one group: a weight gradient
+ * whose epilogue is an optimizer's. Returns dw's id. */
+CH_API int cf_grad_weight_update(CgHarness *h, DType t, int n, int cin, int hw, int cout)
+{
+	char dims[64];
+	int dw = cf_grad_weight(h, t, n, cin, hw, cout);
 	snprintf(dims, sizeof dims, "%d,%d,3,3", cout, cin);
 	int w = ch_param(h, t, dims), s = ch_param(h, t, dims);
 	int scaled = ch_op(h, OP_mul, NULL, dw, s);
 	int upd = ch_op(h, OP_add, NULL, w, scaled);
 	cf_group(h, (int[]){dw, scaled, upd}, 3);
+	return dw;
 }
 
 /* Programs, plan-memory, and no storage for members inside their group. */

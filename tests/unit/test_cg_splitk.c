@@ -258,25 +258,16 @@ static void run(CgHarness *h)
  * w + dw * s in the same kernel (and, with anchor_out, dw read outside the group). */
 static void grad_weight(int n, int cin, int hw, int cout, bool epilogue, bool anchor_out)
 {
-	char name[128], dims[64];
+	char name[128];
 	snprintf(name, sizeof name, "grad_weight x[%d,%d,%d,%d] cout %d%s%s", n, cin, hw, hw, cout,
 		 epilogue ? " + epilogue" : "", anchor_out ? " dw out" : "");
 	CgHarness *h = ch_new(name);
-	snprintf(dims, sizeof dims, "%d,%d,%d,%d", n, cout, hw - 2, hw - 2);
-	int dy = ch_param(h, DT_F32, dims);
-	snprintf(dims, sizeof dims, "%d,%d,%d,%d", n, cin, hw, hw);
-	int x = ch_param(h, DT_F32, dims);
-	double a[IR_MAX_ATTRS] = {1, 1, 0, 0, 1, 1, 3, 3};
-	int dw = ch_op(h, OP_conv2d_grad_weight, a, dy, x);
-	if (epilogue) {
-		snprintf(dims, sizeof dims, "%d,%d,3,3", cout, cin);
-		int w = ch_param(h, DT_F32, dims), s = ch_param(h, DT_F32, dims);
-		int scaled = ch_op(h, OP_mul, NULL, dw, s);
-		int upd = ch_op(h, OP_add, NULL, w, scaled);
-		if (anchor_out)
-			ch_op(h, OP_neg, NULL, dw);
-		cf_group(h, (int[]){dw, scaled, upd}, 3);
-	}
+	if (!epilogue)
+		cf_grad_weight(h, DT_F32, n, cin, hw, cout);
+	else if (anchor_out)
+		ch_op(h, OP_neg, NULL, cf_grad_weight_update(h, DT_F32, n, cin, hw, cout));
+	else
+		cf_grad_weight_update(h, DT_F32, n, cin, hw, cout);
 	run(h);
 }
 
