@@ -35,6 +35,8 @@ enum {
 	GPU_MAX_REG = 8,        /* register tile side of the GPU_TILE-wide tiles */
 	GPU_WANT_GROUPS = 256,  /* shrink tiles until the grid has this many work-groups */
 	GPU_STAGE_BYTES = 8192, /* LDS for one buffer of the A and B tiles; the k-block grows to fill it */
+	GPU_MMA_STAGE_BYTES = 16384, /* the same for the matrix units' tiles (NVIDIA) ... */
+	GPU_MMA_STAGED_WORDS = 16, /* ... while a work-item stages at most this many registers of a k-block */
 	GPU_NARROW_STAGE_BYTES = 4096, /* the same without the wide tiles: 4 work-groups of 64 x 64 tiles
 					  (8.5 KiB of LDS each with the padding) fit AMD's 64 KiB per CU */
 	GPU_WARP = 32,          /* lanes that stage a half tile warp by warp (warp_major) */
@@ -245,6 +247,34 @@ static int64_t lds_esize(const GemmSpec *s, const CgMatrixInstr *mi)
 	return mi ? cg_matrix_elem_bits(mi->elem) / 8 : is_double(s) ? 8 : 4;
 }
 
+/* Elements per staged run of an operand: its aligned runs (GemmOperand.runs, up to 16 bytes) where
+ * the tile's extent along the operand's contiguous index (k-block bk) is a whole number of them;
+ * 1 (element by element) without. Only with the wide tiles' register budget (NVIDIA, emulation):
+ * on AMD's 64-VGPR budget at 4 waves the runs' registers made split-K kernels spill (alexnet's
+ * dense layers on gfx906: 8 VGPRs), and no AMD GPU is at hand to measure whether they pay there. */
+static int run_lanes_of(const GemmSpec *s, const GpuTiles *t, bool is_a, int64_t bk)
+{
+	const GemmOperand *op = is_a ? &s->a : &s->b;
+	int64_t along = op->along_k ? bk : is_a ? t->bm : t->bn;
+	int lanes = op->run && t->wide ? op->runs : 1;
+	while (lanes > 1 && along % lanes)
+		lanes /= 2;
+	return lanes > 1 ? lanes : 1;
+}
+
+/* The 32-bit registers a work-item's staging of a k-block of bk takes on a matrix unit (t->mi):
+ * a staged element of a run takes its size (two halves share a register), a lone one a register. */
+static int64_t staged_words(const GemmSpec *s, const GpuTiles *t, int64_t bk)
+{
+	int64_t words = 0, esize = lds_esize(s, t->mi);
+	for (int is_a = 0; is_a < 2; is_a++) {
+		int lanes = run_lanes_of(s, t, is_a, bk);
+		int64_t elems = cdiv((is_a ? t->bm : t->bn) * bk / lanes, t->block) * lanes;
+		words += lanes > 1 ? cdiv(elems * esize, 4) : elems;
+	}
+	return words;
+}
+
 static GpuTiles tiles(const GemmSpec *s, const CgMatrixInstr *mi, bool wide)
 {
 	GpuTiles t = {.block = CG_GPU_BLOCK, .wide = wide};
@@ -261,8 +291,9 @@ static GpuTiles tiles(const GemmSpec *s, const CgMatrixInstr *mi, bool wide)
 	 * K rounded up to a power of two and gives every slice at least 4 steps (mma: one instruction's k) */
 	t.bk = (mi ? mi->k : 4) * t.ks;
 	int64_t esize = lds_esize(s, mi);
-	int64_t budget = wide ? GPU_STAGE_BYTES : GPU_NARROW_STAGE_BYTES;
-	while ((t.bm + t.bn) * t.bk * 2 * esize <= budget && t.bk < s->k)
+	int64_t budget = !wide ? GPU_NARROW_STAGE_BYTES : mi ? GPU_MMA_STAGE_BYTES : GPU_STAGE_BYTES;
+	while ((t.bm + t.bn) * t.bk * 2 * esize <= budget && t.bk < s->k &&
+	       (!mi || !wide || staged_words(s, &t, 2 * t.bk) <= GPU_MMA_STAGED_WORDS))
 		t.bk *= 2;
 	t.nmb = cdiv(s->m, t.bm);
 	t.nnb = cdiv(s->n, t.bn);
@@ -414,6 +445,19 @@ static const CgMatrixInstr *mma_of(const Cg *cg, const GemmSpec *s)
 
 /* ---- emission state ---- */
 
+/* An operand's tile in one LDS buffer, in elements of the LDS type: [k / kvec][ld] words of kvec
+ * elements along k, each row one m (A) or n (B) (the SIMT tiles: kvec 1; the matrix rows' words:
+ * lds_run); or, where ldmatrix reads the fragments (ldm, NVIDIA), plain elements in rows of the
+ * operand's contiguous index, so that a staged run is one store: [mn][ld] rows along k (kmajor:
+ * the operand runs along k in memory, ldmatrix) or [k][ld] rows along m or n (ldmatrix.trans). */
+typedef struct {
+	bool ldm, kmajor;
+	int kvec;
+	int64_t ld;     /* row pitch in words (kvec elements) */
+	int64_t elems;  /* elements of the tile, padding included */
+	CgMatrixCoord rows[32]; /* ldm: the (row, column) of A or B whose address lane l gives */
+} LdsTile;
+
 typedef struct {
 	const GemmSpec *s;
 	GpuTiles t;
@@ -422,13 +466,9 @@ typedef struct {
 	LLVMTypeRef et, it;          /* compute type; index type (i32 where it fits) */
 	LLVMTypeRef ht;              /* half operands: their type in LDS (f16, bf16); else NULL */
 	LLVMTypeRef lt;              /* the operands' type in LDS: ht, else et */
-	LLVMValueRef lds;            /* two buffers of A tile [krows][lda], B tile [krows][ldb] words; then
-					slice partials */
+	LLVMValueRef lds;            /* two buffers of the A tile, then the B tile; then slice partials */
 	LLVMValueRef as, bs;         /* the k-block's buffer */
-	int64_t lda, ldb;            /* row pitches in words */
-	int kvec;                    /* elements of k in one word (lds_run; 1: SIMT and tf32) */
-	int64_t wsize;               /* elements of et one word takes */
-	int64_t krows;               /* words along k of a buffer: bk / kvec */
+	LdsTile la, lb;              /* how A and B lie in a buffer */
 	GpuPrivate acc;              /* TM x TN accumulators per work-item (mma: its C slots) */
 	GpuPrivate staged;           /* its share of the next k-block's A and B tiles */
 	LLVMValueRef b, m0, n0;      /* this work-group's batch and tile origin (index type) */
@@ -456,21 +496,29 @@ static LLVMValueRef lds_at(Cg *cg, GpuGemm *g, LLVMValueRef base, LLVMValueRef i
 	return LLVMBuildGEP2(cg->b, g->et, base, &idx, 1, "");
 }
 
-/* Where operand element (k, r) of the tile at base lies: [k][ld] elements, or with runs of k
- * (kvec > 1) [k / kvec][ld] words, each the kvec elements k' kvec .. k' kvec + kvec - 1 of row r,
- * the lowest k first: what one register (mma.sync's k-pair of halves) or one load of a fragment
- * argument (MFMA's 4 halves, WMMA's 8) holds (lds_run). */
-static LLVMValueRef lds_elem(Cg *cg, GpuGemm *g, LLVMValueRef base, LLVMValueRef k, LLVMValueRef r, int64_t ld)
+static const LdsTile *lds_tile(const GpuGemm *g, bool is_a) { return is_a ? &g->la : &g->lb; }
+
+/* Where operand element (k, r) of the tile at base lies (r: its m or n): [k][ld] elements, or
+ * with runs of k (kvec > 1) [k / kvec][ld] words, each the kvec elements k' kvec .. k' kvec +
+ * kvec - 1 of row r, the lowest k first: what one register (mma.sync's k-pair of halves) or one
+ * load of a fragment argument (MFMA's 4 halves, WMMA's 8) holds (lds_run); kmajor: [r][ld]. */
+static LLVMValueRef lds_elem(Cg *cg, GpuGemm *g, const LdsTile *t, LLVMValueRef base, LLVMValueRef k, LLVMValueRef r)
 {
-	if (g->kvec == 1)
-		return LLVMBuildGEP2(cg->b, g->lt, base, (LLVMValueRef[]){add(cg, mulc(cg, g, k, ld), r)}, 1, "");
-	int shift = 0;
-	while (1 << shift < g->kvec)
-		shift++;
-	LLVMValueRef word = add(cg, mulc(cg, g, LLVMBuildLShr(cg->b, k, ci(g, shift), ""), ld), r);
-	LLVMValueRef idx = add(cg, mulc(cg, g, word, g->kvec), LLVMBuildAnd(cg->b, k, ci(g, g->kvec - 1), ""));
+	LLVMValueRef idx;
+	if (t->kmajor) {
+		idx = add(cg, mulc(cg, g, r, t->ld), k);
+	} else if (t->kvec == 1) {
+		idx = add(cg, mulc(cg, g, k, t->ld), r);
+	} else {
+		int shift = 0;
+		while (1 << shift < t->kvec)
+			shift++;
+		LLVMValueRef word = add(cg, mulc(cg, g, LLVMBuildLShr(cg->b, k, ci(g, shift), ""), t->ld), r);
+		idx = add(cg, mulc(cg, g, word, t->kvec), LLVMBuildAnd(cg->b, k, ci(g, t->kvec - 1), ""));
+	}
 	return LLVMBuildGEP2(cg->b, g->lt, base, &idx, 1, "");
 }
+
 /* Opens `if (cond)`; returns the block after it, for end_if. */
 static LLVMBasicBlockRef begin_if(Cg *cg, LLVMValueRef cond)
 {
@@ -523,20 +571,7 @@ static LLVMValueRef round_tf32(Cg *cg, GpuGemm *g, LLVMValueRef v)
 	return LLVMBuildSelect(cg->b, nan, v, LLVMBuildBitCast(cg->b, bits, g->et, ""), "tf32");
 }
 
-/* Elements per staged run of an operand: its aligned runs (GemmOperand.runs, up to 16 bytes) where
- * the tile's extent along the operand's contiguous index is a whole number of them; 1 (element by
- * element) without. Only with the wide tiles' register budget (NVIDIA, emulation): on AMD's
- * 64-VGPR budget at 4 waves the runs' registers made split-K kernels spill (alexnet's dense
- * layers on gfx906: 8 VGPRs), and no AMD GPU is at hand to measure whether they pay there. */
-static int run_lanes(const GpuGemm *g, bool is_a)
-{
-	const GemmOperand *op = is_a ? &g->s->a : &g->s->b;
-	int64_t along = op->along_k ? g->t.bk : is_a ? g->t.bm : g->t.bn;
-	int lanes = op->run && g->t.wide ? op->runs : 1;
-	while (lanes > 1 && along % lanes)
-		lanes /= 2;
-	return lanes > 1 ? lanes : 1;
-}
+static int run_lanes(const GpuGemm *g, bool is_a) { return run_lanes_of(g->s, &g->t, is_a, g->t.bk); }
 
 /* Runs of one tile per work-item (the last round may leave work-items idle). */
 static int64_t rounds(const GpuGemm *g, bool is_a)
@@ -546,9 +581,10 @@ static int64_t rounds(const GpuGemm *g, bool is_a)
 
 static int64_t staged_count(const GpuGemm *g, bool is_a) { return rounds(g, is_a) * run_lanes(g, is_a); }
 
-/* Loads run (r, k) of the operand at k-block k0 into regs: one aligned vector load where all of it
- * lies inside the operand and the work-group's k range, else element by element with zeros
- * outside. */
+/* v as the staging registers keep it: in the half type the LDS holds (half the registers, and the
+ * conversion of a half operand's run cancels against the emitter's widening), else as is. */
+static LLVMValueRef to_staged(Cg *cg, GpuGemm *g, LLVMValueRef v) { return g->ht ? LLVMBuildFPTrunc(cg->b, v, g->ht, "") : v; }
+
 /* The run's elements at (row, kk) one by one, zero outside the operand and the k range. */
 static void load_elems(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef row, LLVMValueRef kk, int lanes, LLVMValueRef *regs)
 {
@@ -557,10 +593,13 @@ static void load_elems(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef row, LLVMValu
 	for (int l = 0; l < lanes; l++) {
 		LLVMValueRef rl = op->along_k || !l ? row : add(cg, row, ci(g, l)), kl = op->along_k && l ? add(cg, kk, ci(g, l)) : kk;
 		LLVMValueRef in_k = LLVMBuildICmp(cg->b, LLVMIntULT, kl, g->kend, "");
-		LLVMBuildStore(cg->b, operand(cg, g, is_a, rl, kl, ltc(cg, g, rl, extent), in_k), regs[l]);
+		LLVMBuildStore(cg->b, to_staged(cg, g, operand(cg, g, is_a, rl, kl, ltc(cg, g, rl, extent), in_k)), regs[l]);
 	}
 }
 
+/* Loads run (r, k) of the operand at k-block k0 into regs: one aligned vector load where all of it
+ * lies inside the operand and the work-group's k range, else element by element with zeros
+ * outside. */
 static void load_run(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef r, LLVMValueRef k, LLVMValueRef k0, int lanes,
 		     LLVMValueRef *regs)
 {
@@ -585,7 +624,7 @@ static void load_run(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef r, LLVMValueRef
 	LLVMValueRef bb = to_i64(cg, g, g->b), mn = to_i64(cg, g, row), k64 = to_i64(cg, g, kk);
 	LLVMValueRef v = is_a ? op->run(cg, op, bb, mn, k64, lanes) : op->run(cg, op, bb, k64, mn, lanes);
 	for (int l = 0; l < lanes; l++)
-		LLVMBuildStore(cg->b, LLVMBuildExtractElement(cg->b, v, cg_i32(cg, l), ""), regs[l]);
+		LLVMBuildStore(cg->b, to_staged(cg, g, LLVMBuildExtractElement(cg->b, v, cg_i32(cg, l), "")), regs[l]);
 	LLVMBuildBr(cg->b, done);
 	LLVMPositionBuilderAtEnd(cg->b, elems);
 	load_elems(cg, g, is_a, row, kk, lanes, regs);
@@ -593,19 +632,30 @@ static void load_run(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef r, LLVMValueRef
 	LLVMPositionBuilderAtEnd(cg->b, done);
 }
 
-/* Stores run (r, k) from regs into the LDS tile: tf32-rounded or converted to the half type for a
- * matrix unit. */
+/* Stores run (r, k) from regs into the LDS tile: tf32-rounded for a matrix unit, or already in
+ * the half type; one vector store where the tile's rows run along the run (ldm layouts). */
 static void store_run(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef r, LLVMValueRef k, int lanes, LLVMValueRef *regs)
 {
 	const GemmOperand *op = is_a ? &g->s->a : &g->s->b;
+	const LdsTile *t = lds_tile(g, is_a);
+	LLVMValueRef base = is_a ? g->as : g->bs, v[16];
 	for (int l = 0; l < lanes; l++) {
-		LLVMValueRef v = LLVMBuildLoad2(cg->b, g->et, regs[l], "");
-		if (g->ht)
-			v = LLVMBuildFPTrunc(cg->b, v, g->ht, "");
-		else if (g->mi && (g->mi->elem == CG_MELEM_TF32 || g->mi->elem == CG_MELEM_XF32))
-			v = round_tf32(cg, g, v);
+		v[l] = LLVMBuildLoad2(cg->b, g->staged.elem, regs[l], "");
+		if (!g->ht && g->mi && (g->mi->elem == CG_MELEM_TF32 || g->mi->elem == CG_MELEM_XF32))
+			v[l] = round_tf32(cg, g, v[l]);
+	}
+	if (t->ldm && lanes > 1) {
+		LLVMValueRef vec = LLVMGetUndef(LLVMVectorType(g->lt, (unsigned)lanes));
+		for (int l = 0; l < lanes; l++)
+			vec = LLVMBuildInsertElement(cg->b, vec, v[l], cg_i32(cg, l), "");
+		LLVMValueRef st = LLVMBuildStore(cg->b, vec, lds_elem(cg, g, t, base, k, r));
+		/* runs start at multiples of their length, rows at multiples of 16 bytes */
+		LLVMSetAlignment(st, (unsigned)(lanes * cg_matrix_elem_bits(g->mi->elem) / 8));
+		return;
+	}
+	for (int l = 0; l < lanes; l++) {
 		LLVMValueRef rl = op->along_k || !l ? r : add(cg, r, ci(g, l)), kl = op->along_k && l ? add(cg, k, ci(g, l)) : k;
-		LLVMBuildStore(cg->b, v, lds_elem(cg, g, is_a ? g->as : g->bs, kl, rl, is_a ? g->lda : g->ldb));
+		LLVMBuildStore(cg->b, v[l], lds_elem(cg, g, t, base, kl, rl));
 	}
 }
 
@@ -749,8 +799,8 @@ static void accumulate_simt(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
 	for (int64_t s = 0; s < steps; s++) {
 		LLVMValueRef k = add(cg, mulc(cg, g, p.slice, steps), ci(g, s));
 		LLVMValueRef a[GPU_MAX_REG], b[GPU_MAX_REG];
-		lds_frag(cg, g, g->as, mulc(cg, g, k, g->lda), p.ty, g->t.bm, tm, a);
-		lds_frag(cg, g, g->bs, mulc(cg, g, k, g->ldb), p.tx, g->t.bn, tn, b);
+		lds_frag(cg, g, g->as, mulc(cg, g, k, g->la.ld), p.ty, g->t.bm, tm, a);
+		lds_frag(cg, g, g->bs, mulc(cg, g, k, g->lb.ld), p.tx, g->t.bn, tn, b);
 		for (int i = 0; i < tm; i++)
 			for (int j = 0; j < tn; j++) {
 				LLVMValueRef args[3] = {a[i], b[j], acc[i * tn + j]};
@@ -783,25 +833,34 @@ static Place warp_place_of(Cg *cg, GpuGemm *g, LLVMValueRef tid)
 		       .lane = remc(cg, g, tid, wave)};
 }
 
+/* tab[lane] for a lane known at run time, where tab is additive in the lane's bits: tab[0] plus,
+ * per set bit b, tab[1 << b] - tab[0]. */
+static void coord_at(Cg *cg, GpuGemm *g, const CgMatrixCoord *tab, int wave, LLVMValueRef lane, LLVMValueRef *row,
+		     LLVMValueRef *col)
+{
+	*row = ci(g, tab[0].row);
+	*col = ci(g, tab[0].col);
+	for (int bit = 0; (1 << bit) < wave; bit++) {
+		CgMatrixCoord d = tab[1 << bit];
+		LLVMValueRef on = LLVMBuildAnd(cg->b, LLVMBuildLShr(cg->b, lane, ci(g, bit), ""), ci(g, 1), "");
+		if (d.row != tab[0].row)
+			*row = add(cg, *row, mulc(cg, g, on, d.row - tab[0].row));
+		if (d.col != tab[0].col)
+			*col = add(cg, *col, mulc(cg, g, on, d.col - tab[0].col));
+	}
+}
+
 /* fn(lane, slot) for a lane known at run time. The layouts are additive in the lane's bits
  * (mma.sync's groupID and threadID_in_group, MFMA's and WMMA's lane % 16 and lane / 16 are bit
- * fields of the lane; checked_row checked it), so the coordinate is fn(0, slot) plus, per set bit
- * b, fn(1 << b, slot) - fn(0, slot). */
+ * fields of the lane; checked_row checked it). */
 static void frag_at(Cg *cg, GpuGemm *g, CgMatrixIndexFn fn, LLVMValueRef lane, int slot, LLVMValueRef *row,
 		    LLVMValueRef *col)
 {
-	const CgMatrixInstr *mi = g->mi;
-	CgMatrixCoord base = fn(mi, 0, slot);
-	*row = ci(g, base.row);
-	*col = ci(g, base.col);
-	for (int bit = 0; (1 << bit) < mi->wave; bit++) {
-		CgMatrixCoord d = fn(mi, 1 << bit, slot);
-		LLVMValueRef on = LLVMBuildAnd(cg->b, LLVMBuildLShr(cg->b, lane, ci(g, bit), ""), ci(g, 1), "");
-		if (d.row != base.row)
-			*row = add(cg, *row, mulc(cg, g, on, d.row - base.row));
-		if (d.col != base.col)
-			*col = add(cg, *col, mulc(cg, g, on, d.col - base.col));
-	}
+	CgMatrixCoord tab[64];
+	for (int bit = 0; (1 << bit) < g->mi->wave; bit++)
+		tab[1 << bit] = fn(g->mi, 1 << bit, slot);
+	tab[0] = fn(g->mi, 0, slot);
+	coord_at(cg, g, tab, g->mi->wave, lane, row, col);
 }
 
 static int frags_n(const GpuGemm *g) { return g->t.wn / g->mi->n; }
@@ -837,6 +896,128 @@ static LLVMTypeRef arg_type(Cg *cg, const CgMatrixArgType *t)
 
 enum { MMA_MAX_ACC = 64, MMA_MAX_FRAGS = 8, MMA_MAX_ARGS = 4, MMA_MAX_WORDS = 8, MMA_PAD = 8 };
 
+/* ---- ldmatrix (NVIDIA) ----
+ *
+ * ldmatrix.x{1,2,4} reads 1, 2 or 4 matrices of 8 LDS rows of 16 bytes: lane 8q + r gives the
+ * address of row r of matrix q, and lane l receives of matrix q the 32-bit word at row l / 4,
+ * byte 4 (l % 4) (.trans, 16-bit elements: the elements at rows 2 (l % 4) and 2 (l % 4) + 1,
+ * column l / 4). Matrix q is argument q of the instruction's fragment (a register: a k-pair of
+ * halves, or one tf32), so the rows follow from the row's a_at and b_at (ldm_rows), which also
+ * checks, for every lane and slot, that what ldmatrix hands the lane is the element the
+ * instruction expects there. A warp reads a fragment of A (16 x 16 halves) in one instruction
+ * where the word reads took four, and the 8 rows of a matrix, padded to an odd number of 16-byte
+ * units (lds_layout), fall on 8 different groups of 4 banks. */
+enum { LDM_LANES = 32, LDM_ROW_BYTES = 16 };
+
+/* Whether rows of the tile run along A's or B's column index (else the row index): A is (m, k),
+ * B is (k, n), and k-major rows run along k. */
+static bool along_col(bool is_a, bool kmajor) { return is_a == kmajor; }
+
+static CgMatrixCoord ldm_step(CgMatrixCoord c, bool is_a, bool kmajor, int along)
+{
+	if (along_col(is_a, kmajor))
+		c.col += along;
+	else
+		c.row += along;
+	return c;
+}
+
+static bool same_coord(CgMatrixCoord a, CgMatrixCoord b) { return a.row == b.row && a.col == b.col; }
+
+/* Fills t->rows (the element of A or B, for a fragment at the origin, at the start of the row
+ * whose address each lane gives) for t's layout; false where ldmatrix cannot deliver the
+ * instruction's fragments from it. */
+static bool ldm_rows(const CgMatrixInstr *mi, bool is_a, LdsTile *t)
+{
+	const CgMatrixArgType *ty = is_a ? &mi->a_type : &mi->b_type;
+	CgMatrixIndexFn fn = is_a ? mi->a_at : mi->b_at;
+	int mats = ty->args, per_arg = (is_a ? mi->a_per_lane : mi->b_per_lane) / mats;
+	int bits = cg_matrix_elem_bits(mi->elem), per_row = LDM_ROW_BYTES * 8 / bits;
+	bool trans = !t->kmajor;
+	if (mi->wave != LDM_LANES || per_arg * bits != 32 || (mats != 1 && mats != 2 && mats != 4) || (trans && bits != 16))
+		return false;
+	/* lanes past the last matrix repeat the others' addresses (ignored by ldmatrix) */
+	for (int q = 0; q < 4; q++)
+		for (int r = 0; r < 8; r++)
+			t->rows[8 * q + r] = trans ? fn(mi, r / 2, q % mats * per_arg + r % 2) : fn(mi, 4 * r, q % mats * per_arg);
+	for (int l = 0; l < LDM_LANES; l++) {
+		CgMatrixCoord sum = t->rows[0];
+		for (int bit = 0; (1 << bit) < LDM_LANES; bit++)
+			if (l >> bit & 1)
+				sum = (CgMatrixCoord){sum.row + t->rows[1 << bit].row - t->rows[0].row,
+						      sum.col + t->rows[1 << bit].col - t->rows[0].col};
+		CgMatrixCoord c = t->rows[l];
+		if (!same_coord(sum, c) || (along_col(is_a, t->kmajor) ? c.col : c.row) % per_row)
+			return false;
+		for (int q = 0; q < mats; q++)
+			for (int e = 0; e < per_arg; e++) {
+				CgMatrixCoord got = trans ? ldm_step(t->rows[8 * q + 2 * (l % 4) + e], is_a, t->kmajor, l / 4)
+							  : ldm_step(t->rows[8 * q + l / 4], is_a, t->kmajor, l % 4 * per_arg + e);
+				if (!same_coord(got, fn(mi, l, q * per_arg + e)))
+					return false;
+			}
+	}
+	return true;
+}
+
+/* The LDS address of the row that lane `lane` gives for the fragment at (k0, mn0), `along`
+ * elements into it. */
+static LLVMValueRef ldm_row_ptr(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef k0, LLVMValueRef mn0, LLVMValueRef lane,
+				LLVMValueRef along)
+{
+	const LdsTile *t = lds_tile(g, is_a);
+	LLVMValueRef r, c;
+	coord_at(cg, g, t->rows, LDM_LANES, lane, &r, &c);
+	if (along) {
+		if (along_col(is_a, t->kmajor))
+			c = add(cg, c, along);
+		else
+			r = add(cg, r, along);
+	}
+	LLVMValueRef k = add(cg, k0, is_a ? c : r), mn = add(cg, mn0, is_a ? r : c);
+	return lds_elem(cg, g, t, is_a ? g->as : g->bs, k, mn);
+}
+
+/* The fragment at (k0, mn0) by ldmatrix; emulated, each lane reads what ldmatrix would hand it,
+ * where the lanes that give the rows point. */
+static void ldm_frag(Cg *cg, GpuGemm *g, bool is_a, const Place *p, LLVMValueRef k0, LLVMValueRef mn0, LLVMValueRef *out)
+{
+	const LdsTile *t = lds_tile(g, is_a);
+	const CgMatrixArgType *ty = is_a ? &g->mi->a_type : &g->mi->b_type;
+	int mats = ty->args, per_arg = (is_a ? g->mi->a_per_lane : g->mi->b_per_lane) / mats;
+	LLVMTypeRef at_type = arg_type(cg, ty);
+	LLVMValueRef words[4];
+	if (!g->grp.emulated) {
+		LLVMValueRef ptr = ldm_row_ptr(cg, g, is_a, k0, mn0, p->lane, NULL);
+		char name[64];
+		snprintf(name, sizeof name, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x%d%s.b16", mats, t->kmajor ? "" : ".trans");
+		LLVMTypeRef pt = LLVMTypeOf(ptr);
+		LLVMValueRef d = cg_intrinsic_call_overloaded(cg, name, &pt, 1, &ptr, 1);
+		for (int q = 0; q < mats; q++)
+			words[q] = mats == 1 ? d : LLVMBuildExtractValue(cg->b, d, (unsigned)q, "");
+	} else {
+		LLVMValueRef quad = remc(cg, g, p->lane, 4), group = divc(cg, g, p->lane, 4);
+		for (int q = 0; q < mats; q++) {
+			if (t->kmajor) {
+				LLVMValueRef src = add(cg, ci(g, 8 * q), group);
+				LLVMValueRef ptr = ldm_row_ptr(cg, g, is_a, k0, mn0, src, mulc(cg, g, quad, per_arg));
+				words[q] = LLVMBuildLoad2(cg->b, cg->t_i32, ptr, "");
+				continue;
+			}
+			words[q] = cg_i32(cg, 0);
+			for (int e = 0; e < 2; e++) {
+				LLVMValueRef src = add(cg, ci(g, 8 * q + e), mulc(cg, g, quad, 2));
+				LLVMValueRef h = LLVMBuildLoad2(cg->b, g->lt, ldm_row_ptr(cg, g, is_a, k0, mn0, src, group), "");
+				LLVMValueRef bits = LLVMBuildZExt(cg->b, LLVMBuildBitCast(cg->b, h, LLVMInt16TypeInContext(cg->ctx), ""),
+								  cg->t_i32, "");
+				words[q] = LLVMBuildOr(cg->b, words[q], LLVMBuildShl(cg->b, bits, cg_i32(cg, 16 * e), ""), "");
+			}
+		}
+	}
+	for (int q = 0; q < mats; q++)
+		out[q] = LLVMTypeOf(words[q]) == at_type ? words[q] : LLVMBuildBitCast(cg->b, words[q], at_type, "");
+}
+
 /* The fragment of A (rows mn0..) or B (columns mn0..) at k0, as the intrinsic's arguments. Each
  * argument is its words in slot order, one LDS load of kvec elements along k each: a 32-bit word
  * (the tf32 bits the staging rounded, an f32, or a k-pair of halves), 64 bits (MFMA's 4 halves,
@@ -845,9 +1026,14 @@ static void load_frag(Cg *cg, GpuGemm *g, bool is_a, const Place *p, LLVMValueRe
 		      LLVMValueRef *out)
 {
 	const CgMatrixInstr *mi = g->mi;
+	const LdsTile *t = lds_tile(g, is_a);
+	if (t->ldm) {
+		ldm_frag(cg, g, is_a, p, k0, mn0, out);
+		return;
+	}
 	const CgMatrixArgType *ty = is_a ? &mi->a_type : &mi->b_type;
 	int slots = is_a ? mi->a_per_lane : mi->b_per_lane, per_arg = slots / ty->args;
-	int words = g->kvec * cg_matrix_elem_bits(mi->elem) / 32, loads = per_arg / g->kvec;
+	int words = t->kvec * cg_matrix_elem_bits(mi->elem) / 32, loads = per_arg / t->kvec;
 	LLVMTypeRef wt = words == 1 ? cg->t_i32 : LLVMVectorType(cg->t_i32, (unsigned)words);
 	LLVMTypeRef at_type = arg_type(cg, ty);
 	if (loads < 1 || loads > MMA_MAX_WORDS)
@@ -856,10 +1042,10 @@ static void load_frag(Cg *cg, GpuGemm *g, bool is_a, const Place *p, LLVMValueRe
 		LLVMValueRef parts[MMA_MAX_WORDS] = {NULL};
 		for (int w = 0; w < loads; w++) {
 			LLVMValueRef r, c;
-			frag_at(cg, g, is_a ? mi->a_at : mi->b_at, p->lane, q * per_arg + w * g->kvec, &r, &c);
+			frag_at(cg, g, is_a ? mi->a_at : mi->b_at, p->lane, q * per_arg + w * t->kvec, &r, &c);
 			/* A's (m, k), B's (k, n) */
 			LLVMValueRef k = add(cg, k0, is_a ? c : r), mn = add(cg, mn0, is_a ? r : c);
-			LLVMValueRef at = lds_elem(cg, g, is_a ? g->as : g->bs, k, mn, is_a ? g->lda : g->ldb);
+			LLVMValueRef at = lds_elem(cg, g, t, is_a ? g->as : g->bs, k, mn);
 			parts[w] = LLVMBuildLoad2(cg->b, wt, at, "");
 			LLVMSetAlignment(parts[w], (unsigned)(4 * words));
 		}
@@ -1169,6 +1355,30 @@ static void reduce_tiles(Cg *cg, GpuGemm *g)
 	cg_gpu_phase_end(cg, &g->grp, false);
 }
 
+/* How operand is_a lies in an LDS buffer. Rows padded by 4 elements keep the SIMT tiles' vector
+ * reads aligned and spread the column-wise stores over banks; by 8 words the fragment reads of
+ * the matrix rows (see "the warp tile"); ldmatrix's rows to an odd number of 16-byte units. */
+static LdsTile lds_layout(const GpuGemm *g, bool is_a)
+{
+	int64_t rows = is_a ? g->t.bm : g->t.bn, bk = g->t.bk;
+	LdsTile t = {.kvec = g->mi ? lds_run(g->mi) : 1};
+	if (g->mi && (g->mi->caps & CG_MATRIX_MMA)) {
+		t.kmajor = (is_a ? g->s->a : g->s->b).along_k;
+		t.ldm = ldm_rows(g->mi, is_a, &t);
+	}
+	if (!t.ldm) {
+		t.kmajor = false;
+		t.ld = rows + (g->mi ? MMA_PAD : 4);
+		t.elems = bk / t.kvec * t.ld * t.kvec;
+		return t;
+	}
+	int64_t esize = cg_matrix_elem_bits(g->mi->elem) / 8, units = (t.kmajor ? bk : rows) * esize / LDM_ROW_BYTES;
+	t.kvec = 1;
+	t.ld = (units | 1) * LDM_ROW_BYTES / esize;
+	t.elems = (t.kmajor ? rows : bk) * t.ld;
+	return t;
+}
+
 /* ---- the kernel ---- */
 
 static void decode(Cg *cg, GpuGemm *g, LLVMValueRef wg64)
@@ -1203,12 +1413,15 @@ static void load_block(Cg *cg, GpuGemm *g, LLVMValueRef tid64, LLVMValueRef k0)
 	stage(cg, g, false, tid64, k0);
 }
 
+/* The elements of et that a tile takes in LDS (whole ones: the half tiles' sizes are even). */
+static int64_t tile_span(const GpuGemm *g, const LdsTile *t) { return t->elems * lds_esize(g->s, g->mi) / lds_esize(g->s, NULL); }
+
 /* Points as and bs at LDS buffer kb % 2. */
 static void pick_buffer(Cg *cg, GpuGemm *g, LLVMValueRef kb)
 {
-	LLVMValueRef off = mulc(cg, g, LLVMBuildAnd(cg->b, kb, ci(g, 1), ""), g->krows * (g->lda + g->ldb) * g->wsize);
+	LLVMValueRef off = mulc(cg, g, LLVMBuildAnd(cg->b, kb, ci(g, 1), ""), tile_span(g, &g->la) + tile_span(g, &g->lb));
 	g->as = lds_at(cg, g, g->lds, off);
-	g->bs = lds_at(cg, g, g->as, ci(g, g->krows * g->lda * g->wsize));
+	g->bs = lds_at(cg, g, g->as, ci(g, tile_span(g, &g->la)));
 }
 
 /* Software-pipelined: the loads of k-block kb+1 are in flight while kb is accumulated (past K
@@ -1238,25 +1451,17 @@ static void kblocks(Cg *cg, GpuGemm *g)
 /* The kernel of tiles t (every k-slice's when t.slices > 1); returns its grid. */
 static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 {
-	GpuGemm g = {.s = s, .t = t, .et = s->type, .mi = t.mi, .kvec = 1};
+	GpuGemm g = {.s = s, .t = t, .et = s->type, .mi = t.mi};
 	if (g.mi && cg_matrix_elem_bits(g.mi->elem) == 16)
 		g.ht = g.mi->elem == CG_MELEM_BF16 ? cg->t_bf16 : cg->t_f16;
 	g.lt = g.ht ? g.ht : g.et;
-	if (g.mi)
-		g.kvec = lds_run(g.mi);
-	/* a word is whole elements of et: kvec halves make whole 32-bit words (checked_row) */
-	g.wsize = g.kvec * lds_esize(s, g.mi) / lds_esize(s, NULL);
-	g.krows = t.bk / g.kvec;
+	g.la = lds_layout(&g, true);
+	g.lb = lds_layout(&g, false);
 	int64_t grid = (int64_t)t.slices * s->batch * g.t.nmb * g.t.nnb;
 	/* every index of the kernel, padded tiles included, fits i32 or all is i64 */
 	bool narrow = s->m + g.t.bm < INT32_MAX && s->n + g.t.bn < INT32_MAX && s->k + 2 * g.t.bk < INT32_MAX &&
 		      (int64_t)t.slices * t.kslice + 2 * g.t.bk < INT32_MAX && grid < INT32_MAX;
 	g.it = narrow ? cg->t_i32 : cg->t_i64;
-	/* rows padded by 4 keep the vector reads aligned and spread the column-wise stores over banks;
-	 * by 8 the fragment reads of mma.sync (see "the warp tile") */
-	int pad = g.mi ? MMA_PAD : 4;
-	g.lda = g.t.bm + pad;
-	g.ldb = g.t.bn + pad;
 
 	LLVMValueRef wg = cg_gpu_group_begin(cg, &g.grp, g.t.block);
 	/* 8 x 8 register tiles want more than half the register file of an NVIDIA SM at 256
@@ -1272,10 +1477,10 @@ static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 	if (accs == GPU_MAX_REG * GPU_MAX_REG || (!wide_tiles(cg) && loop))
 		cg_gpu_waves(cg, GPU_WAVES);
 	/* the slices' partial tiles reuse the staging LDS once the last k-block is done */
-	int64_t stage = 2 * g.krows * (g.lda + g.ldb) * g.wsize, red = g.t.ks > 1 ? (int64_t)g.t.ks * g.t.bm * g.t.bn : 0;
+	int64_t stage = 2 * (tile_span(&g, &g.la) + tile_span(&g, &g.lb)), red = g.t.ks > 1 ? (int64_t)g.t.ks * g.t.bm * g.t.bn : 0;
 	g.lds = cg_gpu_shared(cg, &g.grp, g.et, stage > red ? stage : red, "gemm_lds");
 	g.acc = cg_gpu_private(cg, &g.grp, g.et, accs, "acc");
-	g.staged = cg_gpu_private(cg, &g.grp, g.et, staged_count(&g, true) + staged_count(&g, false), "staged");
+	g.staged = cg_gpu_private(cg, &g.grp, g.lt, staged_count(&g, true) + staged_count(&g, false), "staged");
 	if (g.mi && g.grp.emulated)
 		model_tables(cg, &g);
 	decode(cg, &g, wg);
