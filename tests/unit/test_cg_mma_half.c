@@ -195,6 +195,8 @@ int main(void)
 				run(anchor_conv((Conv){43, 1, 10, 15, 250, 3, 3, 1, 1, 1, 1, 1, 1}, mode->type));
 				run(matmul(7, 13, 5));
 				run(matmul(3, 40, 700));
+				/* whole 16-byte runs of both operands (cp.async), K past the last whole k-block */
+				run(matmul(72, 48, 200));
 			}
 			run(matmul(65, 130, 33));
 			grad_weight_split(2, 32, 26, 64);
