@@ -65,8 +65,8 @@ typedef struct {
 /* Where and when one piece of a compile ran (a trace's slice): times in seconds on the monotonic
  * clock (runtime/clock.h), thread the worker's index from 0. */
 typedef struct {
-	char name[64];     /* the unit's first kernel, or "link" */
-	const char *phase; /* "lower+hash", "compile", "cache", "link" */
+	char name[64];     /* the unit's first kernel, "link TARGET" or "twin of TARGET" */
+	const char *phase; /* "lower+hash", "compile", "cache", "link", "twin" */
 	int thread;
 	double begin, end;
 } CgSpan;

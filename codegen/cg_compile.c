@@ -294,9 +294,9 @@ static void join_task(Worker *me, int target)
 	snprintf(w->links[target].name, sizeof w->links[target].name, "link %s", w->targets[target].name);
 }
 
-/* The twin's code object: its ISA twin's, renamed as an object LLVM makes for the twin (the unit of
- * no kernel) names the target; kept in the cache under the twin's own key, so that a hit gives what
- * compiling the twin alone gives. */
+/* A twin's code object: its ISA twin's, with the target named as in the object LLVM makes for the
+ * twin from the unit of no kernel; kept in the cache under the twin's own key, so that a hit gives
+ * what compiling the twin alone gives. */
 static void twin_task(Worker *me, int target)
 {
 	Work *w = me->w;
@@ -428,8 +428,8 @@ static bool compiles(const Work *w, int t)
 	return !w->done[t] && w->twin_of[t] < 0;
 }
 
-/* Each target still to make takes its code object from the first such target of its ISA class
- * (done or not), except where the units' IR and code are wanted as text. */
+/* A target still to make takes the code object of the first target before it of its ISA class
+ * (compiled or from the cache), except where the units' IR and assembly are wanted as text. */
 static void find_isa_twins(Work *w)
 {
 	for (int t = 0; t < w->ntargets; t++) {
