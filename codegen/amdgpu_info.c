@@ -49,7 +49,7 @@ static bool find_note(const uint8_t *sec, uint64_t len, const uint8_t **desc, ui
 	return false;
 }
 
-static bool metadata_note(const uint8_t *elf, size_t size, const uint8_t **desc, uint32_t *desc_len,
+bool cg_amd_metadata_note(const uint8_t *elf, size_t size, const uint8_t **desc, uint32_t *desc_len,
 			  char *err, size_t errlen)
 {
 	Elf64_Ehdr eh;
@@ -215,7 +215,7 @@ bool cg_amd_read(const uint8_t *elf, size_t size, CgAmdCode *code, char *err, si
 	memset(code, 0, sizeof *code);
 	const uint8_t *desc;
 	uint32_t len;
-	if (!metadata_note(elf, size, &desc, &len, err, errlen))
+	if (!cg_amd_metadata_note(elf, size, &desc, &len, err, errlen))
 		return false;
 	msgpack_unpacked msg;
 	msgpack_unpacked_init(&msg);

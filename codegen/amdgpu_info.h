@@ -34,6 +34,10 @@ typedef struct {
  * damaged, is an error that says what is wrong. */
 bool cg_amd_read(const uint8_t *elf, size_t size, CgAmdCode *code, char *err, size_t errlen);
 void cg_amd_free(CgAmdCode *code);
+/* The first NT_AMDGPU_METADATA note's msgpack bytes in elf[0..size) (*desc points into elf), or
+ * false with the reason. */
+bool cg_amd_metadata_note(const uint8_t *elf, size_t size, const uint8_t **desc, uint32_t *desc_len, char *err,
+			  size_t errlen);
 
 /* The limits of one chip at one wave size. */
 typedef struct {

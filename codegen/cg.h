@@ -41,6 +41,7 @@ typedef struct {
 	int wave;          /* wavefront/warp size: 32 or 64 on AMD, 32 on NVIDIA, 0 on the host */
 	int code_object_version; /* AMD: 4, 5 or 6 */
 	const char *o3_class; /* targets that share O3 (codegen/o3_share.h); NULL: none */
+	const char *isa_class; /* targets that share machine code (codegen/isa_twins.h); NULL: none */
 } CgTarget;
 
 typedef struct {
@@ -55,6 +56,8 @@ typedef struct {
 typedef struct {
 	int units, cached;                  /* compile units, and those the kernel cache had */
 	int o3_shared;                      /* units that took a class mate's O3 (codegen/o3_share.h) */
+	char twin_of[32];                   /* the target whose code object it took, renamed
+	                                     * (codegen/isa_twins.h); "": its own */
 	double lower_s, optimize_s, emit_s; /* building (and hashing) the IR, O3, code generation */
 	double join_s;                      /* linking the units' code into the code object */
 } CgCompileTimes;
@@ -62,8 +65,8 @@ typedef struct {
 /* Where and when one piece of a compile ran (a trace's slice): times in seconds on the monotonic
  * clock (runtime/clock.h), thread the worker's index from 0. */
 typedef struct {
-	char name[64];     /* the unit's first kernel, or "link" */
-	const char *phase; /* "lower+hash", "compile", "cache", "link" */
+	char name[64];     /* the unit's first kernel, "link TARGET" or "twin of TARGET" */
+	const char *phase; /* "lower+hash", "compile", "cache", "link", "twin" */
 	int thread;
 	double begin, end;
 } CgSpan;

@@ -5,7 +5,8 @@
  *   2. every (target, unit) of the other targets: its code from the cache, else compiled: first
  *      the targets that optimize for their class (codegen/o3_share.h), keeping their optimized
  *      modules, then their class mates, which take those modules where their IR is the same;
- *   3. every such target's units joined into its code object, in unit order (stored in the cache).
+ *   3. every such target's units joined into its code object, in unit order (stored in the cache);
+ *   4. each ISA twin of such a target (codegen/isa_twins.h) takes its code object, renamed.
  * Each thread keeps its own target machine per target, and each unit has its own LLVM context
  * (codegen/cg_driver.c), so nothing LLVM owns is shared between threads; the code objects are the
  * same whatever the number of threads and whatever the cache held. */
@@ -19,6 +20,7 @@
 #include <llvm-c/Linker.h>
 
 #include "codegen/cg_unit.h"
+#include "codegen/isa_twins.h"
 #include "codegen/o3_share.h"
 #include "runtime/clock.h"
 
@@ -48,6 +50,7 @@ struct Work {
 	bool *done;            /* per target: its code object is made (or came from the cache) */
 	int *o3_from;          /* per target: the class mate whose units' O3 it takes, -1: none */
 	bool *o3_keep;         /* per target: a class mate takes its units' O3 */
+	int *twin_of;          /* per target: the ISA twin whose code object it takes, -1: none */
 	CgSpan *links;         /* per target: its join */
 	int *tasks;            /* the phase's tasks, each a (target * nunits + unit) or a target */
 	int ntasks;
@@ -241,6 +244,16 @@ static void code_key(const Work *w, int target, uint8_t key[32])
 	sha256_final(&s, key);
 }
 
+/* The target's code object kept in the cache, when its units were keyed. */
+static void store_code_object(Work *w, int target)
+{
+	if (!w->units[target * w->nunits].keyed || !w->o->cache)
+		return;
+	uint8_t key[32];
+	code_key(w, target, key);
+	kc_put(w->o->cache, key, w->outs[target].code, w->outs[target].size);
+}
+
 /* The target's code object from its units (kept in the cache when they were keyed). */
 static bool join_target(Work *w, int target, char *err, size_t errlen)
 {
@@ -265,11 +278,8 @@ static bool join_target(Work *w, int target, char *err, size_t errlen)
 		if (out->ir && !out->assembly)
 			snprintf(err, errlen, "out of memory");
 	}
-	if (ok && units[0].keyed && w->o->cache) {
-		uint8_t key[32];
-		code_key(w, target, key);
-		kc_put(w->o->cache, key, out->code, out->size);
-	}
+	if (ok)
+		store_code_object(w, target);
 	return ok;
 }
 
@@ -282,6 +292,38 @@ static void join_task(Worker *me, int target)
 		fail(w, &w->targets[target], err);
 	span(&w->links[target], me, "link", t0);
 	snprintf(w->links[target].name, sizeof w->links[target].name, "link %s", w->targets[target].name);
+}
+
+/* A twin's code object: its ISA twin's, with the target named as in the object LLVM makes for the
+ * twin from the unit of no kernel; kept in the cache under the twin's own key, so that a hit gives
+ * what compiling the twin alone gives. */
+static void twin_task(Worker *me, int target)
+{
+	Work *w = me->w;
+	const CgTarget *t = &w->targets[target];
+	int from = w->twin_of[target];
+	LLVMTargetMachineRef tm = machine(w, target, me->tms);
+	if (!tm)
+		return;
+	double t0 = rt_clock_s();
+	char err[1024];
+	CgUnit probe = {0};
+	CgUnitJob job = {0};
+	CgOutput *out = &w->outs[target];
+	bool ok = cg_unit_compile(w->g, t, tm, -1, &job, &probe, err, sizeof err) &&
+		  cg_isa_twin_code(w->outs[from].code, w->outs[from].size, probe.code.data, probe.code.size, &out->code,
+				   &out->size, err, sizeof err);
+	cg_unit_free(&probe);
+	if (!ok) {
+		fail(w, t, err);
+		return;
+	}
+	store_code_object(w, target);
+	out->times.join_s = rt_clock_s() - t0;
+	snprintf(out->times.twin_of, sizeof out->times.twin_of, "%s", w->targets[from].name);
+	span(&w->links[target], me, "twin", t0);
+	snprintf(w->links[target].name, sizeof w->links[target].name, "twin of %s", w->targets[from].name);
+	report(w, w->nunits);
 }
 
 /* A target whose code object the cache has is done: its units are not compiled. */
@@ -353,20 +395,23 @@ static bool collect(Work *w)
 	for (int t = 0; t < w->ntargets; t++) {
 		CgOutput *out = &w->outs[t];
 		CgUnit *units = &w->units[t * w->nunits];
+		/* a twin's kernels are its ISA twin's: lowered the same (units of a twin compiled
+		 * without the cache were never lowered) */
+		const CgUnit *lowered = &w->units[(w->twin_of[t] >= 0 ? w->twin_of[t] : t) * w->nunits];
 		if (!collect_spans(w, t))
 			return false;
 		int nkernels = 0;
 		for (int i = 0; i < w->nunits; i++)
-			nkernels += units[i].nkernels;
+			nkernels += lowered[i].nkernels;
 		out->kernels = calloc(nkernels ? (size_t)nkernels : 1, sizeof *out->kernels);
 		if (!out->kernels)
 			return false;
 		CgCompileTimes *tm = &out->times;
 		tm->units = w->nunits;
 		for (int i = 0; i < w->nunits; i++) {
-			memcpy(out->kernels + out->nkernels, units[i].kernels,
-			       (size_t)units[i].nkernels * sizeof *out->kernels);
-			out->nkernels += units[i].nkernels;
+			memcpy(out->kernels + out->nkernels, lowered[i].kernels,
+			       (size_t)lowered[i].nkernels * sizeof *out->kernels);
+			out->nkernels += lowered[i].nkernels;
 			tm->cached += units[i].cached;
 			tm->o3_shared += units[i].o3_shared;
 			tm->lower_s += units[i].lower_s;
@@ -377,13 +422,31 @@ static bool collect(Work *w)
 	return true;
 }
 
+/* Whether target t's units are compiled: its code object is neither cached nor an ISA twin's. */
+static bool compiles(const Work *w, int t)
+{
+	return !w->done[t] && w->twin_of[t] < 0;
+}
+
+/* A target still to make takes the code object of the first target before it of its ISA class
+ * (compiled or from the cache), except where the units' IR and assembly are wanted as text. */
+static void find_isa_twins(Work *w)
+{
+	for (int t = 0; t < w->ntargets; t++) {
+		w->twin_of[t] = -1;
+		for (int s = 0; s < t && w->twin_of[t] < 0 && !w->done[t] && !w->o->want_ir; s++)
+			if (w->twin_of[s] < 0 && cg_isa_twins(&w->targets[s], &w->targets[t]))
+				w->twin_of[t] = s;
+	}
+}
+
 /* Each target still to compile takes its units' O3 from the first such target of its class. */
 static void find_o3_mates(Work *w)
 {
 	for (int t = 0; t < w->ntargets; t++) {
 		w->o3_from[t] = -1;
-		for (int s = 0; s < t && w->o3_from[t] < 0 && !w->done[t]; s++)
-			if (!w->done[s] && w->o3_from[s] < 0 && cg_o3_mates(&w->targets[s], &w->targets[t]))
+		for (int s = 0; s < t && w->o3_from[t] < 0 && compiles(w, t); s++)
+			if (compiles(w, s) && w->o3_from[s] < 0 && cg_o3_mates(&w->targets[s], &w->targets[t]))
 				w->o3_from[t] = s;
 		if (w->o3_from[t] >= 0)
 			w->o3_keep[w->o3_from[t]] = true;
@@ -405,19 +468,25 @@ static bool run_phases(Work *w)
 		for (int t = 0; ok && t < n; t++)
 			find_code_object(w, t);
 	}
+	find_isa_twins(w);
 	find_o3_mates(w);
 	for (int mates = 0; mates < 2; mates++) { /* the classes' own O3 first, then their mates */
 		int k = 0;
 		for (int i = 0; i < all; i++)
-			if (!w->done[i / w->nunits] && (w->o3_from[i / w->nunits] >= 0) == mates)
+			if (compiles(w, i / w->nunits) && (w->o3_from[i / w->nunits] >= 0) == mates)
 				tasks[k++] = i;
 		ok = ok && parallel(w, compile_task, tasks, k);
 	}
 	int k = 0;
 	for (int t = 0; t < n; t++)
-		if (!w->done[t])
+		if (compiles(w, t))
 			tasks[k++] = t;
 	ok = ok && parallel(w, join_task, tasks, k);
+	k = 0;
+	for (int t = 0; t < n; t++)
+		if (!w->done[t] && w->twin_of[t] >= 0)
+			tasks[k++] = t;
+	ok = ok && parallel(w, twin_task, tasks, k);
 	free(tasks);
 	return ok;
 }
@@ -445,7 +514,8 @@ bool cg_compile_targets(const Graph *g, const CgTarget *targets, int n, const Cg
 	w.links = calloc((size_t)n, sizeof *w.links);
 	w.o3_from = calloc((size_t)n, sizeof *w.o3_from);
 	w.o3_keep = calloc((size_t)n, sizeof *w.o3_keep);
-	if (!w.leaders || !w.units || !w.keys || !w.done || !w.links || !w.o3_from || !w.o3_keep)
+	w.twin_of = calloc((size_t)n, sizeof *w.twin_of);
+	if (!w.leaders || !w.units || !w.keys || !w.done || !w.links || !w.o3_from || !w.o3_keep || !w.twin_of)
 		abort();
 	for (int i = 0; i < n; i++)
 		target_key(&targets[i], &w.keys[i]);
@@ -467,6 +537,7 @@ bool cg_compile_targets(const Graph *g, const CgTarget *targets, int n, const Cg
 	free(w.links);
 	free(w.o3_from);
 	free(w.o3_keep);
+	free(w.twin_of);
 	return ok;
 }
 

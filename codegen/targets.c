@@ -71,18 +71,20 @@ static const CgTargetInfo table[] = {
 	{.name = "gfx1030", .aliases = "rx6800,rx6800xt,rx6900xt", AMD, .family = "RDNA 2 (Navi 21)",
 	 .notes = "RX 6800/6800 XT/6900 XT/6950 XT, PRO W6800; wave32 by default, wave64 on request",
 	 RDNA, .features = "", GFX10_REGS, .matrix = PK_F16 | DOT2,
-	 .peak_gflops = 23040, .peak_gbs = 512, .peak_of = "RX 6900 XT", .o3_class = "rdna"},
+	 .peak_gflops = 23040, .peak_gbs = 512, .peak_of = "RX 6900 XT", .o3_class = "rdna", .isa_class = "gfx10.3"},
 	/* roofline: RX 6700 XT (AMD: 13.21 TFLOP/s, 384 GB/s) */
 	{.name = "gfx1031", .aliases = "rx6800m,rx6700xt", AMD, .family = "RDNA 2 (Navi 22)",
 	 .notes = "RX 6700 XT/6750 XT, RX 6800M/6850M XT; not in ROCm's list (people run it as gfx1030)",
 	 RDNA, .features = "", GFX10_REGS, .matrix = PK_F16 | DOT2,
-	 .peak_gflops = 13210, .peak_gbs = 384, .peak_of = "RX 6700 XT", .o3_class = "rdna"},
+	 .peak_gflops = 13210, .peak_gbs = 384, .peak_of = "RX 6700 XT", .o3_class = "rdna", .isa_class = "gfx10.3"},
 	/* roofline: RX 7900 XTX (AMD: 61.4 TFLOP/s with dual issue, 960 GB/s) */
 	{.name = "gfx1100", .aliases = "rx7900xtx,rx7900xt", AMD, .family = "RDNA 3 (Navi 31)",
 	 .notes = "RX 7900 XTX/XT/GRE, PRO W7900/W7800; 1536 VGPRs per SIMD, WMMA, dual-issue VALU",
 	 RDNA, .features = "", GFX11_REGS, .matrix = CG_MATRIX_WMMA_GFX11 | PK_F16 | DOT2,
 	 .peak_gflops = 61400, .peak_gbs = 960, .peak_of = "RX 7900 XTX", .o3_class = "rdna"},
-	/* roofline: RX 7800 XT (AMD: 37.3 TFLOP/s with dual issue, 624 GB/s) */
+	/* roofline: RX 7800 XT (AMD: 37.3 TFLOP/s with dual issue, 624 GB/s). No ISA class with gfx1100:
+	 * LLVM gives gfx1100 user-sgpr-init16-bug (at least 16 user and system SGPRs enabled), which
+	 * changes kernel descriptors and register assignment (docs/targets.md). */
 	{.name = "gfx1101", .aliases = "rx7800xt,rx7700xt", AMD, .family = "RDNA 3 (Navi 32)",
 	 .notes = "RX 7800 XT/7700 XT, PRO W7700; 1536 VGPRs per SIMD, WMMA",
 	 RDNA, .features = "", GFX11_REGS, .matrix = CG_MATRIX_WMMA_GFX11 | PK_F16 | DOT2,
@@ -91,12 +93,12 @@ static const CgTargetInfo table[] = {
 	{.name = "gfx1200", .aliases = "rx9060xt", AMD, .family = "RDNA 4 (Navi 44)",
 	 .notes = "RX 9060 XT; newest ISA (gfx12 waitcounts, WMMA with fp8); ROCm support is recent",
 	 RDNA, .features = "", GFX11_REGS, .matrix = CG_MATRIX_WMMA_GFX12 | PK_F16 | DOT2,
-	 .peak_gflops = 25640, .peak_gbs = 320, .peak_of = "RX 9060 XT", .o3_class = "rdna"},
+	 .peak_gflops = 25640, .peak_gbs = 320, .peak_of = "RX 9060 XT", .o3_class = "rdna", .isa_class = "gfx12"},
 	/* roofline: RX 9070 XT (AMD: 48.7 TFLOP/s, 640 GB/s) */
 	{.name = "gfx1201", .aliases = "rx9070xt,rx9070", AMD, .family = "RDNA 4 (Navi 48)",
 	 .notes = "RX 9070 XT/9070, AI PRO R9700; newest ISA (gfx12 waitcounts, WMMA with fp8)",
 	 RDNA, .features = "", GFX11_REGS, .matrix = CG_MATRIX_WMMA_GFX12 | PK_F16 | DOT2,
-	 .peak_gflops = 48660, .peak_gbs = 640, .peak_of = "RX 9070 XT", .o3_class = "rdna"},
+	 .peak_gflops = 48660, .peak_gbs = 640, .peak_of = "RX 9070 XT", .o3_class = "rdna", .isa_class = "gfx12"},
 	/* roofline: V100 SXM2 (NVIDIA: 15.7 TFLOP/s fp32, 900 GB/s) */
 	{.name = "sm_70", .aliases = "v100", NVIDIA, .family = "Volta",
 	 .notes = "V100, Titan V; the ptxas of CUDA 13 no longer assembles it",
@@ -202,6 +204,7 @@ bool cg_target_lookup(const char *spec, const CgTargetOptions *o, CgTarget *t, c
 	t->ops = ops_of_kind[ti->kind];
 	t->matrix = ti->matrix;
 	t->o3_class = ti->o3_class;
+	t->isa_class = ti->isa_class;
 	snprintf(t->arch, sizeof t->arch, "%s", ti->name);
 	snprintf(t->cpu, sizeof t->cpu, "%s", ti->name);
 	return t->ops->configure(ti, spec, o, t, err, errlen);

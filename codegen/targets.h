@@ -36,6 +36,10 @@ typedef struct CgTargetInfo {
 	/* Targets of one class get the same O3 result from the same IR, so they optimize a unit
 	 * once (codegen/o3_share.h; tests/lit/targets/o3_share.test checks it); NULL: alone. */
 	const char *o3_class;
+	/* Targets of one ISA class make the same machine code from the same IR: LLVM gives them the
+	 * same subtarget features and scheduling model, so their code objects differ only in the
+	 * target's name (codegen/isa_twins.h; tests/lit/targets/isa_twins.test); NULL: alone. */
+	const char *isa_class;
 } CgTargetInfo;
 
 /* The peak FLOP/s that bounds t's GEMM kernels under precision p (whose element type the ops
