@@ -240,11 +240,14 @@ static void warp_tiles(GpuTiles *t, const CgMatrixInstr *mi)
 	t->ks = warps / ((t->bm / t->wm) * (t->bn / t->wn));
 }
 
-/* The bytes of one operand element in LDS: the SIMT tiles keep the compute type, matrix tiles
- * the instruction's operand type (f32 bits for tf32 and xf32, or half). */
-static int64_t lds_esize(const GemmSpec *s, const CgMatrixInstr *mi)
+/* The bytes of one element of the compute type. */
+static int64_t et_size(const GemmSpec *s) { return is_double(s) ? 8 : 4; }
+
+/* The bytes of one operand element in LDS: the SIMT tiles keep the compute type (dot2 tiles the
+ * halves), matrix tiles the instruction's operand type (f32 bits for tf32 and xf32, or half). */
+static int64_t lds_esize(const GemmSpec *s, const GpuTiles *t)
 {
-	return mi ? cg_matrix_elem_bits(mi->elem) / 8 : is_double(s) ? 8 : 4;
+	return t->mi ? cg_matrix_elem_bits(t->mi->elem) / 8 : t->dot2 ? 2 : et_size(s);
 }
 
 /* Elements per staged run of an operand: its aligned runs (GemmOperand.runs, up to 16 bytes) where
@@ -266,7 +269,7 @@ static int run_lanes_of(const GemmSpec *s, const GpuTiles *t, bool is_a, int64_t
  * a staged element of a run takes its size (two halves share a register), a lone one a register. */
 static int64_t staged_words(const GemmSpec *s, const GpuTiles *t, int64_t bk)
 {
-	int64_t words = 0, esize = lds_esize(s, t->mi);
+	int64_t words = 0, esize = lds_esize(s, t);
 	for (int is_a = 0; is_a < 2; is_a++) {
 		int lanes = run_lanes_of(s, t, is_a, bk);
 		int64_t elems = cdiv((is_a ? t->bm : t->bn) * bk / lanes, t->block) * lanes;
@@ -275,9 +278,9 @@ static int64_t staged_words(const GemmSpec *s, const GpuTiles *t, int64_t bk)
 	return words;
 }
 
-static GpuTiles tiles(const GemmSpec *s, const CgMatrixInstr *mi, bool wide)
+static GpuTiles tiles(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, bool dot2)
 {
-	GpuTiles t = {.block = CG_GPU_BLOCK, .wide = wide};
+	GpuTiles t = {.block = CG_GPU_BLOCK, .wide = wide, .dot2 = dot2 && !mi};
 	small_tile(s, &t);
 	wide_tile(s, &t);
 	if (mi) {
@@ -290,7 +293,10 @@ static GpuTiles tiles(const GemmSpec *s, const CgMatrixInstr *mi, bool wide)
 	/* the k-block fills the LDS budget (fewer barriers, more loads in flight) but stays within
 	 * K rounded up to a power of two and gives every slice at least 4 steps (mma: one instruction's k) */
 	t.bk = (mi ? mi->k : 4) * t.ks;
-	int64_t esize = lds_esize(s, mi);
+	/* dot2 tiles keep float32's k-blocks: a staged half takes a register as a float does, and AMD's
+	 * 64-VGPR budget at 4 waves has none to spare (twice the k-block spilled in 20 of alexnet's
+	 * GEMM kernels on gfx906) */
+	int64_t esize = t.dot2 ? et_size(s) : lds_esize(s, &t);
 	int64_t budget = !wide ? GPU_NARROW_STAGE_BYTES : mi ? GPU_MMA_STAGE_BYTES : GPU_STAGE_BYTES;
 	while ((t.bm + t.bn) * t.bk * 2 * esize <= budget && t.bk < s->k &&
 	       (!mi || !wide || staged_words(s, &t, 2 * t.bk) <= GPU_MMA_STAGED_WORDS))
@@ -302,22 +308,22 @@ static GpuTiles tiles(const GemmSpec *s, const CgMatrixInstr *mi, bool wide)
 	return t;
 }
 
-GpuTiles cg_gemm_gpu_tiles(const GemmSpec *s, bool wide) { return tiles(s, NULL, wide); }
+GpuTiles cg_gemm_gpu_tiles(const GemmSpec *s, bool wide) { return tiles(s, NULL, wide, false); }
 
-static GpuTiles split_tiles(const GemmSpec *s, int slices, const CgMatrixInstr *mi, bool wide)
+static GpuTiles split_tiles(const GemmSpec *s, int slices, const CgMatrixInstr *mi, bool wide, bool dot2)
 {
 	/* the tiles of one slice's problem, with the slices counted as work-groups */
 	GemmSpec one = *s;
 	one.batch = s->batch * slices;
 	one.k = cdiv(s->k, slices);
-	GpuTiles t = tiles(&one, mi, wide);
+	GpuTiles t = tiles(&one, mi, wide, dot2);
 	/* whole k-blocks per slice; rounding up may leave fewer slices */
 	t.kslice = cdiv(one.k, t.bk) * t.bk;
 	t.slices = (int)cdiv(s->k, t.kslice);
 	return t;
 }
 
-GpuTiles cg_gemm_gpu_split_tiles(const GemmSpec *s, int slices, bool wide) { return split_tiles(s, slices, NULL, wide); }
+GpuTiles cg_gemm_gpu_split_tiles(const GemmSpec *s, int slices, bool wide) { return split_tiles(s, slices, NULL, wide, false); }
 
 /* The target whose matrix unit a GEMM may use: the GPU's, or under emulation the emulated one;
  * NULL: none. */
@@ -441,6 +447,16 @@ static const CgMatrixInstr *mma_of(const Cg *cg, const GemmSpec *s)
 	if (!mi && s->tf32)
 		mi = cg_gemm_gpu_unit_row(t, CG_MELEM_XF32);
 	return mi ? mi : cg_gemm_gpu_unit_row(t, CG_MELEM_F32);
+}
+
+/* Whether a GEMM without a matrix instruction multiplies its f16 operands by v_dot2_f32_f16: a
+ * float32 product of --precision fp16 on a target with the instruction (gfx906, gfx10.3; the
+ * targets with matrix units take those), or emulated as one. Products exact and sums in f32, as
+ * the matrix units'; bf16 has no such instruction there and computes in f32 registers. */
+static bool dot2_of(const Cg *cg, const GemmSpec *s)
+{
+	const CgTarget *t = unit_target(cg);
+	return t && s->type == cg->t_f32 && s->half == DT_F16 && (t->matrix & CG_MATRIX_DOT2);
 }
 
 /* ---- emission state ---- */
@@ -785,11 +801,28 @@ static void lds_frag(Cg *cg, GpuGemm *g, LLVMValueRef base, LLVMValueRef krow, L
 		lds_quad(cg, g, base, add(cg, krow, tile_at(cg, g, t, side, reg, q)), out + q);
 }
 
-/* acc[i][j] += sum over this slice's k of As[k][row i] * Bs[k][column j]. */
+/* acc + a . b for k-pairs of halves (words read as f32): v_dot2_f32_f16; emulated, its products
+ * (exact in f32) added one after the other. */
+static LLVMValueRef dot2(Cg *cg, GpuGemm *g, LLVMValueRef a, LLVMValueRef b, LLVMValueRef acc)
+{
+	LLVMTypeRef h2 = LLVMVectorType(cg->t_f16, 2);
+	a = LLVMBuildBitCast(cg->b, a, h2, "");
+	b = LLVMBuildBitCast(cg->b, b, h2, "");
+	if (!g->grp.emulated)
+		return cg_intrinsic_call(cg, "llvm.amdgcn.fdot2", (LLVMValueRef[]){a, b, acc, LLVMConstInt(cg->t_i1, 0, 0)}, 4);
+	for (int e = 0; e < 2; e++) {
+		LLVMValueRef args[3] = {LLVMBuildFPExt(cg->b, LLVMBuildExtractElement(cg->b, a, cg_i32(cg, e), ""), g->et, ""),
+					LLVMBuildFPExt(cg->b, LLVMBuildExtractElement(cg->b, b, cg_i32(cg, e), ""), g->et, ""), acc};
+		acc = cg_intrinsic(cg, "fmuladd", g->et, args, 3);
+	}
+	return acc;
+}
+
+/* acc[i][j] += sum over this slice's k of As[k][row i] * Bs[k][column j] (dot2: per k-pair word). */
 static void accumulate_simt(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
 {
 	int tm = g->t.tm, tn = g->t.tn;
-	int64_t steps = g->t.bk / g->t.ks;
+	int64_t steps = g->t.bk / g->t.ks / g->la.kvec;
 	Place p = place_of(cg, g, to_it(cg, g, tid64));
 	LLVMValueRef acc[GPU_MAX_REG * GPU_MAX_REG];
 	for (int i = 0; i < tm; i++)
@@ -804,7 +837,8 @@ static void accumulate_simt(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
 		for (int i = 0; i < tm; i++)
 			for (int j = 0; j < tn; j++) {
 				LLVMValueRef args[3] = {a[i], b[j], acc[i * tn + j]};
-				acc[i * tn + j] = cg_intrinsic(cg, "fmuladd", g->et, args, 3);
+				acc[i * tn + j] = g->t.dot2 ? dot2(cg, g, a[i], b[j], acc[i * tn + j])
+							    : cg_intrinsic(cg, "fmuladd", g->et, args, 3);
 			}
 	}
 	for (int i = 0; i < tm; i++)
@@ -1361,7 +1395,7 @@ static void reduce_tiles(Cg *cg, GpuGemm *g)
 static LdsTile lds_layout(const GpuGemm *g, bool is_a)
 {
 	int64_t rows = is_a ? g->t.bm : g->t.bn, bk = g->t.bk;
-	LdsTile t = {.kvec = g->mi ? lds_run(g->mi) : 1};
+	LdsTile t = {.kvec = g->mi ? lds_run(g->mi) : g->t.dot2 ? 2 : 1};
 	if (g->mi && (g->mi->caps & CG_MATRIX_MMA)) {
 		t.kmajor = (is_a ? g->s->a : g->s->b).along_k;
 		t.ldm = ldm_rows(g->mi, is_a, &t);
@@ -1414,7 +1448,7 @@ static void load_block(Cg *cg, GpuGemm *g, LLVMValueRef tid64, LLVMValueRef k0)
 }
 
 /* The elements of et that a tile takes in LDS (whole ones: the half tiles' sizes are even). */
-static int64_t tile_span(const GpuGemm *g, const LdsTile *t) { return t->elems * lds_esize(g->s, g->mi) / lds_esize(g->s, NULL); }
+static int64_t tile_span(const GpuGemm *g, const LdsTile *t) { return t->elems * lds_esize(g->s, &g->t) / et_size(g->s); }
 
 /* Points as and bs at LDS buffer kb % 2. */
 static void pick_buffer(Cg *cg, GpuGemm *g, LLVMValueRef kb)
@@ -1454,6 +1488,8 @@ static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 	GpuGemm g = {.s = s, .t = t, .et = s->type, .mi = t.mi};
 	if (g.mi && cg_matrix_elem_bits(g.mi->elem) == 16)
 		g.ht = g.mi->elem == CG_MELEM_BF16 ? cg->t_bf16 : cg->t_f16;
+	else if (t.dot2)
+		g.ht = cg->t_f16;
 	g.lt = g.ht ? g.ht : g.et;
 	g.la = lds_layout(&g, true);
 	g.lb = lds_layout(&g, false);
@@ -1494,7 +1530,7 @@ static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 	return grid;
 }
 
-int64_t cg_gemm_gpu(Cg *cg, const GemmSpec *s) { return emit_tiles(cg, s, tiles(s, mma_of(cg, s), wide_tiles(cg))); }
+int64_t cg_gemm_gpu(Cg *cg, const GemmSpec *s) { return emit_tiles(cg, s, tiles(s, mma_of(cg, s), wide_tiles(cg), dot2_of(cg, s))); }
 
 /* ---- split-K ---- */
 
@@ -1553,7 +1589,8 @@ int cg_gemm_gpu_slices(const Cg *cg, const Node *anchor, const GemmSpec *s)
 int64_t cg_gemm_gpu_split_k(Cg *cg, const GemmSpec *s, const GpuSplitK *sk)
 {
 	const CgMatrixInstr *mi = mma_of(cg, s);
-	GpuTiles t = sk->slices > 1 ? split_tiles(s, sk->slices, mi, wide_tiles(cg)) : tiles(s, mi, wide_tiles(cg));
+	bool wide = wide_tiles(cg), dot2 = dot2_of(cg, s);
+	GpuTiles t = sk->slices > 1 ? split_tiles(s, sk->slices, mi, wide, dot2) : tiles(s, mi, wide, dot2);
 	if (t.slices < 2 || t.slices > sk->slices)
 		return cg_gemm_gpu(cg, s);
 	GemmSpec part = *s;

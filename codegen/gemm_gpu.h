@@ -47,6 +47,8 @@ typedef struct {
 	const CgMatrixInstr *mi; /* warp tiles of this mma.sync instead of register tiles (tm, tn 0) */
 	int wm, wn;       /* mi: the warp tile */
 	bool wide;        /* 128-wide tiles of 8 x 8 register tiles allowed (CgTargetOps.gemm_wide_tiles) */
+	bool dot2;        /* register tiles of f16 operands multiplied by v_dot2_f32_f16 (AMD without
+			     matrix units: CG_MATRIX_DOT2), k-pairs of halves in LDS */
 } GpuTiles;
 
 /* Tile sizes for a problem: large tiles where there are enough of them, smaller ones (with more
