@@ -153,11 +153,12 @@ CH_API CgHarness *anchor_pool_ties(int pad, int ceil)
 	return h;
 }
 
-/* C = op(A) op(B) for the transposes of flags (bit t: ta = t & 1, tb = t >> 1), one graph. */
-CH_API CgHarness *anchor_matmul(int m, int n, int k, unsigned flags)
+/* C = op(A) op(B) of operands of type dt for the transposes of flags (bit t: ta = t & 1, tb = t >>
+ * 1), one graph. */
+CH_API CgHarness *anchor_matmul_of(int m, int n, int k, unsigned flags, DType dt)
 {
 	char name[96], da[32], db[32];
-	snprintf(name, sizeof name, "matmul %dx%dx%d flags 0x%x", m, n, k, flags);
+	snprintf(name, sizeof name, "%s matmul %dx%dx%d flags 0x%x", dtype_name(dt), m, n, k, flags);
 	CgHarness *h = ch_new(name);
 	for (int t = 0; t < 4; t++) {
 		if (!(flags >> t & 1))
@@ -165,12 +166,14 @@ CH_API CgHarness *anchor_matmul(int m, int n, int k, unsigned flags)
 		int ta = t & 1, tb = t >> 1;
 		snprintf(da, sizeof da, ta ? "%d,%d" : "%2$d,%1$d", k, m);
 		snprintf(db, sizeof db, tb ? "%d,%d" : "%2$d,%1$d", n, k);
-		int a = ch_param(h, DT_F32, da), b = ch_param(h, DT_F32, db);
+		int a = ch_param(h, dt, da), b = ch_param(h, dt, db);
 		double attr[2] = {ta, tb};
 		ch_op(h, OP_matmul, attr, a, b);
 	}
 	return h;
 }
+
+CH_API CgHarness *anchor_matmul(int m, int n, int k, unsigned flags) { return anchor_matmul_of(m, n, k, flags, DT_F32); }
 
 /* matmul shapes: one element, odd sizes, long k */
 static const int anchor_matmul_sizes[][3] __attribute__((unused)) = {

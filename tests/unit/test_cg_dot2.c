@@ -58,23 +58,6 @@ static void run(CgHarness *h)
 	ch_free(h);
 }
 
-/* C = op(A) op(B) of f16 operands, every transpose in one graph. */
-static CgHarness *matmul(int m, int n, int k)
-{
-	char name[96], da[32], db[32];
-	snprintf(name, sizeof name, "%s dot2 matmul %dx%dx%d", target.arch, m, n, k);
-	CgHarness *h = ch_new(name);
-	for (int t = 0; t < 4; t++) {
-		int ta = t & 1, tb = t >> 1;
-		snprintf(da, sizeof da, ta ? "%d,%d" : "%2$d,%1$d", k, m);
-		snprintf(db, sizeof db, tb ? "%d,%d" : "%2$d,%1$d", n, k);
-		int a = ch_param(h, DT_F16, da), b = ch_param(h, DT_F16, db);
-		double attr[2] = {ta, tb};
-		ch_op(h, OP_matmul, attr, a, b);
-	}
-	return h;
-}
-
 /* A 3x3 weight gradient split over K with w + dw * s fused after it. */
 static void grad_weight_split(void)
 {
@@ -107,8 +90,8 @@ int main(void)
 			if (i == 2 || i == 3 || i == 5)
 				run(anchor_conv(anchor_convs[i].geo, DT_F16));
 		run(anchor_conv((Conv){16, 8, 15, 17, 70, 3, 3, 1, 1, 1, 1, 1, 1}, DT_F16));
-		run(matmul(7, 13, 5));
-		run(matmul(65, 130, 33));
+		run(anchor_matmul_of(7, 13, 5, 0xf, DT_F16));
+		run(anchor_matmul_of(65, 130, 33, 0xf, DT_F16));
 		grad_weight_split();
 	}
 	return tu_finish("test_cg_dot2");
