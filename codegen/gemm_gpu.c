@@ -342,23 +342,32 @@ static bool wide_tiles(const Cg *cg)
 	return !t || t->ops->gemm_wide_tiles;
 }
 
-/* Whether fn(lane, slot) is additive in the lane's bits for every slot: fn(0, slot) plus, per
- * set bit b of the lane, fn(1 << b, slot) - fn(0, slot). frag_at relies on it. */
+/* Whether tab[lane] (lane < wave) is additive in the lane's bits: tab[0] plus, per set bit b of
+ * the lane, tab[1 << b] - tab[0]. coord_at relies on it. */
+static bool table_additive(const CgMatrixCoord *tab, int wave)
+{
+	for (int l = 0; l < wave; l++) {
+		CgMatrixCoord got = tab[0];
+		for (int bit = 0; (1 << bit) < wave; bit++)
+			if (l >> bit & 1) {
+				got.row += tab[1 << bit].row - tab[0].row;
+				got.col += tab[1 << bit].col - tab[0].col;
+			}
+		if (got.row != tab[l].row || got.col != tab[l].col)
+			return false;
+	}
+	return true;
+}
+
+/* Whether fn(lane, slot) is additive in the lane's bits for every slot (frag_at relies on it). */
 static bool additive(const CgMatrixInstr *mi, CgMatrixIndexFn fn, int slots)
 {
 	for (int slot = 0; slot < slots; slot++) {
-		CgMatrixCoord base = fn(mi, 0, slot);
-		for (int l = 0; l < mi->wave; l++) {
-			CgMatrixCoord want = fn(mi, l, slot), got = base;
-			for (int bit = 0; (1 << bit) < mi->wave; bit++)
-				if (l >> bit & 1) {
-					CgMatrixCoord d = fn(mi, 1 << bit, slot);
-					got.row += d.row - base.row;
-					got.col += d.col - base.col;
-				}
-			if (got.row != want.row || got.col != want.col)
-				return false;
-		}
+		CgMatrixCoord tab[64];
+		for (int l = 0; l < mi->wave; l++)
+			tab[l] = fn(mi, l, slot);
+		if (!table_additive(tab, mi->wave))
+			return false;
 	}
 	return true;
 }
@@ -836,9 +845,9 @@ static void accumulate_simt(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
 		lds_frag(cg, g, g->bs, mulc(cg, g, k, g->lb.ld), p.tx, g->t.bn, tn, b);
 		for (int i = 0; i < tm; i++)
 			for (int j = 0; j < tn; j++) {
-				LLVMValueRef args[3] = {a[i], b[j], acc[i * tn + j]};
-				acc[i * tn + j] = g->t.dot2 ? dot2(cg, g, a[i], b[j], acc[i * tn + j])
-							    : cg_intrinsic(cg, "fmuladd", g->et, args, 3);
+				LLVMValueRef *c = &acc[i * tn + j];
+				*c = g->t.dot2 ? dot2(cg, g, a[i], b[j], *c)
+					       : cg_intrinsic(cg, "fmuladd", g->et, (LLVMValueRef[]){a[i], b[j], *c}, 3);
 			}
 	}
 	for (int i = 0; i < tm; i++)
@@ -974,14 +983,11 @@ static bool ldm_rows(const CgMatrixInstr *mi, bool is_a, LdsTile *t)
 	for (int q = 0; q < 4; q++)
 		for (int r = 0; r < 8; r++)
 			t->rows[8 * q + r] = trans ? fn(mi, r / 2, q % mats * per_arg + r % 2) : fn(mi, 4 * r, q % mats * per_arg);
+	if (!table_additive(t->rows, LDM_LANES))
+		return false;
 	for (int l = 0; l < LDM_LANES; l++) {
-		CgMatrixCoord sum = t->rows[0];
-		for (int bit = 0; (1 << bit) < LDM_LANES; bit++)
-			if (l >> bit & 1)
-				sum = (CgMatrixCoord){sum.row + t->rows[1 << bit].row - t->rows[0].row,
-						      sum.col + t->rows[1 << bit].col - t->rows[0].col};
 		CgMatrixCoord c = t->rows[l];
-		if (!same_coord(sum, c) || (along_col(is_a, t->kmajor) ? c.col : c.row) % per_row)
+		if ((along_col(is_a, t->kmajor) ? c.col : c.row) % per_row)
 			return false;
 		for (int q = 0; q < mats; q++)
 			for (int e = 0; e < per_arg; e++) {
