@@ -36,6 +36,10 @@ typedef LLVMValueRef (*GemmVecFn)(Cg *cg, const GemmOperand *op, LLVMValueRef b,
 typedef LLVMValueRef (*GemmRunFn)(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMValueRef row,
 				  LLVMValueRef col, int lanes);
 
+/* Where run (row, col) (as run's) starts in memory, in the operand's storage type: for copies that
+ * keep it (the GPU template's cp.async). */
+typedef LLVMValueRef (*GemmAtFn)(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMValueRef row, LLVMValueRef col);
+
 struct GemmOperand {
 	GemmElemFn elem;
 	GemmVecFn vec;
@@ -43,6 +47,8 @@ struct GemmOperand {
 			       16 bytes), where the operand is plain memory laid out so that runs from
 			       multiples of `runs` stay aligned */
 	int runs;
+	GemmAtFn at;        /* optional, with run: the run's address */
+	DType stored;       /* with at: the storage type of the run's elements */
 	bool along_k;       /* consecutive k lie next to each other in memory (else m for A, n for B) */
 	bool batch_free;    /* A only: A does not depend on b, so a packed A serves every b */
 	const void *ctx;    /* the lowering's */

@@ -42,6 +42,8 @@ enum {
 	GPU_WARP = 32,          /* lanes that stage a half tile warp by warp (warp_major) */
 	GPU_WAVES = 4,          /* waves per SIMD the widest tiles ask for (cg_gpu_waves) */
 	GPU_MIN_KBLOCKS = 4,    /* AMD asks for GPU_WAVES only with more k-blocks than this (a loop) */
+	GPU_COPY_STAGES = 3,    /* LDS buffers where the operands go by cp.async (copy_stages) */
+	GPU_COPY_LDS = 48 * 1024, /* ... within the static shared memory a kernel may declare */
 };
 
 /* ---- the work-group ---- */
@@ -271,12 +273,16 @@ static int64_t staged_words(const GemmSpec *s, const GpuTiles *t, int64_t bk)
 {
 	int64_t words = 0, esize = lds_esize(s, t);
 	for (int is_a = 0; is_a < 2; is_a++) {
+		if (t->copied[is_a])
+			continue;
 		int lanes = run_lanes_of(s, t, is_a, bk);
 		int64_t elems = cdiv((is_a ? t->bm : t->bn) * bk / lanes, t->block) * lanes;
 		words += lanes > 1 ? cdiv(elems * esize, 4) : elems;
 	}
 	return words;
 }
+
+static void copy_stages(const GemmSpec *s, GpuTiles *t);
 
 static GpuTiles tiles(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, bool dot2)
 {
@@ -301,6 +307,8 @@ static GpuTiles tiles(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, boo
 	while ((t.bm + t.bn) * t.bk * 2 * esize <= budget && t.bk < s->k &&
 	       (!mi || !wide || staged_words(s, &t, 2 * t.bk) <= GPU_MMA_STAGED_WORDS))
 		t.bk *= 2;
+	t.stages = 2;
+	copy_stages(s, &t);
 	t.nmb = cdiv(s->m, t.bm);
 	t.nnb = cdiv(s->n, t.bn);
 	t.slices = 1;
@@ -468,6 +476,9 @@ static bool dot2_of(const Cg *cg, const GemmSpec *s)
 	return t && s->type == cg->t_f32 && s->half == DT_F16 && (t->matrix & CG_MATRIX_DOT2);
 }
 
+/* ldmatrix: a warp's lanes give the addresses of 8-element (16-byte) rows */
+enum { LDM_LANES = 32, LDM_ROW_BYTES = 16 };
+
 /* ---- emission state ---- */
 
 /* An operand's tile in one LDS buffer, in elements of the LDS type: [k / kvec][ld] words of kvec
@@ -478,6 +489,7 @@ static bool dot2_of(const Cg *cg, const GemmSpec *s)
 typedef struct {
 	bool ldm, kmajor;
 	int kvec;
+	int swz_shift, swz_mask; /* ldm rows unpadded: 16-byte unit u of row r lies at u ^ ((r >> shift) & mask) */
 	int64_t ld;     /* row pitch in words (kvec elements) */
 	int64_t elems;  /* elements of the tile, padding included */
 	CgMatrixCoord rows[32]; /* ldm: the (row, column) of A or B whose address lane l gives */
@@ -491,8 +503,9 @@ typedef struct {
 	LLVMTypeRef et, it;          /* compute type; index type (i32 where it fits) */
 	LLVMTypeRef ht;              /* half operands: their type in LDS (f16, bf16); else NULL */
 	LLVMTypeRef lt;              /* the operands' type in LDS: ht, else et */
-	LLVMValueRef lds;            /* two buffers of the A tile, then the B tile; then slice partials */
+	LLVMValueRef lds;            /* t.stages buffers of the A tile, then the B tile; then slice partials */
 	LLVMValueRef as, bs;         /* the k-block's buffer */
+	LLVMValueRef an, bn;         /* the buffer the copies in flight go into */
 	LdsTile la, lb;              /* how A and B lie in a buffer */
 	GpuPrivate acc;              /* TM x TN accumulators per work-item (mma: its C slots) */
 	GpuPrivate staged;           /* its share of the next k-block's A and B tiles */
@@ -530,7 +543,15 @@ static const LdsTile *lds_tile(const GpuGemm *g, bool is_a) { return is_a ? &g->
 static LLVMValueRef lds_elem(Cg *cg, GpuGemm *g, const LdsTile *t, LLVMValueRef base, LLVMValueRef k, LLVMValueRef r)
 {
 	LLVMValueRef idx;
-	if (t->kmajor) {
+	if (t->swz_mask) {
+		/* row `row`, element `col` of it, its 16-byte unit swizzled */
+		LLVMValueRef row = t->kmajor ? r : k, col = t->kmajor ? k : r;
+		int per_unit = LDM_ROW_BYTES * 8 / cg_matrix_elem_bits(g->mi->elem);
+		LLVMValueRef unit = divc(cg, g, col, per_unit);
+		LLVMValueRef swz = LLVMBuildAnd(cg->b, LLVMBuildLShr(cg->b, row, ci(g, t->swz_shift), ""), ci(g, t->swz_mask), "");
+		unit = LLVMBuildXor(cg->b, unit, swz, "");
+		idx = add(cg, mulc(cg, g, row, t->ld), add(cg, mulc(cg, g, unit, per_unit), remc(cg, g, col, per_unit)));
+	} else if (t->kmajor) {
 		idx = add(cg, mulc(cg, g, r, t->ld), k);
 	} else if (t->kvec == 1) {
 		idx = add(cg, mulc(cg, g, k, t->ld), r);
@@ -604,7 +625,10 @@ static int64_t rounds(const GpuGemm *g, bool is_a)
 	return cdiv((is_a ? g->t.bm : g->t.bn) * g->t.bk / run_lanes(g, is_a), g->t.block);
 }
 
-static int64_t staged_count(const GpuGemm *g, bool is_a) { return rounds(g, is_a) * run_lanes(g, is_a); }
+static int64_t staged_count(const GpuGemm *g, bool is_a)
+{
+	return g->t.copied[is_a] ? 0 : rounds(g, is_a) * run_lanes(g, is_a);
+}
 
 /* v as the staging registers keep it: in the half type the LDS holds (half the registers, and the
  * conversion of a half operand's run cancels against the emitter's widening), else as is. */
@@ -625,22 +649,38 @@ static void load_elems(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef row, LLVMValu
 /* Loads run (r, k) of the operand at k-block k0 into regs: one aligned vector load where all of it
  * lies inside the operand and the work-group's k range, else element by element with zeros
  * outside. */
+/* The operand's row and k of run (r, k) of the k-block at k0. */
+static void run_origin(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef r, LLVMValueRef k, LLVMValueRef k0, LLVMValueRef *row,
+		       LLVMValueRef *kk)
+{
+	*row = add(cg, is_a ? g->m0 : g->n0, r);
+	*kk = add(cg, k0, k);
+	if (g->kbase)
+		*kk = add(cg, g->kbase, *kk);
+}
+
+/* Whether the run of `lanes` at the operand's (row, kk) lies inside the operand and the
+ * work-group's k range. */
+static LLVMValueRef run_whole(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef row, LLVMValueRef kk, int lanes)
+{
+	const GemmOperand *op = is_a ? &g->s->a : &g->s->b;
+	LLVMValueRef last_row = op->along_k ? row : add(cg, row, ci(g, lanes - 1));
+	LLVMValueRef last_k = op->along_k ? add(cg, kk, ci(g, lanes - 1)) : kk;
+	return LLVMBuildAnd(cg->b, ltc(cg, g, last_row, is_a ? g->s->m : g->s->n),
+			    LLVMBuildICmp(cg->b, LLVMIntULT, last_k, g->kend, ""), "");
+}
+
 static void load_run(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef r, LLVMValueRef k, LLVMValueRef k0, int lanes,
 		     LLVMValueRef *regs)
 {
 	const GemmOperand *op = is_a ? &g->s->a : &g->s->b;
-	int64_t extent = is_a ? g->s->m : g->s->n;
-	LLVMValueRef row = add(cg, is_a ? g->m0 : g->n0, r), kk = add(cg, k0, k);
-	if (g->kbase)
-		kk = add(cg, g->kbase, kk);
+	LLVMValueRef row, kk;
+	run_origin(cg, g, is_a, r, k, k0, &row, &kk);
 	if (lanes == 1) {
 		load_elems(cg, g, is_a, row, kk, 1, regs);
 		return;
 	}
-	LLVMValueRef last_row = op->along_k ? row : add(cg, row, ci(g, lanes - 1));
-	LLVMValueRef last_k = op->along_k ? add(cg, kk, ci(g, lanes - 1)) : kk;
-	LLVMValueRef whole = LLVMBuildAnd(cg->b, ltc(cg, g, last_row, extent),
-					  LLVMBuildICmp(cg->b, LLVMIntULT, last_k, g->kend, ""), "");
+	LLVMValueRef whole = run_whole(cg, g, is_a, row, kk, lanes);
 	LLVMBasicBlockRef vec = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "run");
 	LLVMBasicBlockRef elems = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "run_elems");
 	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "run_done");
@@ -684,6 +724,42 @@ static void store_run(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef r, LLVMValueRe
 	}
 }
 
+/* Run (r, k) of the k-block at k0 into the copies' buffer (an, bn): cp.async of its 16 bytes
+ * where it is whole, else its elements one by one, zero outside (stored at once). */
+static void copy_run(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef r, LLVMValueRef k, LLVMValueRef k0, int lanes)
+{
+	const GemmOperand *op = is_a ? &g->s->a : &g->s->b;
+	const LdsTile *t = lds_tile(g, is_a);
+	LLVMValueRef base = is_a ? g->an : g->bn, row, kk;
+	run_origin(cg, g, is_a, r, k, k0, &row, &kk);
+	LLVMBasicBlockRef whole = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "copy");
+	LLVMBasicBlockRef elems = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "copy_elems");
+	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "copy_done");
+	LLVMBuildCondBr(cg->b, run_whole(cg, g, is_a, row, kk, lanes), whole, elems);
+	LLVMPositionBuilderAtEnd(cg->b, whole);
+	LLVMValueRef bb = to_i64(cg, g, g->b), mn = to_i64(cg, g, row), k64 = to_i64(cg, g, kk);
+	LLVMValueRef src = is_a ? op->at(cg, op, bb, mn, k64) : op->at(cg, op, bb, k64, mn);
+	LLVMValueRef dst = lds_elem(cg, g, t, base, k, r);
+	if (!g->grp.emulated) {
+		cg_intrinsic_call(cg, "llvm.nvvm.cp.async.cg.shared.global.16", (LLVMValueRef[]){dst, src}, 2);
+	} else {
+		LLVMValueRef v = LLVMBuildLoad2(cg->b, LLVMVectorType(cg->t_i8, 16), src, "");
+		LLVMSetAlignment(v, 16);
+		LLVMSetAlignment(LLVMBuildStore(cg->b, v, dst), 16);
+	}
+	LLVMBuildBr(cg->b, done);
+	LLVMPositionBuilderAtEnd(cg->b, elems);
+	for (int l = 0; l < lanes; l++) {
+		LLVMValueRef rl = op->along_k || !l ? row : add(cg, row, ci(g, l)), kl = op->along_k && l ? add(cg, kk, ci(g, l)) : kk;
+		LLVMValueRef in_k = LLVMBuildICmp(cg->b, LLVMIntULT, kl, g->kend, "");
+		LLVMValueRef v = to_staged(cg, g, operand(cg, g, is_a, rl, kl, ltc(cg, g, rl, is_a ? g->s->m : g->s->n), in_k));
+		LLVMValueRef lr = op->along_k || !l ? r : add(cg, r, ci(g, l)), lk = op->along_k && l ? add(cg, k, ci(g, l)) : k;
+		LLVMBuildStore(cg->b, v, lds_elem(cg, g, t, base, lk, lr));
+	}
+	LLVMBuildBr(cg->b, done);
+	LLVMPositionBuilderAtEnd(cg->b, done);
+}
+
 /* Whether an operand's tile is staged warp by warp (stage): half operands (their k-pair LDS
  * words), single elements along the rows (the window gathers), in whole rounds of whole warps.
  * Measured on an H100 (docs/performance.md, 2026-11-24): 10-13% off the bf16 convolution steps,
@@ -703,7 +779,7 @@ static bool warp_major(const GpuGemm *g, bool is_a)
  * runs along k, else the rows) so that neighbouring work-items read neighbouring addresses. Warp
  * by warp (warp_major) the 32 lanes of a warp take 32 neighbouring rows of one k, and a lane stays
  * at that k for rows/32 rounds: what an element costs per k (a window's tap entry) is paid once
- * for those rounds. */
+ * for those rounds. A copied operand (t.copied) goes from k-block k0 into the copies' buffer. */
 static void stage(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef tid64, LLVMValueRef k0)
 {
 	const GemmOperand *op = is_a ? &g->s->a : &g->s->b;
@@ -730,9 +806,11 @@ static void stage(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef tid64, LLVMValueRe
 			r = op->along_k ? line : at, k = op->along_k ? at : line;
 		}
 		LLVMValueRef regs[16];
-		for (int l = 0; l < lanes; l++)
+		for (int l = 0; l < lanes && !g->t.copied[is_a]; l++)
 			regs[l] = cg_gpu_private_at(cg, &g->grp, &g->staged, tid64, reg0 + i * lanes + l);
-		if (k0)
+		if (g->t.copied[is_a])
+			copy_run(cg, g, is_a, r, k, k0, lanes);
+		else if (k0)
 			load_run(cg, g, is_a, r, k, k0, lanes, regs);
 		else
 			store_run(cg, g, is_a, r, k, lanes, regs);
@@ -937,7 +1015,7 @@ static LLVMTypeRef arg_type(Cg *cg, const CgMatrixArgType *t)
 	return t->vector == 1 ? s : LLVMVectorType(s, (unsigned)t->vector);
 }
 
-enum { MMA_MAX_ACC = 64, MMA_MAX_FRAGS = 8, MMA_MAX_ARGS = 4, MMA_MAX_WORDS = 8, MMA_PAD = 8 };
+enum { MMA_MAX_ACC = 128, MMA_MAX_FRAGS = 8, MMA_MAX_ARGS = 4, MMA_MAX_WORDS = 8, MMA_PAD = 8 };
 
 /* ---- ldmatrix (NVIDIA) ----
  *
@@ -950,7 +1028,6 @@ enum { MMA_MAX_ACC = 64, MMA_MAX_FRAGS = 8, MMA_MAX_ARGS = 4, MMA_MAX_WORDS = 8,
  * instruction expects there. A warp reads a fragment of A (16 x 16 halves) in one instruction
  * where the word reads took four, and the 8 rows of a matrix, padded to an odd number of 16-byte
  * units (lds_layout), fall on 8 different groups of 4 banks. */
-enum { LDM_LANES = 32, LDM_ROW_BYTES = 16 };
 
 /* Whether rows of the tile run along A's or B's column index (else the row index): A is (m, k),
  * B is (k, n), and k-major rows run along k. */
@@ -1398,25 +1475,75 @@ static void reduce_tiles(Cg *cg, GpuGemm *g)
 /* How operand is_a lies in an LDS buffer. Rows padded by 4 elements keep the SIMT tiles' vector
  * reads aligned and spread the column-wise stores over banks; by 8 words the fragment reads of
  * the matrix rows (see "the warp tile"); ldmatrix's rows to an odd number of 16-byte units. */
-static LdsTile lds_layout(const GpuGemm *g, bool is_a)
+static LdsTile lds_layout(const GemmSpec *s, const GpuTiles *gt, bool is_a)
 {
-	int64_t rows = is_a ? g->t.bm : g->t.bn, bk = g->t.bk;
-	LdsTile t = {.kvec = g->mi ? lds_run(g->mi) : g->t.dot2 ? 2 : 1};
-	if (g->mi && (g->mi->caps & CG_MATRIX_MMA)) {
-		t.kmajor = (is_a ? g->s->a : g->s->b).along_k;
-		t.ldm = ldm_rows(g->mi, is_a, &t);
+	const CgMatrixInstr *mi = gt->mi;
+	int64_t rows = is_a ? gt->bm : gt->bn, bk = gt->bk;
+	LdsTile t = {.kvec = mi ? lds_run(mi) : gt->dot2 ? 2 : 1};
+	if (mi && (mi->caps & CG_MATRIX_MMA)) {
+		t.kmajor = (is_a ? s->a : s->b).along_k;
+		t.ldm = ldm_rows(mi, is_a, &t);
 	}
 	if (!t.ldm) {
 		t.kmajor = false;
-		t.ld = rows + (g->mi ? MMA_PAD : 4);
+		t.ld = rows + (mi ? MMA_PAD : 4);
 		t.elems = bk / t.kvec * t.ld * t.kvec;
 		return t;
 	}
-	int64_t esize = cg_matrix_elem_bits(g->mi->elem) / 8, units = (t.kmajor ? bk : rows) * esize / LDM_ROW_BYTES;
+	int64_t esize = cg_matrix_elem_bits(mi->elem) / 8, units = (t.kmajor ? bk : rows) * esize / LDM_ROW_BYTES;
 	t.kvec = 1;
 	t.ld = (units | 1) * LDM_ROW_BYTES / esize;
+	if ((gt->copied[0] || gt->copied[1]) && units >= 2 && !(units & (units - 1))) {
+		/* unpadded rows, their units swizzled so that the 8 rows an ldmatrix matrix or 8 copies
+		 * of a row's units touch lie in 8 different 16-byte bank groups of 128 bytes */
+		t.ld = units * LDM_ROW_BYTES / esize;
+		t.swz_mask = (int)(units < 8 ? units : 8) - 1;
+		while (units << t.swz_shift < 8)
+			t.swz_shift++;
+	}
 	t.elems = (t.kmajor ? rows : bk) * t.ld;
 	return t;
+}
+
+/* Whether operand is_a can go from memory into LDS by cp.async (NVIDIA sm_80+, whose mma rows
+ * have ldmatrix layouts; emulated, as a copy): plain memory holding the LDS's half type (no
+ * conversion on the way), whole 16-byte runs, LDS rows along the run. */
+static bool copyable(const GemmSpec *s, const GpuTiles *t, bool is_a)
+{
+	const GemmOperand *op = is_a ? &s->a : &s->b;
+	if (!t->mi || !t->wide || cg_matrix_elem_bits(t->mi->elem) != 16 || !op->at || op->stored != s->half)
+		return false;
+	return lds_layout(s, t, is_a).ldm && run_lanes_of(s, t, is_a, t->bk) * 16 == 128;
+}
+
+/* The bytes of LDS one buffer of A and B tiles takes at k-block bk. */
+static int64_t stage_bytes(const GemmSpec *s, GpuTiles t, int64_t bk)
+{
+	t.bk = (int)bk;
+	return (lds_layout(s, &t, true).elems + lds_layout(s, &t, false).elems) * lds_esize(s, &t);
+}
+
+/* Where both operands are copyable (the dense and Winograd GEMMs), they go into GPU_COPY_STAGES
+ * buffers: the copies of k-block kb + 2 are in flight while kb is accumulated, and no staging
+ * registers hold them. The k-block is the largest whose buffers fit the static shared memory
+ * (unpadded, swizzled rows: 3 x 16 KiB for 128 x 128 x 32 tiles of halves). Measured on an H100
+ * (docs/performance.md, 2026-11-25): two buffers gained nothing over the registers' staging, four
+ * of half the k-block lost 8%; copying only the dense operand of a convolution, whose gathers
+ * stay in registers, made alexnet's step 3% slower. */
+static void copy_stages(const GemmSpec *s, GpuTiles *t)
+{
+	GpuTiles c = *t;
+	c.bk = c.mi ? c.mi->k * c.ks : 0;
+	for (int is_a = 0; is_a < 2; is_a++)
+		c.copied[is_a] = c.mi && copyable(s, &c, is_a);
+	if (!c.copied[0] || !c.copied[1])
+		return;
+	c.stages = GPU_COPY_STAGES;
+	if (c.stages * stage_bytes(s, c, c.bk) > GPU_COPY_LDS)
+		return;
+	while (c.bk < s->k && c.stages * stage_bytes(s, c, 2 * c.bk) <= GPU_COPY_LDS)
+		c.bk *= 2;
+	*t = c;
 }
 
 /* ---- the kernel ---- */
@@ -1447,45 +1574,89 @@ static void zero_acc(Cg *cg, GpuGemm *g)
 	cg_gpu_phase_end(cg, &g->grp, false);
 }
 
-static void load_block(Cg *cg, GpuGemm *g, LLVMValueRef tid64, LLVMValueRef k0)
+/* The register-staged operands' shares: loaded from k-block k0 into the staging registers, or
+ * (k0 NULL) from them into the k-block's buffer. */
+static void stage_regs(Cg *cg, GpuGemm *g, LLVMValueRef tid64, LLVMValueRef k0)
 {
-	stage(cg, g, true, tid64, k0);
-	stage(cg, g, false, tid64, k0);
+	for (int is_a = 1; is_a >= 0; is_a--)
+		if (!g->t.copied[is_a])
+			stage(cg, g, is_a, tid64, k0);
+}
+
+static bool copies(const GpuGemm *g) { return g->t.copied[0] || g->t.copied[1]; }
+
+/* The copied operands' shares of k-block k0 into the copies' buffer: one group of copies per
+ * work-item (an empty one where nothing is copied, so that the waits count k-blocks). */
+static void stage_copies(Cg *cg, GpuGemm *g, LLVMValueRef tid64, LLVMValueRef k0)
+{
+	for (int is_a = 1; is_a >= 0; is_a--)
+		if (g->t.copied[is_a])
+			stage(cg, g, is_a, tid64, k0);
+	if (!g->grp.emulated)
+		cg_intrinsic_call(cg, "llvm.nvvm.cp.async.commit.group", NULL, 0);
+}
+
+/* Waits until at most `pending` groups of this work-item's copies are in flight. */
+static void wait_copies(Cg *cg, GpuGemm *g, int pending)
+{
+	if (!g->grp.emulated)
+		cg_intrinsic_call(cg, "llvm.nvvm.cp.async.wait.group", (LLVMValueRef[]){cg_i32(cg, pending)}, 1);
 }
 
 /* The elements of et that a tile takes in LDS (whole ones: the half tiles' sizes are even). */
 static int64_t tile_span(const GpuGemm *g, const LdsTile *t) { return t->elems * lds_esize(g->s, &g->t) / et_size(g->s); }
 
-/* Points as and bs at LDS buffer kb % 2. */
-static void pick_buffer(Cg *cg, GpuGemm *g, LLVMValueRef kb)
+/* A's and B's tiles in LDS buffer `buffer` (index type) of t.stages. */
+static void buffer_at(Cg *cg, GpuGemm *g, LLVMValueRef buffer, LLVMValueRef *a, LLVMValueRef *b)
 {
-	LLVMValueRef off = mulc(cg, g, LLVMBuildAnd(cg->b, kb, ci(g, 1), ""), tile_span(g, &g->la) + tile_span(g, &g->lb));
-	g->as = lds_at(cg, g, g->lds, off);
-	g->bs = lds_at(cg, g, g->as, ci(g, tile_span(g, &g->la)));
+	*a = lds_at(cg, g, g->lds, mulc(cg, g, buffer, tile_span(g, &g->la) + tile_span(g, &g->lb)));
+	*b = lds_at(cg, g, *a, ci(g, tile_span(g, &g->la)));
 }
 
-/* Software-pipelined: the loads of k-block kb+1 are in flight while kb is accumulated (past K
- * they are zeros, as the emitters are asked for in-range elements only). Double-buffered LDS:
- * block kb is stored into buffer kb % 2 while stragglers may still read block kb-1 from the
- * other, so one barrier per k-block suffices; the barrier of block kb+1 comes after everyone's
- * reads of kb, before anyone stores kb+2 over it. */
+/* Points as and bs at k-block kb's buffer, an and bn at that of kb + stages - 1. */
+static void pick_buffer(Cg *cg, GpuGemm *g, LLVMValueRef kb)
+{
+	int stages = g->t.stages;
+	buffer_at(cg, g, stages == 2 ? LLVMBuildAnd(cg->b, kb, ci(g, 1), "") : remc(cg, g, kb, stages), &g->as, &g->bs);
+	if (copies(g))
+		buffer_at(cg, g, remc(cg, g, add(cg, kb, ci(g, stages - 1)), stages), &g->an, &g->bn);
+}
+
+/* Software-pipelined: the loads of k-block kb+1 into the staging registers, and the copies of
+ * kb + stages - 1 (copied operands), are in flight while kb is accumulated (past K they are
+ * zeros, as the emitters are asked for in-range elements only). Block kb is stored into (or was
+ * copied into) buffer kb % stages while stragglers may still read block kb-1 from another, so one
+ * barrier per k-block suffices: the barrier of block kb comes after everyone's reads of kb-1,
+ * before anyone stores or copies over it. Before the barrier each work-item waits for its own
+ * copies of kb. */
 static void kblocks(Cg *cg, GpuGemm *g)
 {
-	int64_t nkb = cdiv(g->t.kslice, g->t.bk);
+	int64_t nkb = cdiv(g->t.kslice, g->t.bk), stages = g->t.stages;
 	LLVMValueRef tid64 = cg_gpu_phase_begin(cg, &g->grp);
-	load_block(cg, g, tid64, ci(g, 0));
+	stage_regs(cg, g, tid64, ci(g, 0));
+	for (int64_t s = 0; s + 1 < stages && copies(g); s++) {
+		buffer_at(cg, g, ci(g, s), &g->an, &g->bn);
+		stage_copies(cg, g, tid64, ci(g, s * g->t.bk));
+	}
 	cg_gpu_phase_end(cg, &g->grp, false);
 	CgLoop kb = cg_for_begin(cg, cg_i64(cg, 0), cg_i64(cg, nkb), "kb");
 	LLVMValueRef kbi = to_it(cg, g, kb.i);
 	pick_buffer(cg, g, kbi);
 	tid64 = cg_gpu_phase_begin(cg, &g->grp);
-	load_block(cg, g, tid64, NULL);
+	stage_regs(cg, g, tid64, NULL);
+	if (copies(g))
+		wait_copies(cg, g, (int)stages - 2);
 	cg_gpu_phase_end(cg, &g->grp, true);
 	tid64 = cg_gpu_phase_begin(cg, &g->grp);
-	load_block(cg, g, tid64, mulc(cg, g, add(cg, kbi, ci(g, 1)), g->t.bk));
+	if (copies(g))
+		stage_copies(cg, g, tid64, mulc(cg, g, add(cg, kbi, ci(g, stages - 1)), g->t.bk));
+	stage_regs(cg, g, tid64, mulc(cg, g, add(cg, kbi, ci(g, 1)), g->t.bk));
 	accumulate(cg, g, tid64);
 	cg_gpu_phase_end(cg, &g->grp, false);
 	cg_for_end(cg, &kb);
+	/* the copies past the last k-block land in LDS that the slices' partials reuse */
+	if (copies(g))
+		wait_copies(cg, g, 0);
 }
 
 /* The kernel of tiles t (every k-slice's when t.slices > 1); returns its grid. */
@@ -1497,8 +1668,8 @@ static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 	else if (t.dot2)
 		g.ht = cg->t_f16;
 	g.lt = g.ht ? g.ht : g.et;
-	g.la = lds_layout(&g, true);
-	g.lb = lds_layout(&g, false);
+	g.la = lds_layout(s, &g.t, true);
+	g.lb = lds_layout(s, &g.t, false);
 	int64_t grid = (int64_t)t.slices * s->batch * g.t.nmb * g.t.nnb;
 	/* every index of the kernel, padded tiles included, fits i32 or all is i64 */
 	bool narrow = s->m + g.t.bm < INT32_MAX && s->n + g.t.bn < INT32_MAX && s->k + 2 * g.t.bk < INT32_MAX &&
@@ -1519,7 +1690,7 @@ static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 	if (accs == GPU_MAX_REG * GPU_MAX_REG || (!wide_tiles(cg) && loop))
 		cg_gpu_waves(cg, GPU_WAVES);
 	/* the slices' partial tiles reuse the staging LDS once the last k-block is done */
-	int64_t stage = 2 * (tile_span(&g, &g.la) + tile_span(&g, &g.lb)), red = g.t.ks > 1 ? (int64_t)g.t.ks * g.t.bm * g.t.bn : 0;
+	int64_t stage = g.t.stages * (tile_span(&g, &g.la) + tile_span(&g, &g.lb)), red = g.t.ks > 1 ? (int64_t)g.t.ks * g.t.bm * g.t.bn : 0;
 	g.lds = cg_gpu_shared(cg, &g.grp, g.et, stage > red ? stage : red, "gemm_lds");
 	g.acc = cg_gpu_private(cg, &g.grp, g.et, accs, "acc");
 	g.staged = cg_gpu_private(cg, &g.grp, g.lt, staged_count(&g, true) + staged_count(&g, false), "staged");

@@ -49,6 +49,8 @@ typedef struct {
 	bool wide;        /* 128-wide tiles of 8 x 8 register tiles allowed (CgTargetOps.gemm_wide_tiles) */
 	bool dot2;        /* register tiles of f16 operands multiplied by v_dot2_f32_f16 (AMD without
 			     matrix units: CG_MATRIX_DOT2), k-pairs of halves in LDS */
+	int stages;       /* LDS buffers the k loop cycles through: 2, more where an operand is copied */
+	bool copied[2];   /* operand B [0], A [1] goes from memory into LDS by cp.async (NVIDIA) */
 } GpuTiles;
 
 /* Tile sizes for a problem: large tiles where there are enough of them, smaller ones (with more

@@ -346,14 +346,19 @@ static LLVMValueRef dense_vec(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLV
 	return cg_gemm_masked_load(cg, d->src, start, mask, lanes, LLVMConstNull(LLVMVectorType(ct, (unsigned)lanes)));
 }
 
+static LLVMValueRef dense_at(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMValueRef row, LLVMValueRef col)
+{
+	const Dense *d = op->ctx;
+	return cg_ptr(cg, d->src, dense_index(cg, d, b, row, col));
+}
+
 static LLVMValueRef dense_run(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMValueRef row, LLVMValueRef col,
 			      int lanes)
 {
 	const Dense *d = op->ctx;
 	const Node *src = &cg->g->node[d->src];
 	LLVMTypeRef st = cg_storage_type(cg, src->dtype), ct = cg_compute_type(cg, src->dtype);
-	LLVMValueRef at = cg_ptr(cg, d->src, dense_index(cg, d, b, row, col));
-	LLVMValueRef v = LLVMBuildLoad2(cg->b, LLVMVectorType(st, (unsigned)lanes), at, "");
+	LLVMValueRef v = LLVMBuildLoad2(cg->b, LLVMVectorType(st, (unsigned)lanes), dense_at(cg, op, b, row, col), "");
 	LLVMSetAlignment(v, (unsigned)(lanes * dtype_size(src->dtype)));
 	return st == ct ? v : LLVMBuildFPExt(cg->b, v, LLVMVectorType(ct, (unsigned)lanes), "");
 }
@@ -376,7 +381,8 @@ static int dense_runs(Cg *cg, const Dense *d)
 static GemmOperand dense_operand(Cg *cg, const Dense *d, bool along_k, bool vec)
 {
 	return (GemmOperand){.elem = dense_elem, .vec = vec ? dense_vec : NULL, .run = dense_run,
-			     .runs = dense_runs(cg, d), .along_k = along_k, .ctx = d};
+			     .runs = dense_runs(cg, d), .at = dense_at, .stored = cg->g->node[d->src].dtype,
+			     .along_k = along_k, .ctx = d};
 }
 
 static void out_store(Cg *cg, const GemmSpec *s, LLVMValueRef b, LLVMValueRef m, LLVMValueRef n, LLVMValueRef v)
