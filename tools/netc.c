@@ -907,7 +907,7 @@ static bool compile_options_of(const Command *c, const Args *a, CompileOptions *
 		.targets = a->target, .wave = a->wave, .code_object_version = a->code_object_version,
 		.emit = a->emit, .dump_dir = a->dump_dir, .quiet = a->quiet,
 		.no_cache = a->no_cache, .jobs = (int)a->jobs, .time = a->time_passes,
-		.trace = strcmp(c->name, "compile") == 0 ? a->trace : NULL,
+		.trace = strcmp(c->name, "compile") == 0 ? a->trace : NULL, .tuning = a->tuning,
 	};
 #ifdef NETC_RUNTIME_ONLY
 	(void)c;
