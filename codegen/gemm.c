@@ -112,9 +112,9 @@ void cg_gemm_tune_key(const Cg *cg, const GemmSpec *s, const char *cls, int spli
 	k->m = s->m;
 	k->n = s->n;
 	k->k = s->k;
-	snprintf(k->a, sizeof k->a, "%c%d%s", s->a.along_k ? 'k' : 'm', s->a.run ? s->a.runs : 1,
+	snprintf(k->a, sizeof k->a, "%c%d%s", s->a.along_k ? 'k' : 'm', s->a.run && s->a.runs > 1 ? s->a.runs : 1,
 		 s->a.batch_free && s->batch > 1 ? "s" : "");
-	snprintf(k->b, sizeof k->b, "%c%d", s->b.along_k ? 'k' : 'n', s->b.run ? s->b.runs : 1);
+	snprintf(k->b, sizeof k->b, "%c%d", s->b.along_k ? 'k' : 'n', s->b.run && s->b.runs > 1 ? s->b.runs : 1);
 	k->split = split;
 }
 

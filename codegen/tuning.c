@@ -108,9 +108,9 @@ static bool operand(Line *l, const char *name, char other, bool shared_ok, char 
 	char *end;
 	long runs = strtol(v + 1, &end, 10);
 	if (end == v + 1 || runs < 1 || runs > 64 || (*end && !(shared_ok && strcmp(end, "s") == 0)) ||
-	    strlen(v) >= 8)
+	    strlen(v) >= 16)
 		return fail(l, "expected %s", want);
-	snprintf(out, 8, "%s", v);
+	snprintf(out, 16, "%s", v);
 	return true;
 }
 

@@ -29,7 +29,7 @@ typedef struct {
 	char cls[8];       /* precision class: f32, f64 (SIMT or host), tf32, xf32, mf32 (matrix units'
 			      float products), f16, bf16 (half products on a matrix unit), dot2 */
 	int64_t batch, m, n, k;
-	char a[8], b[8];   /* operand facts: 'k' where it runs along k, else 'm' (A) or 'n' (B); its
+	char a[16], b[16]; /* operand facts: 'k' where it runs along k, else 'm' (A) or 'n' (B); its
 			      aligned run length; A: 's' where one packed A serves every batch */
 	int split;         /* split-K slices asked for (1: none) */
 } CgTuneKey;
