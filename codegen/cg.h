@@ -20,6 +20,7 @@
 #include <llvm-c/Core.h>
 
 #include "codegen/matrix_caps.h"
+#include "codegen/tuning.h"
 #include "ir/ir.h"
 
 /* Which family of targets: only the target table (codegen/targets.c) and the target files
@@ -49,6 +50,7 @@ typedef struct {
 	int node;
 	int64_t grid;      /* number of work-groups */
 	int block;         /* work-items per work-group: 1 on the host */
+	CgTileNote tiles;  /* a GEMM's tiles and why it took them (source CG_TILES_NONE: no GEMM) */
 } CgKernel;
 
 /* Where one target's compile went (--time-passes). The per-unit times are summed over the units,

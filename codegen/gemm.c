@@ -8,7 +8,11 @@
  *         for each MR-row sliver:   micro-kernel MR x NR into the C tile
  *     epilogue over the valid part of the C tile
  */
+#include <string.h>
+
 #include "codegen/gemm.h"
+#include "codegen/cg_util.h"
+#include "codegen/target.h"
 
 /* Chosen by measurement on AVX-512 (docs/codegen.md): an 8 x 2-vector micro-kernel (16
  * accumulators), M blocks up to 96 rows, k-blocks of 256-384, local arrays (packed A, one packed B
@@ -46,13 +50,14 @@ static int64_t even_block(int64_t extent, int64_t max, int64_t q, int64_t *nbloc
 	return b;
 }
 
-GemmTiles cg_gemm_tiles(const CgTarget *tg, const GemmSpec *s)
+/* The tiles of M blocks up to mbmax rows and k-blocks up to kbmax. */
+static GemmTiles tiles_within(const CgTarget *tg, const GemmSpec *s, int64_t mbmax, int64_t kbmax)
 {
 	GemmTiles t = {.mr = GEMM_MR};
 	int lanes = lanes_of(tg, s);
 	t.nr = GEMM_NR_VECS * lanes;
-	t.kb = even_block(s->k, GEMM_KB + GEMM_KB / 2, lanes, &t.nkb);
-	t.mb = even_block(s->m, GEMM_MB, t.mr, &t.nmb);
+	t.kb = even_block(s->k, kbmax, lanes, &t.nkb);
+	t.mb = even_block(s->m, mbmax, t.mr, &t.nmb);
 	t.ka = rup(t.kb, lanes);
 	/* A that serves every b is packed once for all of K where it fits */
 	if (s->a.batch_free && s->batch > 1 && t.mb * rup(s->k, lanes) <= GEMM_LOCAL_BUDGET / 3)
@@ -69,6 +74,62 @@ GemmTiles cg_gemm_tiles(const CgTarget *tg, const GemmSpec *s)
 	while (s->batch * t.nmb * t.nnb < GEMM_MIN_GRID && t.mb > t.mr)
 		t.mb = even_block(s->m, t.mb - t.mr, t.mr, &t.nmb);
 	return t;
+}
+
+GemmTiles cg_gemm_tiles(const CgTarget *tg, const GemmSpec *s) { return tiles_within(tg, s, GEMM_MB, GEMM_KB + GEMM_KB / 2); }
+
+int cg_gemm_candidates(const CgTarget *tg, const GemmSpec *s, GemmTiles *out, int max)
+{
+	static const int64_t mbs[] = {GEMM_MB, 64, 32}, kbs[] = {GEMM_KB + GEMM_KB / 2, GEMM_KB / 2 + GEMM_KB / 4, GEMM_KB / 4};
+	int n = 0;
+	out[n++] = cg_gemm_tiles(tg, s);
+	for (size_t i = 0; i < sizeof mbs / sizeof *mbs; i++)
+		for (size_t j = 0; j < sizeof kbs / sizeof *kbs && n < max; j++) {
+			GemmTiles t = tiles_within(tg, s, mbs[i], kbs[j]);
+			bool had = false;
+			for (int c = 0; c < n; c++)
+				had |= out[c].mb == t.mb && out[c].nb == t.nb && out[c].kb == t.kb;
+			if (!had)
+				out[n++] = t;
+		}
+	return n;
+}
+
+void cg_gemm_tune_arch(const CgTarget *t, char *buf, size_t len)
+{
+	if (t->ops->gpu)
+		snprintf(buf, len, "%s", t->arch);
+	else
+		snprintf(buf, len, "host-%.63s", t->cpu);
+}
+
+void cg_gemm_tune_key(const Cg *cg, const GemmSpec *s, const char *cls, int split, CgTuneKey *k)
+{
+	memset(k, 0, sizeof *k);
+	cg_gemm_tune_arch(cg->target, k->arch, sizeof k->arch);
+	snprintf(k->cls, sizeof k->cls, "%s", cls);
+	k->batch = s->batch;
+	k->m = s->m;
+	k->n = s->n;
+	k->k = s->k;
+	snprintf(k->a, sizeof k->a, "%c%d%s", s->a.along_k ? 'k' : 'm', s->a.run && s->a.runs > 1 ? s->a.runs : 1,
+		 s->a.batch_free && s->batch > 1 ? "s" : "");
+	snprintf(k->b, sizeof k->b, "%c%d", s->b.along_k ? 'k' : 'n', s->b.run && s->b.runs > 1 ? s->b.runs : 1);
+	k->split = split;
+}
+
+/* The tiles the GEMM takes: the heuristic's or another candidate, as codegen/tuning.c chooses. */
+static GemmTiles choose_tiles(Cg *cg, const GemmSpec *s)
+{
+	enum { MAX_CANDIDATES = 16 };
+	GemmTiles cand[MAX_CANDIDATES];
+	CgTileConfig cfg[MAX_CANDIDATES];
+	int n = cg_gemm_candidates(cg->target, s, cand, MAX_CANDIDATES);
+	for (int i = 0; i < n; i++)
+		cfg[i] = (CgTileConfig){cand[i].mb, cand[i].nb, cand[i].kb};
+	CgTuneKey key;
+	cg_gemm_tune_key(cg, s, LLVMGetTypeKind(s->type) == LLVMDoubleTypeKind ? "f64" : "f32", 1, &key);
+	return cand[cg_tuning_choose(cg, &key, cfg, n)];
 }
 
 /* ---- small emission helpers ---- */
@@ -408,7 +469,7 @@ static void decode(Cg *cg, Gemm *g, LLVMValueRef wg)
 
 int64_t cg_gemm(Cg *cg, const GemmSpec *s)
 {
-	Gemm g = {.s = s, .t = cg_gemm_tiles(cg->target, s), .et = s->type};
+	Gemm g = {.s = s, .t = choose_tiles(cg, s), .et = s->type};
 	g.lanes = lanes_of(cg->target, s);
 	g.vt = LLVMVectorType(g.et, (unsigned)g.lanes);
 	g.pa = local_array(cg, g.et, g.t.mb * g.t.ka, "pack_a");

@@ -80,6 +80,14 @@ typedef struct {
 
 /* Tile sizes for a problem on target t (chosen by measurement, see docs/codegen.md). */
 GemmTiles cg_gemm_tiles(const CgTarget *t, const GemmSpec *s);
+/* The tilings the template supports for s, at most max into out: out[0] cg_gemm_tiles', then
+ * the same rules with smaller M blocks and shorter or longer k-blocks (codegen/tuning.h). */
+int cg_gemm_candidates(const CgTarget *t, const GemmSpec *s, GemmTiles *out, int max);
+/* The architecture of target t in tuning keys: its arch, or for the host "host-" and the CPU the
+ * code is built for. */
+void cg_gemm_tune_arch(const CgTarget *t, char *buf, size_t len);
+/* The tuning key of s compiled by cg in precision class cls, split-K slices split (1: none). */
+void cg_gemm_tune_key(const Cg *cg, const GemmSpec *s, const char *cls, int split, CgTuneKey *k);
 /* Emits the GEMM into cg->fn for work-groups [cg->wg_begin, cg->wg_end); returns the grid. */
 int64_t cg_gemm(Cg *cg, const GemmSpec *s);
 

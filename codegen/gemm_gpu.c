@@ -282,13 +282,13 @@ static int64_t staged_words(const GemmSpec *s, const GpuTiles *t, int64_t bk)
 	return words;
 }
 
-static void copy_stages(const GemmSpec *s, GpuTiles *t);
+static void copy_stages(const GemmSpec *s, GpuTiles *t, int64_t bk);
 
-static GpuTiles tiles(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, bool dot2)
+/* The tiles of a bm x bn work-group tile: register or warp tiles, k-slices, and the k-block: bk,
+ * or where bk is 0 the largest the LDS budget allows. */
+static GpuTiles tiles_of(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, bool dot2, int bm, int bn, int64_t bk)
 {
-	GpuTiles t = {.block = CG_GPU_BLOCK, .wide = wide, .dot2 = dot2 && !mi};
-	small_tile(s, &t);
-	wide_tile(s, &t);
+	GpuTiles t = {.block = CG_GPU_BLOCK, .wide = wide, .dot2 = dot2 && !mi, .bm = bm, .bn = bn};
 	if (mi) {
 		warp_tiles(&t, mi);
 	} else {
@@ -304,11 +304,11 @@ static GpuTiles tiles(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, boo
 	 * GEMM kernels on gfx906) */
 	int64_t esize = t.dot2 ? et_size(s) : lds_esize(s, &t);
 	int64_t budget = !wide ? GPU_NARROW_STAGE_BYTES : mi ? GPU_MMA_STAGE_BYTES : GPU_STAGE_BYTES;
-	while ((t.bm + t.bn) * t.bk * 2 * esize <= budget && t.bk < s->k &&
+	while (bk ? t.bk < bk : (t.bm + t.bn) * t.bk * 2 * esize <= budget && t.bk < s->k &&
 	       (!mi || !wide || staged_words(s, &t, 2 * t.bk) <= GPU_MMA_STAGED_WORDS))
 		t.bk *= 2;
 	t.stages = 2;
-	copy_stages(s, &t);
+	copy_stages(s, &t, bk);
 	t.nmb = cdiv(s->m, t.bm);
 	t.nnb = cdiv(s->n, t.bn);
 	t.slices = 1;
@@ -316,19 +316,65 @@ static GpuTiles tiles(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, boo
 	return t;
 }
 
+static GpuTiles tiles(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, bool dot2)
+{
+	GpuTiles t = {.wide = wide};
+	small_tile(s, &t);
+	wide_tile(s, &t);
+	return tiles_of(s, mi, wide, dot2, t.bm, t.bn, 0);
+}
+
+/* Whether a tile side suits an extent as small_tile's do: no longer than the extent needs. */
+static bool side_fits(int side, int64_t extent) { return side == GPU_MIN_TILE || side / 2 < extent; }
+
+/* Every tiling tiles() makes for some problem, for s: out[0] the heuristic's, then each tile of
+ * sides 16 to 64 (with `wide`, float32: 64 and 128 as wide_tile's) that fits the extents, with
+ * each k-block from the smallest to the largest the LDS budget allows it. Returns the count. */
+static int candidates(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, bool dot2, GpuTiles *out, int max)
+{
+	int n = 0;
+	out[n++] = tiles(s, mi, wide, dot2);
+	int top = wide && !is_double(s) ? GPU_TILE : GPU_SMALL_TILE;
+	for (int bm = GPU_MIN_TILE; bm <= top; bm *= 2)
+		for (int bn = GPU_MIN_TILE; bn <= top; bn *= 2) {
+			bool is_wide = bm > GPU_SMALL_TILE || bn > GPU_SMALL_TILE;
+			if (!side_fits(bm, s->m) || !side_fits(bn, s->n) ||
+			    (is_wide && (bm < GPU_SMALL_TILE || bn < GPU_SMALL_TILE)))
+				continue;
+			GpuTiles most = tiles_of(s, mi, wide, dot2, bm, bn, 0);
+			for (int64_t bk = tiles_of(s, mi, wide, dot2, bm, bn, 1).bk; bk <= most.bk && n < max; bk *= 2) {
+				GpuTiles t = tiles_of(s, mi, wide, dot2, bm, bn, bk);
+				if (t.bm != out[0].bm || t.bn != out[0].bn || t.bk != out[0].bk)
+					out[n++] = t;
+			}
+		}
+	return n;
+}
+
 GpuTiles cg_gemm_gpu_tiles(const GemmSpec *s, bool wide) { return tiles(s, NULL, wide, false); }
 
-static GpuTiles split_tiles(const GemmSpec *s, int slices, const CgMatrixInstr *mi, bool wide, bool dot2)
+/* The problem of one slice of K, with the slices counted as work-groups. */
+static GemmSpec slice_of(const GemmSpec *s, int slices)
 {
-	/* the tiles of one slice's problem, with the slices counted as work-groups */
 	GemmSpec one = *s;
 	one.batch = s->batch * slices;
 	one.k = cdiv(s->k, slices);
-	GpuTiles t = tiles(&one, mi, wide, dot2);
-	/* whole k-blocks per slice; rounding up may leave fewer slices */
-	t.kslice = cdiv(one.k, t.bk) * t.bk;
+	return one;
+}
+
+/* t, the tiles of one slice's problem, over the whole K: whole k-blocks per slice; rounding up may
+ * leave fewer slices. */
+static GpuTiles sliced(const GemmSpec *s, int slices, GpuTiles t)
+{
+	t.kslice = cdiv(cdiv(s->k, slices), t.bk) * t.bk;
 	t.slices = (int)cdiv(s->k, t.kslice);
 	return t;
+}
+
+static GpuTiles split_tiles(const GemmSpec *s, int slices, const CgMatrixInstr *mi, bool wide, bool dot2)
+{
+	GemmSpec one = slice_of(s, slices);
+	return sliced(s, slices, tiles(&one, mi, wide, dot2));
 }
 
 GpuTiles cg_gemm_gpu_split_tiles(const GemmSpec *s, int slices, bool wide) { return split_tiles(s, slices, NULL, wide, false); }
@@ -1529,11 +1575,14 @@ static int64_t stage_bytes(const GemmSpec *s, GpuTiles t, int64_t bk)
  * (unpadded, swizzled rows: 3 x 16 KiB for 128 x 128 x 32 tiles of halves). Measured on an H100
  * (docs/performance.md, 2026-11-25): two buffers gained nothing over the registers' staging, four
  * of half the k-block lost 8%; copying only the dense operand of a convolution, whose gathers
- * stay in registers, made alexnet's step 3% slower. */
-static void copy_stages(const GemmSpec *s, GpuTiles *t)
+ * stay in registers, made alexnet's step 3% slower. bk: the k-block asked for (a tuning's), 0
+ * for the largest that fits. */
+static void copy_stages(const GemmSpec *s, GpuTiles *t, int64_t bk)
 {
 	GpuTiles c = *t;
 	c.bk = c.mi ? c.mi->k * c.ks : 0;
+	if (bk > c.bk)
+		c.bk = (int)bk;
 	for (int is_a = 0; is_a < 2; is_a++)
 		c.copied[is_a] = c.mi && copyable(s, &c, is_a);
 	if (!c.copied[0] || !c.copied[1])
@@ -1541,7 +1590,7 @@ static void copy_stages(const GemmSpec *s, GpuTiles *t)
 	c.stages = GPU_COPY_STAGES;
 	if (c.stages * stage_bytes(s, c, c.bk) > GPU_COPY_LDS)
 		return;
-	while (c.bk < s->k && c.stages * stage_bytes(s, c, 2 * c.bk) <= GPU_COPY_LDS)
+	while (!bk && c.bk < s->k && c.stages * stage_bytes(s, c, 2 * c.bk) <= GPU_COPY_LDS)
 		c.bk *= 2;
 	*t = c;
 }
@@ -1707,7 +1756,35 @@ static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 	return grid;
 }
 
-int64_t cg_gemm_gpu(Cg *cg, const GemmSpec *s) { return emit_tiles(cg, s, tiles(s, mma_of(cg, s), wide_tiles(cg), dot2_of(cg, s))); }
+/* The precision class of tiles t (codegen/tuning.h). */
+static const char *class_of(const GemmSpec *s, const GpuTiles *t)
+{
+	if (t->mi) {
+		static const char *const names[] = {[CG_MELEM_F32] = "mf32", [CG_MELEM_XF32] = "xf32",
+						    [CG_MELEM_TF32] = "tf32", [CG_MELEM_F16] = "f16", [CG_MELEM_BF16] = "bf16"};
+		return names[t->mi->elem];
+	}
+	return t->dot2 ? "dot2" : is_double(s) ? "f64" : "f32";
+}
+
+/* The tiles the GEMM takes (slices: the split-K slices asked for, 1: none): the heuristic's or
+ * another candidate, as codegen/tuning.c chooses. */
+static GpuTiles choose_tiles(Cg *cg, const GemmSpec *s, int slices)
+{
+	enum { MAX_CANDIDATES = 96 };
+	GpuTiles cand[MAX_CANDIDATES];
+	CgTileConfig cfg[MAX_CANDIDATES];
+	GemmSpec one = slice_of(s, slices);
+	int n = candidates(&one, mma_of(cg, s), wide_tiles(cg), dot2_of(cg, s), cand, MAX_CANDIDATES);
+	for (int i = 0; i < n; i++)
+		cfg[i] = (CgTileConfig){cand[i].bm, cand[i].bn, cand[i].bk};
+	CgTuneKey key;
+	cg_gemm_tune_key(cg, s, class_of(s, &cand[0]), slices, &key);
+	GpuTiles t = cand[cg_tuning_choose(cg, &key, cfg, n)];
+	return slices > 1 ? sliced(s, slices, t) : t;
+}
+
+int64_t cg_gemm_gpu(Cg *cg, const GemmSpec *s) { return emit_tiles(cg, s, choose_tiles(cg, s, 1)); }
 
 /* ---- split-K ---- */
 
@@ -1765,11 +1842,9 @@ int cg_gemm_gpu_slices(const Cg *cg, const Node *anchor, const GemmSpec *s)
 
 int64_t cg_gemm_gpu_split_k(Cg *cg, const GemmSpec *s, const GpuSplitK *sk)
 {
-	const CgMatrixInstr *mi = mma_of(cg, s);
-	bool wide = wide_tiles(cg), dot2 = dot2_of(cg, s);
-	GpuTiles t = sk->slices > 1 ? split_tiles(s, sk->slices, mi, wide, dot2) : tiles(s, mi, wide, dot2);
+	GpuTiles t = choose_tiles(cg, s, sk->slices > 1 ? sk->slices : 1);
 	if (t.slices < 2 || t.slices > sk->slices)
-		return cg_gemm_gpu(cg, s);
+		return emit_tiles(cg, s, choose_tiles(cg, s, 1));
 	GemmSpec part = *s;
 	part.epilogue = split_store;
 	part.ctx = sk;

@@ -70,6 +70,10 @@ static const Option options[] = {
 	{"--peak-gbs", OPT_PROFILE, true},
 	{"--report", OPT_COMPARE, true},
 	{"--trace", OPT_TRACE, true},
+	{"--tuning", OPT_TUNING, true},
+	{"--emit-candidates", OPT_TUNE, true},
+	{"--candidates", OPT_TUNE, true},
+	{"--max-candidates", OPT_TUNE, true},
 };
 
 static bool parse_count(const char *command, const char *opt, const char *s, int64_t min, int64_t *out)
@@ -268,6 +272,15 @@ static bool set_option(const Option *o, const char *command, const char *v, Args
 		}
 		return parse_rate(command, o->name, v, strcmp(o->name, "--peak-gbs") == 0 ? &a->peak_gbs : &a->peak_gflops);
 	case OPT_TRACE: a->trace = v; return true;
+	case OPT_TUNING: a->tuning = v; return true;
+	case OPT_TUNE:
+		if (strcmp(o->name, "--max-candidates") == 0)
+			return parse_range(command, o->name, v, 1, 4096, &a->max_candidates);
+		if (strcmp(o->name, "--candidates") == 0)
+			a->candidates = v;
+		else
+			a->emit_candidates = v;
+		return true;
 	case OPT_OUTPUT: a->output = v; return true;
 	case OPT_DATA: a->data = v; return true;
 	case OPT_DEVICE: return set_device(command, v, a);
@@ -345,7 +358,8 @@ bool args_parse(int argc, char **argv, int first, uint64_t allowed, const char *
 			"epochs; --epochs N runs N whole epochs)\n", command);
 		return false;
 	}
-	if (!a->model && !(allowed & OPT_NO_MODEL)) {
+	/* netc tune --candidates DIR times bundles already made */
+	if (!a->model && !(allowed & OPT_NO_MODEL) && !a->candidates) {
 		fprintf(stderr, "netc %s: no model given (see netc %s --help)\n", command, command);
 		return false;
 	}

@@ -41,6 +41,8 @@ enum {
 };
 /* past the enum's 32 bits (an enum constant is an int) */
 #define OPT_TRACE (UINT64_C(1) << 32) /* --trace FILE.json (netc bench: the step; netc compile: the compile) */
+#define OPT_TUNING (UINT64_C(1) << 33) /* --tuning FILE|none (commands that compile a .net file) */
+#define OPT_TUNE (UINT64_C(1) << 34)   /* --emit-candidates DIR, --candidates DIR, --max-candidates N (netc tune) */
 
 typedef struct {
 	const char *model;
@@ -87,6 +89,10 @@ typedef struct {
 	uint64_t seed;
 	const char *devices;     /* --devices: one rank per device, comma-separated (tools/launch.c) */
 	int64_t gpus, ranks;     /* --gpus N: the first N GPUs; --ranks N: N CPU ranks */
+	const char *tuning;      /* --tuning FILE|none: tiles from FILE; none: not even the shipped ones */
+	const char *emit_candidates; /* netc tune --emit-candidates DIR: the candidate bundles, not timed */
+	const char *candidates;  /* netc tune --candidates DIR: time the bundles --emit-candidates wrote */
+	int64_t max_candidates;  /* netc tune --max-candidates N: candidate indices tried; 0: all */
 } Args;
 
 /* Parses argv[first..argc) allowing the options in `allowed`. On a usage error prints it and

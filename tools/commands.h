@@ -15,4 +15,7 @@ int cmd_opt(const Args *a, const CompileOptions *o);
 int cmd_import(const Args *a, const CompileOptions *o);
 int cmd_export(const Args *a, const CompileOptions *o);
 
+/* tools/tune.c: tuned GEMM tiles; the runtime-only build times candidates made elsewhere */
+int cmd_tune(const Args *a, const CompileOptions *o);
+
 #endif

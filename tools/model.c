@@ -13,6 +13,7 @@
 #include "tools/profile.h"
 
 #ifndef NETC_RUNTIME_ONLY
+#include "codegen/gemm.h"
 #include "codegen/kernel_cache.h"
 #include "codegen/make_bundle.h"
 #include "codegen/target.h"
@@ -432,9 +433,56 @@ static int compile_jobs(const ModelTargets *mt)
 	return n > 0 ? (int)n : 1;
 }
 
+/* The tuning tables the compile looks GEMMs up in: --tuning's file, then each target's shipped
+ * table unless --tuning none. false after printing an error. */
+static bool use_tuning(const ModelTargets *mt, const CgTarget *tg, int n, CgTuning *file)
+{
+	const CgTuning *tables[8];
+	int count = 0;
+	bool none = mt->tuning && strcmp(mt->tuning, "none") == 0;
+	if (mt->tuning && !none) {
+		char err[600];
+		if (!cg_tuning_load(mt->tuning, file, err, sizeof err)) {
+			fprintf(stderr, "netc: error: %s\n", err);
+			return false;
+		}
+		tables[count++] = file;
+	}
+	for (int i = 0; i < n && !none && count < 8; i++) {
+		char arch[80];
+		cg_gemm_tune_arch(&tg[i], arch, sizeof arch);
+		const CgTuning *t = cg_tuning_shipped_for(arch);
+		if (t)
+			tables[count++] = t;
+	}
+	cg_tuning_use(tables, count);
+	return true;
+}
+
+/* Every GEMM kernel's tiles into mt->gemms. */
+static void note_gemms(const ModelTargets *mt, const CgTarget *tg, int n, const CgOutput *outs)
+{
+	ModelGemms *gm = mt->gemms;
+	for (int t = 0; t < n; t++)
+		for (int k = 0; k < outs[t].nkernels; k++) {
+			if (outs[t].kernels[k].tiles.source == CG_TILES_NONE)
+				continue;
+			gm->k = realloc(gm->k, (size_t)(gm->n + 1) * sizeof *gm->k);
+			if (!gm->k)
+				abort();
+			ModelGemm *x = &gm->k[gm->n++];
+			snprintf(x->target, sizeof x->target, "%s", tg[t].name);
+			snprintf(x->kernel, sizeof x->kernel, "%s", outs[t].kernels[k].name);
+			x->tiles = outs[t].kernels[k].tiles;
+		}
+}
+
 static bool compile_all(Graph *g, const ModelTargets *mt, const CgTarget *tg, int n, unsigned emit, CgOutput *outs,
 			const CompileFront *front)
 {
+	CgTuning file = {0};
+	if (!use_tuning(mt, tg, n, &file))
+		return false;
 	bool want_text = mt->dump_dir && (emit & (EMIT_LL | EMIT_ASM));
 	char dir[4096];
 	KernelCache *cache = !mt->no_cache && kc_default_dir(dir, sizeof dir) ? kc_open(dir) : NULL;
@@ -447,7 +495,11 @@ static bool compile_all(Graph *g, const ModelTargets *mt, const CgTarget *tg, in
 	char err[1200];
 	double t0 = rt_clock_s();
 	bool ok = cg_compile_targets(g, tg, n, &o, outs, err, sizeof err);
+	cg_tuning_use(NULL, 0);
+	cg_tuning_free(&file);
 	end_progress(&progress);
+	if (ok && mt->gemms)
+		note_gemms(mt, tg, n, outs);
 	if (!ok)
 		fprintf(stderr, "netc: error: %s\n", err);
 	if (ok && mt->time)

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "codegen/tuning.h"
 #include "passes/passes.h"
 #include "runtime/bundle.h"
 #include "runtime/rt.h"
@@ -21,7 +22,22 @@ typedef struct {
 	int jobs;                 /* compiler threads; 0: one per core */
 	bool time;                /* --time-passes: each target's compile times on stderr */
 	const char *trace;        /* netc compile --trace FILE.json: the compile as a Chrome trace */
+	const char *tuning;       /* --tuning FILE: GEMM tiles from FILE before the shipped tables; "none":
+	                           * the heuristics only; NULL: the shipped tables (docs/tuning.md) */
+	struct ModelGemms *gemms; /* not NULL: gets every GEMM kernel's tiles and why */
 } ModelTargets;
+
+/* The tiles each GEMM kernel of a compile took (netc info, netc tune). */
+typedef struct {
+	char target[32];
+	char kernel[64];
+	CgTileNote tiles;
+} ModelGemm;
+
+typedef struct ModelGemms {
+	ModelGemm *k;
+	int n;
+} ModelGemms;
 
 /* Whether path is a bundle (a compiled artifact rather than a .net file): it starts with the
  * bundle magic, or is a truncated bundle (4 to 7 bytes of it and nothing after). */

@@ -78,6 +78,29 @@ static void print_precision(PrecisionKind p)
 	printf("\n");
 }
 
+/* Every GEMM kernel's tiles and why it took them, compiled for o's targets (--target, --tuning). */
+static bool print_gemm_tiles(const Args *a, const CompileOptions *o)
+{
+	CompileOptions co = *o;
+	ModelGemms gm = {0};
+	co.targets.gemms = &gm;
+	co.targets.quiet = true;
+	Bundle b;
+	if (!model_compile(a->model, a->batch, &co, &b, NULL))
+		return false;
+	bundle_free(&b);
+	printf("GEMM tiles (work-group tile MxN, k-block):\n");
+	for (int i = 0; i < gm.n; i++) {
+		char key[256], cfg[64];
+		cg_tune_key_text(&gm.k[i].tiles.key, key, sizeof key);
+		cg_tile_config_text(&gm.k[i].tiles.cfg, cfg, sizeof cfg);
+		printf("  %s %s: %s, %s (%d candidates)\n    key %s\n", gm.k[i].target, gm.k[i].kernel, cfg,
+		       gm.k[i].tiles.why, gm.k[i].tiles.ncand, key);
+	}
+	free(gm.k);
+	return true;
+}
+
 static int info_model(const Args *a, const CompileOptions *o)
 {
 	Graph *g = model_load_graph(a->model, a->batch, true, o);
@@ -100,7 +123,7 @@ static int info_model(const Args *a, const CompileOptions *o)
 	if (a->plan)
 		plan_memory_print(stdout, g);
 	ir_graph_free(g);
-	return 0;
+	return (a->target || a->tuning) && !print_gemm_tiles(a, o) ? 1 : 0;
 }
 
 /* ---- netc info FILE: a bundle's plan and targets ---- */
@@ -648,14 +671,28 @@ static int cmd_bench(const Args *a, const CompileOptions *co)
 	"plot of the kernels (docs/profiling.md)."
 #endif
 
+/* netc tune: the runtime-only build only times candidates made elsewhere */
+#define TUNE_RUN_OPTS (OPT_OUTPUT | OPT_DEVICE | OPT_THREADS | OPT_REPEATS | OPT_WARMUP | OPT_STEPS | OPT_SEED | OPT_TUNE)
+#ifdef NETC_RUNTIME_ONLY
+#define TUNE_OPTS TUNE_RUN_OPTS
+#define TUNE_USAGE "netc tune --candidates DIR -o FILE [--device cpu|cuda|hip] [--repeats N]"
+#else
+#define TUNE_OPTS (TUNE_RUN_OPTS | OPT_BATCH | OPT_TARGET | OPT_PASSES)
+#define TUNE_USAGE                                                                                        \
+	"netc tune MODEL.net --target T -o FILE [--device cpu|cuda|hip] [--max-candidates N] [--repeats N]\n" \
+	"                 [--batch N] " PASS_USAGE "\n"                                                     \
+	"       netc tune MODEL.net --target T --emit-candidates DIR [--max-candidates N]\n"              \
+	"       netc tune --candidates DIR -o FILE [--device cpu|cuda|hip] [--repeats N]"
+#endif
+
 /* train and bench compile a .net file on the fly: for the host, or for --target */
 #ifdef NETC_RUNTIME_ONLY
 #define RUN_TARGET_OPTS 0
 #define RUN_TARGET_USAGE ""
 #define RUN_TARGET_HELP ""
 #else
-#define RUN_TARGET_OPTS (OPT_TARGET | OPT_WAVE | OPT_COV | OPT_PASSES)
-#define RUN_TARGET_USAGE " [--target LIST] [--jobs N] [--no-cache]\n                  " PASS_USAGE
+#define RUN_TARGET_OPTS (OPT_TARGET | OPT_WAVE | OPT_COV | OPT_PASSES | OPT_TUNING)
+#define RUN_TARGET_USAGE " [--target LIST] [--jobs N] [--no-cache] [--tuning FILE|none]\n                  " PASS_USAGE
 #define RUN_TARGET_HELP "\nA .net file is compiled first, for the host or for --target LIST (as netc compile)." COMPILE_HELP \
 	PASS_HELP
 #endif
@@ -666,7 +703,9 @@ static int cmd_bench(const Args *a, const CompileOptions *co)
 	"$NETC_CACHE_DIR (default ~/.cache/netc, at most $NETC_CACHE_MAX_MB MiB, default 2048) and\n"   \
 	"reused; --no-cache compiles them all again.\n"                                                 \
 	"--time-passes also prints each target's compile times and cache hits. On a terminal a\n"      \
-	"progress line shows the kernels compiled so far."
+	"progress line shows the kernels compiled so far. --tuning FILE takes GEMM tiles from the\n"  \
+	"tuning file FILE (`netc tune` writes them) before the ones netc ships for the target;\n"       \
+	"--tuning none takes the heuristics' tiles only (docs/tuning.md)."
 
 /* the pass manager's options, on every command that runs the passes */
 #define PASS_USAGE "[--passes=LIST] [--disable-pass=NAME] [--print-after=NAME|all] [--time-passes] [-O0]\n" \
@@ -700,8 +739,8 @@ static const Command commands[] = {
 	 "update, evaluation and, with --accumulate K or `accumulate = K`, the accumulation micro-batch),\n"
 	 "one node per line with the programs it runs in, its fused group and arena offset: the text\n"
 	 "form `netc opt` reads (docs/passes.md)." PASS_HELP},
-	{"info", cmd_info, OPT_BATCH | OPT_PASSES | OPT_PLAN | OPT_TARGET,
-	 "netc info MODEL.net|FILE [--batch N] [--plan] [--target LIST] " PASS_USAGE,
+	{"info", cmd_info, OPT_BATCH | OPT_PASSES | OPT_PLAN | OPT_TARGET | OPT_TUNING,
+	 "netc info MODEL.net|FILE [--batch N] [--plan] [--target LIST [--tuning FILE|none]] " PASS_USAGE,
 	 "Summarizes a model: parameters, forward FLOPs per example, training step FLOPs, kernels and\n"
 	 "the bytes they read and write, arena bytes, and the memory plan: the arena against the sum of\n"
 	 "all buffers without reuse. --plan also prints every block: offset, bytes, lifetime (kernel\n"
@@ -711,12 +750,14 @@ static const Command commands[] = {
 	 "VGPRs, AGPRs, SGPRs, LDS bytes, scratch bytes per work-item and spills, read from the code\n"
 	 "object's metadata, with the occupancy they allow (waves per SIMD) and the resource that limits\n"
 	 "it. --target LIST: the targets a .net file is summarized for (default host); the first one\n"
-	 "decides the passes' auto choices, such as each convolution's algorithm." PASS_HELP},
+	 "decides the passes' auto choices, such as each convolution's algorithm. With --target or\n"
+	 "--tuning the model is compiled, and every GEMM kernel's tiles are listed with why it took them:\n"
+	 "the heuristic's, or tuned from a file and line (docs/tuning.md)." PASS_HELP},
 	{"compile", cmd_compile, OPT_OUTPUT | OPT_BATCH | OPT_QUIET | OPT_TARGET | OPT_WAVE | OPT_COV | OPT_EMIT | OPT_PASSES
-		 | OPT_ACCUMULATE | OPT_TRACE,
+		 | OPT_ACCUMULATE | OPT_TRACE | OPT_TUNING,
 	 "netc compile MODEL.net -o FILE [--batch N] [--accumulate K] [--target LIST] [--wave32|--wave64]\n"
 	 "                    [--code-object-version 4|5|6] [--emit KINDS --dump-dir DIR] [--jobs N] [--no-cache]\n"
-	 "                    [--trace FILE.json]\n"
+	 "                    [--trace FILE.json] [--tuning FILE|none]\n"
 	 "                    " PASS_USAGE,
 	 "Compiles the training and evaluation programs and writes the bundle FILE: the plan once, one\n"
 	 "code object per target, and the training settings; `netc train` and `netc bench` run it.\n"
@@ -750,8 +791,8 @@ static const Command commands[] = {
 	{"targets", cmd_targets, OPT_NO_MODEL, "netc targets",
 	 "Lists every target and product alias netc compiles for, with its wave size and what is known\n"
 	 "about it."},
-	{"check", cmd_check, OPT_BATCH | OPT_SEED | OPT_THREADS | OPT_PASSES,
-	 "netc check MODEL.net [--batch N] [--seed S] [--threads N] " PASS_USAGE,
+	{"check", cmd_check, OPT_BATCH | OPT_SEED | OPT_THREADS | OPT_PASSES | OPT_TUNING,
+	 "netc check MODEL.net [--batch N] [--seed S] [--threads N] [--tuning FILE|none] " PASS_USAGE,
 	 "Runs one training step compiled and in the float64 reference interpreter from the same inputs\n"
 	 "and parameters, prints each node's largest relative error and fails if one exceeds its dtype's\n"
 	 "tolerance. The batch defaults to 8 (the interpreter is slow); the inputs are fresh random\n"
@@ -772,6 +813,16 @@ static const Command commands[] = {
 	 "the weights of checkpoint F as an ONNX model of opset 17 (20 where gelu needs it) whose batch\n"
 	 "dimension is symbolic, for onnxruntime, PyTorch or TVM. docs/onnx.md says how layers map."},
 #endif
+	{"tune", cmd_tune, TUNE_OPTS, TUNE_USAGE,
+	 "Times candidate tile configurations of every GEMM kernel (convolutions, their gradients, dense\n"
+	 "layers) and writes the fastest per key (architecture, precision class, shape) to the tuning\n"
+	 "file FILE, which `netc compile --tuning FILE` uses. The model is compiled once per candidate\n"
+	 "index (every GEMM takes its i-th candidate, or its heuristic's when it has fewer; at most\n"
+	 "--max-candidates N indices) for the one --target, and each kernel of the step is timed on\n"
+	 "--device as `bench --profile` does (median of --repeats, default 5). Where the compiler and\n"
+	 "the GPU are on two machines: --emit-candidates DIR writes the candidate bundles and a\n"
+	 "manifest of their kernels' keys and tiles, and `netc tune --candidates DIR --device cuda -o\n"
+	 "FILE` (also in a runtime-only build) times them and writes FILE. docs/tuning.md has the format."},
 	{"devices", cmd_devices, OPT_NO_MODEL, "netc devices",
 	 "Lists the devices this machine offers: every GPU the HIP and CUDA drivers find (name, gfx or\n"
 	 "sm architecture, memory, wave size), why a backend finds none, and the CPU."},
@@ -907,7 +958,7 @@ static bool compile_options_of(const Command *c, const Args *a, CompileOptions *
 		.targets = a->target, .wave = a->wave, .code_object_version = a->code_object_version,
 		.emit = a->emit, .dump_dir = a->dump_dir, .quiet = a->quiet,
 		.no_cache = a->no_cache, .jobs = (int)a->jobs, .time = a->time_passes,
-		.trace = strcmp(c->name, "compile") == 0 ? a->trace : NULL,
+		.trace = strcmp(c->name, "compile") == 0 ? a->trace : NULL, .tuning = a->tuning,
 	};
 #ifdef NETC_RUNTIME_ONLY
 	(void)c;

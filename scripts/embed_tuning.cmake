@@ -1,0 +1,22 @@
+# embed_tuning.cmake: the shipped tuning files (tuning/*.tune) as C arrays, so netc carries them
+# (codegen/tuning.c reads them; docs/tuning.md). Run as
+#   cmake -DSRC=<source dir> -DOUT=<file.c> -P scripts/embed_tuning.cmake
+file(GLOB files RELATIVE ${SRC} ${SRC}/tuning/*.tune)
+list(SORT files)
+set(c "/* generated from the .tune files of tuning/ by scripts/embed_tuning.cmake */\n")
+set(names "")
+set(texts "")
+set(i 0)
+foreach(f ${files})
+  file(READ ${SRC}/${f} hex HEX)
+  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${hex}")
+  string(APPEND c "static const char text${i}[] = {${bytes}0};\n")
+  string(APPEND names "\"${f}\", ")
+  string(APPEND texts "text${i}, ")
+  math(EXPR i "${i} + 1")
+endforeach()
+string(APPEND c "const char *const cg_shipped_tuning_names[] = {${names}0};\n")
+string(APPEND c "const char *const cg_shipped_tuning_texts[] = {${texts}0};\n")
+string(APPEND c "const int cg_shipped_tuning_count = ${i};\n")
+file(WRITE ${OUT}.tmp "${c}")
+file(COPY_FILE ${OUT}.tmp ${OUT} ONLY_IF_DIFFERENT)

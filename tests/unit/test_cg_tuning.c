@@ -1,0 +1,215 @@
+/* test_cg_tuning.c: tuned tiles (codegen/tuning.h).
+ *
+ * - Every candidate tiling is one the template computes correctly: a convolution (forward, input
+ *   and weight gradients) and a dense layer (matmuls of every transpose) whose M, N and K are no
+ *   multiples of the tiles, in float32 and fp16, compiled under each candidate index (every GEMM
+ *   takes its i-th candidate) on the host template and on the GPU template under host emulation
+ *   (NVIDIA's SIMT tiles, wide ones included; gfx906's narrow tiles and its dot2 tiles for fp16;
+ *   sm_80's mma.sync through its lane model for fp16), against the float64 reference on random
+ *   inputs.
+ * - The kernels note which candidate they took; a table's entry takes its configuration (and the
+ *   IR, so the kernel cache's key, changes), an entry that is no candidate of the GEMM is ignored,
+ *   and no table gives the heuristic's tiles.
+ * - Tuning files: the text round-trips, and bad files are errors naming the file, the line and
+ *   what was expected. */
+#include <stdlib.h>
+
+#include "codegen/gemm_gpu.h"
+#include "codegen/tuning.h"
+#include "tests/unit/cg_anchor_cases.h"
+#include "tests/unit/matrix_lane_models.h"
+#include "tests/unit/test_util.h"
+
+typedef struct {
+	const char *name;
+	bool gpu;          /* the GPU template, emulated */
+	const char *arch;  /* the emulated unit's target (NULL: NVIDIA-like SIMT tiles) */
+	bool fp16_only, half; /* which of float32 and fp16 it runs */
+} Mode;
+
+static const Mode modes[] = {
+	{"host", false, NULL, false, true},
+	{"gpu simt", true, NULL, false, false}, /* fp16 takes the same tiles as float32 there */
+	{"gpu gfx906", true, "gfx906", false, true},
+	{"gpu sm_80 mma", true, "sm_80", true, true},
+};
+
+static const Mode *mode;
+
+static void emulate(bool on)
+{
+	if (!mode->gpu)
+		return;
+	cg_gpu_emulation(on);
+	cg_gpu_emulation_mma(on ? mode->arch : NULL, 0, lane_models, LANE_NMODELS);
+}
+
+/* The GEMM kernels' notes of the graph compiled for the host (emulated as the mode says). */
+static int notes_of(CgHarness *h, CgTileNote *notes, int max)
+{
+	CgOutput out;
+	emulate(true);
+	bool ok = ch_compile(h, false, &out);
+	emulate(false);
+	if (!ok) {
+		tu_failures++;
+		return 0;
+	}
+	int n = 0;
+	for (int i = 0; i < out.nkernels && n < max; i++)
+		if (out.kernels[i].tiles.source != CG_TILES_NONE)
+			notes[n++] = out.kernels[i].tiles;
+	cg_output_free(&out);
+	return n;
+}
+
+/* Candidate i of every GEMM against the reference; with `noted`, the kernels say they took it. */
+static void run_candidate(CgHarness *h, int i, bool noted)
+{
+	cg_tuning_candidate(i);
+	emulate(true);
+	int bad = ch_run(h);
+	emulate(false);
+	CHECK(!bad, "%s [%s]: candidate %d computes wrong values", h->name, mode->name, i);
+	tu_failures += bad;
+	CgTileNote notes[16];
+	int n = noted ? notes_of(h, notes, 16) : -1;
+	CHECK(n != 0, "%s [%s]: no GEMM kernel noted its tiles", h->name, mode->name);
+	for (int k = 0; k < n; k++)
+		CHECK(notes[k].source == CG_TILES_CANDIDATE && notes[k].index == (i < notes[k].ncand ? i : 0),
+		      "%s [%s]: candidate %d asked, a kernel took %d of %d (%s)", h->name, mode->name, i, notes[k].index,
+		      notes[k].ncand, notes[k].why);
+	cg_tuning_candidate(-1);
+}
+
+static char *ir_of(CgHarness *h)
+{
+	emulate(true);
+	char *ir = ch_ir(h);
+	emulate(false);
+	return ir;
+}
+
+/* A table entry for the first GEMM's second candidate: taken, and the IR changes with it. */
+static void run_table(CgHarness *h)
+{
+	CgTileNote before[16], c1[16], after[16];
+	int n = notes_of(h, before, 16);
+	for (int k = 0; k < n; k++)
+		CHECK(before[k].source == CG_TILES_HEURISTIC && before[k].index == 0, "%s [%s]: no table, yet %s",
+		      h->name, mode->name, before[k].why);
+	if (n == 0 || before[0].ncand < 2)
+		return;
+	char *ir0 = ir_of(h);
+	/* the configuration of candidate 1, as the kernel noted it */
+	cg_tuning_candidate(1);
+	notes_of(h, c1, 16);
+	cg_tuning_candidate(-1);
+	CgTuning t = {.source = "test.tune"};
+	cg_tuning_set(&t, &before[0].key, &c1[0].cfg, "test");
+	const CgTuning *use = &t;
+	cg_tuning_use(&use, 1);
+	notes_of(h, after, 16);
+	char *ir1 = ir_of(h);
+	CHECK(after[0].source == CG_TILES_TUNED && after[0].index == 1 && strstr(after[0].why, "test.tune"),
+	      "%s [%s]: the table's entry was not taken: %s", h->name, mode->name, after[0].why);
+	CHECK(ir0 && ir1 && strcmp(ir0, ir1) != 0, "%s [%s]: a tuned configuration left the IR as it was", h->name,
+	      mode->name);
+	/* a configuration the GEMM has no candidate for is ignored */
+	CgTileConfig bogus = {3, 5, 7};
+	cg_tuning_set(&t, &before[0].key, &bogus, NULL);
+	notes_of(h, after, 16);
+	CHECK(after[0].source == CG_TILES_HEURISTIC && strstr(after[0].why, "no candidate"),
+	      "%s [%s]: a configuration that is no candidate: %s", h->name, mode->name, after[0].why);
+	cg_tuning_use(NULL, 0);
+	cg_tuning_free(&t);
+	free(ir0);
+	free(ir1);
+}
+
+static void run(CgHarness *h, DType dt)
+{
+	h->g->train.precision = dt == DT_F16 ? PREC_FP16 : PREC_FP32;
+	cg_tuning_reset_seen();
+	run_candidate(h, 0, false);
+	int n = cg_tuning_candidates_seen();
+	CHECK(n >= 2, "%s [%s]: %d candidates", h->name, mode->name, n);
+	for (int i = 1; i < n; i++)
+		run_candidate(h, i, i == 1 || i == n - 1);
+	run_table(h);
+	printf("%s [%s]: %d candidates\n", h->name, mode->name, n);
+	ch_free(h);
+}
+
+/* ---- tuning files ---- */
+
+static void parse_fails(const char *text, const char *want)
+{
+	CgTuning t;
+	char err[512] = "";
+	bool ok = cg_tuning_parse(text, strlen(text), "bad.tune", &t, err, sizeof err);
+	CHECK(!ok && strstr(err, want), "parsing %s: want an error with \"%s\", got %s", text, want, ok ? "none" : err);
+	if (ok)
+		cg_tuning_free(&t);
+}
+
+static void files(void)
+{
+	const char *text = CG_TUNING_HEADER "\n# comment\n\n"
+			   "sm_90 f32 batch=2 m=19 n=143 k=45 a=m1 b=n4 split=1 : tile=32x64 kb=16  # 0.1 ms\n"
+			   "host-skylake f64 batch=3 m=7 n=9 k=11 a=k1s b=k2 split=1 : tile=8x16 kb=12\n";
+	CgTuning t;
+	char err[512];
+	CHECK(cg_tuning_parse(text, strlen(text), "ok.tune", &t, err, sizeof err), "%s", err);
+	CHECK(t.n == 2 && t.e[0].line == 4 && t.e[0].cfg.tm == 32 && t.e[0].cfg.tn == 64 && t.e[0].cfg.kb == 16 &&
+	      strcmp(t.e[0].comment, "0.1 ms") == 0 && strcmp(t.e[1].key.a, "k1s") == 0 && t.e[1].key.batch == 3,
+	      "the file's entries read back wrong");
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	cg_tuning_write(f, &t, "about");
+	fclose(f);
+	CgTuning back;
+	CHECK(cg_tuning_parse(buf, len, "back.tune", &back, err, sizeof err), "%s", err);
+	CHECK(back.n == 2 && cg_tune_key_equal(&back.e[1].key, &t.e[1].key) && back.e[1].cfg.kb == 12,
+	      "the written file reads back wrong:\n%s", buf);
+	free(buf);
+	cg_tuning_free(&back);
+	cg_tuning_free(&t);
+
+	parse_fails("", "bad.tune:1: expected the header");
+	parse_fails("netc-tuning 2\n", "bad.tune:1: unsupported format");
+	parse_fails(CG_TUNING_HEADER "\nsm_90 f33 batch=1\n", "bad.tune:2: unknown precision class `f33`");
+	parse_fails(CG_TUNING_HEADER "\nsm_90 f32 batch=1 m=0\n", "bad.tune:2: expected `m=N`");
+	parse_fails(CG_TUNING_HEADER "\nsm_90 f32 batch=1 m=1 n=1 k=1 a=x1 b=n1 split=1 : tile=1x1 kb=1\n",
+		    "bad.tune:2: expected `a=` then k or m");
+	parse_fails(CG_TUNING_HEADER "\n\nsm_90 f32 batch=1 m=1 n=1 k=1 a=m1 b=n1 split=1 tile=1x1 kb=1\n",
+		    "bad.tune:3: expected ` : `");
+	parse_fails(CG_TUNING_HEADER "\nsm_90 f32 batch=1 m=1 n=1 k=1 a=m1 b=n1 split=1 : tile=64 kb=1\n",
+		    "bad.tune:2: expected `tile=MxN`");
+	parse_fails(CG_TUNING_HEADER "\nsm_90 f32 batch=1 m=1 n=1 k=1 a=m1 b=n1 split=1 : tile=1x1 kb=1 x\n",
+		    "bad.tune:2: unexpected");
+	parse_fails(CG_TUNING_HEADER "\nsm_90 f32 batch=1 m=1 n=1 k=1 a=m1 b=n1 split=1 : tile=1x1 kb=1\n"
+				     "sm_90 f32 batch=1 m=1 n=1 k=1 a=m1 b=n1 split=1 : tile=2x1 kb=1\n",
+		    "bad.tune:3: duplicate key");
+}
+
+int main(void)
+{
+	ch_start("test_cg_tuning");
+	files();
+	for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
+		mode = &modes[m];
+		for (int half = 0; half < 2; half++) {
+			DType dt = half ? DT_F16 : DT_F32;
+			if ((mode->fp16_only && !half) || (half && !mode->half))
+				continue;
+			/* M = 19 output channels, N = 11 x 13 positions, K = 5 x 3 x 3 */
+			run(anchor_conv((Conv){2, 5, 11, 13, 19, 3, 3, 1, 1, 1, 1, 1, 1}, dt), dt);
+			/* a dense layer of 37 inputs and 131 outputs on 70 rows, wide enough for the
+			 * 128-wide tiles; both operands along k and both not */
+			run(anchor_matmul_of(70, 131, 37, 0x9, dt), dt);
+		}
+	}
+	return tu_finish("test_cg_tuning");
+}
