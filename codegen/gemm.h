@@ -31,14 +31,18 @@ typedef LLVMValueRef (*GemmVecFn)(Cg *cg, const GemmOperand *op, LLVMValueRef b,
 				  LLVMValueRef p0, LLVMValueRef nvalid, int lanes);
 
 /* A run of `lanes` elements along the operand's contiguous index from (row, col) (as elem's),
- * every one inside the operand and the run aligned to its size in bytes: one vector load. The
- * GPU template asks only for runs that start at a multiple of `lanes` along the contiguous index. */
+ * every one inside the operand and the run aligned to its size in bytes: one vector load (or
+ * zeros, where the whole run lies in the padding around a window's tensor). The GPU template
+ * asks only for runs that start at a multiple of `lanes` along the contiguous index. */
 typedef LLVMValueRef (*GemmRunFn)(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMValueRef row,
 				  LLVMValueRef col, int lanes);
 
 /* Where run (row, col) (as run's) starts in memory, in the operand's storage type: for copies that
- * keep it (the GPU template's cp.async). */
-typedef LLVMValueRef (*GemmAtFn)(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMValueRef row, LLVMValueRef col);
+ * keep it (the GPU template's cp.async). *inside (i1) is false where the run lies in the zeros
+ * around the operand's tensor (a window's padding; the address is then any readable one), NULL
+ * where every run lies inside. */
+typedef LLVMValueRef (*GemmAtFn)(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMValueRef row, LLVMValueRef col,
+				 LLVMValueRef *inside);
 
 struct GemmOperand {
 	GemmElemFn elem;

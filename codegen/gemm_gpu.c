@@ -784,13 +784,21 @@ static void copy_run(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef r, LLVMValueRef
 	LLVMBuildCondBr(cg->b, run_whole(cg, g, is_a, row, kk, lanes), whole, elems);
 	LLVMPositionBuilderAtEnd(cg->b, whole);
 	LLVMValueRef bb = to_i64(cg, g, g->b), mn = to_i64(cg, g, row), k64 = to_i64(cg, g, kk);
-	LLVMValueRef src = is_a ? op->at(cg, op, bb, mn, k64) : op->at(cg, op, bb, k64, mn);
+	LLVMValueRef inside = NULL;
+	LLVMValueRef src = is_a ? op->at(cg, op, bb, mn, k64, &inside) : op->at(cg, op, bb, k64, mn, &inside);
 	LLVMValueRef dst = lds_elem(cg, g, t, base, k, r);
-	if (!g->grp.emulated) {
+	if (!g->grp.emulated && !inside) {
 		cg_intrinsic_call(cg, "llvm.nvvm.cp.async.cg.shared.global.16", (LLVMValueRef[]){dst, src}, 2);
+	} else if (!g->grp.emulated) {
+		/* a run in the padding: no bytes read, 16 zeros written */
+		LLVMValueRef bytes = LLVMBuildSelect(cg->b, inside, cg_i32(cg, 16), cg_i32(cg, 0), "");
+		cg_intrinsic_call(cg, "llvm.nvvm.cp.async.cg.shared.global.16.s", (LLVMValueRef[]){dst, src, bytes}, 3);
 	} else {
-		LLVMValueRef v = LLVMBuildLoad2(cg->b, LLVMVectorType(cg->t_i8, 16), src, "");
+		LLVMTypeRef vt = LLVMVectorType(cg->t_i8, 16);
+		LLVMValueRef v = LLVMBuildLoad2(cg->b, vt, src, "");
 		LLVMSetAlignment(v, 16);
+		if (inside)
+			v = LLVMBuildSelect(cg->b, inside, v, LLVMConstNull(vt), "");
 		LLVMSetAlignment(LLVMBuildStore(cg->b, v, dst), 16);
 	}
 	LLVMBuildBr(cg->b, done);

@@ -168,10 +168,12 @@ static void win_tap_table(Cg *cg, Window *w, int64_t k)
 	w->taps = k_table(cg, "taps", w->src, k, tap_entry, w);
 }
 
-/* Element (q, p) through the tap table: the position's origin (row r0, column c0 of the source,
- * element index origin) plus the tap's entry. The arithmetic is i32 (win_tap_table checked that the
- * source's indices fit): half the instructions of i64 on GPUs. */
-static LLVMValueRef win_elem_tabled(Cg *cg, const Window *w, LLVMValueRef img, LLVMValueRef p, LLVMValueRef q)
+/* The source index of element (q, p) through the tap table (0 outside the plane; *ok whether it
+ * is inside): the position's origin (row r0, column c0 of the source, element index origin) plus
+ * the tap's entry. The arithmetic is i32 (win_tap_table checked that the source's indices fit):
+ * half the instructions of i64 on GPUs. */
+static LLVMValueRef win_index_tabled(Cg *cg, const Window *w, LLVMValueRef img, LLVMValueRef p, LLVMValueRef q,
+				     LLVMValueRef *ok)
 {
 	LLVMTypeRef i32 = cg->t_i32;
 #define C32(v) cg_i32(cg, v)
@@ -193,16 +195,17 @@ static LLVMValueRef win_elem_tabled(Cg *cg, const Window *w, LLVMValueRef img, L
 					 i32, "");
 	}
 	LLVMValueRef sr = add(cg, r0, field[1]), sc = add(cg, c0, field[2]);
-	LLVMValueRef ok = and(cg, ult(cg, sr, C32(w->h)), ult(cg, sc, C32(w->w)));
+	*ok = and(cg, ult(cg, sr, C32(w->h)), ult(cg, sc, C32(w->w)));
 	LLVMValueRef idx = LLVMBuildSExt(cg->b, add(cg, origin, field[0]), cg->t_i64, "");
 #undef C32
-	LLVMValueRef v = cg_load(cg, w->src, LLVMBuildSelect(cg->b, ok, idx, c64(cg, 0), ""));
-	return LLVMBuildSelect(cg->b, ok, v, LLVMConstNull(LLVMTypeOf(v)), "");
+	return LLVMBuildSelect(cg->b, *ok, idx, c64(cg, 0), "");
 }
 
-static LLVMValueRef win_elem(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMValueRef row, LLVMValueRef col)
+/* The source index of the window's element (row, col) of batch b (0 outside the plane; *ok
+ * whether it is inside). */
+static LLVMValueRef win_index(Cg *cg, const Window *w, LLVMValueRef b, LLVMValueRef row, LLVMValueRef col,
+			      LLVMValueRef *ok)
 {
-	const Window *w = op->ctx;
 	LLVMValueRef q = w->q_is_row ? row : col, p = w->q_is_row ? col : row;
 	if (w->taps) {
 		LLVMValueRef img = b;
@@ -210,7 +213,7 @@ static LLVMValueRef win_elem(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVM
 			img = udiv(cg, p, c64(cg, w->gh * w->gw));
 			p = urem(cg, p, c64(cg, w->gh * w->gw));
 		}
-		return win_elem_tabled(cg, w, img, p, q);
+		return win_index_tabled(cg, w, img, p, q, ok);
 	}
 	LLVMValueRef chan, i, j, img = b, okr, okc;
 	win_q(cg, w, q, &chan, &i, &j);
@@ -220,11 +223,43 @@ static LLVMValueRef win_elem(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVM
 	}
 	LLVMValueRef sr = win_coord(cg, w->transposed, udiv(cg, p, c64(cg, w->gw)), i, w->sh, w->ph, w->dh, w->h, &okr);
 	LLVMValueRef sc = win_coord(cg, w->transposed, urem(cg, p, c64(cg, w->gw)), j, w->sw, w->pw, w->dw, w->w, &okc);
-	LLVMValueRef ok = and(cg, okr, okc);
+	*ok = and(cg, okr, okc);
 	LLVMValueRef idx = w->nhwc ? win_nhwc_index(cg, w, img, sr, sc, chan)
 				   : add(cg, win_plane(cg, w, img, chan), add(cg, mul(cg, sr, c64(cg, w->w)), sc));
-	LLVMValueRef v = cg_load(cg, w->src, LLVMBuildSelect(cg->b, ok, idx, c64(cg, 0), ""));
+	return LLVMBuildSelect(cg->b, *ok, idx, c64(cg, 0), "");
+}
+
+static LLVMValueRef win_elem(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMValueRef row, LLVMValueRef col)
+{
+	const Window *w = op->ctx;
+	LLVMValueRef ok, v = cg_load(cg, w->src, win_index(cg, w, b, row, col, &ok));
 	return LLVMBuildSelect(cg->b, ok, v, LLVMConstNull(LLVMTypeOf(v)), "");
+}
+
+/* Where the run of an NHWC window's channels from (row, col) starts (win_runs: all of it one
+ * pixel's), and whether that pixel lies inside the plane. */
+static LLVMValueRef win_at(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMValueRef row, LLVMValueRef col,
+			   LLVMValueRef *inside)
+{
+	const Window *w = op->ctx;
+	return cg_ptr(cg, w->src, win_index(cg, w, b, row, col, inside));
+}
+
+/* `lanes` elements of node id from ptr, aligned to their size, as the compute type: one load. */
+static LLVMValueRef run_load(Cg *cg, int id, LLVMValueRef ptr, int lanes)
+{
+	DType dt = cg->g->node[id].dtype;
+	LLVMTypeRef st = cg_storage_type(cg, dt), ct = cg_compute_type(cg, dt);
+	LLVMValueRef v = LLVMBuildLoad2(cg->b, LLVMVectorType(st, (unsigned)lanes), ptr, "");
+	LLVMSetAlignment(v, (unsigned)(lanes * dtype_size(dt)));
+	return st == ct ? v : LLVMBuildFPExt(cg->b, v, LLVMVectorType(ct, (unsigned)lanes), "");
+}
+
+static LLVMValueRef win_run(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMValueRef row, LLVMValueRef col,
+			    int lanes)
+{
+	LLVMValueRef inside, v = run_load(cg, ((const Window *)op->ctx)->src, win_at(cg, op, b, row, col, &inside), lanes);
+	return LLVMBuildSelect(cg->b, inside, v, LLVMConstNull(LLVMTypeOf(v)), "");
 }
 
 static LLVMValueRef splat32(Cg *cg, LLVMValueRef v, int lanes)
@@ -346,8 +381,10 @@ static LLVMValueRef dense_vec(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLV
 	return cg_gemm_masked_load(cg, d->src, start, mask, lanes, LLVMConstNull(LLVMVectorType(ct, (unsigned)lanes)));
 }
 
-static LLVMValueRef dense_at(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMValueRef row, LLVMValueRef col)
+static LLVMValueRef dense_at(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMValueRef row, LLVMValueRef col,
+			     LLVMValueRef *inside)
 {
+	(void)inside; /* every run lies inside */
 	const Dense *d = op->ctx;
 	return cg_ptr(cg, d->src, dense_index(cg, d, b, row, col));
 }
@@ -355,27 +392,25 @@ static LLVMValueRef dense_at(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVM
 static LLVMValueRef dense_run(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMValueRef row, LLVMValueRef col,
 			      int lanes)
 {
-	const Dense *d = op->ctx;
-	const Node *src = &cg->g->node[d->src];
-	LLVMTypeRef st = cg_storage_type(cg, src->dtype), ct = cg_compute_type(cg, src->dtype);
-	LLVMValueRef v = LLVMBuildLoad2(cg->b, LLVMVectorType(st, (unsigned)lanes), dense_at(cg, op, b, row, col), "");
-	LLVMSetAlignment(v, (unsigned)(lanes * dtype_size(src->dtype)));
-	return st == ct ? v : LLVMBuildFPExt(cg->b, v, LLVMVectorType(ct, (unsigned)lanes), "");
+	return run_load(cg, ((const Dense *)op->ctx)->src, dense_at(cg, op, b, row, col, NULL), lanes);
 }
 
-/* The longest aligned run of d (GemmOperand.runs): up to 16 bytes, a power of two of elements that
- * divides the row pitch, the batch stride and the tensor's arena offset (the arena itself is
- * aligned further); 0 where the source has no storage of its own (a fused producer, a constant). */
-static int dense_runs(Cg *cg, const Dense *d)
+/* The longest aligned run of node id's elements (GemmOperand.runs): up to 16 bytes, a power of two
+ * of elements that divides the strides `pitch` and `stride` (the operand's row pitch and batch
+ * stride) and the tensor's arena offset (the arena itself is aligned further); 0 where the source
+ * has no storage of its own (a fused producer, a constant). */
+static int src_runs(Cg *cg, int id, int64_t pitch, int64_t stride)
 {
-	const Node *src = &cg->g->node[d->src];
-	if (cg_in_group(cg, d->src) || src->op == OP_const || src->offset < 0)
+	const Node *src = &cg->g->node[id];
+	if (cg_in_group(cg, id) || src->op == OP_const || src->offset < 0)
 		return 0;
 	int64_t esize = (int64_t)dtype_size(src->dtype), lanes = 16 / esize;
-	while (lanes > 1 && (d->ld % lanes || d->sb % lanes || src->offset % (lanes * esize)))
+	while (lanes > 1 && (pitch % lanes || stride % lanes || src->offset % (lanes * esize)))
 		lanes /= 2;
 	return lanes > 1 ? (int)lanes : 0;
 }
+
+static int dense_runs(Cg *cg, const Dense *d) { return src_runs(cg, d->src, d->ld, d->sb); }
 
 /* A dense operand: elements, vectors for the host template, aligned runs for the GPU one. */
 static GemmOperand dense_operand(Cg *cg, const Dense *d, bool along_k, bool vec)
@@ -456,6 +491,22 @@ static Window nhwc_window(const Node *n, int src, const Shape *s, int64_t kh, in
 /* Runs along channels pay for a vector load only when they are long enough. */
 static GemmVecFn nhwc_vec_for(const Window *w) { return w->chans >= 8 ? win_nhwc_vec : NULL; }
 
+/* An NHWC window operand (q along k, or along n): elements, vectors for the host template, and
+ * where the GEMM multiplies half operands (on a matrix unit, which stages runs: gemm_gpu.c) aligned
+ * runs of one pixel's channels, which a channel count that is a multiple of the run keeps inside
+ * one tap: one vector load or cp.async each, zeros where the pixel lies in the padding. */
+static GemmOperand nhwc_operand(Cg *cg, const Window *w, bool along_k, DType half)
+{
+	GemmOperand op = {.elem = win_elem, .vec = nhwc_vec_for(w), .along_k = along_k, .ctx = w};
+	op.runs = half == DT_F32 ? 0 : src_runs(cg, w->src, w->chans, 0);
+	if (op.runs) {
+		op.run = win_run;
+		op.at = win_at;
+		op.stored = cg->g->node[w->src].dtype;
+	}
+	return op;
+}
+
 /* y (N*Ho*Wo x Cout) = window(x) (N*Ho*Wo x KH*KW*Cin) * w^T, w [Cout, KH, KW, Cin] */
 static int64_t lower_conv2d_nhwc(Cg *cg, const Node *n)
 {
@@ -466,7 +517,7 @@ static int64_t lower_conv2d_nhwc(Cg *cg, const Node *n)
 	Dense w = {.src = n->in[1], .ld = kk, .t = true};
 	OutMap o = {.out = n->id, .sm = ys->dim[3], .sn = 1};
 	GemmSpec s = spec(cg, n, 1, pos, ys->dim[3], kk, &o);
-	s.a = (GemmOperand){.elem = win_elem, .vec = nhwc_vec_for(&x), .along_k = true, .ctx = &x};
+	s.a = nhwc_operand(cg, &x, true, s.half);
 	s.b = dense_operand(cg, &w, true, true);
 	return gemm(cg, &s, n);
 }
@@ -499,6 +550,34 @@ static LLVMValueRef wn_vec(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMVa
 				   LLVMConstNull(LLVMVectorType(ct, (unsigned)lanes)));
 }
 
+/* Row q of B from column ci on. */
+static LLVMValueRef wn_at(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMValueRef row, LLVMValueRef col,
+			  LLVMValueRef *inside)
+{
+	(void)inside; /* every run lies inside */
+	const WeightNhwc *w = op->ctx;
+	return cg_ptr(cg, w->src, add(cg, wn_start(cg, w, row), col));
+}
+
+static LLVMValueRef wn_run(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMValueRef row, LLVMValueRef col,
+			   int lanes)
+{
+	return run_load(cg, ((const WeightNhwc *)op->ctx)->src, wn_at(cg, op, b, row, col, NULL), lanes);
+}
+
+/* grad_input's B: elements, vectors, and for half operands runs along ci (as nhwc_operand's). */
+static GemmOperand wn_operand(Cg *cg, const WeightNhwc *w, DType half)
+{
+	GemmOperand op = {.elem = wn_elem, .vec = wn_vec, .ctx = w};
+	op.runs = half == DT_F32 ? 0 : src_runs(cg, w->src, w->cin, 0);
+	if (op.runs) {
+		op.run = wn_run;
+		op.at = wn_at;
+		op.stored = cg->g->node[w->src].dtype;
+	}
+	return op;
+}
+
 /* dx (N*H*W x Cin) = transposed-window(dy) (N*H*W x KH*KW*Cout) * B, B(q, ci) = w[co][i][j][ci] */
 static int64_t lower_conv2d_grad_input_nhwc(Cg *cg, const Node *n)
 {
@@ -510,8 +589,8 @@ static int64_t lower_conv2d_grad_input_nhwc(Cg *cg, const Node *n)
 	WeightNhwc w = {.src = n->in[1], .cout = ws->dim[0], .cin = ws->dim[3], .taps = taps};
 	OutMap o = {.out = n->id, .sm = xs->dim[3], .sn = 1};
 	GemmSpec s = spec(cg, n, 1, pos, xs->dim[3], taps * ws->dim[0], &o);
-	s.a = (GemmOperand){.elem = win_elem, .vec = nhwc_vec_for(&dy), .along_k = true, .ctx = &dy};
-	s.b = (GemmOperand){.elem = wn_elem, .vec = wn_vec, .ctx = &w};
+	s.a = nhwc_operand(cg, &dy, true, s.half);
+	s.b = wn_operand(cg, &w, s.half);
 	return gemm(cg, &s, n);
 }
 
@@ -525,7 +604,7 @@ static int64_t lower_conv2d_grad_weight_nhwc(Cg *cg, const Node *n)
 	OutMap o = {.out = n->id, .sm = q, .sn = 1};
 	GemmSpec s = spec(cg, n, 1, ws->dim[0], q, pos, &o);
 	s.a = dense_operand(cg, &dy, false, false);
-	s.b = (GemmOperand){.elem = win_elem, .vec = nhwc_vec_for(&x), .ctx = &x};
+	s.b = nhwc_operand(cg, &x, false, s.half);
 	return gemm(cg, &s, n);
 }
 

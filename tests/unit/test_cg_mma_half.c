@@ -197,6 +197,11 @@ int main(void)
 				run(matmul(3, 40, 700));
 				/* whole 16-byte runs of both operands (cp.async), K past the last whole k-block */
 				run(matmul(72, 48, 200));
+				/* NHWC windows of channel runs (cp.async, zeros for the padding's pixels): stride 1
+				 * and 2, dilation, 16 and 24 channels; the weights' runs along ci in grad_input */
+				run(anchor_conv_in((Conv){2, 16, 9, 11, 24, 3, 3, 1, 1, 1, 1, 1, 1}, mode->type, LAYOUT_NHWC));
+				run(anchor_conv_in((Conv){3, 24, 10, 7, 16, 3, 3, 2, 2, 1, 1, 1, 1}, mode->type, LAYOUT_NHWC));
+				run(anchor_conv_in((Conv){2, 16, 12, 12, 8, 3, 3, 1, 1, 2, 2, 2, 2}, mode->type, LAYOUT_NHWC));
 			}
 			run(matmul(65, 130, 33));
 			grad_weight_split(2, 32, 26, 64);
