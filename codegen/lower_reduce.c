@@ -13,6 +13,7 @@
 #include <math.h>
 
 #include "codegen/cg_util.h"
+#include "codegen/gemm_gpu.h"
 #include "codegen/math.h"
 #include "ir/ops.h"
 
@@ -242,6 +243,98 @@ static int64_t lower_reduce_gpu(Cg *cg, const Node *n, const Shape *kept, const 
 	return shape_numel(&n->shape);
 }
 
+/* Float32 element idx of the node's workspace (its column reduction's partials). */
+static LLVMValueRef partial_ptr(Cg *cg, const Node *n, LLVMValueRef idx)
+{
+	LLVMValueRef o = cg_i64(cg, n->ws_offset);
+	LLVMValueRef base = LLVMBuildInBoundsGEP2(cg->b, cg->t_i8, cg->arena, &o, 1, "");
+	return LLVMBuildInBoundsGEP2(cg->b, cg->t_f32, base, &idx, 1, "partial");
+}
+
+/* A column reduction (ir_reduce_slices: rows x m, the m outputs contiguous) in two kernels. The
+ * first gives each work-group COLUMN_WIDTH consecutive outputs and a slice of the rows: lane l of
+ * warp w sums rows w, w + warps, ... of its slice (GPU_REDUCE_LANES in flight) for output l, so a
+ * warp reads one row's consecutive outputs; the warps' sums go through LDS, warp 0 adds them in
+ * warp order and stores the slice's partial. The second adds each output's partials in slice
+ * order. */
+#define COLUMN_WIDTH 32
+#define COLUMN_WARPS 8
+
+static int64_t lower_reduce_columns_gpu(Cg *cg, const Node *n, int64_t m, int64_t rows, int slices)
+{
+	int x = n->in[0];
+	LLVMTypeRef t = cg_compute_type(cg, n->dtype);
+	int64_t bands = (m + COLUMN_WIDTH - 1) / COLUMN_WIDTH, per = (rows + slices - 1) / slices;
+	GpuGroup grp;
+	LLVMValueRef wg = cg_gpu_group_begin(cg, &grp, COLUMN_WIDTH * COLUMN_WARPS);
+	LLVMValueRef sh = cg_gpu_shared(cg, &grp, t, grp.block, "columns");
+	LLVMValueRef slice = LLVMBuildUDiv(cg->b, wg, cg_i64(cg, bands), "");
+	LLVMValueRef col0 = LLVMBuildNUWMul(cg->b, LLVMBuildURem(cg->b, wg, cg_i64(cg, bands), ""), cg_i64(cg, COLUMN_WIDTH), "");
+	LLVMValueRef lo = LLVMBuildNUWMul(cg->b, slice, cg_i64(cg, per), "");
+	LLVMValueRef hi = LLVMBuildNUWAdd(cg->b, lo, cg_i64(cg, per), "");
+	hi = LLVMBuildSelect(cg->b, LLVMBuildICmp(cg->b, LLVMIntULT, hi, cg_i64(cg, rows), ""), hi, cg_i64(cg, rows), "");
+
+	LLVMValueRef tid = cg_gpu_phase_begin(cg, &grp);
+	LLVMValueRef lane = LLVMBuildURem(cg->b, tid, cg_i64(cg, COLUMN_WIDTH), "");
+	LLVMValueRef warp = LLVMBuildUDiv(cg->b, tid, cg_i64(cg, COLUMN_WIDTH), "");
+	LLVMValueRef col = LLVMBuildNUWAdd(cg->b, col0, lane, "col");
+	LLVMValueRef col_ok = LLVMBuildICmp(cg->b, LLVMIntULT, col, cg_i64(cg, m), "");
+	LLVMValueRef acc[GPU_REDUCE_LANES];
+	for (int u = 0; u < GPU_REDUCE_LANES; u++)
+		acc[u] = acc_new(cg, t, 0);
+	/* lane u of a step takes row r + u * warps (zero past the slice or the outputs) */
+	CgLoop r = cg_for_begin(cg, LLVMBuildNUWAdd(cg->b, lo, warp, ""), hi, "r");
+	for (int u = 0; u < GPU_REDUCE_LANES; u++) {
+		LLVMValueRef ru = LLVMBuildNUWAdd(cg->b, r.i, cg_i64(cg, (int64_t)u * COLUMN_WARPS), "");
+		LLVMValueRef in = LLVMBuildAnd(cg->b, LLVMBuildICmp(cg->b, LLVMIntULT, ru, hi, ""), col_ok, "");
+		LLVMValueRef off = LLVMBuildNUWAdd(cg->b, LLVMBuildNUWMul(cg->b, ru, cg_i64(cg, m), ""), col, "");
+		off = LLVMBuildSelect(cg->b, in, off, cg_i64(cg, 0), "");
+		LLVMValueRef term = reduce_term(cg, n, cg_convert(cg, cg_load(cg, x, off), t));
+		acc_add(cg, acc[u], LLVMBuildSelect(cg->b, in, term, cg_real(cg, t, 0), ""));
+	}
+	cg_for_end_step(cg, &r, cg_i64(cg, (int64_t)COLUMN_WARPS * GPU_REDUCE_LANES));
+	LLVMValueRef total = acc_get(cg, acc[0]);
+	for (int u = 1; u < GPU_REDUCE_LANES; u++)
+		total = LLVMBuildFAdd(cg->b, total, acc_get(cg, acc[u]), "");
+	LLVMBuildStore(cg->b, total, LLVMBuildInBoundsGEP2(cg->b, t, sh, &tid, 1, ""));
+	cg_gpu_phase_end(cg, &grp, true);
+
+	/* the first warp adds the warps' sums of its output in warp order */
+	tid = cg_gpu_phase_begin(cg, &grp);
+	col = LLVMBuildNUWAdd(cg->b, col0, tid, "col");
+	LLVMValueRef first = LLVMBuildAnd(cg->b, LLVMBuildICmp(cg->b, LLVMIntULT, tid, cg_i64(cg, COLUMN_WIDTH), ""),
+					  LLVMBuildICmp(cg->b, LLVMIntULT, col, cg_i64(cg, m), ""), "");
+	LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "partial");
+	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "partial_done");
+	LLVMBuildCondBr(cg->b, first, then, done);
+	LLVMPositionBuilderAtEnd(cg->b, then);
+	LLVMValueRef sum = NULL;
+	for (int w = 0; w < COLUMN_WARPS; w++) {
+		LLVMValueRef at = LLVMBuildNUWAdd(cg->b, tid, cg_i64(cg, (int64_t)w * COLUMN_WIDTH), "");
+		LLVMValueRef v = LLVMBuildLoad2(cg->b, t, LLVMBuildInBoundsGEP2(cg->b, t, sh, &at, 1, ""), "");
+		sum = sum ? LLVMBuildFAdd(cg->b, sum, v, "") : v;
+	}
+	LLVMValueRef idx = LLVMBuildNUWAdd(cg->b, LLVMBuildNUWMul(cg->b, slice, cg_i64(cg, m), ""), col, "");
+	LLVMBuildStore(cg->b, cg_convert(cg, sum, cg->t_f32), partial_ptr(cg, n, idx));
+	LLVMBuildBr(cg->b, done);
+	LLVMPositionBuilderAtEnd(cg->b, done);
+	cg_gpu_phase_end(cg, &grp, false);
+	cg_gpu_group_end(cg, &grp);
+
+	cg_kernel_next(cg, (int64_t)slices * bands, "sum");
+	int64_t grid;
+	LLVMValueRef e = cg_gpu_elements_begin(cg, &grp, m, &grid);
+	LLVMValueRef v = NULL;
+	for (int i = 0; i < slices; i++) {
+		LLVMValueRef at = LLVMBuildNUWAdd(cg->b, e, cg_i64(cg, (int64_t)i * m), "");
+		LLVMValueRef p = LLVMBuildLoad2(cg->b, cg->t_f32, partial_ptr(cg, n, at), "");
+		v = v ? LLVMBuildFAdd(cg->b, v, p, "") : p;
+	}
+	cg_store(cg, n->id, e, reduce_finish(cg, n, cg_convert(cg, v, t), rows));
+	cg_gpu_elements_end(cg, &grp);
+	return grid;
+}
+
 int64_t cg_lower_reduce(Cg *cg, const Node *n)
 {
 	int x = n->in[0];
@@ -252,6 +345,9 @@ int64_t cg_lower_reduce(Cg *cg, const Node *n)
 	int nred;
 	split_axes(xs, reduce_mask(cg, n), &kept, kstride, red, &nred);
 	int64_t m = shape_numel(&n->shape), count = m ? shape_numel(xs) / m : 0;
+	int slices = cg_gpu_paths(cg) && n->ws_offset >= 0 ? ir_reduce_slices(cg->g, n) : 1;
+	if (slices > 1)
+		return lower_reduce_columns_gpu(cg, n, m, count, slices);
 	if (cg_is_gpu(cg) && m > 0 && count > GPU_SERIAL_MAX)
 		return lower_reduce_gpu(cg, n, &kept, kstride, red, nred, count);
 

@@ -44,6 +44,8 @@ bool ir_gemm_shape(const Graph *g, const Node *n, int64_t *batch, int64_t *m, in
 int ir_split_k(const Graph *g, const Node *n)
 {
 	int64_t batch, m, nn, k;
+	if (n->op == OP_sum || n->op == OP_mean)
+		return ir_reduce_slices(g, n);
 	/* a batch of GEMMs is split only when it is the transform points of a Winograd weight
 	 * gradient, whose K is every tile of the batch; per-image convolutions have enough tiles */
 	if (!ir_gemm_shape(g, n, &batch, &m, &nn, &k) || (batch != 1 && n->op != OP_winograd_weight_gemm) ||

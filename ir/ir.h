@@ -215,8 +215,13 @@ int ir_update_split(const Graph *g);
 bool ir_gemm_shape(const Graph *g, const Node *n, int64_t *batch, int64_t *m, int64_t *nn, int64_t *k);
 /* How many slices of K a GPU kernel may sum separately (1: no split). A long K with a small
  * output (weight gradients) would leave most of a GPU idle; the partial sums go to the node's
- * workspace (split * m * n floats, batch 1 only) and are added in a fixed order. */
+ * workspace (split * m * n floats, batch 1 only) and are added in a fixed order. Column
+ * reductions are split the same way (ir_reduce_slices). */
 int ir_split_k(const Graph *g, const Node *n);
+/* How many slices of rows a GPU sums a sum or mean in, whose reduced axes lead (the kept ones
+ * contiguous: the bias gradients of NHWC convolutions), with partials of split * outputs floats
+ * in the node's workspace (ir/ops_reduce.c); 1: no split. */
+int ir_reduce_slices(const Graph *g, const Node *n);
 
 /* ---- checking and printing ---- */
 bool ir_verify(const Graph *g, char *err, size_t errlen);                 /* ir/verify.c */

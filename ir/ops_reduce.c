@@ -11,6 +11,29 @@ bool ir_loss_is_mean(const Node *n) { return n->attr[0] == 0; }
 
 /* ---- sum, mean ---- */
 
+/* A column reduction's slices (ir.h). Rows of at least SLICE_ROWS each, at most SLICES_MAX
+ * slices, and only while the outputs are few enough that a work-group per output would leave the
+ * GPU idle or read with a stride. */
+#define SLICE_ROWS 1024
+#define SLICES_MAX 256
+#define SLICED_OUTPUTS_MAX 65536
+
+int ir_reduce_slices(const Graph *g, const Node *n)
+{
+	if (n->op != OP_sum && n->op != OP_mean)
+		return 1;
+	const Shape *x = &op_in(g, n, 0)->shape;
+	unsigned axes = ir_reduce_axes(n);
+	/* the reduced axes a leading prefix, so that the kept ones are contiguous in memory */
+	if (!axes || axes & (axes + 1) || axes >> (x->rank - 1))
+		return 1;
+	int64_t m = shape_numel(&n->shape), rows = m ? shape_numel(x) / m : 0;
+	if (m > SLICED_OUTPUTS_MAX || rows < 4 * SLICE_ROWS)
+		return 1;
+	int64_t slices = rows / SLICE_ROWS;
+	return slices > SLICES_MAX ? SLICES_MAX : (int)slices;
+}
+
 bool shape_reduce(Node *n, const Graph *g, char *err, size_t errlen)
 {
 	const Node *x = op_in(g, n, 0);

@@ -161,6 +161,33 @@ static void tiles(void)
 	}
 }
 
+/* Column reductions (reduced axes leading, ir_reduce_slices): NHWC bias gradients summed in
+ * slices of rows, partial bands of 32 outputs, a short last slice, mean's division, bf16. */
+static void column_reductions(void)
+{
+	static const struct {
+		const char *dims;
+		unsigned axes;
+		OpId op;
+		DType dt;
+	} cases[] = {
+		{"2,48,50,40", 7, OP_sum, DT_F32},
+		{"9001,3", 1, OP_mean, DT_F32},
+		{"3,41,37,24", 7, OP_sum, DT_BF16},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char name[96];
+		snprintf(name, sizeof name, "%s x[%s] axes %u %s", ir_ops[cases[i].op].name, cases[i].dims, cases[i].axes,
+			 dtype_name(cases[i].dt));
+		CgHarness *h = ch_new(name);
+		int x = ch_param(h, cases[i].dt, cases[i].dims);
+		double attr[IR_MAX_ATTRS] = {cases[i].axes, 0};
+		int y = ch_op(h, cases[i].op, attr, x);
+		CHECK(ir_reduce_slices(h->g, &h->g->node[y]) > 1, "%s: not a sliced column reduction", name);
+		run(h);
+	}
+}
+
 int main(void)
 {
 	ch_start("test_cg_gpu_anchor");
@@ -171,5 +198,6 @@ int main(void)
 	convs();
 	matmuls();
 	anchor_run_pools(run, 8); /* the MNIST pooling with fewer images */
+	column_reductions();
 	return tu_finish("test_cg_gpu_anchor");
 }
