@@ -166,13 +166,32 @@ static bool has_conv(const Graph *g)
 	return false;
 }
 
+/* Whether the graph has ops whose NCHW forms would need transposes around them at every use in an
+ * NHWC graph: concatenations and grouped or depthwise convolutions (unfold, dwconv2d). */
+static bool has_nchw_joins(const Graph *g)
+{
+	for (int i = 0; i < g->nnodes; i++) {
+		OpId op = g->node[i].op;
+		if (op == OP_concat2 || op == OP_concat3 || op == OP_concat4 || op == OP_unfold || op == OP_dwconv2d)
+			return true;
+	}
+	return false;
+}
+
 /* Measured 2026-11-21 on the host and an H200 (docs/architecture.md, "Layout"): NHWC pays when
  * most convolution FLOPs are in strided convs (nature_cnn: 2x on the CPU, 10% on the H200), whose
  * NCHW window gathers element by element, and loses on stride-1 nets (mnist, cifar10_tf,
  * alexnet_bench), whose NCHW windows load whole rows; the same on both, so one rule serves every
- * target. */
-static int choose_layout(const Graph *g)
+ * target. Half precision on a first target that copies NHWC channel runs into its matrix unit
+ * (o->copies_first) takes NHWC too, where no concatenation or grouped convolution needs NCHW:
+ * on an H100 in bf16 (2026-11-25, docs/performance.md) vgg16's step 52.3 -> 41.7 ms, resnet18
+ * 10.3 -> 9.0, resnet50 30.4 -> 29.5, but googlenet 10.8 -> 11.4, mobilenet_v2 18.6 -> 19.5 and
+ * unet 0.670 -> 0.694 (the transposes around their concatenations and depthwise convolutions). */
+static int choose_layout(const Graph *g, const PassOptions *o)
 {
+	PrecisionKind p = g->train.precision;
+	if (o->copies_first && (p == PREC_FP16 || p == PREC_BF16) && !has_nchw_joins(g))
+		return LAYOUT_NHWC;
 	double all = 0, strided = 0;
 	for (int i = 0; i < g->nnodes; i++) {
 		const Node *n = &g->node[i];
@@ -192,7 +211,7 @@ bool pass_layout(Graph *g, const PassOptions *o, Diag *d)
 	(void)d;
 	if (!o || !has_conv(g))
 		return true;
-	int layout = o->layout == LAYOUT_AUTO ? choose_layout(g) : o->layout;
+	int layout = o->layout == LAYOUT_AUTO ? choose_layout(g, o) : o->layout;
 	if (layout != LAYOUT_NHWC)
 		return true;
 	int n = g->nnodes;

@@ -147,9 +147,9 @@ Graph *model_load_graph(const char *path, int64_t batch, bool training, const Co
 	return NULL;
 }
 #else
-/* Whether the first name of the --target list (the host when there is none) is a GPU: the
- * passes' auto choices follow it (a wrong name is reported when the targets are parsed). */
-static bool first_target_is_gpu(const ModelTargets *t)
+/* The first target of the --target list (the host when there is none): the passes' auto choices
+ * follow it (a wrong name is reported when the targets are parsed). */
+static bool first_target(const ModelTargets *t, CgTarget *t0)
 {
 	const char *list = t->targets && t->targets[0] ? t->targets : "host";
 	char spec[64], err[256];
@@ -159,8 +159,7 @@ static bool first_target_is_gpu(const ModelTargets *t)
 	memcpy(spec, list, k);
 	spec[k] = 0;
 	CgTargetOptions plain = {0};
-	CgTarget t0;
-	return cg_target_lookup(spec, &plain, &t0, err, sizeof err) && t0.ops->gpu;
+	return cg_target_lookup(spec, &plain, t0, err, sizeof err);
 }
 
 Graph *model_load_graph(const char *path, int64_t batch, bool training, const CompileOptions *o)
@@ -175,7 +174,11 @@ Graph *model_load_graph(const char *path, int64_t batch, bool training, const Co
 	Diag d;
 	diag_init(&d, path, NULL);
 	PassOptions po = o->passes;
-	po.gpu_first = first_target_is_gpu(&o->targets);
+	CgTarget t0;
+	if (first_target(&o->targets, &t0)) {
+		po.gpu_first = t0.ops->gpu;
+		po.copies_first = (t0.matrix & CG_MATRIX_MMA) != 0;
+	}
 	if (!passes_run(g, &po, &d)) {
 		ir_graph_free(g);
 		return NULL;
