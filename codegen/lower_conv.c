@@ -488,6 +488,20 @@ static Window nhwc_window(const Node *n, int src, const Shape *s, int64_t kh, in
 	return w;
 }
 
+/* op with aligned runs of node src's elements (runs that `pitch` elements apart stay aligned),
+ * read by run and addressed by at, where the GEMM multiplies half operands (half != DT_F32: the GPU
+ * template's matrix path stages and copies runs); op as it is otherwise. */
+static GemmOperand half_runs(Cg *cg, GemmOperand op, int src, int64_t pitch, DType half, GemmRunFn run, GemmAtFn at)
+{
+	op.runs = half == DT_F32 ? 0 : src_runs(cg, src, pitch, 0);
+	if (op.runs) {
+		op.run = run;
+		op.at = at;
+		op.stored = cg->g->node[src].dtype;
+	}
+	return op;
+}
+
 /* Runs along channels pay for a vector load only when they are long enough. */
 static GemmVecFn nhwc_vec_for(const Window *w) { return w->chans >= 8 ? win_nhwc_vec : NULL; }
 
@@ -498,13 +512,7 @@ static GemmVecFn nhwc_vec_for(const Window *w) { return w->chans >= 8 ? win_nhwc
 static GemmOperand nhwc_operand(Cg *cg, const Window *w, bool along_k, DType half)
 {
 	GemmOperand op = {.elem = win_elem, .vec = nhwc_vec_for(w), .along_k = along_k, .ctx = w};
-	op.runs = half == DT_F32 ? 0 : src_runs(cg, w->src, w->chans, 0);
-	if (op.runs) {
-		op.run = win_run;
-		op.at = win_at;
-		op.stored = cg->g->node[w->src].dtype;
-	}
-	return op;
+	return half_runs(cg, op, w->src, w->chans, half, win_run, win_at);
 }
 
 /* y (N*Ho*Wo x Cout) = window(x) (N*Ho*Wo x KH*KW*Cin) * w^T, w [Cout, KH, KW, Cin] */
@@ -569,13 +577,7 @@ static LLVMValueRef wn_run(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMVa
 static GemmOperand wn_operand(Cg *cg, const WeightNhwc *w, DType half)
 {
 	GemmOperand op = {.elem = wn_elem, .vec = wn_vec, .ctx = w};
-	op.runs = half == DT_F32 ? 0 : src_runs(cg, w->src, w->cin, 0);
-	if (op.runs) {
-		op.run = wn_run;
-		op.at = wn_at;
-		op.stored = cg->g->node[w->src].dtype;
-	}
-	return op;
+	return half_runs(cg, op, w->src, w->cin, half, wn_run, wn_at);
 }
 
 /* dx (N*H*W x Cin) = transposed-window(dy) (N*H*W x KH*KW*Cout) * B, B(q, ci) = w[co][i][j][ci] */
