@@ -348,6 +348,7 @@ CH_API int ch_execute(CgHarness *h, const CgOutput *out, void *so, uint8_t *aren
 			continue;
 		int64_t m = shape_numel(&n->shape);
 		size_t size = dtype_size(n->dtype);
+		free(h->got[n->id]); /* a harness run again (test_cg_tuning's candidates) */
 		h->got[n->id] = malloc((size_t)(m ? m : 1) * sizeof(double));
 		if (!h->got[n->id])
 			abort();
