@@ -357,7 +357,7 @@ LLVMValueRef cg_elem_assign(Cg *cg, const Node *n, ElemIndex *at) { return opera
 
 LLVMValueRef cg_elem_lrn(Cg *cg, const Node *n, ElemIndex *at)
 {
-	return cg_emit_lrn(cg, n, index_lin(cg, at), index_axis(cg, at, 1));
+	return cg_emit_lrn(cg, n, index_lin(cg, at), index_axis(cg, at, ir_lrn_params(n).nhwc ? 3 : 1));
 }
 
 /* Whether every operand can be read at the output's linear index alone. */

@@ -12,7 +12,7 @@
 #define LRN_MAX_SPAN 129 /* channels the gradient's window of windows reads: 4r + 1 */
 
 typedef struct {
-	int64_t r, c, hw;
+	int64_t r, c, cs; /* radius, channels, the channels' stride (NCHW: H * W, NHWC: 1) */
 	double bias, alpha, beta;
 	LLVMTypeRef t;
 } Lrn;
@@ -39,7 +39,7 @@ static LLVMValueRef lrn_at(Cg *cg, const Lrn *p, int id, LLVMValueRef lin, LLVMV
 {
 	LLVMValueRef k = LLVMBuildAdd(cg->b, c, cg_i64(cg, j), "");
 	*valid = LLVMBuildICmp(cg->b, LLVMIntULT, k, cg_i64(cg, p->c), ""); /* k < 0 wraps past C */
-	LLVMValueRef off = LLVMBuildSelect(cg->b, *valid, cg_i64(cg, j * p->hw), cg_i64(cg, 0), "");
+	LLVMValueRef off = LLVMBuildSelect(cg->b, *valid, cg_i64(cg, j * p->cs), cg_i64(cg, 0), "");
 	LLVMValueRef v = cg_convert(cg, cg_load(cg, id, LLVMBuildAdd(cg->b, lin, off, "")), p->t);
 	return LLVMBuildSelect(cg->b, *valid, v, cg_real(cg, p->t, 0), "");
 }
@@ -91,8 +91,8 @@ static LLVMValueRef emit_grad(Cg *cg, const Lrn *p, const Node *n, LLVMValueRef 
 LLVMValueRef cg_emit_lrn(Cg *cg, const Node *n, LLVMValueRef lin, LLVMValueRef c)
 {
 	LrnParams a = ir_lrn_params(n);
-	Lrn p = {a.depth_radius, n->shape.dim[1], n->shape.dim[2] * n->shape.dim[3], a.bias, a.alpha, a.beta,
-		 cg_compute_type(cg, n->dtype)};
+	Lrn p = {a.depth_radius, n->shape.dim[a.nhwc ? 3 : 1], a.nhwc ? 1 : n->shape.dim[2] * n->shape.dim[3], a.bias, a.alpha,
+		 a.beta, cg_compute_type(cg, n->dtype)};
 	if (4 * p.r + 1 > LRN_MAX_SPAN) {
 		fprintf(stderr, "netc: lrn depth_radius %lld is more than the %d this lowering unrolls\n", (long long)p.r,
 			(LRN_MAX_SPAN - 1) / 4);

@@ -328,7 +328,9 @@ static int build_lrn(const Layer *l, LayerCall *c)
 {
 	if (!need_rank(c, l->sig.name, 4, "NCHW"))
 		return -1;
-	return add(c, OP_lrn, c->in, c->args->v, c->name);
+	const double *a = c->args->v;
+	double attr[IR_MAX_ATTRS] = {a[0], a[1], a[2], a[3]}; /* layout NCHW */
+	return add(c, OP_lrn, c->in, attr, c->name);
 }
 
 /* local_response_norm(size, alpha, beta, k): Caffe's LRN layer (and PyTorch's LocalResponseNorm),
@@ -342,7 +344,7 @@ static int build_lrn_caffe(const Layer *l, LayerCall *c)
 		diag_error(c->d, c->loc, "local_response_norm size must be odd (a window centred on the channel), got %g", a[0]);
 		return -1;
 	}
-	double attr[4] = {(a[0] - 1) / 2, a[3], a[1] / a[0], a[2]};
+	double attr[IR_MAX_ATTRS] = {(a[0] - 1) / 2, a[3], a[1] / a[0], a[2]}; /* layout NCHW */
 	return add(c, OP_lrn, c->in, attr, c->name);
 }
 

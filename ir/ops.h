@@ -80,6 +80,7 @@ void ir_upsample_source(int64_t o, int64_t f, int64_t size, int64_t *i0, int64_t
 typedef struct {
 	int64_t depth_radius;
 	double bias, alpha, beta;
+	bool nhwc; /* layout=1 (the layout pass): channels the last axis, else the second */
 } LrnParams;
 LrnParams ir_lrn_params(const Node *n);
 /* The axis of bias_add, softmax, log_softmax and their gradients, concat and slice. */

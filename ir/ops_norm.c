@@ -9,18 +9,24 @@
 
 typedef struct {
 	int64_t r, planes, c, hw; /* planes = N; hw = H * W */
+	int64_t cs;               /* channels' stride: hw (NCHW) or 1 (NHWC) */
+	bool nhwc;
 	double bias, alpha, beta;
 } LrnGeom;
 
 LrnParams ir_lrn_params(const Node *n)
 {
-	return (LrnParams){.depth_radius = (int64_t)n->attr[0], .bias = n->attr[1], .alpha = n->attr[2], .beta = n->attr[3]};
+	return (LrnParams){.depth_radius = (int64_t)n->attr[0], .bias = n->attr[1], .alpha = n->attr[2], .beta = n->attr[3],
+			   .nhwc = n->attr[4] == LAYOUT_NHWC};
 }
 
 static bool lrn_attrs(const Node *n, LrnGeom *p, char *err, size_t errlen)
 {
-	if (!op_attr_int(n, 0, 0, 32, &p->r, err, errlen)) /* codegen unrolls the window */
+	int64_t layout;
+	if (!op_attr_int(n, 0, 0, 32, &p->r, err, errlen) || /* codegen unrolls the window */
+	    !op_attr_int(n, 4, LAYOUT_NCHW, LAYOUT_NHWC, &layout, err, errlen))
 		return false;
+	p->nhwc = layout == LAYOUT_NHWC;
 	p->bias = n->attr[1], p->alpha = n->attr[2], p->beta = n->attr[3];
 	/* bias > 0 keeps s positive, so s^-beta is finite for every input */
 	if (!(p->bias > 0) || !(p->alpha >= 0) || !isfinite(p->alpha) || !isfinite(p->beta) || !isfinite(p->bias))
@@ -33,8 +39,14 @@ static void lrn_geom(const Node *n, const Shape *x, LrnGeom *p)
 {
 	char err[8];
 	lrn_attrs(n, p, err, sizeof err);
-	p->planes = x->dim[0], p->c = x->dim[1], p->hw = x->dim[2] * x->dim[3];
+	p->planes = x->dim[0];
+	p->c = x->dim[p->nhwc ? 3 : 1];
+	p->hw = p->nhwc ? x->dim[1] * x->dim[2] : x->dim[2] * x->dim[3];
+	p->cs = p->nhwc ? 1 : p->hw;
 }
+
+/* Where the channels of pixel i of image b start. */
+static int64_t lrn_base(const LrnGeom *p, int64_t b, int64_t i) { return p->nhwc ? (b * p->hw + i) * p->c : b * p->c * p->hw + i; }
 
 /* Fails unless input i is a 4-D float tensor. */
 static bool need_nchw(const Node *n, const Graph *g, int i, char *err, size_t errlen)
@@ -42,7 +54,7 @@ static bool need_nchw(const Node *n, const Graph *g, int i, char *err, size_t er
 	char t[128];
 	const Node *x = op_in(g, n, i);
 	if (x->shape.rank != 4)
-		return op_fail(n, err, errlen, "input must be 4-D NCHW, got %s", op_type_str(x, t, sizeof t));
+		return op_fail(n, err, errlen, "input must be 4-D (NCHW, or NHWC with layout=1), got %s", op_type_str(x, t, sizeof t));
 	return op_need_float(n, g, i, err, errlen);
 }
 
@@ -70,13 +82,13 @@ bool shape_lrn_grad(Node *n, const Graph *g, char *err, size_t errlen)
 	return true;
 }
 
-/* s at channel c of the column starting at x (channels hw apart). */
+/* s at channel c of the column starting at x (channels cs apart). */
 static double lrn_scale(const LrnGeom *p, const double *x, int64_t c)
 {
 	double sq = 0;
 	for (int64_t k = c - p->r; k <= c + p->r; k++)
 		if (k >= 0 && k < p->c)
-			sq += x[k * p->hw] * x[k * p->hw];
+			sq += x[k * p->cs] * x[k * p->cs];
 	return p->bias + p->alpha * sq;
 }
 
@@ -86,9 +98,9 @@ void ref_lrn(const Graph *g, const Node *n, const double *const *in, double *out
 	lrn_geom(n, &n->shape, &p);
 	for (int64_t b = 0; b < p.planes; b++)
 		for (int64_t i = 0; i < p.hw; i++) {
-			int64_t base = b * p.c * p.hw + i;
+			int64_t base = lrn_base(&p, b, i);
 			for (int64_t c = 0; c < p.c; c++)
-				out[base + c * p.hw] = in[0][base + c * p.hw] * pow(lrn_scale(&p, in[0] + base, c), -p.beta);
+				out[base + c * p.cs] = in[0][base + c * p.cs] * pow(lrn_scale(&p, in[0] + base, c), -p.beta);
 		}
 }
 
@@ -98,15 +110,15 @@ void ref_lrn_grad(const Graph *g, const Node *n, const double *const *in, double
 	lrn_geom(n, &n->shape, &p);
 	for (int64_t b = 0; b < p.planes; b++)
 		for (int64_t i = 0; i < p.hw; i++) {
-			int64_t base = b * p.c * p.hw + i;
+			int64_t base = lrn_base(&p, b, i);
 			const double *dy = in[0] + base, *x = in[1] + base;
 			for (int64_t c = 0; c < p.c; c++) {
 				double acc = 0;
 				for (int64_t k = c - p.r; k <= c + p.r; k++)
 					if (k >= 0 && k < p.c)
-						acc += dy[k * p.hw] * x[k * p.hw] * pow(lrn_scale(&p, x, k), -p.beta - 1);
-				out[base + c * p.hw] = dy[c * p.hw] * pow(lrn_scale(&p, x, c), -p.beta) -
-						       2 * p.alpha * p.beta * x[c * p.hw] * acc;
+						acc += dy[k * p.cs] * x[k * p.cs] * pow(lrn_scale(&p, x, k), -p.beta - 1);
+				out[base + c * p.cs] = dy[c * p.cs] * pow(lrn_scale(&p, x, c), -p.beta) -
+						       2 * p.alpha * p.beta * x[c * p.cs] * acc;
 			}
 		}
 }

@@ -58,6 +58,8 @@ static bool goes_nhwc(const Graph *g, const Layout *L, int id)
 		return L->nhwc[n->in[0]];
 	if (n->op == OP_bias_add)
 		return L->nhwc[n->in[0]] && n->shape.rank == 4 && ir_axis(n) == 1;
+	if (n->op == OP_lrn)
+		return L->nhwc[n->in[0]];
 	if (ir_ops[n->op].traits & TRAIT_LAYOUT_FREE_BINARY) {
 		const Node *a = &g->node[n->in[0]], *b = &g->node[n->in[1]];
 		bool sa = shape_numel(&a->shape) == 1, sb = shape_numel(&b->shape) == 1;
@@ -146,6 +148,8 @@ static int rewrite(Graph *dst, const Graph *src, int id, const int *map, void *c
 			attr[ir_attr_index(OP_conv2d, "layout")] = LAYOUT_NHWC;
 		if (n->op == OP_bias_add)
 			attr[ir_attr_index(OP_bias_add, "axis")] = 3;
+		if (n->op == OP_lrn)
+			attr[ir_attr_index(OP_lrn, "layout")] = LAYOUT_NHWC;
 		nid = copy_with(dst, src, id, in, attr);
 	} else {
 		for (int k = 0; k < n->nin; k++)

@@ -45,7 +45,7 @@ static void test_shapes(void)
 	expect_shape(g, tu_add(g, OP_lrn, &a, A(2, 1, 1e-4, 0.75)), "[2, 3, 4, 5]");
 	CHECK(g->node[tu_add(g, OP_lrn, &h, A(2, 1, 1e-4, 0.75))].dtype == DT_F16);
 	expect_shape(g, tu_add(g, OP_lrn_grad, (int[]){a, a}, A(0, 2, 0.5, 1)), "[2, 3, 4, 5]");
-	expect_error(g, OP_lrn, &m, A(2, 1, 1, 1), "lrn: input must be 4-D NCHW, got f32[6, 3]");
+	expect_error(g, OP_lrn, &m, A(2, 1, 1, 1), "lrn: input must be 4-D (NCHW, or NHWC with layout=1), got f32[6, 3]");
 	expect_error(g, OP_lrn, &a, A(33, 1, 1, 1), "lrn: depth_radius must be an integer in [0, 32], got 33");
 	expect_error(g, OP_lrn, &a, A(2, 0, 1, 1),
 		     "lrn: needs bias > 0, alpha >= 0 and a finite beta, got bias 0, alpha 1, beta 1");
