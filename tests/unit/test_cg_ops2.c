@@ -59,18 +59,23 @@ static void test_slice(void)
 
 static void test_lrn(void)
 {
-	/* radius 0 to 4 (cifar10_tf's is 4), beta 0.75 (its square-root path) and others (exp/log) */
-	static const double cases[][4] = {{0, 1, 0.5, 0.75}, {1, 2, 1e-1, 0.5}, {2, 2, 1e-2, 0.75},
-					  {4, 1, 0.3, 0.75}, {3, 1.5, 0.4, 1.3}};
-	for (int i = 0; i < 5; i++) {
+	/* radius 0 to 4 (cifar10_tf's is 4), beta 0.75 (its square-root path) and others (exp/log);
+	 * NCHW ([2, 7, 3, 5], channels H * W apart) and NHWC (layout=1: [2, 3, 5, 7], channels last) */
+	static const double cases[][IR_MAX_ATTRS] = {{0, 1, 0.5, 0.75, LAYOUT_NCHW}, {1, 2, 1e-1, 0.5, LAYOUT_NCHW},
+						     {2, 2, 1e-2, 0.75, LAYOUT_NCHW}, {4, 1, 0.3, 0.75, LAYOUT_NCHW},
+						     {3, 1.5, 0.4, 1.3, LAYOUT_NCHW}, {2, 2, 1e-2, 0.75, LAYOUT_NHWC},
+						     {3, 1.5, 0.4, 1.3, LAYOUT_NHWC}};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		bool nhwc = cases[i][4] == LAYOUT_NHWC;
+		const char *dims = nhwc ? "2,3,5,7" : "2,7,3,5";
 		char name[64];
-		snprintf(name, sizeof name, "lrn r=%g beta=%g", cases[i][0], cases[i][3]);
+		snprintf(name, sizeof name, "lrn r=%g beta=%g%s", cases[i][0], cases[i][3], nhwc ? " nhwc" : "");
 		CgHarness *h = ch_new(name);
-		int x = ch_param(h, DT_F32, "2,7,3,5");
+		int x = ch_param(h, DT_F32, dims);
 		ch_range(h, x, -3, 3);
 		int r = ch_op(h, OP_relu, NULL, x);
 		int y = ch_op(h, OP_lrn, cases[i], r);
-		int dy = ch_param(h, DT_F32, "2,7,3,5");
+		int dy = ch_param(h, DT_F32, dims);
 		int dx = ch_op(h, OP_lrn_grad, cases[i], dy, r);
 		int m = ch_op(h, OP_mul, NULL, y, dx);
 		/* relu fused into both (read at neighbouring channels), mul after them */
@@ -78,8 +83,9 @@ static void test_lrn(void)
 	}
 	CgHarness *h = ch_new("lrn f16");
 	int x = ch_param(h, DT_F16, "1,9,2,3");
-	int y = ch_op(h, OP_lrn, (double[]){2, 1, 1e-1, 0.75}, x);
-	ch_op(h, OP_lrn_grad, (double[]){2, 1, 1e-1, 0.75}, y, x);
+	static const double f16_attr[IR_MAX_ATTRS] = {2, 1, 1e-1, 0.75, LAYOUT_NCHW};
+	int y = ch_op(h, OP_lrn, f16_attr, x);
+	ch_op(h, OP_lrn_grad, f16_attr, y, x);
 	run_all(h, NULL, 0);
 }
 
