@@ -30,6 +30,13 @@ LLVMValueRef cg_ptr(Cg *cg, int id, LLVMValueRef index)
 	return LLVMBuildInBoundsGEP2(cg->b, cg_storage_type(cg, n->dtype), base, &index, 1, "");
 }
 
+LLVMValueRef cg_ws_ptr(Cg *cg, int64_t off, LLVMValueRef index)
+{
+	LLVMValueRef o = cg_i64(cg, off);
+	LLVMValueRef base = LLVMBuildInBoundsGEP2(cg->b, cg->t_i8, cg->arena, &o, 1, "");
+	return LLVMBuildInBoundsGEP2(cg->b, cg->t_f32, base, &index, 1, "ws");
+}
+
 LLVMValueRef cg_load(Cg *cg, int id, LLVMValueRef index)
 {
 	/* a producer inside the kernel's group has no storage: its element is computed here */

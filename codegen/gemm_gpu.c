@@ -1796,14 +1796,6 @@ int64_t cg_gemm_gpu(Cg *cg, const GemmSpec *s) { return emit_tiles(cg, s, choose
 
 /* ---- split-K ---- */
 
-/* Float32 element idx (i64) of the workspace at byte offset off. */
-static LLVMValueRef ws_ptr(Cg *cg, int64_t off, LLVMValueRef idx)
-{
-	LLVMValueRef o = cg_i64(cg, off);
-	LLVMValueRef base = LLVMBuildInBoundsGEP2(cg->b, cg->t_i8, cg->arena, &o, 1, "");
-	return LLVMBuildInBoundsGEP2(cg->b, cg->t_f32, base, &idx, 1, "ws");
-}
-
 /* The partials kernel's epilogue: b is slice * batch + b (decode), so the row-major index of
  * (b, m, n) is its place in the slice-major workspace. Row-major, as the tiles store (consecutive
  * work-items, consecutive n) and the sum kernel reads: the S-fold traffic coalesces, and only the
@@ -1813,7 +1805,7 @@ static void split_store(Cg *cg, const GemmSpec *part, LLVMValueRef b, LLVMValueR
 	const GpuSplitK *sk = part->ctx;
 	LLVMValueRef row = LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, b, cg_i64(cg, part->m), ""), m, "");
 	LLVMValueRef idx = LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, row, cg_i64(cg, part->n), ""), n, "");
-	LLVMValueRef store = LLVMBuildStore(cg->b, cg_convert(cg, v, cg->t_f32), ws_ptr(cg, sk->ws_offset, idx));
+	LLVMValueRef store = LLVMBuildStore(cg->b, cg_convert(cg, v, cg->t_f32), cg_ws_ptr(cg, sk->ws_offset, idx));
 	LLVMSetAlignment(store, 4);
 }
 
@@ -1827,7 +1819,7 @@ static int64_t split_sum(Cg *cg, const GemmSpec *s, const GpuSplitK *sk, int sli
 	LLVMValueRef v = NULL;
 	for (int i = 0; i < slices; i++) {
 		LLVMValueRef idx = LLVMBuildAdd(cg->b, e, cg_i64(cg, (int64_t)i * total), "");
-		LLVMValueRef p = LLVMBuildLoad2(cg->b, cg->t_f32, ws_ptr(cg, sk->ws_offset, idx), "");
+		LLVMValueRef p = LLVMBuildLoad2(cg->b, cg->t_f32, cg_ws_ptr(cg, sk->ws_offset, idx), "");
 		LLVMSetAlignment(p, 4);
 		v = v ? LLVMBuildFAdd(cg->b, v, p, "") : p;
 	}

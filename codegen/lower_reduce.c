@@ -243,14 +243,6 @@ static int64_t lower_reduce_gpu(Cg *cg, const Node *n, const Shape *kept, const 
 	return shape_numel(&n->shape);
 }
 
-/* Float32 element idx of the node's workspace (its column reduction's partials). */
-static LLVMValueRef partial_ptr(Cg *cg, const Node *n, LLVMValueRef idx)
-{
-	LLVMValueRef o = cg_i64(cg, n->ws_offset);
-	LLVMValueRef base = LLVMBuildInBoundsGEP2(cg->b, cg->t_i8, cg->arena, &o, 1, "");
-	return LLVMBuildInBoundsGEP2(cg->b, cg->t_f32, base, &idx, 1, "partial");
-}
-
 /* A column reduction (ir_reduce_slices: rows x m, the m outputs contiguous) in two kernels. The
  * first gives each work-group COLUMN_WIDTH consecutive outputs and a slice of the rows: lane l of
  * warp w sums rows w, w + warps, ... of its slice (GPU_REDUCE_LANES in flight) for output l, so a
@@ -315,7 +307,7 @@ static int64_t lower_reduce_columns_gpu(Cg *cg, const Node *n, int64_t m, int64_
 		sum = sum ? LLVMBuildFAdd(cg->b, sum, v, "") : v;
 	}
 	LLVMValueRef idx = LLVMBuildNUWAdd(cg->b, LLVMBuildNUWMul(cg->b, slice, cg_i64(cg, m), ""), col, "");
-	LLVMBuildStore(cg->b, cg_convert(cg, sum, cg->t_f32), partial_ptr(cg, n, idx));
+	LLVMBuildStore(cg->b, cg_convert(cg, sum, cg->t_f32), cg_ws_ptr(cg, n->ws_offset, idx));
 	LLVMBuildBr(cg->b, done);
 	LLVMPositionBuilderAtEnd(cg->b, done);
 	cg_gpu_phase_end(cg, &grp, false);
@@ -327,7 +319,7 @@ static int64_t lower_reduce_columns_gpu(Cg *cg, const Node *n, int64_t m, int64_
 	LLVMValueRef v = NULL;
 	for (int i = 0; i < slices; i++) {
 		LLVMValueRef at = LLVMBuildNUWAdd(cg->b, e, cg_i64(cg, (int64_t)i * m), "");
-		LLVMValueRef p = LLVMBuildLoad2(cg->b, cg->t_f32, partial_ptr(cg, n, at), "");
+		LLVMValueRef p = LLVMBuildLoad2(cg->b, cg->t_f32, cg_ws_ptr(cg, n->ws_offset, at), "");
 		v = v ? LLVMBuildFAdd(cg->b, v, p, "") : p;
 	}
 	cg_store(cg, n->id, e, reduce_finish(cg, n, cg_convert(cg, v, t), rows));
