@@ -1,8 +1,11 @@
-/* lower_pool.c: max and average pooling over NCHW, max pooling's window argmax, and the gradients
- * (PyTorch semantics: floor mode, or ceil mode whose windows past the edge are clipped like
- * padding, zero padding that never wins a max, count_include_pad for the average). On the host a
- * work-group takes a block of (n, c) planes; on GPUs each work-item takes one output element
- * (forward, argmax) or one input element (gradients). The gradients are gathers: each input
+/* lower_pool.c: max and average pooling over NCHW or NHWC, max pooling's window argmax, and the
+ * gradients (PyTorch semantics: floor mode, or ceil mode whose windows past the edge are clipped
+ * like padding, zero padding that never wins a max, count_include_pad for the average). On the
+ * host a work-group takes a block of (n, c) planes (NCHW) or of (n, row) rows of all channels
+ * (NHWC); on GPUs each work-item takes one output element (forward, argmax) or one input element
+ * (gradients), consecutive work-items consecutive elements of the layout, so NHWC reads and
+ * writes channel runs. A plane's elements are cs apart (1, or C in NHWC); the argmax stores the
+ * spatial position ih * w + iw in both layouts. The gradients are gathers: each input
  * element sums what the windows containing it send it, in window order, so no two threads write
  * one element. The max gradient reads the argmax's i32 per window, not x: a window is scanned
  * once (by the argmax kernel), not once per element it contains. Every store is the group's
@@ -18,6 +21,8 @@ typedef struct {
 	int x;                                  /* pooled input node; -1 for the max gradient */
 	int64_t planes, h, w, oh, ow;
 	int64_t kh, kw, sh, sw, ph, pw;
+	int64_t c, cs;  /* channels; the stride of a plane's elements (1 NCHW, c NHWC) */
+	bool nhwc;
 	bool include_pad;
 	bool clip;      /* include_pad in ceil mode: a window's divisor is its part of the padded input */
 } Pool;
@@ -43,10 +48,13 @@ static Pool pool_of(Cg *cg, const Node *n, bool grad)
 	const Node *x = grad ? n : &cg->g->node[n->in[0]];
 	const Node *y = grad ? &cg->g->node[n->in[0]] : n;
 	PoolGeom a = ir_pool_geom(n);
+	bool nhwc = a.layout == LAYOUT_NHWC;
+	int hd = nhwc ? 1 : 2, cd = nhwc ? 3 : 1; /* the first spatial axis; the channels' */
 	Pool p = {.x = !grad ? x->id : n->op == OP_avg_pool2d_grad ? n->in[1] : -1,
-		  .planes = x->shape.dim[0] * x->shape.dim[1], .h = x->shape.dim[2],
-		  .w = x->shape.dim[3], .oh = y->shape.dim[2], .ow = y->shape.dim[3],
+		  .planes = x->shape.dim[0] * x->shape.dim[cd], .h = x->shape.dim[hd],
+		  .w = x->shape.dim[hd + 1], .oh = y->shape.dim[hd], .ow = y->shape.dim[hd + 1],
 		  .kh = a.kh, .kw = a.kw, .sh = a.sh, .sw = a.sw, .ph = a.ph, .pw = a.pw,
+		  .c = x->shape.dim[cd], .cs = nhwc ? x->shape.dim[cd] : 1, .nhwc = nhwc,
 		  .include_pad = a.count_include_pad, .clip = a.count_include_pad && a.ceil_mode};
 	return p;
 }
@@ -102,7 +110,7 @@ static Scan scan_window(Cg *cg, const Pool *p, LLVMValueRef base, LLVMValueRef o
 	LLVMValueRef ih = add(cg, h0, i.i), iw = add(cg, w0, j.i);
 	LLVMValueRef ok = LLVMBuildAnd(cg->b, ult(cg, ih, p->h), ult(cg, iw, p->w), "");
 	LLVMValueRef at = add(cg, mulc(cg, ih, p->w), iw);
-	LLVMValueRef x = cg_load(cg, p->x, add(cg, base, LLVMBuildSelect(cg->b, ok, at, c64(cg, 0), "")));
+	LLVMValueRef x = cg_load(cg, p->x, add(cg, base, mulc(cg, LLVMBuildSelect(cg->b, ok, at, c64(cg, 0), ""), p->cs)));
 	LLVMValueRef b = LLVMBuildLoad2(cg->b, ct, best, "");
 	if (want_max) {
 		/* strictly greater: ties keep the first maximum; a NaN always takes over, as PyTorch's
@@ -127,15 +135,51 @@ static Scan scan_window(Cg *cg, const Pool *p, LLVMValueRef base, LLVMValueRef o
 	return s;
 }
 
-/* y[plane][oh][ow] from its window; base: where the plane starts in x. */
-static void pool_elem(Cg *cg, const Node *n, const Pool *p, LLVMValueRef plane, LLVMValueRef base, LLVMValueRef oh,
-		      LLVMValueRef ow, PoolOut what)
+/* Where one plane starts in x (base) and in the pooled tensor (ybase). */
+typedef struct {
+	LLVMValueRef base, ybase;
+} Planes;
+
+/* The planes of batch image b and channel c (NHWC: interleaved, c the offset). */
+static Planes planes_nhwc(Cg *cg, const Pool *p, LLVMValueRef b, LLVMValueRef c)
 {
-	Scan s = scan_window(cg, p, base, oh, ow, what != POOL_AVG);
+	return (Planes){add(cg, mulc(cg, b, p->h * p->w * p->c), c), add(cg, mulc(cg, b, p->oh * p->ow * p->c), c)};
+}
+
+/* The planes of plane index `plane` (NCHW: contiguous). */
+static Planes planes_nchw(Cg *cg, const Pool *p, LLVMValueRef plane)
+{
+	return (Planes){mulc(cg, plane, p->h * p->w), mulc(cg, plane, p->oh * p->ow)};
+}
+
+/* Element e of a tensor in the pool's layout whose planes are rows x cols: its planes and its
+ * spatial coordinates (GPU work-items take consecutive elements). */
+static Planes locate(Cg *cg, const Pool *p, LLVMValueRef e, int64_t rows, int64_t cols, LLVMValueRef *row,
+		     LLVMValueRef *col)
+{
+	LLVMValueRef t = e;
+	if (p->nhwc) {
+		LLVMValueRef c = LLVMBuildURem(cg->b, e, c64(cg, p->c), "");
+		t = LLVMBuildUDiv(cg->b, e, c64(cg, p->c), "");
+		*col = LLVMBuildURem(cg->b, t, c64(cg, cols), "");
+		t = LLVMBuildUDiv(cg->b, t, c64(cg, cols), "");
+		*row = LLVMBuildURem(cg->b, t, c64(cg, rows), "");
+		return planes_nhwc(cg, p, LLVMBuildUDiv(cg->b, t, c64(cg, rows), ""), c);
+	}
+	LLVMValueRef plane = LLVMBuildUDiv(cg->b, e, c64(cg, rows * cols), "");
+	t = LLVMBuildURem(cg->b, e, c64(cg, rows * cols), "");
+	*row = LLVMBuildUDiv(cg->b, t, c64(cg, cols), ""), *col = LLVMBuildURem(cg->b, t, c64(cg, cols), "");
+	return planes_nchw(cg, p, plane);
+}
+
+/* y at (oh, ow) of the planes at pl from its window. */
+static void pool_elem(Cg *cg, const Node *n, const Pool *p, Planes pl, LLVMValueRef oh, LLVMValueRef ow, PoolOut what)
+{
+	Scan s = scan_window(cg, p, pl.base, oh, ow, what != POOL_AVG);
 	LLVMValueRef v = what == POOL_MAX      ? s.best
 			 : what == POOL_ARGMAX ? LLVMBuildTrunc(cg->b, s.pos, cg->t_i32, "")
 					       : LLVMBuildFDiv(cg->b, s.sum, s.count, "");
-	LLVMValueRef o = add(cg, mulc(cg, plane, p->oh * p->ow), add(cg, mulc(cg, oh, p->ow), ow));
+	LLVMValueRef o = add(cg, pl.ybase, mulc(cg, add(cg, mulc(cg, oh, p->ow), ow), p->cs));
 	cg_group_epilogue(cg, n->id, o, v);
 }
 
@@ -144,28 +188,53 @@ static int64_t lower_pool_gpu(Cg *cg, const Node *n, const Pool *p, PoolOut what
 {
 	GpuGroup g;
 	int64_t grid;
-	LLVMValueRef e = cg_gpu_elements_begin(cg, &g, p->planes * p->oh * p->ow, &grid);
-	LLVMValueRef plane = LLVMBuildUDiv(cg->b, e, c64(cg, p->oh * p->ow), "");
-	LLVMValueRef r = LLVMBuildURem(cg->b, e, c64(cg, p->oh * p->ow), "");
-	LLVMValueRef oh = LLVMBuildUDiv(cg->b, r, c64(cg, p->ow), ""), ow = LLVMBuildURem(cg->b, r, c64(cg, p->ow), "");
-	pool_elem(cg, n, p, plane, mulc(cg, plane, p->h * p->w), oh, ow, what);
+	LLVMValueRef e = cg_gpu_elements_begin(cg, &g, p->planes * p->oh * p->ow, &grid), oh, ow;
+	Planes pl = locate(cg, p, e, p->oh, p->ow, &oh, &ow);
+	pool_elem(cg, n, p, pl, oh, ow, what);
 	cg_gpu_elements_end(cg, &g);
 	return grid;
 }
 
-/* Forward and argmax: y[plane][oh][ow] from its window. */
+/* Opens the host loops of an NHWC pool over the work-group's (batch, row) pairs of `rows` rows
+ * each, then the row's columns and channels; returns the planes, the row and the column. */
+static Planes rows_begin(Cg *cg, const Pool *p, int64_t rows, int64_t cols, CgLoop loop[4], LLVMValueRef *row,
+			 LLVMValueRef *col, int64_t *grid)
+{
+	int64_t per = planes_per_wg(p->planes / p->c * rows, cols * p->c, grid);
+	LLVMValueRef r = planes_begin(cg, per, p->planes / p->c * rows, &loop[0], &loop[1]);
+	loop[2] = cg_for_begin(cg, c64(cg, 0), c64(cg, cols), "col");
+	loop[3] = cg_for_begin(cg, c64(cg, 0), c64(cg, p->c), "ch");
+	*row = LLVMBuildURem(cg->b, r, c64(cg, rows), ""), *col = loop[2].i;
+	return planes_nhwc(cg, p, LLVMBuildUDiv(cg->b, r, c64(cg, rows), ""), loop[3].i);
+}
+
+static void rows_end(Cg *cg, CgLoop loop[4])
+{
+	close2(cg, &loop[3], &loop[2]);
+	close2(cg, &loop[1], &loop[0]);
+}
+
+/* Forward and argmax: y at (oh, ow) of each plane from its window. */
 static int64_t lower_pool(Cg *cg, const Node *n, PoolOut what)
 {
 	Pool p = pool_of(cg, n, false);
 	if (cg_gpu_paths(cg))
 		return lower_pool_gpu(cg, n, &p, what);
-	int64_t grid, per = planes_per_wg(p.planes, p.h * p.w, &grid);
+	int64_t grid;
+	if (p.nhwc) {
+		CgLoop loop[4];
+		LLVMValueRef oh, ow;
+		Planes pl = rows_begin(cg, &p, p.oh, p.ow, loop, &oh, &ow, &grid);
+		pool_elem(cg, n, &p, pl, oh, ow, what);
+		rows_end(cg, loop);
+		return grid;
+	}
+	int64_t per = planes_per_wg(p.planes, p.h * p.w, &grid);
 	CgLoop wg, pl;
-	LLVMValueRef plane = planes_begin(cg, per, p.planes, &wg, &pl);
-	LLVMValueRef base = mulc(cg, plane, p.h * p.w);
+	Planes at = planes_nchw(cg, &p, planes_begin(cg, per, p.planes, &wg, &pl));
 	CgLoop oh = cg_for_begin(cg, c64(cg, 0), c64(cg, p.oh), "oh");
 	CgLoop ow = cg_for_begin(cg, c64(cg, 0), c64(cg, p.ow), "ow");
-	pool_elem(cg, n, &p, plane, base, oh.i, ow.i, what);
+	pool_elem(cg, n, &p, at, oh.i, ow.i, what);
 	close2(cg, &ow, &oh);
 	close2(cg, &pl, &wg);
 	return grid;
@@ -187,9 +256,9 @@ static void window_range(Cg *cg, LLVMValueRef i, int64_t k, int64_t s, int64_t p
 }
 
 /* The argmax of window o of the plane whose windows start at ybase, as i64. */
-static LLVMValueRef window_argmax(Cg *cg, const Node *n, LLVMValueRef ybase, LLVMValueRef o)
+static LLVMValueRef window_argmax(Cg *cg, const Node *n, const Pool *p, LLVMValueRef ybase, LLVMValueRef o)
 {
-	return LLVMBuildSExt(cg->b, cg_load(cg, n->in[1], add(cg, ybase, o)), cg->t_i64, "");
+	return LLVMBuildSExt(cg->b, cg_load(cg, n->in[1], add(cg, ybase, mulc(cg, o, p->cs))), cg->t_i64, "");
 }
 
 /* Max gradient when windows tile the plane without overlap or padding (kernel = stride, the
@@ -201,8 +270,8 @@ static int64_t lower_max_grad_tiled(Cg *cg, const Node *n, const Pool *p)
 	int64_t grid, per = planes_per_wg(p->planes, p->h * p->w, &grid);
 	bool uncovered = p->oh * p->sh < p->h || p->ow * p->sw < p->w;
 	CgLoop wg, pl;
-	LLVMValueRef plane = planes_begin(cg, per, p->planes, &wg, &pl);
-	LLVMValueRef base = mulc(cg, plane, p->h * p->w), ybase = mulc(cg, plane, p->oh * p->ow);
+	Planes first = planes_nchw(cg, p, planes_begin(cg, per, p->planes, &wg, &pl));
+	LLVMValueRef base = first.base, ybase = first.ybase;
 	if (uncovered) {
 		CgLoop z = cg_for_begin(cg, c64(cg, 0), c64(cg, p->h * p->w), "z");
 		cg_group_epilogue(cg, n->id, add(cg, base, z.i), cg_real(cg, ct, 0));
@@ -211,7 +280,7 @@ static int64_t lower_max_grad_tiled(Cg *cg, const Node *n, const Pool *p)
 	CgLoop oh = cg_for_begin(cg, c64(cg, 0), c64(cg, p->oh), "oh");
 	CgLoop ow = cg_for_begin(cg, c64(cg, 0), c64(cg, p->ow), "ow");
 	LLVMValueRef o = add(cg, mulc(cg, oh.i, p->ow), ow.i);
-	LLVMValueRef g = cg_load(cg, n->in[0], add(cg, ybase, o)), pos = window_argmax(cg, n, ybase, o);
+	LLVMValueRef g = cg_load(cg, n->in[0], add(cg, ybase, o)), pos = window_argmax(cg, n, p, ybase, o);
 	CgLoop i = cg_for_begin(cg, c64(cg, 0), c64(cg, p->kh), "wi");
 	CgLoop j = cg_for_begin(cg, c64(cg, 0), c64(cg, p->kw), "wj");
 	LLVMValueRef at = add(cg, mulc(cg, add(cg, mulc(cg, oh.i, p->sh), i.i), p->w), add(cg, mulc(cg, ow.i, p->sw), j.i));
@@ -223,11 +292,20 @@ static int64_t lower_max_grad_tiled(Cg *cg, const Node *n, const Pool *p)
 	return grid;
 }
 
-/* Input element `self` of a plane (x at base, dy at ybase) and the windows [ohlo, ohhi) x
- * [owlo, owhi) that contain it. */
+/* Input element `self` (ih * w + iw) of a plane (x at base, dy at ybase) and the windows
+ * [ohlo, ohhi) x [owlo, owhi) that contain it. */
 typedef struct {
 	LLVMValueRef base, ybase, self, ohlo, ohhi, owlo, owhi;
 } Gather;
+
+/* The gather of element (ih, iw) of the planes at pl. */
+static Gather gather_at(Cg *cg, const Pool *p, Planes pl, LLVMValueRef ih, LLVMValueRef iw)
+{
+	Gather ga = {.base = pl.base, .ybase = pl.ybase, .self = add(cg, mulc(cg, ih, p->w), iw)};
+	window_range(cg, ih, p->kh, p->sh, p->ph, p->oh, &ga.ohlo, &ga.ohhi);
+	window_range(cg, iw, p->kw, p->sw, p->pw, p->ow, &ga.owlo, &ga.owhi);
+	return ga;
+}
 
 /* dx[plane][self] = sum over the gather's windows of what they send it (acc: a local). */
 static void grad_elem(Cg *cg, const Node *n, const Pool *p, const Gather *ga, LLVMValueRef acc, bool want_max)
@@ -237,10 +315,10 @@ static void grad_elem(Cg *cg, const Node *n, const Pool *p, const Gather *ga, LL
 	CgLoop oh = cg_for_begin(cg, ga->ohlo, ga->ohhi, "oh");
 	CgLoop ow = cg_for_begin(cg, ga->owlo, ga->owhi, "ow");
 	LLVMValueRef o = add(cg, mulc(cg, oh.i, p->ow), ow.i);
-	LLVMValueRef g = cg_load(cg, n->in[0], add(cg, ga->ybase, o));
+	LLVMValueRef g = cg_load(cg, n->in[0], add(cg, ga->ybase, mulc(cg, o, p->cs)));
 	LLVMValueRef a = LLVMBuildLoad2(cg->b, ct, acc, "");
 	if (want_max) {
-		LLVMValueRef mine = LLVMBuildICmp(cg->b, LLVMIntEQ, window_argmax(cg, n, ga->ybase, o), ga->self, "");
+		LLVMValueRef mine = LLVMBuildICmp(cg->b, LLVMIntEQ, window_argmax(cg, n, p, ga->ybase, o), ga->self, "");
 		a = LLVMBuildSelect(cg->b, mine, LLVMBuildFAdd(cg->b, a, g, ""), a, "");
 	} else {
 		Scan s = scan_window(cg, p, ga->base, oh.i, ow.i, false);
@@ -248,7 +326,7 @@ static void grad_elem(Cg *cg, const Node *n, const Pool *p, const Gather *ga, LL
 	}
 	LLVMBuildStore(cg->b, a, acc);
 	close2(cg, &ow, &oh);
-	cg_group_epilogue(cg, n->id, add(cg, ga->base, ga->self), LLVMBuildLoad2(cg->b, ct, acc, ""));
+	cg_group_epilogue(cg, n->id, add(cg, ga->base, mulc(cg, ga->self, p->cs)), LLVMBuildLoad2(cg->b, ct, acc, ""));
 }
 
 /* GPU gradient: one input element per work-item, every case a gather. */
@@ -257,14 +335,9 @@ static int64_t lower_pool_grad_gpu(Cg *cg, const Node *n, const Pool *p, bool wa
 	GpuGroup g;
 	int64_t grid, hw = p->h * p->w;
 	LLVMValueRef acc = cg_local(cg, cg_compute_type(cg, n->dtype), "acc");
-	LLVMValueRef e = cg_gpu_elements_begin(cg, &g, p->planes * hw, &grid);
-	LLVMValueRef plane = LLVMBuildUDiv(cg->b, e, c64(cg, hw), "");
-	Gather ga = {.base = mulc(cg, plane, hw), .ybase = mulc(cg, plane, p->oh * p->ow),
-		     .self = LLVMBuildURem(cg->b, e, c64(cg, hw), "")};
-	LLVMValueRef ih = LLVMBuildUDiv(cg->b, ga.self, c64(cg, p->w), "");
-	LLVMValueRef iw = LLVMBuildURem(cg->b, ga.self, c64(cg, p->w), "");
-	window_range(cg, ih, p->kh, p->sh, p->ph, p->oh, &ga.ohlo, &ga.ohhi);
-	window_range(cg, iw, p->kw, p->sw, p->pw, p->ow, &ga.owlo, &ga.owhi);
+	LLVMValueRef e = cg_gpu_elements_begin(cg, &g, p->planes * hw, &grid), ih, iw;
+	Planes pl = locate(cg, p, e, p->h, p->w, &ih, &iw);
+	Gather ga = gather_at(cg, p, pl, ih, iw);
 	grad_elem(cg, n, p, &ga, acc, want_max);
 	cg_gpu_elements_end(cg, &g);
 	return grid;
@@ -277,19 +350,25 @@ static int64_t lower_pool_grad(Cg *cg, const Node *n, bool want_max)
 	if (cg_gpu_paths(cg))
 		return lower_pool_grad_gpu(cg, n, &p, want_max);
 	bool inside = p.oh * p.sh <= p.h && p.ow * p.sw <= p.w; /* ceil mode's last windows are not */
-	if (want_max && p.kh == p.sh && p.kw == p.sw && p.ph == 0 && p.pw == 0 && inside)
+	if (want_max && !p.nhwc && p.kh == p.sh && p.kw == p.sw && p.ph == 0 && p.pw == 0 && inside)
 		return lower_max_grad_tiled(cg, n, &p);
-	LLVMTypeRef ct = cg_compute_type(cg, n->dtype);
-	int64_t grid, per = planes_per_wg(p.planes, p.h * p.w, &grid);
+	LLVMValueRef acc = cg_local(cg, cg_compute_type(cg, n->dtype), "acc");
+	int64_t grid;
+	if (p.nhwc) {
+		CgLoop loop[4];
+		LLVMValueRef ih, iw;
+		Planes pl = rows_begin(cg, &p, p.h, p.w, loop, &ih, &iw, &grid);
+		Gather ga = gather_at(cg, &p, pl, ih, iw);
+		grad_elem(cg, n, &p, &ga, acc, want_max);
+		rows_end(cg, loop);
+		return grid;
+	}
+	int64_t per = planes_per_wg(p.planes, p.h * p.w, &grid);
 	CgLoop wg, pl;
-	LLVMValueRef plane = planes_begin(cg, per, p.planes, &wg, &pl);
-	Gather ga = {.base = mulc(cg, plane, p.h * p.w), .ybase = mulc(cg, plane, p.oh * p.ow)};
-	LLVMValueRef acc = cg_local(cg, ct, "acc");
+	Planes at = planes_nchw(cg, &p, planes_begin(cg, per, p.planes, &wg, &pl));
 	CgLoop ih = cg_for_begin(cg, c64(cg, 0), c64(cg, p.h), "ih");
-	window_range(cg, ih.i, p.kh, p.sh, p.ph, p.oh, &ga.ohlo, &ga.ohhi);
 	CgLoop iw = cg_for_begin(cg, c64(cg, 0), c64(cg, p.w), "iw");
-	window_range(cg, iw.i, p.kw, p.sw, p.pw, p.ow, &ga.owlo, &ga.owhi);
-	ga.self = add(cg, mulc(cg, ih.i, p.w), iw.i);
+	Gather ga = gather_at(cg, &p, at, ih.i, iw.i);
 	grad_elem(cg, n, &p, &ga, acc, want_max);
 	close2(cg, &iw, &ih);
 	close2(cg, &pl, &wg);

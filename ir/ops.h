@@ -37,6 +37,7 @@ typedef struct {
 	int64_t kh, kw, sh, sw, ph, pw; /* kernel, stride, padding per spatial axis */
 	bool count_include_pad;         /* avg: padding counts in the divisor (false for max) */
 	bool ceil_mode;                 /* the output size rounds up (Caffe) */
+	int layout;                     /* LAYOUT_NCHW or LAYOUT_NHWC */
 } PoolGeom;
 PoolGeom ir_pool_geom(const Node *n);
 /* max_pool2d's gradient (attr: max_pool2d's) as its rule emits it: the window argmax of x, then

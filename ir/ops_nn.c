@@ -368,9 +368,11 @@ double flops_matmul(const Graph *g, const Node *n)
 
 typedef struct {
 	int64_t planes, h, w, oh, ow; /* planes = N * C */
+	int64_t n, c;
 	int64_t kh, kw, sh, sw, ph, pw;
 	bool include_pad;             /* avg: padding counts in the divisor */
 	bool ceil;                    /* ceil mode: the output size rounds up (Caffe) */
+	bool nhwc;                    /* channels the last axis: a plane's elements C apart */
 } PoolDims;
 
 /* A 0/1 attribute of the pooling ops by name (absent: 0). */
@@ -389,7 +391,8 @@ PoolGeom ir_pool_geom(const Node *n)
 	int inc = ir_attr_index(n->op, "count_include_pad"), ceil = ir_attr_index(n->op, "ceil_mode");
 	return (PoolGeom){.kh = (int64_t)n->attr[0], .kw = (int64_t)n->attr[1], .sh = (int64_t)n->attr[2],
 			  .sw = (int64_t)n->attr[3], .ph = (int64_t)n->attr[4], .pw = (int64_t)n->attr[5],
-			  .count_include_pad = inc >= 0 && n->attr[inc] != 0, .ceil_mode = ceil >= 0 && n->attr[ceil] != 0};
+			  .count_include_pad = inc >= 0 && n->attr[inc] != 0, .ceil_mode = ceil >= 0 && n->attr[ceil] != 0,
+			  .layout = ir_layout(n)};
 }
 
 /* Output size along one axis. Ceil mode rounds up, as long as the last window starts inside the
@@ -412,13 +415,14 @@ static bool pool_geom(const Node *n, const Shape *x, PoolDims *p, char *err, siz
 		if (!op_attr_int(n, i, i < 4 ? 1 : 0, OP_ATTR_MAX, field[i], err, errlen))
 			return false;
 	if (!pool_flag(n, "count_include_pad", &p->include_pad, err, errlen) ||
-	    !pool_flag(n, "ceil_mode", &p->ceil, err, errlen))
+	    !pool_flag(n, "ceil_mode", &p->ceil, err, errlen) || !pool_flag(n, "layout", &p->nhwc, err, errlen))
 		return false;
 	/* a window must hold an element of the input: padding up to half the window, as PyTorch */
 	if (2 * p->ph > p->kh || 2 * p->pw > p->kw)
 		return op_fail(n, err, errlen, "padding %lldx%lld is more than half the window %lldx%lld",
 			       (long long)p->ph, (long long)p->pw, (long long)p->kh, (long long)p->kw);
-	p->planes = x->dim[0] * x->dim[1], p->h = x->dim[2], p->w = x->dim[3];
+	p->n = x->dim[0], p->c = x->dim[p->nhwc ? 3 : 1];
+	p->h = x->dim[p->nhwc ? 1 : 2], p->w = x->dim[p->nhwc ? 2 : 3], p->planes = p->n * p->c;
 	if (p->kh > p->h + 2 * p->ph || p->kw > p->w + 2 * p->pw)
 		return op_fail(n, err, errlen, "window %lld is larger than the padded input %s",
 			       (long long)(p->kh > p->h + 2 * p->ph ? p->kh : p->kw), shape_str(x, sx, sizeof sx));
@@ -427,6 +431,19 @@ static bool pool_geom(const Node *n, const Shape *x, PoolDims *p, char *err, siz
 	return true;
 }
 
+/* The [N, C, h, w] shape in the pool's layout. */
+static Shape pool_shape(const PoolDims *p, int64_t h, int64_t w)
+{
+	return p->nhwc ? shape4(p->n, h, w, p->c) : shape4(p->n, p->c, h, w);
+}
+
+/* Where plane (n, c) starts in a tensor of planes of hw elements, and its elements' stride. */
+static int64_t plane_base(const PoolDims *p, int64_t plane, int64_t hw)
+{
+	return p->nhwc ? plane / p->c * hw * p->c + plane % p->c : plane * hw;
+}
+static int64_t plane_stride(const PoolDims *p) { return p->nhwc ? p->c : 1; }
+
 bool shape_pool2d(Node *n, const Graph *g, char *err, size_t errlen)
 {
 	const Shape *x = &op_in(g, n, 0)->shape;
@@ -434,7 +451,7 @@ bool shape_pool2d(Node *n, const Graph *g, char *err, size_t errlen)
 	if (!need_4d(n, g, 0, "input", err, errlen) || !op_need_float(n, g, 0, err, errlen) ||
 	    !pool_geom(n, x, &p, err, errlen))
 		return false;
-	n->shape = shape4(x->dim[0], x->dim[1], p.oh, p.ow);
+	n->shape = pool_shape(&p, p.oh, p.ow);
 	n->dtype = op_in(g, n, 0)->dtype;
 	return true;
 }
@@ -455,7 +472,7 @@ static bool pool_check_dy(Node *n, const Shape *dy, const Shape *x, char *err, s
 	char sd[96], sw[96];
 	if (!pool_geom(n, x, &p, err, errlen))
 		return false;
-	Shape want = shape4(x->dim[0], x->dim[1], p.oh, p.ow);
+	Shape want = pool_shape(&p, p.oh, p.ow);
 	if (!shape_eq(dy, &want))
 		return op_fail(n, err, errlen, "dy %s does not match the pooled shape %s", shape_str(dy, sd, sizeof sd),
 			       shape_str(&want, sw, sizeof sw));
@@ -475,10 +492,12 @@ bool shape_pool2d_grad(Node *n, const Graph *g, char *err, size_t errlen)
 static bool max_pool_grad_input(const Node *n, const Shape *dy, Shape *x, char *err, size_t errlen)
 {
 	int64_t ih, iw;
+	bool nhwc;
 	if (!op_attr_int(n, ir_attr_index(n->op, "in_h"), 1, IR_MAX_NUMEL, &ih, err, errlen) ||
-	    !op_attr_int(n, ir_attr_index(n->op, "in_w"), 1, IR_MAX_NUMEL, &iw, err, errlen))
+	    !op_attr_int(n, ir_attr_index(n->op, "in_w"), 1, IR_MAX_NUMEL, &iw, err, errlen) ||
+	    !pool_flag(n, "layout", &nhwc, err, errlen))
 		return false;
-	*x = shape4(dy->dim[0], dy->dim[1], ih, iw);
+	*x = nhwc ? shape4(dy->dim[0], ih, iw, dy->dim[3]) : shape4(dy->dim[0], dy->dim[1], ih, iw);
 	return true;
 }
 
@@ -526,26 +545,27 @@ static double pool_divisor(const PoolDims *p, int64_t oh, int64_t ow, int64_t k)
 	return (double)((h1 - h0) * (w1 - w0));
 }
 
-/* One window: forward modes write out[o] from x; the gradient adds dy[o] into out (dx). */
-static void pool_one(PoolMode mode, const double *x, const double *dy, double *out, int64_t o,
+/* One window of a plane whose elements are cs apart (x and, for the gradient, out start at the
+ * plane): forward modes write out[o] from x; the gradient adds dy[o] into out (dx). */
+static void pool_one(PoolMode mode, const double *x, int64_t cs, const double *dy, double *out, int64_t o,
 		     const int64_t *idx, int64_t k, double div)
 {
 	int64_t best = 0;
 	double sum = 0;
 	for (int64_t i = 1; i < k; i++)
-		if (x[idx[i]] > x[idx[best]] || isnan(x[idx[i]]))
+		if (x[idx[i] * cs] > x[idx[best] * cs] || isnan(x[idx[i] * cs]))
 			best = i; /* ties keep the first; a NaN always takes over (so the last NaN wins), as PyTorch's */
 	switch (mode) {
-	case POOL_MAX: out[o] = x[idx[best]]; break;
+	case POOL_MAX: out[o] = x[idx[best] * cs]; break;
 	case POOL_ARGMAX: out[o] = (double)idx[best]; break;
 	case POOL_AVG:
 		for (int64_t i = 0; i < k; i++)
-			sum += x[idx[i]];
+			sum += x[idx[i] * cs];
 		out[o] = sum / div;
 		break;
 	case POOL_AVG_GRAD:
 		for (int64_t i = 0; i < k; i++)
-			out[idx[i]] += dy[o] / div;
+			out[idx[i] * cs] += dy[o] / div;
 		break;
 	}
 }
@@ -563,13 +583,15 @@ static void pool_ref(const Graph *g, const Node *n, const double *const *in, dou
 		abort();
 	if (grad)
 		zero(n, out);
-	for (int64_t c = 0; c < p.planes; c++)
+	int64_t cs = plane_stride(&p);
+	for (int64_t c = 0; c < p.planes; c++) {
+		int64_t xb = plane_base(&p, c, p.h * p.w), yb = plane_base(&p, c, p.oh * p.ow);
 		for (int64_t oh = 0; oh < p.oh; oh++)
 			for (int64_t ow = 0; ow < p.ow; ow++) {
-				int64_t o = (c * p.oh + oh) * p.ow + ow, k = pool_window(&p, oh, ow, idx);
-				pool_one(mode, x + c * p.h * p.w, dy, out + (grad ? c * p.h * p.w : 0), o, idx, k,
-					 pool_divisor(&p, oh, ow, k));
+				int64_t o = yb + (oh * p.ow + ow) * cs, k = pool_window(&p, oh, ow, idx);
+				pool_one(mode, x + xb, cs, dy, out + (grad ? xb : 0), o, idx, k, pool_divisor(&p, oh, ow, k));
 			}
+	}
 	free(idx);
 }
 
@@ -591,13 +613,17 @@ void ref_avg_pool2d(const Graph *g, const Node *n, const double *const *in, doub
 /* dx: each window's dy goes to the position its index names, in window order. */
 void ref_max_pool2d_grad(const Graph *g, const Node *n, const double *const *in, double *out)
 {
-	const Shape *dy = &op_in(g, n, 0)->shape;
-	int64_t planes = dy->dim[0] * dy->dim[1], per = dy->dim[2] * dy->dim[3];
-	int64_t hw = n->shape.dim[2] * n->shape.dim[3];
+	PoolDims p;
+	char err[8];
+	(void)g;
+	pool_geom(n, &n->shape, &p, err, sizeof err);
+	int64_t cs = plane_stride(&p);
 	zero(n, out);
-	for (int64_t c = 0; c < planes; c++)
-		for (int64_t o = c * per; o < (c + 1) * per; o++)
-			out[c * hw + (int64_t)in[1][o]] += in[0][o];
+	for (int64_t c = 0; c < p.planes; c++) {
+		int64_t xb = plane_base(&p, c, p.h * p.w), yb = plane_base(&p, c, p.oh * p.ow);
+		for (int64_t o = yb; o < yb + p.oh * p.ow * cs; o += cs)
+			out[xb + (int64_t)in[1][o] * cs] += in[0][o];
+	}
 }
 
 void ref_avg_pool2d_grad(const Graph *g, const Node *n, const double *const *in, double *out)
@@ -614,8 +640,9 @@ int ir_max_pool2d_backward(Graph *g, int x, const double *attr, int dy)
 	double a[IR_MAX_ATTRS] = {0};
 	memcpy(a, attr, ir_op_nattrs(OP_max_pool2d) * sizeof *a);
 	int idx = ir_emit(g, OP_max_pool2d_argmax, &x, a);
-	a[ir_attr_index(OP_max_pool2d_grad, "in_h")] = (double)g->node[x].shape.dim[2];
-	a[ir_attr_index(OP_max_pool2d_grad, "in_w")] = (double)g->node[x].shape.dim[3];
+	int h = a[ir_attr_index(OP_max_pool2d, "layout")] == LAYOUT_NHWC ? 1 : 2; /* x's spatial axes */
+	a[ir_attr_index(OP_max_pool2d_grad, "in_h")] = (double)g->node[x].shape.dim[h];
+	a[ir_attr_index(OP_max_pool2d_grad, "in_w")] = (double)g->node[x].shape.dim[h + 1];
 	int in[2] = {dy, idx};
 	return ir_emit(g, OP_max_pool2d_grad, in, a);
 }

@@ -1,17 +1,20 @@
 /* layout.c: the layout pass. With PassOptions.layout LAYOUT_NHWC it rewrites the forward graph so
  * that convolutions run in NHWC with OHWI weights (TVM's ConvertLayout, in small):
  *
- * - conv2d takes layout NHWC; elementwise ops, bias_add over channels and scalar-broadcast binaries
- *   whose inputs are NHWC stay NHWC (the TRAIT_LAYOUT_FREE_* ops of ir/ops.def), so a chain of
- *   them has no transform inside;
+ * - conv2d takes layout NHWC; elementwise ops, bias_add over channels, scalar-broadcast binaries,
+ *   LRN and max/avg pooling whose inputs are NHWC stay NHWC (the TRAIT_LAYOUT_FREE_* ops of
+ *   ir/ops.def and the ops with a layout attribute), so a chain of them has no transform inside;
  * - a transpose to NHWC goes before a conv whose input is NCHW (the image, which the data loaders
  *   write NCHW, or the output of a layer that stays NCHW), and a transpose back to NCHW before the
- *   first reader that needs NCHW order (flatten before dense, pooling, lrn, batch norm, dropout:
+ *   first reader that needs NCHW order (flatten before dense, batch norm, dropout:
  *   its Philox mask is tied to the public element index, so it stays NCHW and nhwc runs draw the
  *   same masks as nchw ones);
  * - a conv weight that is a param only convolutions read is stored OHWI: the leaf gets the new
  *   shape and Node.perm, which the bundle carries so checkpoints and init keep OIHW; no transform
- *   runs for it, and its gradient and optimizer state come out OHWI by themselves.
+ *   runs for it, and its gradient and optimizer state come out OHWI by themselves;
+ * - in half precision on a first target that copies NHWC channel runs (half_runs_first), a conv
+ *   whose input channels are no multiple of 8 reads input and weight with zero channels appended
+ *   (concat2 with a broadcast zero: the weight's gradient is the concat gradient's slice).
  *
  * It runs before make-eval and autodiff, so the evaluation program and the backward pass follow
  * the forward layout. LAYOUT_NCHW leaves the graph alone; LAYOUT_AUTO picks NHWC when strided
@@ -27,6 +30,7 @@ static const double to_nhwc[IR_MAX_ATTRS] = {0, 2, 3, 1}; /* NCHW -> NHWC, OIHW 
 static const double to_nchw[IR_MAX_ATTRS] = {0, 3, 1, 2}; /* NHWC -> NCHW */
 
 typedef struct {
+	bool pad;     /* conv inputs get zero channels up to a multiple of 8 (half_runs_first) */
 	int *map;     /* old id -> the dst id readers read (NHWC for NHWC nodes); kept by the callback */
 	bool *nhwc;   /* old id -> whether map[id] is NHWC */
 	int *nchw;    /* old id -> its transpose back to NCHW in dst, -1 until made */
@@ -58,7 +62,7 @@ static bool goes_nhwc(const Graph *g, const Layout *L, int id)
 		return L->nhwc[n->in[0]];
 	if (n->op == OP_bias_add)
 		return L->nhwc[n->in[0]] && n->shape.rank == 4 && ir_axis(n) == 1;
-	if (n->op == OP_lrn)
+	if (n->op == OP_lrn || n->op == OP_max_pool2d || n->op == OP_avg_pool2d)
 		return L->nhwc[n->in[0]];
 	if (ir_ops[n->op].traits & TRAIT_LAYOUT_FREE_BINARY) {
 		const Node *a = &g->node[n->in[0]], *b = &g->node[n->in[1]];
@@ -114,6 +118,22 @@ static int copy_ohwi(Graph *dst, const Graph *src, int id)
 	return nid;
 }
 
+/* x (NHWC activations or an OHWI weight) with zero channels appended up to a multiple of 8. */
+static int pad_channels(Graph *dst, int x)
+{
+	Shape z = dst->node[x].shape;
+	z.dim[3] = (z.dim[3] + 7) / 8 * 8 - z.dim[3];
+	double shape[IR_MAX_ATTRS] = {0}, axis[IR_MAX_ATTRS] = {3};
+	op_shape_attrs(&z, shape);
+	int zeros = ir_emit(dst, OP_broadcast_to, (int[]){ir_const(dst, 0.0)}, shape);
+	int padded = ir_emit(dst, OP_concat2, (int[]){x, zeros}, axis);
+	char name[160];
+	snprintf(name, sizeof name, "%.120s.pad8", dst->node[x].name); /* "image.nhwc.pad8" in dumps */
+	if (ir_find(dst, name) < 0)
+		ir_set_name(dst, padded, name);
+	return padded;
+}
+
 /* Copies node id reading in[k] for its inputs (the NCHW or NHWC values the caller chose), with
  * the attributes it is given. */
 static int copy_with(Graph *dst, const Graph *src, int id, const int *in, const double *attr)
@@ -144,12 +164,13 @@ static int rewrite(Graph *dst, const Graph *src, int id, const int *map, void *c
 	} else if ((L->nhwc[id] = goes_nhwc(src, L, id))) {
 		for (int k = 0; k < n->nin; k++) /* 4-D inputs in NHWC; a bias or a scalar as it is */
 			in[k] = src->node[n->in[k]].shape.rank == 4 ? as_nhwc(dst, L, n->in[k]) : L->map[n->in[k]];
-		if (n->op == OP_conv2d)
-			attr[ir_attr_index(OP_conv2d, "layout")] = LAYOUT_NHWC;
+		if (n->op == OP_conv2d && L->pad && dst->node[in[0]].shape.dim[3] % 8)
+			in[0] = pad_channels(dst, in[0]), in[1] = pad_channels(dst, in[1]);
 		if (n->op == OP_bias_add)
 			attr[ir_attr_index(OP_bias_add, "axis")] = 3;
-		if (n->op == OP_lrn)
-			attr[ir_attr_index(OP_lrn, "layout")] = LAYOUT_NHWC;
+		int layout = ir_attr_index(n->op, "layout"); /* conv, lrn, pooling */
+		if (layout >= 0)
+			attr[layout] = LAYOUT_NHWC;
 		nid = copy_with(dst, src, id, in, attr);
 	} else {
 		for (int k = 0; k < n->nin; k++)
@@ -182,6 +203,16 @@ static bool has_nchw_joins(const Graph *g)
 	return false;
 }
 
+/* Whether the first target copies half NHWC channel runs into its matrix unit and the graph is
+ * half precision: there NHWC pays (choose_layout), and a convolution whose input channels are no
+ * multiple of 8 (the RGB image) runs faster on zero channels added to input and weight, whose
+ * windows are whole 16-byte runs, than on element gathers. */
+static bool half_runs_first(const Graph *g, const PassOptions *o)
+{
+	PrecisionKind p = g->train.precision;
+	return o->copies_first && (p == PREC_FP16 || p == PREC_BF16);
+}
+
 /* Measured 2026-11-21 on the host and an H200 (docs/architecture.md, "Layout"): NHWC pays when
  * most convolution FLOPs are in strided convs (nature_cnn: 2x on the CPU, 10% on the H200), whose
  * NCHW window gathers element by element, and loses on stride-1 nets (mnist, cifar10_tf,
@@ -193,8 +224,7 @@ static bool has_nchw_joins(const Graph *g)
  * unet 0.670 -> 0.694 (the transposes around their concatenations and depthwise convolutions). */
 static int choose_layout(const Graph *g, const PassOptions *o)
 {
-	PrecisionKind p = g->train.precision;
-	if (o->copies_first && (p == PREC_FP16 || p == PREC_BF16) && !has_nchw_joins(g))
+	if (half_runs_first(g, o) && !has_nchw_joins(g))
 		return LAYOUT_NHWC;
 	double all = 0, strided = 0;
 	for (int i = 0; i < g->nnodes; i++) {
@@ -219,7 +249,7 @@ bool pass_layout(Graph *g, const PassOptions *o, Diag *d)
 	if (layout != LAYOUT_NHWC)
 		return true;
 	int n = g->nnodes;
-	Layout L = {calloc((size_t)n, sizeof(int)), calloc((size_t)n, sizeof(bool)), malloc((size_t)n * sizeof(int)),
+	Layout L = {half_runs_first(g, o), calloc((size_t)n, sizeof(int)), calloc((size_t)n, sizeof(bool)), malloc((size_t)n * sizeof(int)),
 		    malloc((size_t)n * sizeof(int)), calloc((size_t)n, sizeof(bool))};
 	if (!L.map || !L.nhwc || !L.nchw || !L.tonhwc || !L.ohwi)
 		abort();

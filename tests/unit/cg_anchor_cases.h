@@ -19,6 +19,7 @@ typedef struct {
 
 typedef struct {
 	int n, c, h, w, kh, kw, sh, sw, ph, pw, include_pad, ceil_mode;
+	int layout; /* LAYOUT_NCHW (0) or LAYOUT_NHWC: x and dy are [n, h, w, c] */
 } Pool;
 
 /* strides, padding, dilation, non-square kernels, sizes that are no multiple of the tiles */
@@ -41,17 +42,17 @@ static const struct {
 /* overlapping windows, padding with and without counting it, a window of the whole image; ceil
  * mode (windows past the edge clipped; averages divided by the clipped padded window) */
 static const Pool anchor_pools[] __attribute__((unused)) = {
-	/* n c h w kh kw sh sw ph pw incl ceil */
-	{2, 3, 8, 8, 2, 2, 2, 2, 0, 0, 0, 0},
-	{2, 3, 9, 11, 3, 3, 2, 2, 0, 0, 0, 0},
-	{1, 4, 10, 7, 3, 3, 2, 2, 1, 1, 0, 0},
-	{1, 4, 10, 7, 3, 3, 2, 2, 1, 1, 1, 0},
-	{2, 2, 13, 6, 4, 2, 3, 1, 2, 1, 1, 0},
-	{1, 1, 5, 5, 5, 5, 1, 1, 0, 0, 0, 0},
-	{2, 3, 8, 8, 3, 3, 2, 2, 0, 0, 1, 1},
-	{1, 4, 10, 7, 3, 3, 2, 2, 1, 1, 1, 1},
-	{2, 2, 13, 6, 4, 2, 3, 3, 2, 1, 0, 1},
-	{1, 2, 9, 9, 2, 2, 2, 2, 0, 0, 1, 1},
+	/* n c h w kh kw sh sw ph pw incl ceil layout */
+	{2, 3, 8, 8, 2, 2, 2, 2, 0, 0, 0, 0, 0},
+	{2, 3, 9, 11, 3, 3, 2, 2, 0, 0, 0, 0, 0},
+	{1, 4, 10, 7, 3, 3, 2, 2, 1, 1, 0, 0, 0},
+	{1, 4, 10, 7, 3, 3, 2, 2, 1, 1, 1, 0, 0},
+	{2, 2, 13, 6, 4, 2, 3, 1, 2, 1, 1, 0, 0},
+	{1, 1, 5, 5, 5, 5, 1, 1, 0, 0, 0, 0, 0},
+	{2, 3, 8, 8, 3, 3, 2, 2, 0, 0, 1, 1, 0},
+	{1, 4, 10, 7, 3, 3, 2, 2, 1, 1, 1, 1, 0},
+	{2, 2, 13, 6, 4, 2, 3, 3, 2, 1, 0, 1, 0},
+	{1, 2, 9, 9, 2, 2, 2, 2, 0, 0, 1, 1, 0},
 };
 #define ANCHOR_NPOOLS (sizeof anchor_pools / sizeof *anchor_pools)
 
@@ -104,23 +105,34 @@ CH_API int anchor_pool_out(int in, int k, int s, int pad, int ceil_mode)
 	return ceil_mode && (o - 1) * s >= in + pad ? o - 1 : o;
 }
 
+/* The dims "n,c,h,w" of a pooled tensor in the case's layout. */
+CH_API void anchor_pool_dims(char *buf, size_t size, int layout, int n, int c, int h, int w)
+{
+	if (layout == LAYOUT_NHWC)
+		snprintf(buf, size, "%d,%d,%d,%d", n, h, w, c);
+	else
+		snprintf(buf, size, "%d,%d,%d,%d", n, c, h, w);
+}
+
 /* max and average pooling and both gradients over one geometry, in one graph. */
 CH_API CgHarness *anchor_pool(Pool p)
 {
 	char name[128], dims[64];
-	snprintf(name, sizeof name, "pool x[%d,%d,%d,%d] k%dx%d s%dx%d p%dx%d incl%d ceil%d", p.n, p.c, p.h, p.w, p.kh,
-		 p.kw, p.sh, p.sw, p.ph, p.pw, p.include_pad, p.ceil_mode);
+	snprintf(name, sizeof name, "pool x[%d,%d,%d,%d] k%dx%d s%dx%d p%dx%d incl%d ceil%d%s", p.n, p.c, p.h, p.w,
+		 p.kh, p.kw, p.sh, p.sw, p.ph, p.pw, p.include_pad, p.ceil_mode, p.layout == LAYOUT_NHWC ? " nhwc" : "");
 	CgHarness *h = ch_new(name);
-	snprintf(dims, sizeof dims, "%d,%d,%d,%d", p.n, p.c, p.h, p.w);
+	anchor_pool_dims(dims, sizeof dims, p.layout, p.n, p.c, p.h, p.w);
 	int x = ch_param(h, DT_F32, dims);
 	int oh = anchor_pool_out(p.h, p.kh, p.sh, p.ph, p.ceil_mode);
 	int ow = anchor_pool_out(p.w, p.kw, p.sw, p.pw, p.ceil_mode);
-	snprintf(dims, sizeof dims, "%d,%d,%d,%d", p.n, p.c, oh, ow);
+	anchor_pool_dims(dims, sizeof dims, p.layout, p.n, p.c, oh, ow);
 	int dy = ch_param(h, DT_F32, dims);
 	double mx[IR_MAX_ATTRS] = {p.kh, p.kw, p.sh, p.sw, p.ph, p.pw}, av[IR_MAX_ATTRS];
 	memcpy(av, mx, sizeof av);
 	mx[ir_attr_index(OP_max_pool2d, "ceil_mode")] = p.ceil_mode;
+	mx[ir_attr_index(OP_max_pool2d, "layout")] = p.layout;
 	av[ir_attr_index(OP_avg_pool2d, "ceil_mode")] = p.ceil_mode;
+	av[ir_attr_index(OP_avg_pool2d, "layout")] = p.layout;
 	av[ir_attr_index(OP_avg_pool2d, "count_include_pad")] = p.include_pad;
 	ch_op(h, OP_max_pool2d, mx, x);
 	ch_op(h, OP_avg_pool2d, av, x);
@@ -132,14 +144,16 @@ CH_API CgHarness *anchor_pool(Pool p)
 /* Ties and NaN: the argmax is each window's first maximum, or its last NaN (a NaN always takes
  * over, as PyTorch's), and the gradient goes there only; overlapping windows, with padding and ceil mode
  * (pad, ceil 0 or 1). */
-CH_API CgHarness *anchor_pool_ties(int pad, int ceil)
+CH_API CgHarness *anchor_pool_ties(int pad, int ceil, int layout)
 {
 	char name[64], dims[32];
-	snprintf(name, sizeof name, "max_pool2d ties and NaN k3 s2 p%d ceil%d", pad, ceil);
+	snprintf(name, sizeof name, "max_pool2d ties and NaN k3 s2 p%d ceil%d%s", pad, ceil,
+		 layout == LAYOUT_NHWC ? " nhwc" : "");
 	CgHarness *h = ch_new(name);
-	int x = ch_param(h, DT_F32, "2,2,8,7");
+	anchor_pool_dims(dims, sizeof dims, layout, 2, 2, 8, 7);
+	int x = ch_param(h, DT_F32, dims);
 	int oh = anchor_pool_out(8, 3, 2, pad, ceil), ow = anchor_pool_out(7, 3, 2, pad, ceil);
-	snprintf(dims, sizeof dims, "2,2,%d,%d", oh, ow);
+	anchor_pool_dims(dims, sizeof dims, layout, 2, 2, oh, ow);
 	int dy = ch_param(h, DT_F32, dims);
 	double v[224];
 	for (int i = 0; i < 224; i++) {
@@ -147,7 +161,7 @@ CH_API CgHarness *anchor_pool_ties(int pad, int ceil)
 		v[i] = r == 0 ? NAN : (double)(r % 3) - 1; /* three values, so most windows tie */
 	}
 	ch_set(h, x, v);
-	double a[IR_MAX_ATTRS] = {3, 3, 2, 2, pad, pad, ceil};
+	double a[IR_MAX_ATTRS] = {3, 3, 2, 2, pad, pad, ceil, layout};
 	ch_op(h, OP_max_pool2d, a, x);
 	ir_max_pool2d_backward(h->g, x, a, dy);
 	return h;
@@ -203,14 +217,19 @@ CH_API void anchor_run_matmuls(AnchorRun run, bool each_alone)
 	}
 }
 
-/* The shared geometries, the MNIST network's pooling at the given batch, and ties. */
+/* The shared geometries in both layouts, the MNIST network's pooling at the given batch, and
+ * ties (in NHWC too). */
 CH_API void anchor_run_pools(AnchorRun run, int batch)
 {
-	for (size_t i = 0; i < ANCHOR_NPOOLS; i++)
-		run(anchor_pool(anchor_pools[i]));
-	run(anchor_pool((Pool){batch, 64, 24, 24, 2, 2, 2, 2, 0, 0, 0, 0}));
-	for (int t = 0; t < 4; t++)
-		run(anchor_pool_ties(t & 1, t >> 1));
+	for (int layout = LAYOUT_NCHW; layout <= LAYOUT_NHWC; layout++)
+		for (size_t i = 0; i < ANCHOR_NPOOLS; i++) {
+			Pool p = anchor_pools[i];
+			p.layout = layout;
+			run(anchor_pool(p));
+		}
+	run(anchor_pool((Pool){batch, 64, 24, 24, 2, 2, 2, 2, 0, 0, 0, 0, 0}));
+	for (int t = 0; t < 8; t++)
+		run(anchor_pool_ties(t & 1, t >> 1 & 1, t >> 2));
 }
 
 #endif

@@ -140,7 +140,13 @@ static void test_shapes_nn(void)
 	int am = tu_add(g, OP_max_pool2d_argmax, &x, A(3, 2, 2, 2, 1, 0));
 	expect_shape(g, am, "[64, 3, 14, 14]");
 	CHECK(g->node[am].dtype == DT_I32);
-	expect_shape(g, tu_add(g, OP_max_pool2d_grad, (int[]){mp, am}, A(3, 2, 2, 2, 1, 0, 0, 28, 28)), "[64, 3, 28, 28]");
+	expect_shape(g, tu_add(g, OP_max_pool2d_grad, (int[]){mp, am}, A(3, 2, 2, 2, 1, 0, 0, 0, 28, 28)), "[64, 3, 28, 28]");
+	/* layout=1: NHWC, the spatial axes 1 and 2 */
+	int mpt = tu_add(g, OP_max_pool2d, &x, A(3, 2, 2, 2, 1, 0, 0, 1));
+	expect_shape(g, mpt, "[64, 2, 14, 28]");
+	int amt = tu_add(g, OP_max_pool2d_argmax, &x, A(3, 2, 2, 2, 1, 0, 0, 1));
+	expect_shape(g, tu_add(g, OP_max_pool2d_grad, (int[]){mpt, amt}, A(3, 2, 2, 2, 1, 0, 0, 1, 3, 28)), "[64, 3, 28, 28]");
+	expect_shape(g, tu_add(g, OP_avg_pool2d, &x, A(2, 2, 2, 2, 0, 0, 1, 0, 1)), "[64, 1, 14, 28]");
 	expect_shape(g, tu_add(g, OP_avg_pool2d_grad, (int[]){ap, x}, A(2, 2, 2, 2, 0, 0, 1)), "[64, 3, 28, 28]");
 	/* ceil mode: ceil((28-3)/2)+1 = 14 where floor gives 13; ceil((28+2-2)/3)+1 = 11 would start the
 	 * last window in the right padding (10*3 - 1 = 29 >= 28), so 10 */
@@ -167,11 +173,11 @@ static void test_shapes_nn(void)
 	expect_error(g, OP_avg_pool2d, &x, A(3, 3, 1, 1, 2, 0, 1), "avg_pool2d: padding 2x0 is more than half the window 3x3");
 	expect_error(g, OP_avg_pool2d, &x, A(3, 3, 1, 1, 1, 1, 2), "avg_pool2d: count_include_pad must be an integer in [0, 1], got 2");
 	int xi = leaf(g, S(4, 64, 3, 28, 28), DT_I32);
-	expect_error(g, OP_max_pool2d_grad, (int[]){x, xi}, A(3, 2, 2, 2, 1, 0, 0, 28, 28),
+	expect_error(g, OP_max_pool2d_grad, (int[]){x, xi}, A(3, 2, 2, 2, 1, 0, 0, 0, 28, 28),
 		     "max_pool2d_grad: dy [64, 3, 28, 28] does not match the pooled shape [64, 3, 14, 14]");
-	expect_error(g, OP_max_pool2d_grad, (int[]){mp, am}, A(3, 2, 2, 2, 1, 0, 0, 28, 27),
+	expect_error(g, OP_max_pool2d_grad, (int[]){mp, am}, A(3, 2, 2, 2, 1, 0, 0, 0, 28, 27),
 		     "max_pool2d_grad: dy [64, 3, 14, 14] does not match the pooled shape [64, 3, 14, 13]");
-	expect_error(g, OP_max_pool2d_grad, (int[]){mp, mp}, A(3, 2, 2, 2, 1, 0, 0, 28, 28),
+	expect_error(g, OP_max_pool2d_grad, (int[]){mp, mp}, A(3, 2, 2, 2, 1, 0, 0, 0, 28, 28),
 		     "max_pool2d_grad: index f32[64, 3, 14, 14] must be i32 of dy's shape [64, 3, 14, 14]");
 	ir_graph_free(g);
 }
@@ -639,15 +645,23 @@ static void test_ref_pool_by_hand(void)
 
 /* Random pooling with overlapping windows against loops here; avg gradient by adjointness, max
  * gradient by routing each dy to the window's argmax. */
-static void test_ref_pool_random(void)
+/* Element (b, c, i, j) of a [B, C, rows, cols] tensor in a layout. */
+static int at_layout(int layout, int b, int c, int i, int j, int nc, int rows, int cols)
+{
+	return layout == LAYOUT_NHWC ? ((b * rows + i) * cols + j) * nc + c : ((b * nc + c) * rows + i) * cols + j;
+}
+
+static void test_ref_pool_random(int layout)
 {
 	enum { B = 2, C = 3, H = 7, W = 6, KH = 3, KW = 2, SH = 2, SW = 1, PH = 1, PW = 1 };
 	const int OH = (H + 2 * PH - KH) / SH + 1, OW = (W + 2 * PW - KW) / SW + 1;
-	double at[IR_MAX_ATTRS] = {KH, KW, SH, SW, PH, PW, 0};
+	double mat[IR_MAX_ATTRS] = {KH, KW, SH, SW, PH, PW, 0, layout}, aat[IR_MAX_ATTRS] = {KH, KW, SH, SW, PH, PW, 0, 0, layout};
+	bool nhwc = layout == LAYOUT_NHWC;
 	Graph *g = ir_graph_new("t");
-	int x = leaf(g, S(4, B, C, H, W), DT_F32), dy = leaf(g, S(4, B, C, OH, OW), DT_F32);
-	int mp = tu_add(g, OP_max_pool2d, &x, at), ap = tu_add(g, OP_avg_pool2d, &x, at);
-	int mg = ir_max_pool2d_backward(g, x, at, dy), ag = tu_add(g, OP_avg_pool2d_grad, (int[]){dy, x}, at);
+	int x = leaf(g, nhwc ? S(4, B, H, W, C) : S(4, B, C, H, W), DT_F32);
+	int dy = leaf(g, nhwc ? S(4, B, OH, OW, C) : S(4, B, C, OH, OW), DT_F32);
+	int mp = tu_add(g, OP_max_pool2d, &x, mat), ap = tu_add(g, OP_avg_pool2d, &x, aat);
+	int mg = ir_max_pool2d_backward(g, x, mat, dy), ag = tu_add(g, OP_avg_pool2d_grad, (int[]){dy, x}, aat);
 	double **v = values_new(g);
 	ir_interp(g, 0, v);
 	double *dx = calloc(B * C * H * W, sizeof *dx), ydy = 0, xdx = 0;
@@ -655,13 +669,13 @@ static void test_ref_pool_random(void)
 	for (int oh = 0; oh < OH; oh++)
 	for (int ow = 0; ow < OW; ow++) {
 		double max = -INFINITY, sum = 0;
-		int arg = -1, cnt = 0, o = (p * OH + oh) * OW + ow;
+		int arg = -1, cnt = 0, o = at_layout(layout, p / C, p % C, oh, ow, C, OH, OW);
 		for (int kh = 0; kh < KH; kh++)
 		for (int kw = 0; kw < KW; kw++) {
 			int ih = oh * SH - PH + kh, iw = ow * SW - PW + kw;
 			if (ih < 0 || ih >= H || iw < 0 || iw >= W)
 				continue;
-			int i = (p * H + ih) * W + iw;
+			int i = at_layout(layout, p / C, p % C, ih, iw, C, H, W);
 			if (v[x][i] > max)
 				max = v[x][i], arg = i;
 			sum += v[x][i], cnt++;
@@ -820,7 +834,8 @@ int main(void)
 	test_ref_conv();
 	test_ref_matmul();
 	test_ref_pool_by_hand();
-	test_ref_pool_random();
+	test_ref_pool_random(LAYOUT_NCHW);
+	test_ref_pool_random(LAYOUT_NHWC);
 	test_dropout();
 	test_dropout_shards();
 	test_flops_and_programs();
