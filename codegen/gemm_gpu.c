@@ -13,7 +13,8 @@
  *
  * On a matrix unit (mma_of: NVIDIA mma.sync, AMD MFMA and WMMA) the same kernel, but the
  * accumulate step is the unit's instruction on warp tiles and the accumulators are in its C
- * layout (see "the warp tile" below).
+ * layout (see "the warp tile" below); on sm_90 with both operands copied, two warpgroups' wgmma
+ * from LDS (see "warpgroup tiles").
  *
  * Split-K (S k-slices across work-groups) stores the outputs as float32 partials in the
  * workspace, slice-major, and a second kernel, one work-item per output element, sums the S
@@ -536,6 +537,9 @@ typedef struct {
 	bool ldm, kmajor;
 	int kvec;
 	int swz_shift, swz_mask; /* ldm rows unpadded: 16-byte unit u of row r lies at u ^ ((r >> shift) & mask) */
+	int atom;       /* swizzled rows along m or n longer than 8 units: the elements of one 8-unit
+			   atom; a row's atoms lie 8 rows apart, in groups of 8 rows (wgmma's MN-major
+			   layout); 0: whole rows */
 	int64_t ld;     /* row pitch in words (kvec elements) */
 	int64_t elems;  /* elements of the tile, padding included */
 	CgMatrixCoord rows[32]; /* ldm: the (row, column) of A or B whose address lane l gives */
@@ -593,10 +597,17 @@ static LLVMValueRef lds_elem(Cg *cg, GpuGemm *g, const LdsTile *t, LLVMValueRef 
 		/* row `row`, element `col` of it, its 16-byte unit swizzled */
 		LLVMValueRef row = t->kmajor ? r : k, col = t->kmajor ? k : r;
 		int per_unit = LDM_ROW_BYTES * 8 / cg_matrix_elem_bits(g->mi->elem);
-		LLVMValueRef unit = divc(cg, g, col, per_unit);
 		LLVMValueRef swz = LLVMBuildAnd(cg->b, LLVMBuildLShr(cg->b, row, ci(g, t->swz_shift), ""), ci(g, t->swz_mask), "");
-		unit = LLVMBuildXor(cg->b, unit, swz, "");
-		idx = add(cg, mulc(cg, g, row, t->ld), add(cg, mulc(cg, g, unit, per_unit), remc(cg, g, col, per_unit)));
+		LLVMValueRef base = mulc(cg, g, row, t->ld);
+		if (t->atom) {
+			/* the atom's 8 rows of a group of 8 rows */
+			LLVMValueRef group = mulc(cg, g, divc(cg, g, row, 8), 8 * t->ld);
+			base = add(cg, add(cg, group, mulc(cg, g, divc(cg, g, col, t->atom), 8 * t->atom)),
+				   mulc(cg, g, remc(cg, g, row, 8), t->atom));
+			col = remc(cg, g, col, t->atom);
+		}
+		LLVMValueRef unit = LLVMBuildXor(cg->b, divc(cg, g, col, per_unit), swz, "");
+		idx = add(cg, base, add(cg, mulc(cg, g, unit, per_unit), remc(cg, g, col, per_unit)));
 	} else if (t->kmajor) {
 		idx = add(cg, mulc(cg, g, r, t->ld), k);
 	} else if (t->kvec == 1) {
@@ -886,17 +897,21 @@ enum { GPU_LANES = 32, GPU_LANE_COLS = 8, GPU_LANE_ROWS = GPU_LANES / GPU_LANE_C
 typedef struct {
 	LLVMValueRef slice, ty, tx; /* index type; mma: the warp's row and column among the warp tiles */
 	LLVMValueRef lane;          /* mma: the lane in the warp */
+	LLVMValueRef tid;           /* the work-item */
 } Place;
 
 static Place warp_place_of(Cg *cg, GpuGemm *g, LLVMValueRef tid);
 
 static Place place_of(Cg *cg, GpuGemm *g, LLVMValueRef tid)
 {
-	if (g->mi)
-		return warp_place_of(cg, g, tid);
+	if (g->mi) {
+		Place p = warp_place_of(cg, g, tid);
+		p.tid = tid;
+		return p;
+	}
 	int64_t nx = g->t.bn / g->t.tn, ny = g->t.bm / g->t.tm, per_slice = nx * ny;
 	LLVMValueRef r = remc(cg, g, tid, per_slice);
-	Place p = {.slice = divc(cg, g, tid, per_slice), .ty = divc(cg, g, r, nx), .tx = remc(cg, g, r, nx)};
+	Place p = {.slice = divc(cg, g, tid, per_slice), .ty = divc(cg, g, r, nx), .tx = remc(cg, g, r, nx), .tid = tid};
 	if (nx % GPU_LANE_COLS || ny % GPU_LANE_ROWS)
 		return p;
 	/* lane l of group w: 4 x 8 lanes, the groups row-major over the tile */
@@ -1444,9 +1459,234 @@ static void accumulate_emulated(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
 	}
 }
 
+
+/* ---- warpgroup tiles: sm_90's wgmma ----
+ *
+ * Where the target has wgmma (CG_MATRIX_WGMMA) and both half operands are copied into LDS rows
+ * along k (the forward GEMMs: convolutions' NHWC windows and OHWI weights, dense layers), the
+ * work-group's 256 work-items are two warpgroups of 128, each owning a 64 x WGN part of the tile
+ * (the upper and lower halves of a 128-row tile, or the left and right halves of a 64-row one),
+ * and each k16 of the k-block is one wgmma.mma_async m64nWGNk16 per warpgroup that reads A and B
+ * straight from LDS through a 64-bit descriptor: the operands take no registers and no ldmatrix.
+ *
+ * The descriptor (PTX ISA, "Matrix Descriptor Format"): bits 0-13 the start address / 16, 16-29
+ * the leading byte offset / 16 (unused by K-major swizzled tiles: 1), 32-45 the stride byte offset
+ * / 16 (from one 8-row group to the next), 62-63 the swizzle (1: 128-byte, 2: 64-byte, 3: 32-byte).
+ * The copied rows are unpadded and their 16-byte units swizzled (lds_elem: unit u of row r at u ^
+ * ((r >> shift) & mask)); for rows of 32, 64 or 128 bytes that is exactly the hardware's swizzle
+ * of that width, which XORs address bits 4.. with bits 7.. (so the LDS is aligned to 1024 bytes),
+ * the 8-row groups 8 rows apart. The k16 steps of a k-block advance the start address by 32 bytes.
+ *
+ * The accumulators are f32 in the per-warp layout of mma.sync m16n8 repeated along n: warp w of a
+ * warpgroup holds rows 16 w.., slot 4 j + e the element c_at(lane, e) of the j-th 8 columns.
+ *
+ * Emulated, the instruction runs by its document: each work-item computes its slots where the
+ * m16n8k16 lane model (the test's) puts them, reading A and B through the descriptors decoded as
+ * the hardware decodes them (wg_model_elem), so the descriptors, the swizzle of the copies and the
+ * accumulators' c_at run against a statement of the instruction independent of the writers. */
+
+enum { WG_ITEMS = 128, WG_M = 64, WG_K = 16, WG_ALIGN = 1024, WG_MAX_ACC = 128 };
+
+/* The elements of one swizzle atom's row: a K-major row of the k-block, an MN-major atom. */
+static int64_t wg_atom(const LdsTile *t) { return t->atom ? t->atom : t->ld; }
+
+/* The descriptor's swizzle mode of an LDS tile (0: none that wgmma reads). */
+static int wg_swizzle(const GpuGemm *g, const LdsTile *t)
+{
+	int64_t row_bytes = wg_atom(t) * lds_esize(g->s, &g->t);
+	if (!t->ldm || !t->swz_mask || t->kvec != 1 || (t->kmajor && t->ld != g->t.bk))
+		return 0;
+	return row_bytes == 128 ? 1 : row_bytes == 64 ? 2 : row_bytes == 32 ? 3 : 0;
+}
+
+/* The n extent of one warpgroup's part of the tile. */
+static int wg_n(const GpuGemm *g) { return g->t.bm == 2 * WG_M ? g->t.bn : g->t.bn / 2; }
+
+/* Whether the tiles run on wgmma: the unit has it, both operands copied into swizzled rows, two
+ * warpgroups over a 128- or 64-row tile whose parts start on whole MN-major atoms, one k-slice. */
+static bool wgmma_fits(const Cg *cg, const GpuGemm *g)
+{
+	const CgTarget *t = unit_target(cg);
+	int n = wg_n(g);
+	bool tall = g->t.bm == 2 * WG_M;
+	return t && (t->matrix & CG_MATRIX_WGMMA) && g->mi && cg_matrix_elem_bits(g->mi->elem) == 16 &&
+	       g->mi->c_per_lane == 4 && g->t.copied[0] && g->t.copied[1] && g->t.ks == 1 &&
+	       g->t.block == 2 * WG_ITEMS && (tall || g->t.bm == WG_M) && n % 8 == 0 && n >= 8 &&
+	       n / 2 <= WG_MAX_ACC && wg_swizzle(g, &g->la) && wg_swizzle(g, &g->lb) && g->t.bk % WG_K == 0 &&
+	       (g->la.kmajor || WG_M % wg_atom(&g->la) == 0) && (g->lb.kmajor || tall || n % wg_atom(&g->lb) == 0);
+}
+
+/* The warpgroup's origin in the tile: its first row (A) and column (B). */
+static void wg_origin(Cg *cg, GpuGemm *g, LLVMValueRef group, LLVMValueRef *row0, LLVMValueRef *col0)
+{
+	bool tall = g->t.bm == 2 * WG_M;
+	*row0 = tall ? mulc(cg, g, group, WG_M) : ci(g, 0);
+	*col0 = tall ? ci(g, 0) : mulc(cg, g, group, wg_n(g));
+}
+
+/* The descriptor of the tile at `tile` from its m or n `mn` and k `k0` on (k0 a multiple of 16).
+ * K-major: rows of m or n, 8-row groups SBO apart, k0 bytes into the rows (LBO unused: 1).
+ * MN-major: rows of k in groups of 8, SBO apart, each row's atoms LBO apart (lds_elem's atoms).
+ * The address is shared memory's; emulated, the offset from the LDS's start (both aligned to
+ * WG_ALIGN). */
+static LLVMValueRef wg_desc(Cg *cg, GpuGemm *g, const LdsTile *t, LLVMValueRef tile, LLVMValueRef mn, int64_t k0)
+{
+	int64_t esize = lds_esize(g->s, &g->t), atom = wg_atom(t);
+	LLVMValueRef idx = t->kmajor ? add(cg, mulc(cg, g, mn, t->ld), ci(g, k0))
+				     : add(cg, mulc(cg, g, divc(cg, g, mn, atom), 8 * atom), ci(g, k0 / 8 * 8 * t->ld));
+	LLVMValueRef at = LLVMBuildPtrToInt(cg->b, LLVMBuildGEP2(cg->b, g->lt, tile, &idx, 1, ""), cg->t_i64, "");
+	if (g->grp.emulated)
+		at = LLVMBuildSub(cg->b, at, LLVMBuildPtrToInt(cg->b, g->lds, cg->t_i64, ""), "");
+	int64_t sbo = 8 * t->ld * esize, lbo = t->kmajor ? 16 : 8 * atom * esize;
+	int64_t fixed = (lbo >> 4) << 16 | (sbo >> 4) << 32 | (int64_t)wg_swizzle(g, t) << 62;
+	LLVMValueRef start = LLVMBuildLShr(cg->b, LLVMBuildAnd(cg->b, at, cg_i64(cg, 0x3ffff), ""), cg_i64(cg, 4), "");
+	return LLVMBuildOr(cg->b, start, cg_i64(cg, fixed), "");
+}
+
+/* Inline PTX with side effects: text, its constraints, the operands; returns its result. */
+static LLVMValueRef ptx_asm(Cg *cg, LLVMTypeRef ret, const char *text, const char *constraints, LLVMValueRef *args, int n)
+{
+	LLVMTypeRef types[2 * WG_MAX_ACC + 3];
+	for (int i = 0; i < n; i++)
+		types[i] = LLVMTypeOf(args[i]);
+	LLVMTypeRef fty = LLVMFunctionType(ret ? ret : LLVMVoidTypeInContext(cg->ctx), types, (unsigned)n, 0);
+	LLVMValueRef f = LLVMGetInlineAsm(fty, text, strlen(text), constraints, strlen(constraints), 1, 0,
+					  LLVMInlineAsmDialectATT, 0);
+	return LLVMBuildCall2(cg->b, fty, f, args, (unsigned)n, "");
+}
+
+/* The accumulators through an asm statement that names them as operands read and written, so
+ * that their uses stay on its side: `text` then accs[0..n) -> accs, extra operands after them. */
+static void asm_on_accs(Cg *cg, const char *text, const char *extra, LLVMValueRef *accs, int n, LLVMValueRef *more,
+			int nmore)
+{
+	char cons[16 * (2 * WG_MAX_ACC + 3)];
+	size_t len = 0;
+	LLVMValueRef args[2 * WG_MAX_ACC + 3];
+	for (int i = 0; i < n; i++)
+		len += (size_t)snprintf(cons + len, sizeof cons - len, "%s=f", i ? "," : "");
+	for (int i = 0; i < n; i++) {
+		len += (size_t)snprintf(cons + len, sizeof cons - len, ",%d", i);
+		args[i] = accs[i];
+	}
+	snprintf(cons + len, sizeof cons - len, "%s", extra);
+	for (int i = 0; i < nmore; i++)
+		args[n + i] = more[i];
+	LLVMTypeRef fields[WG_MAX_ACC];
+	for (int i = 0; i < n; i++)
+		fields[i] = cg->t_f32;
+	LLVMValueRef d = ptx_asm(cg, LLVMStructTypeInContext(cg->ctx, fields, (unsigned)n, 0), text, cons, args, n + nmore);
+	for (int i = 0; i < n; i++)
+		accs[i] = LLVMBuildExtractValue(cg->b, d, (unsigned)i, "");
+}
+
+/* acc += A B over the k-block, k16 by k16, then waits for the warpgroup's products. */
+static void accumulate_wgmma(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
+{
+	int n = wg_n(g), count = n / 2;
+	LLVMValueRef tid = to_it(cg, g, tid64), row0, col0, acc[WG_MAX_ACC];
+	wg_origin(cg, g, divc(cg, g, tid, WG_ITEMS), &row0, &col0);
+	for (int q = 0; q < count; q++)
+		acc[q] = LLVMBuildLoad2(cg->b, g->et, cg_gpu_private_at(cg, &g->grp, &g->acc, tid64, q), "");
+	const char *type = g->mi->elem == CG_MELEM_BF16 ? "bf16" : "f16";
+	char text[2048];
+	size_t len = (size_t)snprintf(text, sizeof text, "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\n"
+					   "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {", 2 * count + 2, n, type, type);
+	for (int q = 0; q < count; q++)
+		len += (size_t)snprintf(text + len, sizeof text - len, "%s$%d", q ? ", " : "", q);
+	/* the transpose flags: 1 where the operand's rows run along m or n (MN-major) */
+	snprintf(text + len, sizeof text - len, "}, $%d, $%d, p, 1, 1, %d, %d;\n}", 2 * count, 2 * count + 1,
+		 !g->la.kmajor, !g->lb.kmajor);
+	ptx_asm(cg, NULL, "wgmma.fence.sync.aligned;", "", NULL, 0);
+	for (int64_t s = 0; s < g->t.bk / WG_K; s++) {
+		LLVMValueRef d[3] = {wg_desc(cg, g, &g->la, g->as, row0, s * WG_K), wg_desc(cg, g, &g->lb, g->bs, col0, s * WG_K),
+				     cg_i32(cg, 1)};
+		asm_on_accs(cg, text, ",l,l,r", acc, count, d, 3);
+	}
+	ptx_asm(cg, NULL, "wgmma.commit_group.sync.aligned;", "", NULL, 0);
+	asm_on_accs(cg, "wgmma.wait_group.sync.aligned 0;", "", acc, count, NULL, 0);
+	for (int q = 0; q < count; q++)
+		LLVMBuildStore(cg->b, acc[q], cg_gpu_private_at(cg, &g->grp, &g->acc, tid64, q));
+}
+
+/* Row and column in the tile of accumulator idx of the work-item tid. */
+static void wg_acc_at(Cg *cg, GpuGemm *g, LLVMValueRef tid, int64_t idx, LLVMValueRef *row, LLVMValueRef *col)
+{
+	LLVMValueRef row0, col0, in_group = remc(cg, g, tid, WG_ITEMS);
+	wg_origin(cg, g, divc(cg, g, tid, WG_ITEMS), &row0, &col0);
+	frag_at(cg, g, g->mi->c_at, remc(cg, g, tid, GPU_WARP), (int)(idx % 4), row, col);
+	*row = add(cg, *row, add(cg, row0, mulc(cg, g, divc(cg, g, in_group, GPU_WARP), 16)));
+	*col = add(cg, *col, add(cg, col0, ci(g, idx / 4 * 8)));
+}
+
+/* A 14-bit field of a descriptor, times 16 (bytes). */
+static LLVMValueRef desc_field(Cg *cg, LLVMValueRef desc, int shift)
+{
+	LLVMValueRef f = LLVMBuildAnd(cg->b, LLVMBuildLShr(cg->b, desc, cg_i64(cg, shift), ""), cg_i64(cg, 0x3fff), "");
+	return LLVMBuildShl(cg->b, f, cg_i64(cg, 4), "");
+}
+
+/* Element (mn, k) of the operand a descriptor names, as the hardware finds it (PTX ISA, "Shared
+ * Memory Matrix Layout"): swizzle rows of 128, 64 or 32 bytes (mode 1, 2, 3) in atoms of 8 rows.
+ * K-major: row mn % 8 of 8-row group mn / 8 (SBO apart), k along the row. MN-major (trans): row
+ * k % 8 of k-group k / 8 (SBO apart), mn along the rows of atom mn / row (LBO apart). Then bits 4..
+ * of the address XOR bits 7.. (the swizzle). */
+static LLVMValueRef wg_model_elem(Cg *cg, GpuGemm *g, LLVMValueRef desc, bool trans, LLVMValueRef mn, LLVMValueRef k)
+{
+	LLVMValueRef start = desc_field(cg, desc, 0), lbo = desc_field(cg, desc, 16), sbo = desc_field(cg, desc, 32);
+	LLVMValueRef mode = LLVMBuildLShr(cg->b, desc, cg_i64(cg, 62), "");
+	LLVMValueRef width = LLVMBuildLShr(cg->b, cg_i64(cg, 256), mode, "");
+	LLVMValueRef mask = LLVMBuildSub(cg->b, LLVMBuildLShr(cg->b, cg_i64(cg, 16), mode, ""), cg_i64(cg, 1), "");
+	LLVMValueRef esize = cg_i64(cg, lds_esize(g->s, &g->t)), eight = cg_i64(cg, 8);
+	LLVMValueRef row = trans ? k : mn, along = trans ? mn : k;
+	LLVMValueRef addr = LLVMBuildAdd(cg->b, start, LLVMBuildMul(cg->b, LLVMBuildUDiv(cg->b, row, eight, ""), sbo, ""), "");
+	addr = LLVMBuildAdd(cg->b, addr, LLVMBuildMul(cg->b, LLVMBuildURem(cg->b, row, eight, ""), width, ""), "");
+	if (trans) {
+		LLVMValueRef per_row = LLVMBuildUDiv(cg->b, width, esize, "");
+		addr = LLVMBuildAdd(cg->b, addr, LLVMBuildMul(cg->b, LLVMBuildUDiv(cg->b, along, per_row, ""), lbo, ""), "");
+		along = LLVMBuildURem(cg->b, along, per_row, "");
+	}
+	addr = LLVMBuildAdd(cg->b, addr, LLVMBuildMul(cg->b, along, esize, ""), "");
+	LLVMValueRef swz = LLVMBuildAnd(cg->b, LLVMBuildLShr(cg->b, addr, cg_i64(cg, 7), ""), mask, "");
+	addr = LLVMBuildXor(cg->b, addr, LLVMBuildShl(cg->b, swz, cg_i64(cg, 4), ""), "");
+	LLVMValueRef p = LLVMBuildGEP2(cg->b, LLVMInt8TypeInContext(cg->ctx), g->lds, &addr, 1, "");
+	return LLVMBuildFPExt(cg->b, LLVMBuildLoad2(cg->b, g->lt, p, ""), g->et, "");
+}
+
+/* Emulated: the work-item's slots += A B over the k-block, each slot at the D element the lane
+ * model puts there, A and B through the descriptors. */
+static void accumulate_wgmma_emulated(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
+{
+	LLVMValueRef tid = to_it(cg, g, tid64), row0, col0;
+	wg_origin(cg, g, divc(cg, g, tid, WG_ITEMS), &row0, &col0);
+	LLVMValueRef in_group = LLVMBuildURem(cg->b, tid64, cg_i64(cg, WG_ITEMS), "");
+	LLVMValueRef lane = LLVMBuildURem(cg->b, tid64, cg_i64(cg, GPU_WARP), "");
+	LLVMValueRef warp_row = LLVMBuildMul(cg->b, LLVMBuildUDiv(cg->b, in_group, cg_i64(cg, GPU_WARP), ""), cg_i64(cg, 16), "");
+	for (int64_t s = 0; s < g->t.bk / WG_K; s++) {
+		LLVMValueRef da = wg_desc(cg, g, &g->la, g->as, row0, s * WG_K);
+		LLVMValueRef db = wg_desc(cg, g, &g->lb, g->bs, col0, s * WG_K);
+		for (int q = 0; q < wg_n(g) / 2; q++) {
+			LLVMValueRef e = cg_table_load(cg, g->model_d, LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, lane, cg_i64(cg, 4), ""), cg_i64(cg, q % 4), ""));
+			LLVMValueRef m = LLVMBuildAdd(cg->b, warp_row, LLVMBuildUDiv(cg->b, e, cg_i64(cg, MODEL_DIM), ""), "");
+			LLVMValueRef n = LLVMBuildAdd(cg->b, cg_i64(cg, q / 4 * 8), LLVMBuildURem(cg->b, e, cg_i64(cg, MODEL_DIM), ""), "");
+			LLVMValueRef at = cg_gpu_private_at(cg, &g->grp, &g->acc, tid64, q);
+			CgLoop kk = cg_for_begin(cg, cg_i64(cg, 0), cg_i64(cg, WG_K), "kk");
+			LLVMValueRef args[3] = {wg_model_elem(cg, g, da, !g->la.kmajor, m, kk.i),
+						wg_model_elem(cg, g, db, !g->lb.kmajor, n, kk.i),
+						LLVMBuildLoad2(cg->b, g->et, at, "")};
+			LLVMBuildStore(cg->b, cg_intrinsic(cg, "fmuladd", g->et, args, 3), at);
+			cg_for_end(cg, &kk);
+		}
+	}
+}
+
 static void accumulate(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
 {
-	if (g->mi && g->grp.emulated)
+	if (g->t.wgmma && g->grp.emulated)
+		accumulate_wgmma_emulated(cg, g, tid64);
+	else if (g->t.wgmma)
+		accumulate_wgmma(cg, g, tid64);
+	else if (g->mi && g->grp.emulated)
 		accumulate_emulated(cg, g, tid64);
 	else if (g->mi)
 		accumulate_mma(cg, g, tid64);
@@ -1457,6 +1697,10 @@ static void accumulate(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
 /* Row and column in the tile of the work-item at p's accumulator idx. */
 static void acc_place(Cg *cg, GpuGemm *g, const Place *p, int64_t idx, LLVMValueRef *row, LLVMValueRef *col)
 {
+	if (g->t.wgmma) {
+		wg_acc_at(cg, g, p->tid, idx, row, col);
+		return;
+	}
 	if (g->mi) {
 		mma_acc_at(cg, g, p, idx, row, col);
 		return;
@@ -1554,6 +1798,8 @@ static LdsTile lds_layout(const GemmSpec *s, const GpuTiles *gt, bool is_a)
 		t.swz_mask = (int)(units < 8 ? units : 8) - 1;
 		while (units << t.swz_shift < 8)
 			t.swz_shift++;
+		if (units > 8)
+			t.atom = 8 * LDM_ROW_BYTES / (int)esize;
 	}
 	t.elems = (t.kmajor ? rows : bk) * t.ld;
 	return t;
@@ -1703,6 +1949,9 @@ static void kblocks(Cg *cg, GpuGemm *g)
 	stage_regs(cg, g, tid64, NULL);
 	if (copies(g))
 		wait_copies(cg, g, (int)stages - 2);
+	/* wgmma reads LDS through the async proxy: the copies' writes made visible to it */
+	if (g->t.wgmma && !g->grp.emulated)
+		ptx_asm(cg, NULL, "fence.proxy.async.shared::cta;", "", NULL, 0);
 	cg_gpu_phase_end(cg, &g->grp, true);
 	tid64 = cg_gpu_phase_begin(cg, &g->grp);
 	if (copies(g))
@@ -1749,6 +1998,13 @@ static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 	/* the slices' partial tiles reuse the staging LDS once the last k-block is done */
 	int64_t stage = g.t.stages * (tile_span(&g, &g.la) + tile_span(&g, &g.lb)), red = g.t.ks > 1 ? (int64_t)g.t.ks * g.t.bm * g.t.bn : 0;
 	g.lds = cg_gpu_shared(cg, &g.grp, g.et, stage > red ? stage : red, "gemm_lds");
+	g.t.wgmma = wgmma_fits(cg, &g);
+	if (g.t.wgmma) {
+		char instr[40];
+		snprintf(instr, sizeof instr, "wgmma m64n%dk16", wg_n(&g));
+		cg_tuning_note_instr(cg, instr);
+		LLVMSetAlignment(g.lds, WG_ALIGN);
+	}
 	g.acc = cg_gpu_private(cg, &g.grp, g.et, accs, "acc");
 	g.staged = cg_gpu_private(cg, &g.grp, g.lt, staged_count(&g, true) + staged_count(&g, false), "staged");
 	if (g.mi && g.grp.emulated)

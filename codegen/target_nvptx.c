@@ -33,6 +33,9 @@ static bool configure(const CgTargetInfo *ti, const char *spec, const CgTargetOp
 	snprintf(t->name, sizeof t->name, "%s", ti->name);
 	snprintf(t->triple, sizeof t->triple, "nvptx64-nvidia-cuda");
 	snprintf(t->features, sizeof t->features, "+ptx%d", ti->ptx_version);
+	/* wgmma is an architecture-specific feature: its PTX targets sm_90a, which runs on sm_90 only */
+	if (ti->matrix & CG_MATRIX_WGMMA)
+		snprintf(t->cpu, sizeof t->cpu, "%sa", ti->name);
 	return true;
 }
 

@@ -131,7 +131,7 @@ static const CgTargetInfo table[] = {
 	 * 989.4, dense) */
 	{.name = "sm_90", .aliases = "h100,h200", NVIDIA, .family = "Hopper",
 	 .notes = "H100, H200, GH200; the GPU netc's CUDA numbers come from",
-	 .features = "", .max_waves_simd = 64, .ptx_version = 78, .matrix = CG_MATRIX_MMA | CG_MATRIX_WGMMA,
+	 .features = "", .max_waves_simd = 64, .ptx_version = 80, .matrix = CG_MATRIX_MMA | CG_MATRIX_WGMMA,
 	 .peak_gflops = 66900, .peak_gbs = 3350, .peak_of = "H100 SXM", .peak_tf32 = 494700, .peak_f16 = 989400,
 	 .peak_bf16 = 989400},
 	{.name = "host", .aliases = "cpu", .kind = CG_HOST, .family = "host CPU",

@@ -332,6 +332,14 @@ static int find_config(const CgTileConfig *cand, int n, const CgTileConfig *c)
 	return -1;
 }
 
+/* The tile note of the kernel being emitted (NULL: nobody records them). */
+static CgTileNote *current_note(struct Cg *cg)
+{
+	if (!cg->emit || !cg->emit->kernels.out || cg->emit->kernels.out->nkernels <= 0)
+		return NULL;
+	return &cg->emit->kernels.out->kernels[cg->emit->kernels.out->nkernels - 1].tiles;
+}
+
 int cg_tuning_choose(struct Cg *cg, const CgTuneKey *key, const CgTileConfig *cand, int n)
 {
 	note_seen(n);
@@ -361,9 +369,17 @@ int cg_tuning_choose(struct Cg *cg, const CgTuneKey *key, const CgTileConfig *ca
 		}
 	}
 	note.cfg = cand[note.index];
-	if (cg->emit && cg->emit->kernels.out && cg->emit->kernels.out->nkernels > 0)
-		cg->emit->kernels.out->kernels[cg->emit->kernels.out->nkernels - 1].tiles = note;
+	CgTileNote *kernel = current_note(cg);
+	if (kernel)
+		*kernel = note;
 	return note.index;
+}
+
+void cg_tuning_note_instr(struct Cg *cg, const char *instr)
+{
+	CgTileNote *kernel = current_note(cg);
+	if (kernel)
+		snprintf(kernel->instr, sizeof kernel->instr, "%s", instr);
 }
 
 /* ---- the shipped tables (the .tune files of tuning/, built in by CMake as tuning_shipped.c) ---- */

@@ -53,6 +53,8 @@ typedef struct {
 	CgTileConfig cfg;
 	int index, ncand;  /* cfg is candidate index of ncand (0: the heuristic's) */
 	char why[384];     /* "heuristic", "tuned from FILE:LINE", "candidate 3 of 12", ... */
+	char instr[40];    /* the matrix instruction where the tiles' choice of it is news ("wgmma
+			      m64n128k16"); empty otherwise */
 } CgTileNote;
 
 typedef struct {
@@ -108,5 +110,7 @@ struct Cg;
 /* The template's entry: which of cand[0..n) (cand[0]: the heuristic's) the GEMM of key takes;
  * noted on the kernel being emitted. */
 int cg_tuning_choose(struct Cg *cg, const CgTuneKey *key, const CgTileConfig *cand, int n);
+/* Notes on the kernel being emitted the matrix instruction its tiles run on (CgTileNote.instr). */
+void cg_tuning_note_instr(struct Cg *cg, const char *instr);
 
 #endif

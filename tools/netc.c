@@ -94,8 +94,8 @@ static bool print_gemm_tiles(const Args *a, const CompileOptions *o)
 		char key[256], cfg[64];
 		cg_tune_key_text(&gm.k[i].tiles.key, key, sizeof key);
 		cg_tile_config_text(&gm.k[i].tiles.cfg, cfg, sizeof cfg);
-		printf("  %s %s: %s, %s (%d candidates)\n    key %s\n", gm.k[i].target, gm.k[i].kernel, cfg,
-		       gm.k[i].tiles.why, gm.k[i].tiles.ncand, key);
+		printf("  %s %s: %s, %s (%d candidates)%s%s\n    key %s\n", gm.k[i].target, gm.k[i].kernel, cfg,
+		       gm.k[i].tiles.why, gm.k[i].tiles.ncand, gm.k[i].tiles.instr[0] ? ", " : "", gm.k[i].tiles.instr, key);
 	}
 	free(gm.k);
 	return true;

@@ -66,7 +66,7 @@ static void test_lookup(void)
 	expect_target("rx6800", 64, 0, "gfx1030", "gfx1030", 64, "+wavefrontsize64");
 	expect_target("gfx90a:xnack-", 0, 0, "gfx90a:xnack-", "gfx90a", 64, "-xnack");
 	expect_target("mi50:xnack+:sramecc-", 0, 0, "gfx906:sramecc-:xnack+", "gfx906", 64, "-sramecc");
-	expect_target("sm_90", 0, 0, "sm_90", "sm_90", 32, "+ptx78");
+	expect_target("sm_90", 0, 0, "sm_90", "sm_90a", 32, "+ptx80"); /* wgmma: sm_90a */
 	expect_target("h100", 32, 0, "sm_90", "sm_90", 32, NULL);
 	expect_target("sm_75", 64, 0, "sm_75", "sm_75", 32, NULL); /* the wave option is for AMD */
 	expect_error("gfx906", 32, 0, "wave64 only");

@@ -26,13 +26,16 @@ typedef struct {
 	DType type;
 	PrecisionKind precision;
 	CgMatrixElem elem;
-	const char *ptx;
+	const char *ptx, *wgmma;
 } Mode;
 
 static const Mode modes[] = {
-	{DT_BF16, PREC_BF16, CG_MELEM_BF16, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"},
-	{DT_F16, PREC_FP16, CG_MELEM_F16, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"},
+	{DT_BF16, PREC_BF16, CG_MELEM_BF16, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", ".f32.bf16.bf16 {"},
+	{DT_F16, PREC_FP16, CG_MELEM_F16, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", ".f32.f16.f16 {"},
 };
+
+/* The graphs of the wgmma cases: their sm_90 PTX must have wgmma. */
+static bool want_wgmma;
 
 /* A target whose unit is emulated, at a wave size (0: its default). */
 typedef struct {
@@ -40,7 +43,7 @@ typedef struct {
 	int wave;
 } Unit;
 
-static const Unit units[] = {{"sm_80", 0}, {"gfx908", 0}, {"gfx90a", 0}, {"gfx942", 0},
+static const Unit units[] = {{"sm_80", 0}, {"sm_90", 0}, {"gfx908", 0}, {"gfx90a", 0}, {"gfx942", 0},
 			     {"gfx1100", 0}, {"gfx1100", 64}, {"gfx1200", 0}};
 
 static const Mode *mode;
@@ -48,7 +51,15 @@ static const Unit *unit;
 static CgTarget unit_target;
 static const CgMatrixInstr *unit_instr;
 
-/* sm_80 and sm_90: the instruction in the PTX, and ptxas accepts it; fp32: no mma.sync. */
+/* Whether the PTX has a wgmma of the mode's operands. */
+static bool has_wgmma(const CgOutput *out)
+{
+	const char *at = strstr((const char *)out->code, "wgmma.mma_async.sync.aligned.m64n");
+	return at && strstr(at, mode->wgmma);
+}
+
+/* sm_80 and sm_90: the instruction in the PTX (sm_90: mma.sync or wgmma; the wgmma cases' wgmma),
+ * and ptxas accepts it; fp32: no mma.sync. */
 static void nvidia_targets(CgHarness *h)
 {
 	static const char *const nv[] = {"sm_80", "sm_90"};
@@ -58,15 +69,17 @@ static void nvidia_targets(CgHarness *h)
 			tu_failures++;
 			continue;
 		}
-		CHECK(strstr((const char *)out.code, mode->ptx) != NULL, "%s [%s]: no %s in the PTX", h->name, nv[i],
-		      mode->ptx);
+		bool sm90 = !strcmp(nv[i], "sm_90"), mma = strstr((const char *)out.code, mode->ptx) != NULL;
+		CHECK(mma || (sm90 && has_wgmma(&out)), "%s [%s]: no %s in the PTX", h->name, nv[i], mode->ptx);
+		CHECK(!sm90 || !want_wgmma || has_wgmma(&out), "%s [sm_90]: no wgmma in the PTX", h->name);
 		tu_failures += cf_ptxas(h, nv[i], &out);
 		cg_output_free(&out);
 	}
 	h->g->train.precision = PREC_FP32;
 	CgOutput out;
 	if (cf_compile(h, "sm_90", &out)) {
-		CHECK(!strstr((const char *)out.code, "mma.sync"), "%s [sm_90, fp32]: mma.sync in the PTX", h->name);
+		CHECK(!strstr((const char *)out.code, "mma.sync") && !strstr((const char *)out.code, "wgmma"),
+		      "%s [sm_90, fp32]: mma.sync or wgmma in the PTX", h->name);
 		cg_output_free(&out);
 	} else {
 		tu_failures++;
@@ -180,6 +193,17 @@ int main(void)
 			unit_instr = cg_gemm_gpu_unit_row(&unit_target, mode->elem);
 			CHECK(unit_instr, "%s (wave%d) has no %s matrix instruction", unit->arch, unit_target.wave,
 			      dtype_name(mode->type));
+			if (unit_instr && (unit_target.matrix & CG_MATRIX_WGMMA)) {
+				/* sm_90: sm_80's cases again would be the same mma.sync; the wgmma tiles */
+				printf("%s on %s: wgmma\n", dtype_name(mode->type), unit->arch);
+				want_wgmma = true;
+				run(matmul(1024, 1024, 40));
+				run(matmul(2048, 1024, 24));
+				/* 128 x 128 tiles: B (and A) MN-major over two atoms per warpgroup */
+				run(anchor_matmul_of(2048, 2048, 24, 3u, mode->type));
+				want_wgmma = false;
+				continue;
+			}
 			if (!unit_instr || seen(u, unit_instr))
 				continue;
 			printf("%s on %s wave%d: %s\n", dtype_name(mode->type), unit->arch, unit_target.wave, unit_instr->name);
