@@ -1538,9 +1538,9 @@ static LLVMValueRef wg_desc(Cg *cg, GpuGemm *g, const LdsTile *t, LLVMValueRef t
 	if (g->grp.emulated)
 		at = LLVMBuildSub(cg->b, at, LLVMBuildPtrToInt(cg->b, g->lds, cg->t_i64, ""), "");
 	int64_t sbo = 8 * t->ld * esize, lbo = t->kmajor ? 16 : 8 * atom * esize;
-	int64_t fixed = (lbo >> 4) << 16 | (sbo >> 4) << 32 | (int64_t)wg_swizzle(g, t) << 62;
+	uint64_t fixed = (uint64_t)(lbo >> 4) << 16 | (uint64_t)(sbo >> 4) << 32 | (uint64_t)wg_swizzle(g, t) << 62;
 	LLVMValueRef start = LLVMBuildLShr(cg->b, LLVMBuildAnd(cg->b, at, cg_i64(cg, 0x3ffff), ""), cg_i64(cg, 4), "");
-	return LLVMBuildOr(cg->b, start, cg_i64(cg, fixed), "");
+	return LLVMBuildOr(cg->b, start, LLVMConstInt(cg->t_i64, fixed, 0), "");
 }
 
 /* Inline PTX with side effects: text, its constraints, the operands; returns its result. */

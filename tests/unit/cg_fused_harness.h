@@ -233,19 +233,11 @@ CH_API int cf_check_kernels(const CgHarness *h, const char *target, const CgOutp
  * for sm_90) where it is installed; returns the failures. */
 CH_API int cf_ptxas(const CgHarness *h, const char *arch, const CgOutput *out)
 {
-	char ptxas[512], cmd[600], text[4096], specific[32];
+	char ptxas[512], cmd[600], text[4096], as[48];
 	if (!tu_find_tool("ptxas", ptxas, sizeof ptxas))
 		return 0;
-	snprintf(specific, sizeof specific, ".target %sa", arch);
-	size_t len = strnlen((const char *)out->code, out->size), slen = strlen(specific);
-	bool is_specific = false;
-	for (size_t i = 0; i + slen <= len && !is_specific; i++)
-		is_specific = !memcmp((const char *)out->code + i, specific, slen);
-	if (is_specific)
-		snprintf(cmd, sizeof cmd, "%s -arch=%sa -o /dev/null", ptxas, arch);
-	else
-		snprintf(cmd, sizeof cmd, "%s -arch=%s -o /dev/null", ptxas, arch);
-	if (tu_run_on_file(cmd, out->code, len, text, sizeof text) == 0)
+	snprintf(cmd, sizeof cmd, "%s -arch=%s -o /dev/null", ptxas, tu_ptx_arch(out->code, out->size, arch, as, sizeof as));
+	if (tu_run_on_file(cmd, out->code, strnlen((const char *)out->code, out->size), text, sizeof text) == 0)
 		return 0;
 	printf("FAIL %s [%s]: ptxas rejects the PTX: %.600s\n", h->name, arch, text);
 	return 1;

@@ -66,7 +66,12 @@ static void test_lookup(void)
 	expect_target("rx6800", 64, 0, "gfx1030", "gfx1030", 64, "+wavefrontsize64");
 	expect_target("gfx90a:xnack-", 0, 0, "gfx90a:xnack-", "gfx90a", 64, "-xnack");
 	expect_target("mi50:xnack+:sramecc-", 0, 0, "gfx906:sramecc-:xnack+", "gfx906", 64, "-sramecc");
-	expect_target("sm_90", 0, 0, "sm_90", "sm_90a", 32, "+ptx80"); /* wgmma: sm_90a */
+	expect_target("sm_90", 0, 0, "sm_90", "sm_90", 32, "+ptx80");
+	CgTarget h100;
+	char cpu_err[256];
+	/* wgmma is architecture-specific: LLVM's CPU (the PTX's .target) is sm_90a */
+	CHECK(lookup("sm_90", 0, 0, &h100, cpu_err, sizeof cpu_err) && !strcmp(h100.cpu, "sm_90a"), "sm_90: cpu %s, want sm_90a",
+	      h100.cpu);
 	expect_target("h100", 32, 0, "sm_90", "sm_90", 32, NULL);
 	expect_target("sm_75", 64, 0, "sm_75", "sm_75", 32, NULL); /* the wave option is for AMD */
 	expect_error("gfx906", 32, 0, "wave64 only");
@@ -342,12 +347,12 @@ static void check_ptx(const CgTarget *t, const CgOutput *out)
 		CHECK(strstr(ptx, want), "%s: PTX lacks '%s'", t->name, want);
 	}
 	CHECK(strstr(ptx, ".maxntid"), "%s: PTX gives no .maxntid", t->name);
-	char ptxas[512], cmd[600], text[8192];
+	char ptxas[512], cmd[600], text[8192], as[48];
 	if (!tu_find_tool("ptxas", ptxas, sizeof ptxas)) {
 		printf("note: no ptxas; the PTX for %s is not assembled\n", t->name);
 		return;
 	}
-	snprintf(cmd, sizeof cmd, "%s -arch=%s -o /dev/null", ptxas, t->arch);
+	snprintf(cmd, sizeof cmd, "%s -arch=%s -o /dev/null", ptxas, tu_ptx_arch(out->code, out->size, t->arch, as, sizeof as));
 	int rc = tu_run_on_file(cmd, out->code, out->size - 1, text, sizeof text);
 	if (rc != 0 && strstr(text, "is not defined for option 'gpu-name'")) {
 		printf("note: this ptxas no longer knows %s; its PTX is not assembled\n", t->arch);

@@ -24,8 +24,8 @@ static void fail(const CgHarness *h, const char *target, const char *what)
 /* ptxas assembles the PTX for sm_90; what it says goes to the test's output. */
 static void ptxas_accepts(const CgHarness *h, const CgOutput *out)
 {
-	char cmd[600], text[4096];
-	snprintf(cmd, sizeof cmd, "%s -arch=sm_90 -o /dev/null", ptxas);
+	char cmd[600], text[4096], as[48];
+	snprintf(cmd, sizeof cmd, "%s -arch=%s -o /dev/null", ptxas, tu_ptx_arch(out->code, out->size, "sm_90", as, sizeof as));
 	/* the code is the PTX text with its NUL */
 	int rc = tu_run_on_file(cmd, out->code, strnlen((const char *)out->code, out->size), text, sizeof text);
 	CHECK(rc == 0, "%s [sm_90]: ptxas rejects the PTX: %s", h->name, text);

@@ -335,7 +335,8 @@ static void check_code(const CgMatrixInstr *mi, const CgMatrixArch *on, const Cg
 		printf("note: no ptxas; the PTX of %s for %s is not assembled\n", mi->name, on->arch);
 		return;
 	}
-	snprintf(cmd, sizeof cmd, "%s -arch=%s -o /dev/null", tool, on->arch);
+	char as[48];
+	snprintf(cmd, sizeof cmd, "%s -arch=%s -o /dev/null", tool, tu_ptx_arch(code, size, on->arch, as, sizeof as));
 	int rc = tu_run_on_file(cmd, code, size, text, sizeof text);
 	CHECK(rc == 0, "%s on %s: ptxas rejects the PTX: %.400s", what, on->arch, text);
 }

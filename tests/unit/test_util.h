@@ -170,4 +170,18 @@ TU_API int tu_run_on_file(const char *cmd, const void *data, size_t size, char *
 	return rc;
 }
 
+/* The architecture ptxas assembles PTX text for: arch, or its architecture-specific form (sm_90a
+ * for sm_90: wgmma) where the PTX declares that; into buf. */
+TU_API const char *tu_ptx_arch(const void *ptx, size_t size, const char *arch, char *buf, size_t len)
+{
+	char specific[48];
+	snprintf(specific, sizeof specific, ".target %sa", arch);
+	size_t n = strnlen((const char *)ptx, size), slen = strlen(specific);
+	bool found = false;
+	for (size_t i = 0; i + slen <= n && !found; i++)
+		found = !memcmp((const char *)ptx + i, specific, slen);
+	snprintf(buf, len, "%s%s", arch, found ? "a" : "");
+	return buf;
+}
+
 #endif
