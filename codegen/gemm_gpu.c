@@ -1499,8 +1499,12 @@ static int wg_swizzle(const GpuGemm *g, const LdsTile *t)
 	return row_bytes == 128 ? 1 : row_bytes == 64 ? 2 : row_bytes == 32 ? 3 : 0;
 }
 
+/* Whether the warpgroups split the tile's rows (128 rows: upper and lower halves) rather than
+ * its columns (64 rows: left and right halves). */
+static bool wg_tall(const GpuGemm *g) { return g->t.bm == 2 * WG_M; }
+
 /* The n extent of one warpgroup's part of the tile. */
-static int wg_n(const GpuGemm *g) { return g->t.bm == 2 * WG_M ? g->t.bn : g->t.bn / 2; }
+static int wg_n(const GpuGemm *g) { return wg_tall(g) ? g->t.bn : g->t.bn / 2; }
 
 /* Whether the tiles run on wgmma: the unit has it, both operands copied into swizzled rows, two
  * warpgroups over a 128- or 64-row tile whose parts start on whole MN-major atoms, one k-slice. */
@@ -1508,7 +1512,7 @@ static bool wgmma_fits(const Cg *cg, const GpuGemm *g)
 {
 	const CgTarget *t = unit_target(cg);
 	int n = wg_n(g);
-	bool tall = g->t.bm == 2 * WG_M;
+	bool tall = wg_tall(g);
 	return t && (t->matrix & CG_MATRIX_WGMMA) && g->mi && cg_matrix_elem_bits(g->mi->elem) == 16 &&
 	       g->mi->c_per_lane == 4 && g->t.copied[0] && g->t.copied[1] && g->t.ks == 1 &&
 	       g->t.block == 2 * WG_ITEMS && (tall || g->t.bm == WG_M) && n % 8 == 0 && n >= 8 &&
@@ -1519,9 +1523,8 @@ static bool wgmma_fits(const Cg *cg, const GpuGemm *g)
 /* The warpgroup's origin in the tile: its first row (A) and column (B). */
 static void wg_origin(Cg *cg, GpuGemm *g, LLVMValueRef group, LLVMValueRef *row0, LLVMValueRef *col0)
 {
-	bool tall = g->t.bm == 2 * WG_M;
-	*row0 = tall ? mulc(cg, g, group, WG_M) : ci(g, 0);
-	*col0 = tall ? ci(g, 0) : mulc(cg, g, group, wg_n(g));
+	*row0 = wg_tall(g) ? mulc(cg, g, group, WG_M) : ci(g, 0);
+	*col0 = wg_tall(g) ? ci(g, 0) : mulc(cg, g, group, wg_n(g));
 }
 
 /* The descriptor of the tile at `tile` from its m or n `mn` and k `k0` on (k0 a multiple of 16).

@@ -195,20 +195,30 @@ static int64_t lower_pool_gpu(Cg *cg, const Node *n, const Pool *p, PoolOut what
 	return grid;
 }
 
-/* Opens the host loops of an NHWC pool over the work-group's (batch, row) pairs of `rows` rows
- * each, then the row's columns and channels; returns the planes, the row and the column. */
-static Planes rows_begin(Cg *cg, const Pool *p, int64_t rows, int64_t cols, CgLoop loop[4], LLVMValueRef *row,
+/* Opens the host loops over every (row, col) of a rows x cols plane: NCHW, the work-group's
+ * block of planes, then rows and columns; NHWC, its block of (batch, row) pairs, then the row's
+ * columns and channels (consecutive addresses innermost). Returns the planes, the row and the
+ * column; close with host_end. */
+static Planes host_begin(Cg *cg, const Pool *p, int64_t rows, int64_t cols, CgLoop loop[4], LLVMValueRef *row,
 			 LLVMValueRef *col, int64_t *grid)
 {
-	int64_t per = planes_per_wg(p->planes / p->c * rows, cols * p->c, grid);
-	LLVMValueRef r = planes_begin(cg, per, p->planes / p->c * rows, &loop[0], &loop[1]);
+	if (!p->nhwc) {
+		int64_t per = planes_per_wg(p->planes, p->h * p->w, grid);
+		Planes at = planes_nchw(cg, p, planes_begin(cg, per, p->planes, &loop[0], &loop[1]));
+		loop[2] = cg_for_begin(cg, c64(cg, 0), c64(cg, rows), "row");
+		loop[3] = cg_for_begin(cg, c64(cg, 0), c64(cg, cols), "col");
+		*row = loop[2].i, *col = loop[3].i;
+		return at;
+	}
+	int64_t pairs = p->planes / p->c * rows, per = planes_per_wg(pairs, cols * p->c, grid);
+	LLVMValueRef r = planes_begin(cg, per, pairs, &loop[0], &loop[1]);
 	loop[2] = cg_for_begin(cg, c64(cg, 0), c64(cg, cols), "col");
 	loop[3] = cg_for_begin(cg, c64(cg, 0), c64(cg, p->c), "ch");
 	*row = LLVMBuildURem(cg->b, r, c64(cg, rows), ""), *col = loop[2].i;
 	return planes_nhwc(cg, p, LLVMBuildUDiv(cg->b, r, c64(cg, rows), ""), loop[3].i);
 }
 
-static void rows_end(Cg *cg, CgLoop loop[4])
+static void host_end(Cg *cg, CgLoop loop[4])
 {
 	close2(cg, &loop[3], &loop[2]);
 	close2(cg, &loop[1], &loop[0]);
@@ -221,22 +231,11 @@ static int64_t lower_pool(Cg *cg, const Node *n, PoolOut what)
 	if (cg_gpu_paths(cg))
 		return lower_pool_gpu(cg, n, &p, what);
 	int64_t grid;
-	if (p.nhwc) {
-		CgLoop loop[4];
-		LLVMValueRef oh, ow;
-		Planes pl = rows_begin(cg, &p, p.oh, p.ow, loop, &oh, &ow, &grid);
-		pool_elem(cg, n, &p, pl, oh, ow, what);
-		rows_end(cg, loop);
-		return grid;
-	}
-	int64_t per = planes_per_wg(p.planes, p.h * p.w, &grid);
-	CgLoop wg, pl;
-	Planes at = planes_nchw(cg, &p, planes_begin(cg, per, p.planes, &wg, &pl));
-	CgLoop oh = cg_for_begin(cg, c64(cg, 0), c64(cg, p.oh), "oh");
-	CgLoop ow = cg_for_begin(cg, c64(cg, 0), c64(cg, p.ow), "ow");
-	pool_elem(cg, n, &p, at, oh.i, ow.i, what);
-	close2(cg, &ow, &oh);
-	close2(cg, &pl, &wg);
+	CgLoop loop[4];
+	LLVMValueRef oh, ow;
+	Planes pl = host_begin(cg, &p, p.oh, p.ow, loop, &oh, &ow, &grid);
+	pool_elem(cg, n, &p, pl, oh, ow, what);
+	host_end(cg, loop);
 	return grid;
 }
 
@@ -354,24 +353,12 @@ static int64_t lower_pool_grad(Cg *cg, const Node *n, bool want_max)
 		return lower_max_grad_tiled(cg, n, &p);
 	LLVMValueRef acc = cg_local(cg, cg_compute_type(cg, n->dtype), "acc");
 	int64_t grid;
-	if (p.nhwc) {
-		CgLoop loop[4];
-		LLVMValueRef ih, iw;
-		Planes pl = rows_begin(cg, &p, p.h, p.w, loop, &ih, &iw, &grid);
-		Gather ga = gather_at(cg, &p, pl, ih, iw);
-		grad_elem(cg, n, &p, &ga, acc, want_max);
-		rows_end(cg, loop);
-		return grid;
-	}
-	int64_t per = planes_per_wg(p.planes, p.h * p.w, &grid);
-	CgLoop wg, pl;
-	Planes at = planes_nchw(cg, &p, planes_begin(cg, per, p.planes, &wg, &pl));
-	CgLoop ih = cg_for_begin(cg, c64(cg, 0), c64(cg, p.h), "ih");
-	CgLoop iw = cg_for_begin(cg, c64(cg, 0), c64(cg, p.w), "iw");
-	Gather ga = gather_at(cg, &p, at, ih.i, iw.i);
+	CgLoop loop[4];
+	LLVMValueRef ih, iw;
+	Planes pl = host_begin(cg, &p, p.h, p.w, loop, &ih, &iw, &grid);
+	Gather ga = gather_at(cg, &p, pl, ih, iw);
 	grad_elem(cg, n, &p, &ga, acc, want_max);
-	close2(cg, &iw, &ih);
-	close2(cg, &pl, &wg);
+	host_end(cg, loop);
 	return grid;
 }
 

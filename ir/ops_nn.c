@@ -431,11 +431,14 @@ static bool pool_geom(const Node *n, const Shape *x, PoolDims *p, char *err, siz
 	return true;
 }
 
-/* The [N, C, h, w] shape in the pool's layout. */
-static Shape pool_shape(const PoolDims *p, int64_t h, int64_t w)
+/* The [N, C, h, w] shape in a layout. */
+static Shape shape_in(bool nhwc, int64_t n, int64_t c, int64_t h, int64_t w)
 {
-	return p->nhwc ? shape4(p->n, h, w, p->c) : shape4(p->n, p->c, h, w);
+	return nhwc ? shape4(n, h, w, c) : shape4(n, c, h, w);
 }
+
+/* The same in the pool's layout. */
+static Shape pool_shape(const PoolDims *p, int64_t h, int64_t w) { return shape_in(p->nhwc, p->n, p->c, h, w); }
 
 /* Where plane (n, c) starts in a tensor of planes of hw elements, and its elements' stride. */
 static int64_t plane_base(const PoolDims *p, int64_t plane, int64_t hw)
@@ -497,7 +500,7 @@ static bool max_pool_grad_input(const Node *n, const Shape *dy, Shape *x, char *
 	    !op_attr_int(n, ir_attr_index(n->op, "in_w"), 1, IR_MAX_NUMEL, &iw, err, errlen) ||
 	    !pool_flag(n, "layout", &nhwc, err, errlen))
 		return false;
-	*x = nhwc ? shape4(dy->dim[0], ih, iw, dy->dim[3]) : shape4(dy->dim[0], dy->dim[1], ih, iw);
+	*x = shape_in(nhwc, dy->dim[0], dy->dim[nhwc ? 3 : 1], ih, iw);
 	return true;
 }
 

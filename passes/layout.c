@@ -73,15 +73,21 @@ static bool goes_nhwc(const Graph *g, const Layout *L, int id)
 	return false;
 }
 
-/* A transpose of dst node x, named after it ("conv1.nchw") so IR dumps read well. */
-static int transposed(Graph *dst, int x, const double *perm)
+/* Names dst node id after node x with a suffix ("conv1.nchw") so IR dumps read well, where the
+ * name is free; returns id. */
+static int named_after(Graph *dst, int id, int x, const char *suffix)
 {
 	char name[160];
-	snprintf(name, sizeof name, "%.120s.%s", dst->node[x].name, perm == to_nhwc ? "nhwc" : "nchw");
-	int t = ir_emit(dst, OP_transpose, &x, perm);
+	snprintf(name, sizeof name, "%.120s.%s", dst->node[x].name, suffix);
 	if (ir_find(dst, name) < 0)
-		ir_set_name(dst, t, name);
-	return t;
+		ir_set_name(dst, id, name);
+	return id;
+}
+
+/* A transpose of dst node x. */
+static int transposed(Graph *dst, int x, const double *perm)
+{
+	return named_after(dst, ir_emit(dst, OP_transpose, &x, perm), x, perm == to_nhwc ? "nhwc" : "nchw");
 }
 
 /* The NCHW value of old node x in dst (a transpose back, made once). */
@@ -126,12 +132,7 @@ static int pad_channels(Graph *dst, int x)
 	double shape[IR_MAX_ATTRS] = {0}, axis[IR_MAX_ATTRS] = {3};
 	op_shape_attrs(&z, shape);
 	int zeros = ir_emit(dst, OP_broadcast_to, (int[]){ir_const(dst, 0.0)}, shape);
-	int padded = ir_emit(dst, OP_concat2, (int[]){x, zeros}, axis);
-	char name[160];
-	snprintf(name, sizeof name, "%.120s.pad8", dst->node[x].name); /* "image.nhwc.pad8" in dumps */
-	if (ir_find(dst, name) < 0)
-		ir_set_name(dst, padded, name);
-	return padded;
+	return named_after(dst, ir_emit(dst, OP_concat2, (int[]){x, zeros}, axis), x, "pad8"); /* image.nhwc.pad8 */
 }
 
 /* Copies node id reading in[k] for its inputs (the NCHW or NHWC values the caller chose), with
