@@ -35,6 +35,9 @@ typedef struct {
 	CgTargetKind kind;
 	const struct CgTargetOps *ops; /* how code for it is made (codegen/target.h) */
 	unsigned matrix;   /* CgMatrixCaps bits */
+	/* LDS (shared memory) of one work-group: what a kernel may declare statically, and the most
+	 * it may use (NVIDIA: beyond lds_static as dynamic shared memory the launch asks for) */
+	int lds_static, lds_max;
 	char triple[64];
 	char cpu[64];      /* LLVM CPU name: host CPU, gfxNNN, sm_NN */
 	char features[1024];
@@ -50,6 +53,7 @@ typedef struct {
 	int node;
 	int64_t grid;      /* number of work-groups */
 	int block;         /* work-items per work-group: 1 on the host */
+	int shared;        /* dynamic shared memory bytes each work-group's launch asks for (NVIDIA) */
 	CgTileNote tiles;  /* a GEMM's tiles and why it took them (source CG_TILES_NONE: no GEMM) */
 } CgKernel;
 
@@ -99,6 +103,7 @@ typedef struct Cg {
 	int block;         /* GPU lowerings set it: work-items per work-group */
 	int waves;         /* GPU lowerings may set it: waves to keep resident per SIMD (NVIDIA: warps per SM
 			      sub-partition), so the register allocator leaves room for them (0: any) */
+	int dyn_shared;    /* the kernel's dynamic shared memory bytes (cg_shared_array), 0: none */
 	struct CgEmission *emit; /* the fused group and kernels being emitted (codegen/cg_emission.h) */
 } Cg;
 

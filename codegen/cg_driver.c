@@ -61,6 +61,7 @@ static void kernel_open(Cg *cg, int node, const char *name)
 	cg->gpu_native = false;
 	cg->waves = 0;
 	cg->block = 0;
+	cg->dyn_shared = 0;
 	ops->signature(cg, k->name);
 	LLVMSetValueName2(cg->arena, "arena", 5);
 	cg_enum_attr(cg, cg->fn, LLVMAttributeFunctionIndex, "nounwind");

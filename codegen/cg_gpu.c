@@ -15,13 +15,38 @@ LLVMValueRef cg_workitem_id(Cg *cg) { return cg->target->ops->workitem_id(cg); }
 LLVMValueRef cg_workgroup_id(Cg *cg) { return cg->target->ops->workgroup_id(cg); }
 void cg_barrier(Cg *cg) { cg->target->ops->barrier(cg); }
 
+/* Bytes of a scalar type that LDS arrays hold. */
+static int64_t scalar_bytes(LLVMTypeRef t)
+{
+	switch (LLVMGetTypeKind(t)) {
+	case LLVMHalfTypeKind:
+	case LLVMBFloatTypeKind: return 2;
+	case LLVMFloatTypeKind: return 4;
+	case LLVMDoubleTypeKind: return 8;
+	case LLVMIntegerTypeKind: return (LLVMGetIntTypeWidth(t) + 7) / 8;
+	default: CG_FAIL("an LDS array of a non-scalar type");
+	}
+}
+
+/* An array past what a kernel may declare statically is the kernel's dynamic shared memory: an
+ * external array of no size that the launch gives cg->dyn_shared bytes (one per kernel). */
 LLVMValueRef cg_shared_array(Cg *cg, LLVMTypeRef elem, int64_t count, const char *name)
 {
-	LLVMTypeRef t = LLVMArrayType2(elem, (uint64_t)count);
-	LLVMValueRef g = LLVMAddGlobalInAddressSpace(cg->mod, t, name, cg->target->ops->shared_addrspace);
-	LLVMSetInitializer(g, LLVMGetUndef(t));
-	LLVMSetLinkage(g, LLVMInternalLinkage);
+	int64_t bytes = count * scalar_bytes(elem);
+	if (bytes <= cg->target->lds_static) {
+		LLVMTypeRef t = LLVMArrayType2(elem, (uint64_t)count);
+		LLVMValueRef g = LLVMAddGlobalInAddressSpace(cg->mod, t, name, cg->target->ops->shared_addrspace);
+		LLVMSetInitializer(g, LLVMGetUndef(t));
+		LLVMSetLinkage(g, LLVMInternalLinkage);
+		LLVMSetAlignment(g, 16);
+		return g;
+	}
+	if (bytes > cg->target->lds_max || cg->dyn_shared)
+		CG_FAIL("%s: %lld bytes of LDS, more than %s gives a work-group", name, (long long)bytes, cg->target->name);
+	LLVMValueRef g = LLVMAddGlobalInAddressSpace(cg->mod, LLVMArrayType2(elem, 0), name, cg->target->ops->shared_addrspace);
+	LLVMSetLinkage(g, LLVMExternalLinkage);
 	LLVMSetAlignment(g, 16);
+	cg->dyn_shared = (int)bytes;
 	return g;
 }
 
@@ -57,6 +82,7 @@ void cg_gpu_kernel_entry(Cg *cg)
 void cg_gpu_launch(Cg *cg, CgKernel *k, int64_t ret, LLVMBasicBlockRef body)
 {
 	LLVMPositionBuilderAtEnd(cg->b, cg->entry);
+	k->shared = cg->dyn_shared;
 	if (cg->gpu_native) {
 		k->grid = ret;
 		k->block = cg->block;

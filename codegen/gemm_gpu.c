@@ -45,6 +45,10 @@ enum {
 	GPU_MIN_KBLOCKS = 4,    /* AMD asks for GPU_WAVES only with more k-blocks than this (a loop) */
 	GPU_COPY_STAGES = 3,    /* LDS buffers where the operands go by cp.async (copy_stages) */
 	GPU_COPY_LDS = 48 * 1024, /* ... within the static shared memory a kernel may declare */
+	GPU_DEEP_STAGES = 4,    /* ... or, on wgmma's targets, for forward GEMMs (copy_stages), */
+	GPU_DEEP_BK = 64,       /* ... k-blocks up to 64 in dynamic shared memory */
+	GPU_LONG_TILE = 256,    /* their tiles' widest side (long_tile) */
+	GPU_DEEP_LDS = 4 * (GPU_TILE + GPU_LONG_TILE) * GPU_DEEP_BK * 2, /* what they need: 192 KiB */
 };
 
 /* ---- the work-group ---- */
@@ -283,11 +287,12 @@ static int64_t staged_words(const GemmSpec *s, const GpuTiles *t, int64_t bk)
 	return words;
 }
 
-static void copy_stages(const GemmSpec *s, GpuTiles *t, int64_t bk);
+static void copy_stages(const GemmSpec *s, GpuTiles *t, int64_t bk, int64_t lds);
 
 /* The tiles of a bm x bn work-group tile: register or warp tiles, k-slices, and the k-block: bk,
- * or where bk is 0 the largest the LDS budget allows. */
-static GpuTiles tiles_of(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, bool dot2, int bm, int bn, int64_t bk)
+ * or where bk is 0 the largest the LDS budget allows (copied operands: `lds` bytes). */
+static GpuTiles tiles_of(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, bool dot2, int64_t lds, int bm, int bn,
+			 int64_t bk)
 {
 	GpuTiles t = {.block = CG_GPU_BLOCK, .wide = wide, .dot2 = dot2 && !mi, .bm = bm, .bn = bn};
 	if (mi) {
@@ -309,7 +314,7 @@ static GpuTiles tiles_of(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, 
 	       (!mi || !wide || staged_words(s, &t, 2 * t.bk) <= GPU_MMA_STAGED_WORDS))
 		t.bk *= 2;
 	t.stages = 2;
-	copy_stages(s, &t, bk);
+	copy_stages(s, &t, bk, lds);
 	t.nmb = cdiv(s->m, t.bm);
 	t.nnb = cdiv(s->n, t.bn);
 	t.slices = 1;
@@ -317,12 +322,28 @@ static GpuTiles tiles_of(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, 
 	return t;
 }
 
-static GpuTiles tiles(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, bool dot2)
+/* Whether 128 x 128 tiles of a forward GEMM on wgmma's deep pipeline (copy_stages) widen to
+ * 128 x 256 (if those take it too): half the L2 traffic per product along n (gemm4096's forward GEMM was bound by L2 bandwidth at
+ * 128 x 128), 128 accumulators per work-item, one work-group per SM; where N needs no more
+ * padding and the grid keeps GPU_WANT_GROUPS work-groups. */
+static bool long_tile(const GemmSpec *s, const GpuTiles *t, int64_t lds)
+{
+	return lds > GPU_COPY_LDS && s->a.along_k && s->b.along_k && t->bm == GPU_TILE && t->bn == GPU_TILE &&
+	       padded(s->n, GPU_LONG_TILE) == padded(s->n, GPU_TILE) && groups(s, GPU_TILE, GPU_LONG_TILE) >= GPU_WANT_GROUPS;
+}
+
+static GpuTiles tiles(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, bool dot2, int64_t lds)
 {
 	GpuTiles t = {.wide = wide};
 	small_tile(s, &t);
 	wide_tile(s, &t);
-	return tiles_of(s, mi, wide, dot2, t.bm, t.bn, 0);
+	GpuTiles w = tiles_of(s, mi, wide, dot2, lds, t.bm, t.bn, 0);
+	if (w.stages == GPU_DEEP_STAGES && long_tile(s, &w, lds)) {
+		GpuTiles l = tiles_of(s, mi, wide, dot2, lds, GPU_TILE, GPU_LONG_TILE, 0);
+		if (l.stages == GPU_DEEP_STAGES)
+			return l;
+	}
+	return w;
 }
 
 /* Whether a tile side suits an extent as small_tile's do: no longer than the extent needs. */
@@ -331,20 +352,27 @@ static bool side_fits(int side, int64_t extent) { return side == GPU_MIN_TILE ||
 /* Every tiling tiles() makes for some problem, for s: out[0] the heuristic's, then each tile of
  * sides 16 to 64 (with `wide`, float32: 64 and 128 as wide_tile's) that fits the extents, with
  * each k-block from the smallest to the largest the LDS budget allows it. Returns the count. */
-static int candidates(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, bool dot2, GpuTiles *out, int max)
+static int candidates(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, bool dot2, int64_t lds, GpuTiles *out,
+		      int max)
 {
 	int n = 0;
-	out[n++] = tiles(s, mi, wide, dot2);
+	out[n++] = tiles(s, mi, wide, dot2, lds);
 	int top = wide && !is_double(s) ? GPU_TILE : GPU_SMALL_TILE;
 	for (int bm = GPU_MIN_TILE; bm <= top; bm *= 2)
-		for (int bn = GPU_MIN_TILE; bn <= top; bn *= 2) {
+		for (int bn = GPU_MIN_TILE; bn <= (top == GPU_TILE ? GPU_LONG_TILE : top); bn *= 2) {
 			bool is_wide = bm > GPU_SMALL_TILE || bn > GPU_SMALL_TILE;
 			if (!side_fits(bm, s->m) || !side_fits(bn, s->n) ||
 			    (is_wide && (bm < GPU_SMALL_TILE || bn < GPU_SMALL_TILE)))
 				continue;
-			GpuTiles most = tiles_of(s, mi, wide, dot2, bm, bn, 0);
-			for (int64_t bk = tiles_of(s, mi, wide, dot2, bm, bn, 1).bk; bk <= most.bk && n < max; bk *= 2) {
-				GpuTiles t = tiles_of(s, mi, wide, dot2, bm, bn, bk);
+			/* the long tiles only where the deep pipeline takes them (long_tile): a matrix
+			 * unit's warp tiles (SIMT register tiles of 128 x 256 leave no k-slice) */
+			if (bn > top && (bm != GPU_TILE || lds <= GPU_COPY_LDS))
+				continue;
+			GpuTiles most = tiles_of(s, mi, wide, dot2, lds, bm, bn, 0);
+			if (bn > top && most.stages != GPU_DEEP_STAGES)
+				continue;
+			for (int64_t bk = tiles_of(s, mi, wide, dot2, lds, bm, bn, 1).bk; bk <= most.bk && n < max; bk *= 2) {
+				GpuTiles t = tiles_of(s, mi, wide, dot2, lds, bm, bn, bk);
 				if (t.bm != out[0].bm || t.bn != out[0].bn || t.bk != out[0].bk)
 					out[n++] = t;
 			}
@@ -352,7 +380,7 @@ static int candidates(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, boo
 	return n;
 }
 
-GpuTiles cg_gemm_gpu_tiles(const GemmSpec *s, bool wide) { return tiles(s, NULL, wide, false); }
+GpuTiles cg_gemm_gpu_tiles(const GemmSpec *s, bool wide) { return tiles(s, NULL, wide, false, GPU_COPY_LDS); }
 
 /* The problem of one slice of K, with the slices counted as work-groups. */
 static GemmSpec slice_of(const GemmSpec *s, int slices)
@@ -375,7 +403,7 @@ static GpuTiles sliced(const GemmSpec *s, int slices, GpuTiles t)
 static GpuTiles split_tiles(const GemmSpec *s, int slices, const CgMatrixInstr *mi, bool wide, bool dot2)
 {
 	GemmSpec one = slice_of(s, slices);
-	return sliced(s, slices, tiles(&one, mi, wide, dot2));
+	return sliced(s, slices, tiles(&one, mi, wide, dot2, GPU_COPY_LDS));
 }
 
 GpuTiles cg_gemm_gpu_split_tiles(const GemmSpec *s, int slices, bool wide) { return split_tiles(s, slices, NULL, wide, false); }
@@ -395,6 +423,17 @@ static bool wide_tiles(const Cg *cg)
 {
 	const CgTarget *t = unit_target(cg);
 	return !t || t->ops->gemm_wide_tiles;
+}
+
+/* The LDS the copied operands' buffers may fill: on wgmma's targets, for half operands, all that
+ * a work-group may have (copy_stages says which GEMMs take it, long_tile which widen); else the
+ * static 48 KiB. */
+static int64_t copy_lds(const Cg *cg, const CgMatrixInstr *mi)
+{
+	const CgTarget *t = unit_target(cg);
+	bool deep = t && (t->matrix & CG_MATRIX_WGMMA) && mi && cg_matrix_elem_bits(mi->elem) == 16 &&
+		    t->lds_max >= GPU_DEEP_LDS;
+	return deep ? t->lds_max : GPU_COPY_LDS;
 }
 
 /* Whether tab[lane] (lane < wave) is additive in the lane's bits: tab[0] plus, per set bit b of
@@ -1583,6 +1622,34 @@ static void asm_on_accs(Cg *cg, const char *text, const char *extra, LLVMValueRe
 		accs[i] = LLVMBuildExtractValue(cg->b, d, (unsigned)i, "");
 }
 
+/* The accumulators (loaded) after the warpgroup's wgmma groups but `pending` are done, stored
+ * back. The last wait adds -0 to each (exact: x + -0 is x, NaNs and zeros included) inside the
+ * asm, where LLVM cannot fold it: with groups left in flight across the k loop, ptxas (CUDA 13)
+ * serialized every wgmma of a kernel whose epilogue rounds accumulators to bf16 or f16 one by one
+ * ("C7514: non wgmma instructions reading accumulator registers"), and epilogues reading copies
+ * made by an arithmetic instruction keep the pipeline. */
+static void wgmma_wait(Cg *cg, GpuGemm *g, LLVMValueRef tid64, LLVMValueRef *acc, int pending)
+{
+	int count = wg_n(g) / 2;
+	char text[48 + 40 * WG_MAX_ACC];
+	size_t len = (size_t)snprintf(text, sizeof text, "wgmma.wait_group.sync.aligned %d;", pending);
+	for (int q = 0; q < count && g->t.lag && !pending; q++)
+		len += (size_t)snprintf(text + len, sizeof text - len, "\nadd.f32 $%d, $%d, 0f80000000;", q, q);
+	asm_on_accs(cg, text, "", acc, count, NULL, 0);
+	for (int q = 0; q < count; q++)
+		LLVMBuildStore(cg->b, acc[q], cg_gpu_private_at(cg, &g->grp, &g->acc, tid64, q));
+}
+
+/* After the k loop: the last k-blocks' products in flight (t.lag) land in the accumulators. */
+static void wgmma_drain(Cg *cg, GpuGemm *g)
+{
+	LLVMValueRef tid64 = cg_gpu_phase_begin(cg, &g->grp), acc[WG_MAX_ACC];
+	for (int q = 0; q < wg_n(g) / 2; q++)
+		acc[q] = LLVMBuildLoad2(cg->b, g->et, cg_gpu_private_at(cg, &g->grp, &g->acc, tid64, q), "");
+	wgmma_wait(cg, g, tid64, acc, 0);
+	cg_gpu_phase_end(cg, &g->grp, false);
+}
+
 /* acc += A B over the k-block, k16 by k16, then waits for the warpgroup's products. */
 static void accumulate_wgmma(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
 {
@@ -1607,9 +1674,7 @@ static void accumulate_wgmma(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
 		asm_on_accs(cg, text, ",l,l,r", acc, count, d, 3);
 	}
 	ptx_asm(cg, NULL, "wgmma.commit_group.sync.aligned;", "", NULL, 0);
-	asm_on_accs(cg, "wgmma.wait_group.sync.aligned 0;", "", acc, count, NULL, 0);
-	for (int q = 0; q < count; q++)
-		LLVMBuildStore(cg->b, acc[q], cg_gpu_private_at(cg, &g->grp, &g->acc, tid64, q));
+	wgmma_wait(cg, g, tid64, acc, g->t.lag);
 }
 
 /* Row and column in the tile of accumulator idx of the work-item tid. */
@@ -1668,18 +1733,21 @@ static void accumulate_wgmma_emulated(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
 	for (int64_t s = 0; s < g->t.bk / WG_K; s++) {
 		LLVMValueRef da = wg_desc(cg, g, &g->la, g->as, row0, s * WG_K);
 		LLVMValueRef db = wg_desc(cg, g, &g->lb, g->bs, col0, s * WG_K);
-		for (int q = 0; q < wg_n(g) / 2; q++) {
-			LLVMValueRef e = cg_table_load(cg, g->model_d, LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, lane, cg_i64(cg, 4), ""), cg_i64(cg, q % 4), ""));
-			LLVMValueRef m = LLVMBuildAdd(cg->b, warp_row, LLVMBuildUDiv(cg->b, e, cg_i64(cg, MODEL_DIM), ""), "");
-			LLVMValueRef n = LLVMBuildAdd(cg->b, cg_i64(cg, q / 4 * 8), LLVMBuildURem(cg->b, e, cg_i64(cg, MODEL_DIM), ""), "");
-			LLVMValueRef at = cg_gpu_private_at(cg, &g->grp, &g->acc, tid64, q);
-			CgLoop kk = cg_for_begin(cg, cg_i64(cg, 0), cg_i64(cg, WG_K), "kk");
-			LLVMValueRef args[3] = {wg_model_elem(cg, g, da, !g->la.kmajor, m, kk.i),
-						wg_model_elem(cg, g, db, !g->lb.kmajor, n, kk.i),
-						LLVMBuildLoad2(cg->b, g->et, at, "")};
-			LLVMBuildStore(cg->b, cg_intrinsic(cg, "fmuladd", g->et, args, 3), at);
-			cg_for_end(cg, &kk);
-		}
+		/* the slots in a loop too: unrolled, 128 of them (n = 256) took LLVM half a minute */
+		CgLoop q = cg_for_begin(cg, cg_i64(cg, 0), cg_i64(cg, wg_n(g) / 2), "q");
+		LLVMValueRef q4 = LLVMBuildURem(cg->b, q.i, cg_i64(cg, 4), "");
+		LLVMValueRef e = cg_table_load(cg, g->model_d, LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, lane, cg_i64(cg, 4), ""), q4, ""));
+		LLVMValueRef m = LLVMBuildAdd(cg->b, warp_row, LLVMBuildUDiv(cg->b, e, cg_i64(cg, MODEL_DIM), ""), "");
+		LLVMValueRef n = LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, LLVMBuildUDiv(cg->b, q.i, cg_i64(cg, 4), ""), cg_i64(cg, 8), ""),
+					      LLVMBuildURem(cg->b, e, cg_i64(cg, MODEL_DIM), ""), "");
+		LLVMValueRef slot = LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, tid64, cg_i64(cg, g->acc.count), ""), q.i, "");
+		LLVMValueRef at = LLVMBuildGEP2(cg->b, g->acc.elem, g->acc.base, &slot, 1, "");
+		CgLoop kk = cg_for_begin(cg, cg_i64(cg, 0), cg_i64(cg, WG_K), "kk");
+		LLVMValueRef args[3] = {wg_model_elem(cg, g, da, !g->la.kmajor, m, kk.i),
+					wg_model_elem(cg, g, db, !g->lb.kmajor, n, kk.i), LLVMBuildLoad2(cg->b, g->et, at, "")};
+		LLVMBuildStore(cg->b, cg_intrinsic(cg, "fmuladd", g->et, args, 3), at);
+		cg_for_end(cg, &kk);
+		cg_for_end(cg, &q);
 	}
 }
 
@@ -1832,9 +1900,15 @@ static int64_t stage_bytes(const GemmSpec *s, GpuTiles t, int64_t bk)
  * (unpadded, swizzled rows: 3 x 16 KiB for 128 x 128 x 32 tiles of halves). Measured on an H100
  * (docs/performance.md, 2026-11-25): two buffers gained nothing over the registers' staging, four
  * of half the k-block lost 8%; copying only the dense operand of a convolution, whose gathers
- * stay in registers, made alexnet's step 3% slower. bk: the k-block asked for (a tuning's), 0
- * for the largest that fits. */
-static void copy_stages(const GemmSpec *s, GpuTiles *t, int64_t bk)
+ * stay in registers, made alexnet's step 3% slower.
+ *
+ * Where `lds` is more than the static 48 KiB (wgmma's targets, copy_lds) and both operands run
+ * along k (the forward GEMMs), GPU_DEEP_STAGES buffers of k-blocks up to GPU_DEEP_BK in dynamic
+ * shared memory, with a k-block's wgmmas left in flight (t.lag): vgg16's forward convolutions
+ * 6-33% faster on an H100, while the gradients' MN-major GEMMs lost up to 13% (one work-group
+ * per SM instead of two) and keep the static buffers (docs/performance.md, 2026-11-25, 12:57).
+ * bk: the k-block asked for (a tuning's), 0 for the largest that fits. */
+static void copy_stages(const GemmSpec *s, GpuTiles *t, int64_t bk, int64_t lds)
 {
 	GpuTiles c = *t;
 	c.bk = c.mi ? c.mi->k * c.ks : 0;
@@ -1844,10 +1918,15 @@ static void copy_stages(const GemmSpec *s, GpuTiles *t, int64_t bk)
 		c.copied[is_a] = c.mi && copyable(s, &c, is_a);
 	if (!c.copied[0] || !c.copied[1])
 		return;
-	c.stages = GPU_COPY_STAGES;
-	if (c.stages * stage_bytes(s, c, c.bk) > GPU_COPY_LDS)
+	/* the tiles that wgmma takes (wgmma_fits): 64 or 128 rows, one k-slice */
+	bool deep = lds > GPU_COPY_LDS && s->a.along_k && s->b.along_k && c.ks == 1 && (c.bm == 64 || c.bm == 128);
+	int64_t most_bk = deep ? GPU_DEEP_BK : s->k;
+	c.stages = deep ? GPU_DEEP_STAGES : GPU_COPY_STAGES;
+	if (!deep)
+		lds = GPU_COPY_LDS;
+	if (c.stages * stage_bytes(s, c, c.bk) > lds)
 		return;
-	while (!bk && c.bk < s->k && c.stages * stage_bytes(s, c, 2 * c.bk) <= GPU_COPY_LDS)
+	while (!bk && c.bk < s->k && 2 * c.bk <= most_bk && c.stages * stage_bytes(s, c, 2 * c.bk) <= lds)
 		c.bk *= 2;
 	*t = c;
 }
@@ -1919,28 +1998,34 @@ static void buffer_at(Cg *cg, GpuGemm *g, LLVMValueRef buffer, LLVMValueRef *a, 
 	*b = lds_at(cg, g, *a, ci(g, tile_span(g, &g->la)));
 }
 
-/* Points as and bs at k-block kb's buffer, an and bn at that of kb + stages - 1. */
+/* The k-blocks whose copies are in flight ahead of the one being accumulated: every buffer but
+ * its own and those of the k-blocks whose products are still in flight (t.lag). */
+static int copies_ahead(const GpuGemm *g) { return g->t.stages - 1 - g->t.lag; }
+
+/* Points as and bs at k-block kb's buffer, an and bn at that of kb + copies_ahead. */
 static void pick_buffer(Cg *cg, GpuGemm *g, LLVMValueRef kb)
 {
 	int stages = g->t.stages;
 	buffer_at(cg, g, stages == 2 ? LLVMBuildAnd(cg->b, kb, ci(g, 1), "") : remc(cg, g, kb, stages), &g->as, &g->bs);
 	if (copies(g))
-		buffer_at(cg, g, remc(cg, g, add(cg, kb, ci(g, stages - 1)), stages), &g->an, &g->bn);
+		buffer_at(cg, g, remc(cg, g, add(cg, kb, ci(g, copies_ahead(g))), stages), &g->an, &g->bn);
 }
 
 /* Software-pipelined: the loads of k-block kb+1 into the staging registers, and the copies of
- * kb + stages - 1 (copied operands), are in flight while kb is accumulated (past K they are
+ * kb + copies_ahead (copied operands), are in flight while kb is accumulated (past K they are
  * zeros, as the emitters are asked for in-range elements only). Block kb is stored into (or was
  * copied into) buffer kb % stages while stragglers may still read block kb-1 from another, so one
  * barrier per k-block suffices: the barrier of block kb comes after everyone's reads of kb-1,
  * before anyone stores or copies over it. Before the barrier each work-item waits for its own
- * copies of kb. */
+ * copies of kb. With wgmma's products of kb-1 still in flight (t.lag), each warpgroup waits for
+ * them after issuing kb's, so the barrier of kb + 1 is the one after which block kb-1's buffer
+ * is free: the copies stay one buffer further behind. */
 static void kblocks(Cg *cg, GpuGemm *g)
 {
-	int64_t nkb = cdiv(g->t.kslice, g->t.bk), stages = g->t.stages;
+	int64_t nkb = cdiv(g->t.kslice, g->t.bk), ahead = copies_ahead(g);
 	LLVMValueRef tid64 = cg_gpu_phase_begin(cg, &g->grp);
 	stage_regs(cg, g, tid64, ci(g, 0));
-	for (int64_t s = 0; s + 1 < stages && copies(g); s++) {
+	for (int64_t s = 0; s < ahead && copies(g); s++) {
 		buffer_at(cg, g, ci(g, s), &g->an, &g->bn);
 		stage_copies(cg, g, tid64, ci(g, s * g->t.bk));
 	}
@@ -1951,14 +2036,14 @@ static void kblocks(Cg *cg, GpuGemm *g)
 	tid64 = cg_gpu_phase_begin(cg, &g->grp);
 	stage_regs(cg, g, tid64, NULL);
 	if (copies(g))
-		wait_copies(cg, g, (int)stages - 2);
+		wait_copies(cg, g, (int)ahead - 1);
 	/* wgmma reads LDS through the async proxy: the copies' writes made visible to it */
 	if (g->t.wgmma && !g->grp.emulated)
 		ptx_asm(cg, NULL, "fence.proxy.async.shared::cta;", "", NULL, 0);
 	cg_gpu_phase_end(cg, &g->grp, true);
 	tid64 = cg_gpu_phase_begin(cg, &g->grp);
 	if (copies(g))
-		stage_copies(cg, g, tid64, mulc(cg, g, add(cg, kbi, ci(g, stages - 1)), g->t.bk));
+		stage_copies(cg, g, tid64, mulc(cg, g, add(cg, kbi, ci(g, ahead)), g->t.bk));
 	stage_regs(cg, g, tid64, mulc(cg, g, add(cg, kbi, ci(g, 1)), g->t.bk));
 	accumulate(cg, g, tid64);
 	cg_gpu_phase_end(cg, &g->grp, false);
@@ -1966,6 +2051,8 @@ static void kblocks(Cg *cg, GpuGemm *g)
 	/* the copies past the last k-block land in LDS that the slices' partials reuse */
 	if (copies(g))
 		wait_copies(cg, g, 0);
+	if (g->t.lag && !g->grp.emulated)
+		wgmma_drain(cg, g);
 }
 
 /* The kernel of tiles t (every k-slice's when t.slices > 1); returns its grid. */
@@ -2002,9 +2089,13 @@ static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 	int64_t stage = g.t.stages * (tile_span(&g, &g.la) + tile_span(&g, &g.lb)), red = g.t.ks > 1 ? (int64_t)g.t.ks * g.t.bm * g.t.bn : 0;
 	g.lds = cg_gpu_shared(cg, &g.grp, g.et, stage > red ? stage : red, "gemm_lds");
 	g.t.wgmma = wgmma_fits(cg, &g);
+	/* a k-block's products in flight past the next barrier cost the copies one buffer */
+	g.t.lag = g.t.wgmma && g.t.stages > GPU_COPY_STAGES;
 	if (g.t.wgmma) {
-		char instr[40];
-		snprintf(instr, sizeof instr, "wgmma m64n%dk16", wg_n(&g));
+		char instr[64];
+		int kib = (int)((tile_span(&g, &g.la) + tile_span(&g, &g.lb)) * et_size(s) / 1024);
+		snprintf(instr, sizeof instr, "wgmma m64n%dk16, %d stages of %d KiB", wg_n(&g) % 1024, g.t.stages % 100,
+			 kib % 1024);
 		cg_tuning_note_instr(cg, instr);
 		LLVMSetAlignment(g.lds, WG_ALIGN);
 	}
@@ -2042,7 +2133,8 @@ static GpuTiles choose_tiles(Cg *cg, const GemmSpec *s, int slices)
 	GpuTiles cand[MAX_CANDIDATES];
 	CgTileConfig cfg[MAX_CANDIDATES];
 	GemmSpec one = slice_of(s, slices);
-	int n = candidates(&one, mma_of(cg, s), wide_tiles(cg), dot2_of(cg, s), cand, MAX_CANDIDATES);
+	const CgMatrixInstr *mi = mma_of(cg, s);
+	int n = candidates(&one, mi, wide_tiles(cg), dot2_of(cg, s), copy_lds(cg, mi), cand, MAX_CANDIDATES);
 	for (int i = 0; i < n; i++)
 		cfg[i] = (CgTileConfig){cand[i].bm, cand[i].bn, cand[i].bk};
 	CgTuneKey key;

@@ -52,6 +52,7 @@ typedef struct {
 	int stages;       /* LDS buffers the k loop cycles through: 2, more where an operand is copied */
 	bool copied[2];   /* operand B [0], A [1] goes from memory into LDS by cp.async (NVIDIA) */
 	bool wgmma;       /* two warpgroups multiply by sm_90's wgmma from LDS (the kernel decides) */
+	int lag;          /* wgmma: k-blocks whose products stay in flight past the next barrier (0, 1) */
 } GpuTiles;
 
 /* Tile sizes for a problem: large tiles where there are enough of them, smaller ones (with more

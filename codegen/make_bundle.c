@@ -81,6 +81,7 @@ static BundleKernel *kernel_list(const Graph *g, const CgOutput *code, unsigned 
 		list[n].node = k->node;
 		list[n].grid = k->grid;
 		list[n].block = k->block > 0 ? k->block : 1;
+		list[n].shared = k->shared;
 		n++;
 	}
 	*count = n;

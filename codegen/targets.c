@@ -23,7 +23,10 @@
 #define GFX11_REGS .max_vgprs = 256, .vgprs_simd32 = 1536, .vgprs_simd64 = 768, .vgpr_granule32 = 24, \
 	.vgpr_granule64 = 12, .max_waves_simd = 16
 #define AMD .kind = CG_AMDGPU, .lds_bytes = 64 * KIB
-/* NVIDIA: 48 KiB is what a kernel may declare statically; registers per thread, warps per SM */
+/* NVIDIA: 48 KiB is what a kernel may declare statically, shared_optin what a block may take as
+ * dynamic shared memory (CUDA C++ Programming Guide, "Technical Specifications per Compute
+ * Capability": 96, 64, 163, 99, 99 and 227 KiB for 7.0, 7.5, 8.0, 8.6, 8.9 and 9.0); registers per
+ * thread, warps per SM */
 #define NVIDIA .kind = CG_NVPTX, .wave = 32, .wave32 = true, .lds_bytes = 48 * KIB, .max_vgprs = 255
 #define KIB 1024
 /* matrix and dot instructions (docs/targets.md) */
@@ -102,36 +105,36 @@ static const CgTargetInfo table[] = {
 	/* roofline: V100 SXM2 (NVIDIA: 15.7 TFLOP/s fp32, 900 GB/s) */
 	{.name = "sm_70", .aliases = "v100", NVIDIA, .family = "Volta",
 	 .notes = "V100, Titan V; the ptxas of CUDA 13 no longer assembles it",
-	 .features = "", .max_waves_simd = 64, .ptx_version = 60, .matrix = CG_MATRIX_NONE,
+	 .features = "", .max_waves_simd = 64, .shared_optin = 96 * KIB, .ptx_version = 60, .matrix = CG_MATRIX_NONE,
 	 .peak_gflops = 15700, .peak_gbs = 900, .peak_of = "V100 SXM2"},
 	/* roofline: T4 (NVIDIA: 8.1 TFLOP/s fp32, 320 GB/s) */
 	{.name = "sm_75", .aliases = "t4,rtx2080", NVIDIA, .family = "Turing", .notes = "T4, RTX 20xx, Quadro RTX",
-	 .features = "", .max_waves_simd = 32, .ptx_version = 63, .matrix = CG_MATRIX_NONE,
+	 .features = "", .max_waves_simd = 32, .shared_optin = 64 * KIB, .ptx_version = 63, .matrix = CG_MATRIX_NONE,
 	 .peak_gflops = 8100, .peak_gbs = 320, .peak_of = "T4"},
 	/* roofline: A100 SXM 80GB (NVIDIA: 19.5 TFLOP/s fp32, 2039 GB/s; tensor tf32 156, fp16 and
 	 * bf16 312, dense) */
 	{.name = "sm_80", .aliases = "a100", NVIDIA, .family = "Ampere (GA100)", .notes = "A100, A30; bf16 and tf32 tensor cores",
-	 .features = "", .max_waves_simd = 64, .ptx_version = 70, .matrix = CG_MATRIX_MMA,
+	 .features = "", .max_waves_simd = 64, .shared_optin = 163 * KIB, .ptx_version = 70, .matrix = CG_MATRIX_MMA,
 	 .peak_gflops = 19500, .peak_gbs = 2039, .peak_of = "A100 SXM 80GB", .peak_tf32 = 156000, .peak_f16 = 312000,
 	 .peak_bf16 = 312000},
 	/* roofline: RTX 3090 (NVIDIA: 35.6 TFLOP/s fp32, 936 GB/s; tensor with fp32 accumulation tf32
 	 * 35.6, fp16 and bf16 71, dense) */
 	{.name = "sm_86", .aliases = "rtx3090,a10", NVIDIA, .family = "Ampere (GA10x)", .notes = "RTX 30xx, A10, A40, RTX A6000",
-	 .features = "", .max_waves_simd = 48, .ptx_version = 71, .matrix = CG_MATRIX_MMA,
+	 .features = "", .max_waves_simd = 48, .shared_optin = 99 * KIB, .ptx_version = 71, .matrix = CG_MATRIX_MMA,
 	 .peak_gflops = 35580, .peak_gbs = 936, .peak_of = "RTX 3090", .peak_tf32 = 35600, .peak_f16 = 71000,
 	 .peak_bf16 = 71000},
 	/* roofline: RTX 4090 (NVIDIA: 82.6 TFLOP/s fp32, 1008 GB/s; tensor with fp32 accumulation tf32
 	 * 82.6, fp16 and bf16 165.2, dense) */
 	{.name = "sm_89", .aliases = "rtx4090,l4,l40", NVIDIA, .family = "Ada Lovelace",
 	 .notes = "RTX 40xx, L4, L40/L40S; fp8 tensor cores",
-	 .features = "", .max_waves_simd = 48, .ptx_version = 78, .matrix = CG_MATRIX_MMA,
+	 .features = "", .max_waves_simd = 48, .shared_optin = 99 * KIB, .ptx_version = 78, .matrix = CG_MATRIX_MMA,
 	 .peak_gflops = 82580, .peak_gbs = 1008, .peak_of = "RTX 4090", .peak_tf32 = 82600, .peak_f16 = 165200,
 	 .peak_bf16 = 165200},
 	/* roofline: H100 SXM (NVIDIA: 67 TFLOP/s fp32, 3.35 TB/s; tensor tf32 494.7, fp16 and bf16
 	 * 989.4, dense) */
 	{.name = "sm_90", .aliases = "h100,h200", NVIDIA, .family = "Hopper",
 	 .notes = "H100, H200, GH200; the GPU netc's CUDA numbers come from",
-	 .features = "", .max_waves_simd = 64, .ptx_version = 80, .matrix = CG_MATRIX_MMA | CG_MATRIX_WGMMA,
+	 .features = "", .max_waves_simd = 64, .shared_optin = 227 * KIB, .ptx_version = 80, .matrix = CG_MATRIX_MMA | CG_MATRIX_WGMMA,
 	 .peak_gflops = 66900, .peak_gbs = 3350, .peak_of = "H100 SXM", .peak_tf32 = 494700, .peak_f16 = 989400,
 	 .peak_bf16 = 989400},
 	{.name = "host", .aliases = "cpu", .kind = CG_HOST, .family = "host CPU",
@@ -203,6 +206,8 @@ bool cg_target_lookup(const char *spec, const CgTargetOptions *o, CgTarget *t, c
 	t->kind = ti->kind;
 	t->ops = ops_of_kind[ti->kind];
 	t->matrix = ti->matrix;
+	t->lds_static = ti->lds_bytes;
+	t->lds_max = ti->shared_optin > ti->lds_bytes ? ti->shared_optin : ti->lds_bytes;
 	t->o3_class = ti->o3_class;
 	t->isa_class = ti->isa_class;
 	snprintf(t->arch, sizeof t->arch, "%s", ti->name);
@@ -229,12 +234,16 @@ void cg_targets_print(FILE *out)
 		const CgTargetInfo *ti = &table[i];
 		fprintf(out, "%-8s %-25s ", ti->name, ti->aliases);
 		print_wave(out, ti);
-		if (ti->lds_bytes)
-			fprintf(out, " %-7s", ti->lds_bytes == 64 * KIB ? "64 KiB" : "48 KiB");
-		else
-			fprintf(out, " %-7s", "-");
+		char lds[32] = "-";
+		if (ti->shared_optin > ti->lds_bytes)
+			snprintf(lds, sizeof lds, "%d/%d", ti->lds_bytes / KIB, ti->shared_optin / KIB);
+		else if (ti->lds_bytes)
+			snprintf(lds, sizeof lds, "%d KiB", ti->lds_bytes / KIB);
+		fprintf(out, " %-7s", lds);
 		fprintf(out, " %s: %s\n", ti->family, ti->notes);
 	}
+	fprintf(out, "\nLDS: per work-group; NVIDIA's static/opt-in KiB (kernels past the static 48 take\n"
+		     "dynamic shared memory).\n");
 	fprintf(out, "\nAMD options: --wave32/--wave64 where the chip runs both (gfx10 and newer),\n"
 		     "--code-object-version 4|5|6 (default 5), features after a colon where the chip has\n"
 		     "them (gfx90a:xnack-, gfx906:sramecc+).\n");

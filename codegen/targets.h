@@ -16,6 +16,9 @@ typedef struct CgTargetInfo {
 	bool wave32, wave64;    /* which sizes the chip runs */
 	const char *features;   /* target features it accepts after a colon: "sramecc,xnack" */
 	int lds_bytes;          /* LDS / static shared memory one work-group may use */
+	/* NVIDIA: shared memory one block may use when its kernel opts in to more than lds_bytes
+	 * (dynamic shared memory, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES); 0: lds_bytes */
+	int shared_optin;
 	int max_vgprs;          /* VGPRs one wave may address (NVIDIA: registers per thread) */
 	/* AMD occupancy: VGPRs per SIMD lane, and their allocation granule, by wave size */
 	int vgprs_simd32, vgprs_simd64;

@@ -53,8 +53,8 @@ typedef struct {
 	CgTileConfig cfg;
 	int index, ncand;  /* cfg is candidate index of ncand (0: the heuristic's) */
 	char why[384];     /* "heuristic", "tuned from FILE:LINE", "candidate 3 of 12", ... */
-	char instr[40];    /* the matrix instruction where the tiles' choice of it is news ("wgmma
-			      m64n128k16"); empty otherwise */
+	char instr[64];    /* the matrix instruction where the tiles' choice of it is news ("wgmma
+			      m64n128k16, 3 stages of 16 KiB"); empty otherwise */
 } CgTileNote;
 
 typedef struct {

@@ -13,7 +13,8 @@
  *   code objects         section: u32 count, then each: target[32], arch[32], i32 kind, i32 wave,
  *                        u64 size, size bytes, training, evaluation and accumulation kernel lists
  *   kernel list          section: u32 count, count records of KERNEL_RECORD bytes
- *                        (name[64], i32 node, i64 grid, i32 block)
+ *                        (name[64], i32 node, i64 grid, i32 block, i32 shared; shared since
+ *                        version 9)
  *   rooflines            section: u32 count (one per code object, in their order), records of
  *                        ROOF_RECORD bytes (f64 peak_gflops, f64 peak_gbs, peak_of[48]); since
  *                        version 8
@@ -37,7 +38,8 @@
 
 #define BUF_RECORD (96 + 4 * 4 + 8 * BUNDLE_MAX_DIMS + 8 + 8 + 4 + 8 + 4 + 4 * BUNDLE_MAX_DIMS + 4)
 #define NINDICES 10 /* buffer indices in the header: image ... finite */
-#define KERNEL_RECORD (64 + 4 + 8 + 4)
+#define KERNEL_RECORD (64 + 4 + 8 + 4 + 4)
+#define MAX_SHARED (256 * 1024) /* more dynamic shared memory than any GPU gives a block */
 #define ROOF_RECORD (8 + 8 + 48)
 #define GROUP_RECORD (4 + 8 + 8 + 96)
 #define CODE_TARGET 32
@@ -201,6 +203,7 @@ static void w_kernels(Wr *w, const BundleKernel *k, int32_t n)
 		w_i32(w, k[i].node);
 		w_i64(w, k[i].grid);
 		w_i32(w, k[i].block);
+		w_i32(w, k[i].shared);
 	}
 	w_end(w, at);
 }
@@ -660,9 +663,14 @@ static void r_kernels(Rd *r, const Bundle *b, const BundleCode *c, const char *w
 		k->node = r_i32(&s, what);
 		k->grid = r_i64(&s, what);
 		k->block = r_i32(&s, what);
+		k->shared = r_i32(&s, what);
 		if (s.ok && (!k->name[0] || k->node < 0 || !block_fits(c, k->block)))
 			r_fail(&s, "malformed bundle: kernel %d of the %s for '%s': name '%s', node %d, "
 			       "work-group size %d", i, what, c->target, k->name, k->node, k->block);
+		else if (s.ok && (k->shared < 0 || k->shared > (c->kind == CODE_PTX ? MAX_SHARED : 0)))
+			r_fail(&s, "malformed bundle: kernel '%s' of the %s for '%s' asks for %d bytes of "
+			       "dynamic shared memory (expected 0 to %d)", k->name, what, c->target, k->shared,
+			       c->kind == CODE_PTX ? MAX_SHARED : 0);
 		else if (s.ok && (k->grid < 1 || k->grid > max_grid(b, c, k->block)))
 			r_fail(&s, "malformed bundle: kernel '%s' of the %s for '%s' has a grid of %lld "
 			       "work-groups of %d, outside 1 to %lld (the arena has %lld bytes)", k->name,

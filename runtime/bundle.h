@@ -12,7 +12,7 @@
 #include "ir/train_config.h"
 
 #define BUNDLE_MAGIC "NETCBNDL"
-#define BUNDLE_VERSION 8
+#define BUNDLE_VERSION 9
 #define BUNDLE_MAX_DIMS 6
 
 typedef enum {
@@ -56,6 +56,7 @@ typedef struct {
 	int32_t node;
 	int64_t grid;        /* work-groups */
 	int32_t block;       /* work-items per work-group (1 on the host) */
+	int32_t shared;      /* dynamic shared memory bytes of a launch (CUDA; 0 elsewhere) */
 } BundleKernel;
 
 /* What the compiler counts of one fused group of the training program, for `bench --profile`

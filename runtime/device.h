@@ -50,11 +50,12 @@ typedef struct {
 	void *(*host_view)(RtDevice *d, void *mem);
 	void *(*load_code)(RtDevice *d, const void *code, size_t size, char *err, size_t errlen);
 	void (*unload_code)(RtDevice *d, void *module);
-	/* NULL with a message naming the kernel when the code object lacks it. */
-	void *(*get_kernel)(RtDevice *d, void *module, const char *name, char *err, size_t errlen);
-	/* Queues kernel over work-groups [0, grid) of block work-items; the arena is its only
-	 * argument. */
-	void (*launch)(RtDevice *d, void *kernel, void *arena, int64_t grid, int block);
+	/* NULL with a message naming the kernel when the code object lacks it, or when the device
+	 * cannot give its launches `shared` bytes of dynamic shared memory (BundleKernel.shared). */
+	void *(*get_kernel)(RtDevice *d, void *module, const char *name, int shared, char *err, size_t errlen);
+	/* Queues kernel over work-groups [0, grid) of block work-items, each with `shared` bytes of
+	 * dynamic shared memory; the arena is its only argument. */
+	void (*launch)(RtDevice *d, void *kernel, void *arena, int64_t grid, int block, int shared);
 	/* Optional graphs (NULL on devices without them): the launches queued between
 	 * capture_begin and capture_end are recorded, not run, and become one graph that replay
 	 * queues as a whole. Failures are reported through err and leave no sticky error: the

@@ -144,7 +144,7 @@ static void cpu_unload_code(RtDevice *d, void *module)
 		dlclose(module);
 }
 
-static void *cpu_get_kernel(RtDevice *d, void *module, const char *name, char *err, size_t errlen)
+static void *cpu_get_kernel(RtDevice *d, void *module, const char *name, int shared, char *err, size_t errlen)
 {
 	void *k = dlsym(module, name);
 	if (!k)
@@ -152,7 +152,7 @@ static void *cpu_get_kernel(RtDevice *d, void *module, const char *name, char *e
 	return k;
 }
 
-static void cpu_launch(RtDevice *d, void *kernel, void *arena, int64_t grid, int block)
+static void cpu_launch(RtDevice *d, void *kernel, void *arena, int64_t grid, int block, int shared)
 {
 	RtKernelFn fn;
 	/* dlsym returns functions as data pointers; POSIX guarantees the round trip */

@@ -37,6 +37,7 @@ enum {
 	CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
 	CU_JIT_ERROR_LOG_BUFFER = 5,
 	CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
+	CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
 };
 
 /* field, exported symbol, parameters: every entry point returns a CUresult */
@@ -64,6 +65,7 @@ enum {
 	X(StreamCreate, "cuStreamCreate", (CUstream *s, unsigned flags))                        \
 	X(StreamDestroy, "cuStreamDestroy_v2", (CUstream s))                                    \
 	X(StreamSynchronize, "cuStreamSynchronize", (CUstream s))                               \
+	X(FuncSetAttribute, "cuFuncSetAttribute", (CUfunction f, int attr, int value))          \
 	X(LaunchKernel, "cuLaunchKernel",                                                       \
 	  (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,       \
 	   unsigned bz, unsigned shared, CUstream s, void **params, void **extra))              \
@@ -361,17 +363,27 @@ static void cuda_unload_code(RtDevice *d, void *module)
 	cu.ModuleUnload(module);
 }
 
-static void *cuda_get_kernel(RtDevice *d, void *module, const char *name, char *err, size_t errlen)
+/* A kernel opts in to the dynamic shared memory its launches take past the default 48 KiB. */
+static void *cuda_get_kernel(RtDevice *d, void *module, const char *name, int shared, char *err, size_t errlen)
 {
 	CUfunction f = NULL;
 	if (cu.ModuleGetFunction(&f, module, name) != CUDA_SUCCESS || !f) {
 		snprintf(err, errlen, "cuda:%d: the PTX has no kernel '%s'", d->index, name);
 		return NULL;
 	}
+	CUresult rc = shared > 0 ? cu.FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared)
+				 : CUDA_SUCCESS;
+	if (rc != CUDA_SUCCESS) {
+		char why[160];
+		cu_message(rc, why, sizeof why);
+		snprintf(err, errlen, "cuda:%d: kernel '%s' takes %d bytes of shared memory, which this GPU "
+			 "does not give a block (%s): compile for its architecture", d->index, name, shared, why);
+		return NULL;
+	}
 	return f;
 }
 
-static void cuda_launch(RtDevice *d, void *kernel, void *arena, int64_t grid, int block)
+static void cuda_launch(RtDevice *d, void *kernel, void *arena, int64_t grid, int block, int shared)
 {
 	if (grid <= 0)
 		return;
@@ -383,7 +395,7 @@ static void cuda_launch(RtDevice *d, void *kernel, void *arena, int64_t grid, in
 	}
 	CUdeviceptr p = (CUdeviceptr)(uintptr_t)arena;
 	void *args[1] = {&p};
-	fail(d, cu.LaunchKernel(kernel, (unsigned)grid, 1, 1, (unsigned)block, 1, 1, 0, d->stream, args, NULL),
+	fail(d, cu.LaunchKernel(kernel, (unsigned)grid, 1, 1, (unsigned)block, 1, 1, (unsigned)shared, d->stream, args, NULL),
 	     "a kernel launch");
 }
 

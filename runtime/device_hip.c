@@ -354,7 +354,9 @@ static void hip_unload_code(RtDevice *d, void *module)
 	hip.ModuleUnload(module);
 }
 
-static void *hip_get_kernel(RtDevice *d, void *module, const char *name, char *err, size_t errlen)
+/* Bundles give HIP kernels no dynamic shared memory (runtime/bundle.c checks it): AMD's LDS is
+ * all static. */
+static void *hip_get_kernel(RtDevice *d, void *module, const char *name, int shared, char *err, size_t errlen)
 {
 	hipFunction_t f = NULL;
 	if (hip.ModuleGetFunction(&f, module, name) != hipSuccess || !f) {
@@ -364,7 +366,7 @@ static void *hip_get_kernel(RtDevice *d, void *module, const char *name, char *e
 	return f;
 }
 
-static void hip_launch(RtDevice *d, void *kernel, void *arena, int64_t grid, int block)
+static void hip_launch(RtDevice *d, void *kernel, void *arena, int64_t grid, int block, int shared)
 {
 	if (grid <= 0)
 		return;
@@ -375,7 +377,7 @@ static void hip_launch(RtDevice *d, void *kernel, void *arena, int64_t grid, int
 		return;
 	}
 	void *args[1] = {&arena};
-	fail(d, hip.ModuleLaunchKernel(kernel, (unsigned)grid, 1, 1, (unsigned)block, 1, 1, 0, d->stream, args,
+	fail(d, hip.ModuleLaunchKernel(kernel, (unsigned)grid, 1, 1, (unsigned)block, 1, 1, (unsigned)shared, d->stream, args,
 				       NULL), "a kernel launch");
 }
 

@@ -34,7 +34,7 @@ static bool launch_marked(const RtDeviceOps *ops, RtDevice *d, void *arena, void
 	}
 	ops->timer_mark(d, 0);
 	for (int i = 0; i < n; i++) {
-		ops->launch(d, fn[i], arena, k[i].grid, k[i].block);
+		ops->launch(d, fn[i], arena, k[i].grid, k[i].block, k[i].shared);
 		ops->timer_mark(d, i + 1);
 		if (i + 1 == RT_GATED_LAUNCHES)
 			ops->timer_release(d);
@@ -53,7 +53,7 @@ bool rt_launch_timed(const RtDeviceOps *ops, RtDevice *d, void *arena, void *con
 		return true;
 	for (int i = 0; i < n; i++) {
 		double t = rt_clock_s();
-		ops->launch(d, fn[i], arena, k[i].grid, k[i].block);
+		ops->launch(d, fn[i], arena, k[i].grid, k[i].block, k[i].shared);
 		ops->synchronize(d);
 		seconds[i] += rt_clock_s() - t;
 	}

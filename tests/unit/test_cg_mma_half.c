@@ -124,13 +124,16 @@ static void run(CgHarness *h)
 	ch_free(h);
 }
 
-/* C = op(A) op(B) of half operands, every transpose in one graph. */
-static CgHarness *matmul(int m, int n, int k)
+/* C = op(A) op(B) of half operands, the transposes t (bit 0: A's, bit 1: B's) of mask `ts` in one
+ * graph. */
+static CgHarness *matmul_of(int m, int n, int k, unsigned ts)
 {
 	char name[96], da[32], db[32];
 	snprintf(name, sizeof name, "%s %s matmul %dx%dx%d", unit_instr->name, dtype_name(mode->type), m, n, k);
 	CgHarness *h = ch_new(name);
 	for (int t = 0; t < 4; t++) {
+		if (!(ts >> t & 1))
+			continue;
 		int ta = t & 1, tb = t >> 1;
 		snprintf(da, sizeof da, ta ? "%d,%d" : "%2$d,%1$d", k, m);
 		snprintf(db, sizeof db, tb ? "%d,%d" : "%2$d,%1$d", n, k);
@@ -139,6 +142,61 @@ static CgHarness *matmul(int m, int n, int k)
 		ch_op(h, OP_matmul, attr, a, b);
 	}
 	return h;
+}
+
+static CgHarness *matmul(int m, int n, int k) { return matmul_of(m, n, k, 0xf); }
+
+/* Whether a compile of h, emulated, has a GEMM kernel on wgmma with 128 or 256 columns and
+ * k-blocks of 64 (its tiles' note). */
+static bool on_wide_wgmma(CgHarness *h)
+{
+	CgOutput out;
+	emulate(true);
+	bool ok = ch_compile(h, false, &out), wg = false;
+	emulate(false);
+	for (int i = 0; ok && i < out.nkernels; i++) {
+		const CgTileNote *t = &out.kernels[i].tiles;
+		wg = wg || (strstr(t->instr, "wgmma") && t->cfg.tn >= 128 && t->cfg.kb == 64);
+	}
+	if (ok)
+		cg_output_free(&out);
+	else
+		tu_failures++;
+	return wg;
+}
+
+/* The forward GEMM's deep pipeline (codegen/gemm_gpu.c copy_stages: 4 buffers in dynamic shared
+ * memory, a k-block's wgmmas in flight past the next barrier) over more k-blocks than buffers and
+ * a tail: the last three candidate tilings of a small matmul whose kernels take wgmma on 64 x 128,
+ * 128 x 128 and 128 x 256 tiles with k-blocks of 64 (the heuristic gives so small a problem small
+ * tiles), emulated against the reference. */
+static void deep_candidates(int m, int n, int k)
+{
+	/* A (m x k) and B (stored n x k) both along k: the transpose of B alone */
+	CgHarness *h = matmul_of(m, n, k, 1u << 2);
+	h->g->train.precision = mode->precision;
+	cg_tuning_reset_seen();
+	on_wide_wgmma(h);
+	ch_free(h);
+	/* the widest tiles and longest k-blocks come last among the candidates */
+	int ran = 0;
+	for (int i = cg_tuning_candidates_seen() - 1; i > 0 && ran < 3; i--) {
+		h = matmul_of(m, n, k, 1u << 2);
+		h->g->train.precision = mode->precision;
+		cg_tuning_candidate(i);
+		if (on_wide_wgmma(h)) {
+			emulate(true);
+			int bad = ch_run(h);
+			emulate(false);
+			CHECK(!bad, "%s: candidate %d", h->name, i);
+			tu_failures += bad;
+			ran++;
+		}
+		cg_tuning_candidate(-1);
+		ch_free(h);
+	}
+	printf("matmul %dx%dx%d: %d candidates on wide wgmma tiles\n", m, n, k, ran);
+	CHECK(ran > 0, "no candidate of matmul %dx%dx%d takes wgmma", m, n, k);
 }
 
 /* dw = conv2d_grad_weight(dy, x) of a 3x3 convolution, split over K at these sizes, with
@@ -202,6 +260,7 @@ int main(void)
 				/* 128 x 128 tiles: B (and A) MN-major over two atoms per warpgroup */
 				run(anchor_matmul_of(2048, 2048, 24, 3u, mode->type));
 				want_wgmma = false;
+				deep_candidates(128, 256, 392);
 				continue;
 			}
 			if (!unit_instr || seen(u, unit_instr))

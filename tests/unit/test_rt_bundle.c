@@ -64,10 +64,15 @@ static void make_bundle(Bundle *b)
 	b->code = tu_calloc(2, sizeof *b->code);
 	for (int i = 0; i < 2; i++) {
 		BundleCode *c = &b->code[i];
-		snprintf(c->target, sizeof c->target, i ? "gfx%u:xnack-" : "host", 900 + (unsigned)tu_below(300));
+		/* the GPU's code object is AMD's or NVIDIA's (which alone takes dynamic shared memory) */
+		bool ptx = i && tu_below(2);
+		if (ptx)
+			snprintf(c->target, sizeof c->target, "sm_%u", 70 + (unsigned)tu_below(30));
+		else
+			snprintf(c->target, sizeof c->target, i ? "gfx%u:xnack-" : "host", 900 + (unsigned)tu_below(300));
 		snprintf(c->arch, sizeof c->arch, "%.*s", (int)strcspn(c->target, ":"), c->target);
-		c->kind = i ? CODE_HSACO : CODE_HOST;
-		c->wave = i ? 64 : 0;
+		c->kind = ptx ? CODE_PTX : i ? CODE_HSACO : CODE_HOST;
+		c->wave = ptx ? 32 : i ? 64 : 0;
 		c->size = 50 + tu_below(300);
 		c->data = tu_calloc(c->size, 1);
 		for (uint64_t j = 0; j < c->size; j++)
@@ -87,6 +92,7 @@ static void make_bundle(Bundle *b)
 			kk->node = (int32_t)tu_below(100);
 			kk->grid = 1 + (int64_t)tu_below((uint64_t)b->arena_bytes);
 			kk->block = i ? 256 : 1;
+			kk->shared = ptx && tu_below(2) ? (int32_t)tu_below(256 * 1024 + 1) : 0;
 		}
 	}
 	/* the GPU's roofline; the host's stays zero (measured at run time) */
@@ -143,7 +149,8 @@ static void check_equal(const Bundle *a, const Bundle *b)
 		for (int k = 0; k < x->ntrain && x->ntrain == y->ntrain; k++)
 			CHECK(strcmp(x->train_kernels[k].name, y->train_kernels[k].name) == 0 &&
 			      x->train_kernels[k].grid == y->train_kernels[k].grid &&
-			      x->train_kernels[k].block == y->train_kernels[k].block, "train kernel %d", k);
+			      x->train_kernels[k].block == y->train_kernels[k].block &&
+			      x->train_kernels[k].shared == y->train_kernels[k].shared, "train kernel %d", k);
 		for (int k = 0; k < x->neval && x->neval == y->neval; k++)
 			CHECK(strcmp(x->eval_kernels[k].name, y->eval_kernels[k].name) == 0 &&
 			      x->eval_kernels[k].node == y->eval_kernels[k].node, "eval kernel %d", k);
@@ -278,6 +285,22 @@ static void expect_grid_refused(const char *path, const char *bad, const Bundle 
 	free(d);
 }
 
+/* A kernel's dynamic shared memory set by hand: refused past what the code object's kind takes
+ * (none on the host and AMD, 256 KiB on NVIDIA). */
+static void expect_shared_refused(const char *path, const char *bad, const Bundle *a, const BundleKernel *k,
+				  int32_t shared)
+{
+	size_t size;
+	uint8_t *d = slurp(path, &size);
+	size_t at = find_name(d, size, k->name) + 64 + 4 + 8 + 4;
+	CHECK((int32_t)(get_u64(d + at) & 0xffffffffu) == k->shared, "kernel record of %s not found", k->name);
+	for (int i = 0; i < 4; i++)
+		d[at + (size_t)i] = (uint8_t)((uint32_t)shared >> (8 * i));
+	reseal(d, a);
+	expect_error(bad, d, size, "bytes of dynamic shared memory");
+	free(d);
+}
+
 /* A bundle written with one field changed: the writer seals it, the reader must refuse it. */
 static void expect_field_refused(const char *path, const char *bad, const Bundle *c, const char *want)
 {
@@ -384,6 +407,8 @@ static void test_ranges(const char *path, const char *bad, const Bundle *a)
 		expect_grid_refused(path, bad, a, k, (int64_t)1 << 31);
 		expect_grid_refused(path, bad, a, k, (int64_t)1 << 62);
 		expect_grid_refused(path, bad, a, k, 0);
+		expect_shared_refused(path, bad, a, k, -1);
+		expect_shared_refused(path, bad, a, k, a->code[i].kind == CODE_PTX ? 256 * 1024 + 1 : 4096);
 	}
 	/* and the hand edit, unchanged, reads back: the test's resealing is right */
 	size_t size;

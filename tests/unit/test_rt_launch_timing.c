@@ -25,10 +25,11 @@ static void say(const char *what, int i)
 	snprintf(dev.log + at, sizeof dev.log - at, "%s%s%d", at ? " " : "", what, i);
 }
 
-static void fake_launch(RtDevice *d, void *kernel, void *arena, int64_t grid, int block)
+static void fake_launch(RtDevice *d, void *kernel, void *arena, int64_t grid, int block, int shared)
 {
 	int i = (int)(intptr_t)kernel;
-	CHECK(grid == 10 + i && block == 64, "kernel %d: grid %lld block %d", i, (long long)grid, block);
+	CHECK(grid == 10 + i && block == 64 && shared == 1024 * i, "kernel %d: grid %lld block %d shared %d", i,
+	      (long long)grid, block, shared);
 	dev.clock_ms += dev.kernel_ms[i];
 	dev.launched++;
 	say("L", i);
@@ -75,7 +76,7 @@ static void run(const RtDeviceOps *ops, int n, double *seconds, bool *marked)
 	dev.released_after = -1;
 	for (int i = 0; i < n; i++) {
 		fn[i] = (void *)(intptr_t)i;
-		k[i] = (BundleKernel){.grid = 10 + i, .block = 64};
+		k[i] = (BundleKernel){.grid = 10 + i, .block = 64, .shared = 1024 * i};
 		dev.kernel_ms[i] = tu_uniform(0.001, 2);
 		seconds[i] = 0.5; /* added to */
 	}
