@@ -4,8 +4,8 @@
  *     build/bench_pool [repeats]        (default 15; the median is printed)
  *
  * The shapes are cifar10_tf's and alexnet's pool inputs (3x3 stride 2 as the models have them,
- * and 2x2 stride 2 on the same inputs). Pools run in NCHW only: the layout pass converts an NHWC
- * activation back before pooling, so there is no NHWC form to time. Not a test. */
+ * and 2x2 stride 2 on the same inputs), in NCHW and in NHWC (the layout attribute: what the
+ * layout pass keeps after NHWC convolutions). Not a test. */
 #include "ir/grad_context.h"
 #include "runtime/clock.h"
 #include "runtime/threadpool.h"
@@ -51,13 +51,18 @@ static void backward(CgHarness *h, int y, int dy)
 }
 
 /* Median milliseconds of the case's backward kernels (leaves random), or -1 on failure. */
-static double time_backward(const PoolCase *pc, OpId fwd, ThreadPool *tp, int repeats)
+static double time_backward(const PoolCase *pc, OpId fwd, int layout, ThreadPool *tp, int repeats)
 {
 	CgHarness *h = ch_new(ir_ops[fwd].name);
 	char dims[64];
-	snprintf(dims, sizeof dims, "%lld,%lld,%lld,%lld", (long long)pc->n, (long long)pc->c, (long long)pc->h,
-		 (long long)pc->w);
+	if (layout == LAYOUT_NHWC)
+		snprintf(dims, sizeof dims, "%lld,%lld,%lld,%lld", (long long)pc->n, (long long)pc->h, (long long)pc->w,
+			 (long long)pc->c);
+	else
+		snprintf(dims, sizeof dims, "%lld,%lld,%lld,%lld", (long long)pc->n, (long long)pc->c, (long long)pc->h,
+			 (long long)pc->w);
 	double attr[IR_MAX_ATTRS] = {pc->k, pc->k, pc->s, pc->s, pc->pad, pc->pad};
+	attr[ir_attr_index(fwd, "layout")] = layout;
 	int x = ch_param(h, DT_F32, dims);
 	int y = ch_op(h, fwd, attr, x); /* only for dy's shape: not timed */
 	const Shape *ys = &h->g->node[y].shape;
@@ -115,17 +120,19 @@ int main(int argc, char **argv)
 	ThreadPool *tp = rt_pool_new(2);
 	if (!tp)
 		return 1;
-	printf("pool backward, NCHW, host, 2 threads, median of %d\n", repeats);
-	printf("| shape (input) | window | max backward ms | avg backward ms | max / avg |\n| --- | --- | --- | --- | --- |\n");
-	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		const PoolCase *pc = &cases[i];
-		double mx = time_backward(pc, OP_max_pool2d, tp, repeats);
-		double av = time_backward(pc, OP_avg_pool2d, tp, repeats);
-		printf("| %s [%lld, %lld, %lld, %lld] | %dx%d/%d pad %d | %.2f | %.2f | %.2f |\n", pc->model,
-		       (long long)pc->n, (long long)pc->c, (long long)pc->h, (long long)pc->w, pc->k, pc->k, pc->s,
-		       pc->pad, mx, av, mx / av);
-		fflush(stdout);
-	}
+	printf("pool backward, host, 2 threads, median of %d\n", repeats);
+	printf("| input (N, C, H, W) | window | layout | max backward ms | avg backward ms | max / avg |\n"
+	       "| --- | --- | --- | --- | --- | --- |\n");
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		for (int layout = LAYOUT_NCHW; layout <= LAYOUT_NHWC; layout++) {
+			const PoolCase *pc = &cases[i];
+			double mx = time_backward(pc, OP_max_pool2d, layout, tp, repeats);
+			double av = time_backward(pc, OP_avg_pool2d, layout, tp, repeats);
+			printf("| %s [%lld, %lld, %lld, %lld] | %dx%d/%d pad %d | %s | %.2f | %.2f | %.2f |\n", pc->model,
+			       (long long)pc->n, (long long)pc->c, (long long)pc->h, (long long)pc->w, pc->k, pc->k, pc->s,
+			       pc->pad, layout == LAYOUT_NHWC ? "NHWC" : "NCHW", mx, av, mx / av);
+			fflush(stdout);
+		}
 	rt_pool_free(tp);
 	return 0;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "codegen/gemm.h"
+#include "codegen/targets.h"
 #include "codegen/cg_util.h"
 #include "codegen/target.h"
 
@@ -95,10 +96,22 @@ int cg_gemm_candidates(const CgTarget *tg, const GemmSpec *s, GemmTiles *out, in
 	return n;
 }
 
+/* ISA twins make the same code from the same IR (codegen/isa_twins.h), and the second takes the
+ * first's code object: so they share tuned tiles, under the name of their class's first row. */
+static const char *tune_arch_of(const CgTarget *t)
+{
+	int n;
+	const CgTargetInfo *rows = cg_target_table(&n);
+	for (int i = 0; t->isa_class && i < n; i++)
+		if (rows[i].isa_class && strcmp(rows[i].isa_class, t->isa_class) == 0)
+			return rows[i].name;
+	return t->arch;
+}
+
 void cg_gemm_tune_arch(const CgTarget *t, char *buf, size_t len)
 {
 	if (t->ops->gpu)
-		snprintf(buf, len, "%s", t->arch);
+		snprintf(buf, len, "%s", tune_arch_of(t));
 	else
 		snprintf(buf, len, "host-%.63s", t->cpu);
 }

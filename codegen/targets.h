@@ -32,6 +32,7 @@ typedef struct CgTargetInfo {
 	 * bandwidth of one product of the row (peak_of); 0 on the host, which is measured. */
 	double peak_gflops, peak_gbs;
 	const char *peak_of;
+	int cus;                /* AMD: compute units of that product (the tile cost model's, tile_cost.h) */
 	/* The same product's dense matrix-unit peaks (GFLOP/s, f32 accumulation) for the operands
 	 * netc multiplies there: f32 (CDNA's f32 MFMA), tf32 (NVIDIA; gfx942's xf32), f16, bf16; 0
 	 * where netc does not use such a unit on the row or no figure is cited. */

@@ -363,7 +363,7 @@ int cg_tuning_choose(struct Cg *cg, const CgTuneKey *key, const CgTileConfig *ca
 			}
 			note.index = i;
 			note.source = CG_TILES_TUNED;
-			snprintf(note.why, sizeof note.why, "tuned from %.255s:%d%s%.95s", tables[t]->source, e->line,
+			snprintf(note.why, sizeof note.why, "tuned from %.255s:%d%s%.159s", tables[t]->source, e->line,
 				 e->comment[0] ? ": " : "", e->comment);
 			break;
 		}

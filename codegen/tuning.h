@@ -52,7 +52,7 @@ typedef struct {
 	CgTuneKey key;
 	CgTileConfig cfg;
 	int index, ncand;  /* cfg is candidate index of ncand (0: the heuristic's) */
-	char why[384];     /* "heuristic", "tuned from FILE:LINE", "candidate 3 of 12", ... */
+	char why[448];     /* "heuristic", "tuned from FILE:LINE: figures", "candidate 3 of 12", ... */
 	char instr[64];    /* the matrix instruction where the tiles' choice of it is news ("wgmma
 			      m64n128k16, 3 stages of 16 KiB"); empty otherwise */
 } CgTileNote;
@@ -61,7 +61,7 @@ typedef struct {
 	CgTuneKey key;
 	CgTileConfig cfg;
 	int line;          /* where the file has it */
-	char comment[96];  /* what the line says after '#' (figures), without the '#' */
+	char comment[160]; /* what the line says after '#' (figures), without the '#' */
 } CgTuneEntry;
 
 typedef struct CgTuning {

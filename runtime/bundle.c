@@ -910,3 +910,14 @@ const BundleGroup *bundle_group_of(const Bundle *b, int32_t node)
 	}
 	return lo < b->ngroups && b->groups[lo].node == node ? &b->groups[lo] : NULL;
 }
+
+int bundle_launch_block(const BundleCode *c, const char *name)
+{
+	for (int i = 0; i < c->ntrain; i++)
+		if (strcmp(c->train_kernels[i].name, name) == 0)
+			return c->train_kernels[i].block;
+	for (int i = 0; i < c->neval; i++)
+		if (strcmp(c->eval_kernels[i].name, name) == 0)
+			return c->eval_kernels[i].block;
+	return 0;
+}

@@ -40,8 +40,14 @@ bool rt_sync(Session *s);
  * rt_train_kernels): on a GPU from events between launches queued back to back, on the CPU its
  * wall time launched alone and waited for (runtime/launch_timing.h); NULL ends it. */
 void rt_profile(Session *s, double *seconds);
-/* Whether the device's events timed the last profiled run (else the host's clock did). */
-bool rt_profile_events(const Session *s);
+/* What timed the kernels of a profiled run (runtime/launch_timing.h). */
+typedef enum {
+	RT_TIMED_BY_HOST,   /* launched alone and waited for, the host's clock */
+	RT_TIMED_BY_EVENTS, /* the device's events between launches queued back to back */
+	RT_TIMED_BY_GRAPHS, /* the device's events between graphs of each kernel's repeated launches */
+} RtKernelTiming;
+/* What timed the last profiled run. */
+RtKernelTiming rt_profile_timing(const Session *s);
 /* The training program's launches on this session's device. */
 const BundleKernel *rt_train_kernels(const Session *s, int *n);
 /* The device's first failure ("cuda:0: a kernel failed: ..."), NULL while there is none. GPU
@@ -323,7 +329,7 @@ typedef struct {
 	double *kernel_ms;
 	int nkernels;
 	double profiled_step_ms; /* median ms of the profiled steps, launch by launch */
-	bool kernel_events;      /* the device's events timed the kernels (else the host's clock) */
+	RtKernelTiming kernel_timing; /* what timed the kernels */
 } BenchResult;
 
 void rt_bench_result_free(BenchResult *r);

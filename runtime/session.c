@@ -46,7 +46,7 @@ struct Session {
 	bool overlap;     /* the collectives run on the device's side stream (rt_comm_stream) */
 	void *scratch;    /* device memory for rt_ranks_sum where the ranks sum device memory */
 	double *profile;  /* rt_profile: seconds per training kernel, added to; NULL: not profiling */
-	bool profile_events; /* the last profiled run was timed by the device's events */
+	RtKernelTiming profile_timing; /* what timed the last profiled run */
 	RtDeviceInfo device; /* what the device says of itself: its model and architecture */
 	char info[256];
 	char note[1024];
@@ -304,7 +304,7 @@ void rt_profile(Session *s, double *seconds)
 	s->profile = seconds;
 }
 
-bool rt_profile_events(const Session *s) { return s->profile_events; }
+RtKernelTiming rt_profile_timing(const Session *s) { return s->profile_timing; }
 
 const BundleKernel *rt_train_kernels(const Session *s, int *n)
 {
@@ -321,7 +321,7 @@ bool rt_run(Session *s, int program)
 		abort();
 	}
 	if (s->profile && p == &s->train) {
-		s->profile_events = rt_launch_timed(s->ops, s->dev, s->arena, p->fn, p->k, p->n, s->profile);
+		s->profile_timing = rt_launch_timed(s->ops, s->dev, s->arena, p->fn, p->k, p->n, s->profile);
 		return !s->ops->error(s->dev);
 	}
 	if (!p->graph && !p->no_graph)

@@ -1144,7 +1144,7 @@ static bool profile_session(Loop *L, int repeats, BenchResult *r)
 		step[i] = (rt_clock_s() - t) * 1e3;
 		rt_profile(L->s, NULL);
 	}
-	r->kernel_events = rt_profile_events(L->s);
+	r->kernel_timing = rt_profile_timing(L->s);
 	double *col = calloc((size_t)repeats, sizeof *col);
 	for (int j = 0; col && j < n; j++) {
 		for (int i = 0; i < repeats; i++)

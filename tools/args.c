@@ -74,6 +74,7 @@ static const Option options[] = {
 	{"--emit-candidates", OPT_TUNE, true},
 	{"--candidates", OPT_TUNE, true},
 	{"--max-candidates", OPT_TUNE, true},
+	{"--cost-model", OPT_TUNE, false},
 };
 
 static bool parse_count(const char *command, const char *opt, const char *s, int64_t min, int64_t *out)
@@ -276,7 +277,9 @@ static bool set_option(const Option *o, const char *command, const char *v, Args
 	case OPT_TUNE:
 		if (strcmp(o->name, "--max-candidates") == 0)
 			return parse_range(command, o->name, v, 1, 4096, &a->max_candidates);
-		if (strcmp(o->name, "--candidates") == 0)
+		if (strcmp(o->name, "--cost-model") == 0)
+			a->cost_model = true;
+		else if (strcmp(o->name, "--candidates") == 0)
 			a->candidates = v;
 		else
 			a->emit_candidates = v;
@@ -318,6 +321,10 @@ bool args_parse(int argc, char **argv, int first, uint64_t allowed, const char *
 			if (allowed & OPT_NO_MODEL) {
 				fprintf(stderr, "netc %s: takes no model (got '%s')\n", command, arg);
 				return false;
+			}
+			if (a->model && (allowed & OPT_TUNE) && a->nmore_models < ARGS_MAX_MODELS - 1) {
+				a->more_models[a->nmore_models++] = arg;
+				continue;
 			}
 			if (a->model) {
 				fprintf(stderr, "netc %s: one model at a time (got '%s' and '%s')\n", command, a->model, arg);

@@ -44,8 +44,12 @@ enum {
 #define OPT_TUNING (UINT64_C(1) << 33) /* --tuning FILE|none (commands that compile a .net file) */
 #define OPT_TUNE (UINT64_C(1) << 34)   /* --emit-candidates DIR, --candidates DIR, --max-candidates N (netc tune) */
 
+enum { ARGS_MAX_MODELS = 32 }; /* netc tune --cost-model: the models tuned together */
+
 typedef struct {
 	const char *model;
+	const char *more_models[ARGS_MAX_MODELS - 1]; /* netc tune: the models after the first */
+	int nmore_models;
 	const char *output;
 	const char *data;
 	const char *device;
@@ -93,6 +97,7 @@ typedef struct {
 	const char *emit_candidates; /* netc tune --emit-candidates DIR: the candidate bundles, not timed */
 	const char *candidates;  /* netc tune --candidates DIR: time the bundles --emit-candidates wrote */
 	int64_t max_candidates;  /* netc tune --max-candidates N: candidate indices tried; 0: all */
+	bool cost_model;         /* netc tune --cost-model: tiles picked by the static cost model, not timed */
 } Args;
 
 /* Parses argv[first..argc) allowing the options in `allowed`. On a usage error prints it and

@@ -78,7 +78,44 @@ static void print_precision(PrecisionKind p)
 	printf("\n");
 }
 
-/* Every GEMM kernel's tiles and why it took them, compiled for o's targets (--target, --tuning). */
+
+/* An AMD GEMM kernel's registers, LDS, scratch and occupancy, from its code object's metadata:
+ * what the tiles cost there (the tile cost model's inputs, docs/tuning.md). */
+static void print_gemm_resources(const Bundle *b, const char *target, const char *kernel)
+{
+	for (int c = 0; c < b->ncode; c++) {
+		const BundleCode *bc = &b->code[c];
+		if (bc->kind != CODE_HSACO || strcmp(bc->target, target) != 0)
+			continue;
+		CgAmdCode code;
+		CgAmdChip chip;
+		char err[512];
+		if (!cg_amd_read(bc->data, bc->size, &code, err, sizeof err))
+			return;
+		bool known = cg_amd_chip(bc->arch, bc->wave, &chip);
+		for (int i = 0; i < code.nkernels; i++) {
+			const CgAmdKernel *k = &code.kernels[i];
+			if (strcmp(k->name, kernel) != 0)
+				continue;
+			int block = bundle_launch_block(bc, kernel);
+			printf("    %s: block %d, %d VGPRs, %d AGPRs, %d SGPRs, %u B LDS, ", bc->target, block, k->vgpr, k->agpr,
+			       k->sgpr, k->lds);
+			if (k->scratch || k->vgpr_spill || k->sgpr_spill)
+				printf("%u B scratch (%d VGPRs, %d SGPRs spilled)", k->scratch, k->vgpr_spill, k->sgpr_spill);
+			else
+				printf("no spills");
+			if (known) {
+				CgAmdOccupancy occ = cg_amd_occupancy(&chip, k, block);
+				printf(", %d of %d waves/SIMD (%s)", occ.waves, chip.max_waves, occ.limit);
+			}
+			printf("\n");
+		}
+		cg_amd_free(&code);
+	}
+}
+
+/* Every GEMM kernel's tiles and why it took them, compiled for o's targets (--target, --tuning);
+ * on AMD targets with the kernel's resources. */
 static bool print_gemm_tiles(const Args *a, const CompileOptions *o)
 {
 	CompileOptions co = *o;
@@ -88,7 +125,6 @@ static bool print_gemm_tiles(const Args *a, const CompileOptions *o)
 	Bundle b;
 	if (!model_compile(a->model, a->batch, &co, &b, NULL))
 		return false;
-	bundle_free(&b);
 	printf("GEMM tiles (work-group tile MxN, k-block):\n");
 	for (int i = 0; i < gm.n; i++) {
 		char key[256], cfg[64];
@@ -96,7 +132,9 @@ static bool print_gemm_tiles(const Args *a, const CompileOptions *o)
 		cg_tile_config_text(&gm.k[i].tiles.cfg, cfg, sizeof cfg);
 		printf("  %s %s: %s, %s (%d candidates)%s%s\n    key %s\n", gm.k[i].target, gm.k[i].kernel, cfg,
 		       gm.k[i].tiles.why, gm.k[i].tiles.ncand, gm.k[i].tiles.instr[0] ? ", " : "", gm.k[i].tiles.instr, key);
+		print_gemm_resources(&b, gm.k[i].target, gm.k[i].kernel);
 	}
+	bundle_free(&b);
 	free(gm.k);
 	return true;
 }
@@ -133,18 +171,6 @@ static const char *code_kind_name(int kind)
 	return kind == CODE_HSACO ? "AMD code object" : kind == CODE_PTX ? "PTX" : "host shared object";
 }
 
-/* The work-group size the bundle launches kernel name with (0: not launched). */
-static int launch_block(const BundleCode *c, const char *name)
-{
-	for (int i = 0; i < c->ntrain; i++)
-		if (strcmp(c->train_kernels[i].name, name) == 0)
-			return c->train_kernels[i].block;
-	for (int i = 0; i < c->neval; i++)
-		if (strcmp(c->eval_kernels[i].name, name) == 0)
-			return c->eval_kernels[i].block;
-	return 0;
-}
-
 static void print_amd_kernel(const CgAmdChip *chip, const CgAmdKernel *k, int block)
 {
 	printf("    %-28s %5d %5d %5d %5d %7u %7u %4d/%-4d", k->name, block, k->vgpr, k->agpr, k->sgpr, k->lds,
@@ -176,7 +202,7 @@ static bool print_amd_code(const BundleCode *c)
 	printf("    %-28s %5s %5s %5s %5s %7s %7s %9s %s\n", "kernel", "block", "vgpr", "agpr", "sgpr", "lds",
 	       "scratch", "spill v/s", known ? "waves/SIMD limit" : "");
 	for (int i = 0; i < code.nkernels; i++)
-		print_amd_kernel(known ? &chip : NULL, &code.kernels[i], launch_block(c, code.kernels[i].name));
+		print_amd_kernel(known ? &chip : NULL, &code.kernels[i], bundle_launch_block(c, code.kernels[i].name));
 	cg_amd_free(&code);
 	return true;
 }
@@ -681,6 +707,7 @@ static int cmd_bench(const Args *a, const CompileOptions *co)
 #define TUNE_USAGE                                                                                        \
 	"netc tune MODEL.net --target T -o FILE [--device cpu|cuda|hip] [--max-candidates N] [--repeats N]\n" \
 	"                 [--batch N] " PASS_USAGE "\n"                                                     \
+	"       netc tune MODEL.net --target gfxNNN --cost-model -o FILE [--max-candidates N]\n"            \
 	"       netc tune MODEL.net --target T --emit-candidates DIR [--max-candidates N]\n"              \
 	"       netc tune --candidates DIR -o FILE [--device cpu|cuda|hip] [--repeats N]"
 #endif
@@ -822,7 +849,10 @@ static const Command commands[] = {
 	 "--device as `bench --profile` does (median of --repeats, default 5). Where the compiler and\n"
 	 "the GPU are on two machines: --emit-candidates DIR writes the candidate bundles and a\n"
 	 "manifest of their kernels' keys and tiles, and `netc tune --candidates DIR --device cuda -o\n"
-	 "FILE` (also in a runtime-only build) times them and writes FILE. docs/tuning.md has the format."},
+	 "FILE` (also in a runtime-only build) times them and writes FILE. For an AMD target with no GPU\n"
+	 "at hand, --cost-model picks instead by a static model of each candidate kernel: its registers,\n"
+	 "LDS and scratch as the code object reports them, the occupancy they allow, and an estimate of\n"
+	 "its time (docs/tuning.md, \"The cost model\"). docs/tuning.md has the format."},
 	{"devices", cmd_devices, OPT_NO_MODEL, "netc devices",
 	 "Lists the devices this machine offers: every GPU the HIP and CUDA drivers find (name, gfx or\n"
 	 "sm architecture, memory, wave size), why a backend finds none, and the CPU."},

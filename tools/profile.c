@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "runtime/cache_dir.h"
+#include "runtime/launch_timing.h"
 
 /* members cut to fit KernelCounts.members: whole ops, then "..." */
 static void fit_members(char *dst, size_t len, const char *members)
@@ -113,14 +114,22 @@ bool profile_print(FILE *out, const Bundle *b, const BenchResult *r, const RtRoo
 			fprintf(out, "%6s ", "-");
 		fprintf(out, "%5.1f%%\n", sum > 0 ? 100 * ms / sum : 0);
 	}
-	fprintf(out, "kernels: %d, their sum %.3f ms (medians); the step launched kernel by kernel %.3f ms; run whole "
-		     "%.3f ms/step\n", r->nkernels, sum, r->profiled_step_ms, r->ms_per_step);
-	if (r->kernel_events)
+	bool graphs = r->kernel_timing == RT_TIMED_BY_GRAPHS;
+	fprintf(out, "kernels: %d, their sum %.3f ms (medians); the step %s %.3f ms; run whole %.3f ms/step\n",
+		r->nkernels, sum, graphs ? "profiled (each kernel's graph captured and replayed)" : "launched kernel by kernel",
+		r->profiled_step_ms, r->ms_per_step);
+	if (graphs)
+		fprintf(out, "kernels timed by the device's events, each over a graph of %d of its launches, the graphs queued "
+			     "back to back on one stream\n", RT_REPLAYED_LAUNCHES);
+	else if (r->kernel_timing == RT_TIMED_BY_EVENTS)
 		fprintf(out, "kernels timed by the device's events, queued back to back on one stream\n");
+	static const char *const gap[] = {
+		[RT_TIMED_BY_HOST] = "launching and waiting for each kernel alone, the thread pool's start and join per launch",
+		[RT_TIMED_BY_EVENTS] = "the gaps between launches that a captured graph closes",
+		[RT_TIMED_BY_GRAPHS] = "the step graph's start, how its kernels' ends and starts meet",
+	};
 	fprintf(out, "sum of kernels / step run whole: %.1f%% (the difference: %s, %s)\n",
-		r->ms_per_step > 0 ? 100 * sum / r->ms_per_step : 0,
-		r->kernel_events ? "the gaps between launches that a captured graph closes"
-				 : "launching and waiting for each kernel alone, the thread pool's start and join per launch",
+		r->ms_per_step > 0 ? 100 * sum / r->ms_per_step : 0, gap[r->kernel_timing],
 		b->train.accumulate > 1 ? "the accumulation micro-batches, which are not profiled" : "writing the step's inputs");
 	if (roof->gflops > 0)
 		fprintf(out, "roofline: %.1f GFLOP/s, %.1f GB/s (%s); roof: the least time the kernel's FLOPs and bytes take "

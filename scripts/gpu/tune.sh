@@ -42,14 +42,9 @@ run)
 		"$netc" tune --candidates "$dir/$m" --device "${DEVICE:-cuda}" --repeats "${REPEATS:-5}" -o "$dir/$m.tune"
 		files="$files $dir/$m.tune"
 	done
-	{
-		echo "netc-tuning 1"
-		echo "# scripts/gpu/tune.sh on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1), $(date +%F)"
-		for f in $files; do
-			echo "# from $(basename "$f")"
-			grep -v '^#' "$f" | grep -v '^netc-tuning' | awk -F ' : ' '!seen[$1]++'
-		done
-	} | awk -F ' : ' '/^#/ || /^netc-tuning/ || !seen[$1]++' > "$dir/merged.tune"
+	# shellcheck disable=SC2086
+	"$(dirname "$0")/../merge_tuning.sh" "$dir/merged.tune" \
+		"scripts/gpu/tune.sh on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1), $(date +%F)" $files
 	# named by its keys' architecture (the host's names its CPU: host-znver4)
 	arch=$(grep -v '^#' "$dir/merged.tune" | grep -v '^netc-tuning' | awk 'NR == 1 { print $1 }')
 	mv "$dir/merged.tune" "$dir/${arch:-$(cat "$dir/arch")}.tune"

@@ -1,0 +1,34 @@
+#!/bin/sh
+# tune_amd.sh [ARCH...]: the shipped tuning files of AMD architectures (default gfx803 gfx900 gfx906
+# gfx1030: the chips without matrix units, whose GEMMs run on the SIMT template), tuning/ARCH.tune,
+# picked by the tile cost model (`netc tune --cost-model`, docs/tuning.md): no AMD GPU is
+# reachable here, so nothing is timed. The models of MODELS (default: the documented ones) are
+# tuned together in each precision of PRECISIONS (default "fp32 fp16": a key's cost summed over
+# every kernel that has it, in every model), and the precisions' files of one architecture merged
+# (scripts/merge_tuning.sh). NETC names the netc (default build/netc). Rebuild netc afterwards:
+# the files are built into it.
+set -eu
+cd "$(dirname "$0")/.."
+netc=${NETC:-build/netc}
+archs=${*:-gfx803 gfx900 gfx906 gfx1030}
+models=${MODELS:-mnist cifar_simple cifar10_tf nature_cnn alexnet_bench alexnet vgg16 googlenet resnet18 resnet50 mobilenet_v2 resnet20 vit unet}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for arch in $archs; do
+	files=
+	for p in ${PRECISIONS:-fp32 fp16}; do
+		out="$tmp/$arch.$p.tune"
+		paths=
+		for m in $models; do
+			paths="$paths models/$m.net"
+		done
+		# shellcheck disable=SC2086
+		"$netc" tune $paths --target "$arch" --precision "$p" --cost-model -o "$out" > "$tmp/log" ||
+			{ cat "$tmp/log" >&2; exit 1; }
+		files="$files $out"
+		echo "$arch $p: $(tail -1 "$tmp/log")"
+	done
+	# shellcheck disable=SC2086
+	scripts/merge_tuning.sh "tuning/$arch.tune" "scripts/tune_amd.sh: netc tune --cost-model, $(date +%F); precisions: ${PRECISIONS:-fp32 fp16}; models: $models" $files
+	echo "wrote tuning/$arch.tune: $(grep -vc '^#' "tuning/$arch.tune") lines"
+done
