@@ -47,6 +47,7 @@ enum {
 	GPU_COPY_LDS = 48 * 1024, /* ... within the static shared memory a kernel may declare */
 	GPU_DEEP_STAGES = 4,    /* ... or, on wgmma's targets, for forward GEMMs (copy_stages), */
 	GPU_DEEP_BK = 64,       /* ... k-blocks up to 64 in dynamic shared memory */
+	GPU_DEEP_MN_BK = 32,    /* ... and 32 for the gradients' GEMMs */
 	GPU_LONG_TILE = 256,    /* their tiles' widest side (long_tile) */
 	GPU_DEEP_LDS = 4 * (GPU_TILE + GPU_LONG_TILE) * GPU_DEEP_BK * 2, /* what they need: 192 KiB */
 };
@@ -1902,12 +1903,13 @@ static int64_t stage_bytes(const GemmSpec *s, GpuTiles t, int64_t bk)
  * of half the k-block lost 8%; copying only the dense operand of a convolution, whose gathers
  * stay in registers, made alexnet's step 3% slower.
  *
- * Where `lds` is more than the static 48 KiB (wgmma's targets, copy_lds) and both operands run
- * along k (the forward GEMMs), GPU_DEEP_STAGES buffers of k-blocks up to GPU_DEEP_BK in dynamic
- * shared memory, with a k-block's wgmmas left in flight (t.lag): vgg16's forward convolutions
- * 6-33% faster on an H100, while the gradients' MN-major GEMMs lost up to 13% (one work-group
- * per SM instead of two) and keep the static buffers (docs/performance.md, 2026-11-25, 12:57).
- * bk: the k-block asked for (a tuning's), 0 for the largest that fits. */
+ * Where `lds` is more than the static 48 KiB (wgmma's targets, copy_lds), GPU_DEEP_STAGES buffers
+ * in dynamic shared memory, with a k-block's wgmmas left in flight (t.lag): k-blocks up to
+ * GPU_DEEP_BK where both operands run along k (the forward GEMMs: vgg16's forward convolutions
+ * 6-33% faster on an H100), up to GPU_DEEP_MN_BK for the gradients' MN-major GEMMs, which lost
+ * up to 13% with 64 (one work-group per SM instead of two) and gained 2-7% per kernel with 32
+ * (docs/performance.md, 2026-11-25, 12:57, and 2026-11-28, 14:14). bk: the k-block asked for (a
+ * tuning's), 0 for the largest that fits. */
 static void copy_stages(const GemmSpec *s, GpuTiles *t, int64_t bk, int64_t lds)
 {
 	GpuTiles c = *t;
@@ -1918,9 +1920,12 @@ static void copy_stages(const GemmSpec *s, GpuTiles *t, int64_t bk, int64_t lds)
 		c.copied[is_a] = c.mi && copyable(s, &c, is_a);
 	if (!c.copied[0] || !c.copied[1])
 		return;
-	/* the tiles that wgmma takes (wgmma_fits): 64 or 128 rows, one k-slice */
-	bool deep = lds > GPU_COPY_LDS && s->a.along_k && s->b.along_k && c.ks == 1 && (c.bm == 64 || c.bm == 128);
-	int64_t most_bk = deep ? GPU_DEEP_BK : s->k;
+	/* the tiles that wgmma takes (wgmma_fits): 64 or 128 rows, one k-slice; the gradients' GEMMs
+	 * (an operand along m or n) with k-blocks of at most GPU_DEEP_MN_BK, so that two work-groups
+	 * still share an SM */
+	bool kmajor = s->a.along_k && s->b.along_k;
+	bool deep = lds > GPU_COPY_LDS && c.ks == 1 && (c.bm == 64 || c.bm == 128);
+	int64_t most_bk = !deep ? s->k : kmajor ? GPU_DEEP_BK : GPU_DEEP_MN_BK;
 	c.stages = deep ? GPU_DEEP_STAGES : GPU_COPY_STAGES;
 	if (!deep)
 		lds = GPU_COPY_LDS;

@@ -147,8 +147,8 @@ static CgHarness *matmul_of(int m, int n, int k, unsigned ts)
 static CgHarness *matmul(int m, int n, int k) { return matmul_of(m, n, k, 0xf); }
 
 /* Whether a compile of h, emulated, has a GEMM kernel on wgmma with 128 or 256 columns and
- * k-blocks of 64 (its tiles' note). */
-static bool on_wide_wgmma(CgHarness *h)
+ * k-blocks of kb (its tiles' note). */
+static bool on_wide_wgmma(CgHarness *h, int kb)
 {
 	CgOutput out;
 	emulate(true);
@@ -156,7 +156,7 @@ static bool on_wide_wgmma(CgHarness *h)
 	emulate(false);
 	for (int i = 0; ok && i < out.nkernels; i++) {
 		const CgTileNote *t = &out.kernels[i].tiles;
-		wg = wg || (strstr(t->instr, "wgmma") && t->cfg.tn >= 128 && t->cfg.kb == 64);
+		wg = wg || (strstr(t->instr, "wgmma") && t->cfg.tn >= 128 && t->cfg.kb == kb);
 	}
 	if (ok)
 		cg_output_free(&out);
@@ -165,26 +165,26 @@ static bool on_wide_wgmma(CgHarness *h)
 	return wg;
 }
 
-/* The forward GEMM's deep pipeline (codegen/gemm_gpu.c copy_stages: 4 buffers in dynamic shared
- * memory, a k-block's wgmmas in flight past the next barrier) over more k-blocks than buffers and
- * a tail: the last three candidate tilings of a small matmul whose kernels take wgmma on 64 x 128,
- * 128 x 128 and 128 x 256 tiles with k-blocks of 64 (the heuristic gives so small a problem small
- * tiles), emulated against the reference. */
-static void deep_candidates(int m, int n, int k)
+/* The deep pipeline (codegen/gemm_gpu.c copy_stages: 4 buffers in dynamic shared memory, a
+ * k-block's wgmmas in flight past the next barrier) over more k-blocks than buffers and a tail:
+ * the last three candidate tilings of a small matmul of transposes ts (matmul_of) whose kernels
+ * take wgmma on 64 x 128, 128 x 128 and 128 x 256 tiles with k-blocks of kb (the heuristic gives
+ * so small a problem small tiles), emulated against the reference. Both operands along k (the
+ * forward GEMMs' case) take k-blocks of 64, an operand along m or n (the gradients') of 32. */
+static void deep_candidates(int m, int n, int k, unsigned ts, int kb)
 {
-	/* A (m x k) and B (stored n x k) both along k: the transpose of B alone */
-	CgHarness *h = matmul_of(m, n, k, 1u << 2);
+	CgHarness *h = matmul_of(m, n, k, ts);
 	h->g->train.precision = mode->precision;
 	cg_tuning_reset_seen();
-	on_wide_wgmma(h);
+	on_wide_wgmma(h, kb);
 	ch_free(h);
 	/* the widest tiles and longest k-blocks come last among the candidates */
 	int ran = 0;
 	for (int i = cg_tuning_candidates_seen() - 1; i > 0 && ran < 3; i--) {
-		h = matmul_of(m, n, k, 1u << 2);
+		h = matmul_of(m, n, k, ts);
 		h->g->train.precision = mode->precision;
 		cg_tuning_candidate(i);
-		if (on_wide_wgmma(h)) {
+		if (on_wide_wgmma(h, kb)) {
 			emulate(true);
 			int bad = ch_run(h);
 			emulate(false);
@@ -195,8 +195,8 @@ static void deep_candidates(int m, int n, int k)
 		cg_tuning_candidate(-1);
 		ch_free(h);
 	}
-	printf("matmul %dx%dx%d: %d candidates on wide wgmma tiles\n", m, n, k, ran);
-	CHECK(ran > 0, "no candidate of matmul %dx%dx%d takes wgmma", m, n, k);
+	printf("matmul %dx%dx%d (transposes %u): %d candidates on wide wgmma tiles\n", m, n, k, ts, ran);
+	CHECK(ran > 0, "no candidate of matmul %dx%dx%d (transposes %u) takes wgmma", m, n, k, ts);
 }
 
 /* dw = conv2d_grad_weight(dy, x) of a 3x3 convolution, split over K at these sizes, with
@@ -260,7 +260,10 @@ int main(void)
 				/* 128 x 128 tiles: B (and A) MN-major over two atoms per warpgroup */
 				run(anchor_matmul_of(2048, 2048, 24, 3u, mode->type));
 				want_wgmma = false;
-				deep_candidates(128, 256, 392);
+				/* A (m x k) and B (stored n x k) both along k: the transpose of B alone; then
+				 * A stored k x m, along m (an MN-major A, as the gradients have) */
+				deep_candidates(128, 256, 392, 1u << 2, 64);
+				deep_candidates(128, 256, 200, 1u << 1, 32);
 				continue;
 			}
 			if (!unit_instr || seen(u, unit_instr))
