@@ -57,6 +57,15 @@ static bool class_rate(const CgTargetInfo *ti, const char *cls, ClassRate *r)
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+/* gfx10 and later share LDS and work-groups per WGP (two CUs), as the occupancy does */
+static int processors(const CgTargetInfo *ti, const CgAmdChip *chip) { return chip->major >= 10 ? ti->cus / 2 : ti->cus; }
+
+int64_t cg_tile_cost_filled_waves(const CgTargetInfo *ti, const CgAmdChip *chip, int64_t groups, int block)
+{
+	int per_wg = (int)cdiv(block > 0 ? block : 256, chip->wave);
+	return cdiv(cdiv(groups, processors(ti, chip)) * per_wg, chip->simds);
+}
+
 /* How well waves per SIMD hide latency: a register-tiled GEMM keeps some independent work in
  * every wave, so one wave does half as well as CG_COST_MIN_WAVES and better in between. */
 static double latency_hiding(int waves)
@@ -65,12 +74,17 @@ static double latency_hiding(int waves)
 	return e < 1 ? e : 1;
 }
 
+bool cg_tile_cost_models(const CgTargetInfo *ti)
+{
+	return ti && ti->cus > 0 && ti->peak_gflops > 0 && ti->peak_gbs > 0;
+}
+
 bool cg_tile_cost(const CgTargetInfo *ti, const CgAmdChip *chip, const CgCostInput *in, CgCost *out, char *err,
 		  size_t errlen)
 {
 	memset(out, 0, sizeof *out);
 	ClassRate rate;
-	if (!ti || ti->kind != CG_AMDGPU || ti->cus <= 0 || ti->peak_gflops <= 0 || ti->peak_gbs <= 0) {
+	if (!cg_tile_cost_models(ti)) {
 		snprintf(err, errlen, "%s: the cost model needs an AMD row of the target table with its compute "
 				      "units and peaks", ti ? ti->name : "?");
 		return false;
@@ -91,16 +105,14 @@ bool cg_tile_cost(const CgTargetInfo *ti, const CgAmdChip *chip, const CgCostInp
 	out->limit = occ.limit;
 	out->spills = in->kernel.scratch > 0 || in->kernel.vgpr_spill > 0 || in->kernel.sgpr_spill > 0;
 
-	/* gfx10 and later share LDS and work-groups per WGP (two CUs), as the occupancy does */
-	int procs = chip->major >= 10 ? ti->cus / 2 : ti->cus;
+	int procs = processors(ti, chip);
 	int64_t groups = k->batch * cdiv(k->m, c->tm) * cdiv(k->n, c->tn) * split;
 	int64_t busiest = cdiv(groups, procs);
 	int64_t kpad = cdiv(cdiv(k->k, split), c->kb) * c->kb;
 	double macs = (double)busiest * (double)c->tm * (double)c->tn * (double)kpad;
 	double staged = (double)busiest * (double)(c->tm + c->tn) * (double)kpad;
 	/* the waves the busiest processor's work-groups fill, at most what the resources allow */
-	int per_wg = (int)cdiv(in->block > 0 ? in->block : 256, chip->wave);
-	int64_t filled = cdiv(busiest * per_wg, chip->simds);
+	int64_t filled = cg_tile_cost_filled_waves(ti, chip, groups, in->block);
 	int waves = filled < occ.waves ? (int)filled : occ.waves;
 	out->starved = occ.waves < CG_COST_MIN_WAVES && occ.waves < filled;
 	double hide = latency_hiding(waves < 1 ? 1 : waves);

@@ -44,10 +44,17 @@ typedef struct {
 	double ms;              /* the estimate */
 } CgCost;
 
+/* Whether ti's row has what the model needs: compute units and peaks (the AMD rows). */
+bool cg_tile_cost_models(const struct CgTargetInfo *ti);
+
 /* The estimate for one kernel on chip (the row ti of the target table; its compute units and
  * peaks). False with a message when the row lacks what the model needs (no AMD row, no peaks). */
 bool cg_tile_cost(const struct CgTargetInfo *ti, const CgAmdChip *chip, const CgCostInput *in, CgCost *out, char *err,
 		  size_t errlen);
+
+/* The waves per SIMD that a grid of `groups` work-groups of `block` work-items fills on the busiest
+ * processor of chip (a CU; a WGP on gfx10 and later), whatever the resources allow. */
+int64_t cg_tile_cost_filled_waves(const struct CgTargetInfo *ti, const CgAmdChip *chip, int64_t groups, int block);
 
 /* Sums b into a: the cost of one configuration over every kernel of its key (a kernel that
  * spills makes the configuration spill; the fewest waves count). */

@@ -911,13 +911,13 @@ const BundleGroup *bundle_group_of(const Bundle *b, int32_t node)
 	return lo < b->ngroups && b->groups[lo].node == node ? &b->groups[lo] : NULL;
 }
 
-int bundle_launch_block(const BundleCode *c, const char *name)
+const BundleKernel *bundle_launch_of(const BundleCode *c, const char *name)
 {
 	for (int i = 0; i < c->ntrain; i++)
 		if (strcmp(c->train_kernels[i].name, name) == 0)
-			return c->train_kernels[i].block;
+			return &c->train_kernels[i];
 	for (int i = 0; i < c->neval; i++)
 		if (strcmp(c->eval_kernels[i].name, name) == 0)
-			return c->eval_kernels[i].block;
-	return 0;
+			return &c->eval_kernels[i];
+	return NULL;
 }

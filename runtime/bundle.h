@@ -131,7 +131,7 @@ int bundle_find_buffer(const Bundle *b, const char *name); /* index or -1 */
 const BundleCode *bundle_code_for(const Bundle *b, const char *arch);
 /* The group counts of the group node leads, or NULL. */
 const BundleGroup *bundle_group_of(const Bundle *b, int32_t node);
-/* The work-group size c launches kernel name with, in training or evaluation (0: never). */
-int bundle_launch_block(const BundleCode *c, const char *name);
+/* How c launches kernel name, in training or else in evaluation (NULL: never). */
+const BundleKernel *bundle_launch_of(const BundleCode *c, const char *name);
 
 #endif

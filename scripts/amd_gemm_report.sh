@@ -3,15 +3,16 @@
 # without a GPU (docs/performance.md): per architecture (default gfx803 gfx900 gfx906 gfx1030) and
 # precision (PRECISIONS, default "fp32 fp16"), over MODELS (default every documented model), the
 # GEMM kernels `netc info MODEL --target ARCH` lists, how many spill (scratch or spilled
-# registers) and how many keep fewer than 4 waves per SIMD, with the heuristic's tiles
-# (--tuning none) and with the shipped tuning files (the tile cost model's, docs/tuning.md); and
-# the fewest VGPRs' range. NETC names the netc (default build/netc).
+# registers) and how many are starved (fewer than 4 waves per SIMD where their grid would fill
+# more), with the heuristic's tiles (--tuning none) and with the shipped tuning files (the tile
+# cost model's, docs/tuning.md); and the tuned kernels' VGPRs. NETC names the netc (default
+# build/netc).
 set -eu
 cd "$(dirname "$0")/.."
 netc=${NETC:-build/netc}
 archs=${*:-gfx803 gfx900 gfx906 gfx1030}
 models=${MODELS:-mnist cifar_simple cifar10_tf nature_cnn alexnet_bench alexnet vgg16 googlenet resnet18 resnet50 mobilenet_v2 resnet20 vit unet}
-echo "| target | precision | GEMM kernels | spilling: heuristic | spilling: tuned | below 4 waves: heuristic | below 4 waves: tuned | VGPRs (tuned) |"
+echo "| target | precision | GEMM kernels | spilling: heuristic | spilling: tuned | starved: heuristic | starved: tuned | VGPRs (tuned) |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
 for arch in $archs; do
 	for p in ${PRECISIONS:-fp32 fp16}; do
@@ -24,9 +25,9 @@ for arch in $archs; do
 			done > "/tmp/amd_gemm_report.$tuning"
 		done
 		awk -v arch="$arch" -v p="$p" '
-			FILENAME ~ /none$/ { n++; if (/B scratch/) s0++; if ($0 ~ /, [0-3] of [0-9]+ waves/) w0++ }
+			FILENAME ~ /none$/ { n++; if (/B scratch/) s0++; if (/starved/) w0++ }
 			FILENAME ~ /default$/ {
-				if (/B scratch/) s1++; if ($0 ~ /, [0-3] of [0-9]+ waves/) w1++
+				if (/B scratch/) s1++; if (/starved/) w1++
 				v = $0; sub(/.*block [0-9]+, /, "", v); v += 0
 				if (lo == "" || v < lo) lo = v; if (v > hi) hi = v
 			}

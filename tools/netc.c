@@ -19,6 +19,8 @@
 #ifndef NETC_RUNTIME_ONLY
 #include "codegen/amdgpu_info.h"
 #include "codegen/cg.h"
+#include "codegen/targets.h"
+#include "codegen/tile_cost.h"
 #include "frontend/frontend.h"
 #include "ir/ir.h"
 #include "passes/passes.h"
@@ -97,7 +99,8 @@ static void print_gemm_resources(const Bundle *b, const char *target, const char
 			const CgAmdKernel *k = &code.kernels[i];
 			if (strcmp(k->name, kernel) != 0)
 				continue;
-			int block = bundle_launch_block(bc, kernel);
+			const BundleKernel *launch = bundle_launch_of(bc, kernel);
+			int block = launch ? launch->block : 0;
 			printf("    %s: block %d, %d VGPRs, %d AGPRs, %d SGPRs, %u B LDS, ", bc->target, block, k->vgpr, k->agpr,
 			       k->sgpr, k->lds);
 			if (k->scratch || k->vgpr_spill || k->sgpr_spill)
@@ -107,6 +110,11 @@ static void print_gemm_resources(const Bundle *b, const char *target, const char
 			if (known) {
 				CgAmdOccupancy occ = cg_amd_occupancy(&chip, k, block);
 				printf(", %d of %d waves/SIMD (%s)", occ.waves, chip.max_waves, occ.limit);
+				/* what the cost model calls starved (codegen/tile_cost.h) */
+				const CgTargetInfo *ti = cg_target_info(bc->arch);
+				int64_t filled = launch && ti && ti->cus ? cg_tile_cost_filled_waves(ti, &chip, launch->grid, block) : 0;
+				if (occ.waves < CG_COST_MIN_WAVES && occ.waves < filled)
+					printf(", starved: the grid would fill %lld", (long long)filled);
 			}
 			printf("\n");
 		}
@@ -201,8 +209,10 @@ static bool print_amd_code(const BundleCode *c)
 		       chip.vgpr_total, chip.vgpr_granule, chip.lds_bytes, chip.major >= 10 ? "WGP" : "CU", chip.max_waves);
 	printf("    %-28s %5s %5s %5s %5s %7s %7s %9s %s\n", "kernel", "block", "vgpr", "agpr", "sgpr", "lds",
 	       "scratch", "spill v/s", known ? "waves/SIMD limit" : "");
-	for (int i = 0; i < code.nkernels; i++)
-		print_amd_kernel(known ? &chip : NULL, &code.kernels[i], bundle_launch_block(c, code.kernels[i].name));
+	for (int i = 0; i < code.nkernels; i++) {
+		const BundleKernel *launch = bundle_launch_of(c, code.kernels[i].name);
+		print_amd_kernel(known ? &chip : NULL, &code.kernels[i], launch ? launch->block : 0);
+	}
 	cg_amd_free(&code);
 	return true;
 }

@@ -387,10 +387,10 @@ static bool cost_candidate(const Bundle *b, const TuneCandidate *c, Results *res
 	for (int i = 0; ok && i < c->n; i++) {
 		const CgAmdKernel *k = amd_kernel(&code, c->g[i].kernel);
 		/* the kernels of training and evaluation both: a GPU runs both */
-		int block = bundle_launch_block(bc, c->g[i].kernel);
-		if (!k || !block)
+		const BundleKernel *launch = bundle_launch_of(bc, c->g[i].kernel);
+		if (!k || !launch)
 			continue; /* compiled but never launched */
-		CgCostInput in = {.key = c->g[i].k, .cfg = c->g[i].c, .kernel = *k, .block = block};
+		CgCostInput in = {.key = c->g[i].k, .cfg = c->g[i].c, .kernel = *k, .block = launch->block};
 		CgCost cost;
 		ok = cg_tile_cost(ti, &chip, &in, &cost, err, sizeof err);
 		if (!ok) {
@@ -447,8 +447,8 @@ static bool make_dir(const char *dir)
 	return false;
 }
 
-/* Whether --cost-model can model target: an AMD one, whose code objects report registers, LDS and
- * scratch (says why not). */
+/* Whether --cost-model can model target: one whose row has the model's compute units and peaks
+ * (the AMD ones, whose code objects report registers, LDS and scratch); says why not. */
 static bool amd_target(const char *target)
 {
 	CgTarget t;
@@ -458,7 +458,7 @@ static bool amd_target(const char *target)
 		fprintf(stderr, "netc tune: error: %s\n", err);
 		return false;
 	}
-	if (t.kind != CG_AMDGPU) {
+	if (!cg_tile_cost_models(cg_target_info(t.arch))) {
 		fprintf(stderr, "netc tune: --cost-model models AMD targets (their code objects report registers, LDS "
 				"and scratch); time %s's candidates on its device instead (--device)\n", target);
 		return false;
