@@ -2127,7 +2127,11 @@ static const char *class_of(const GemmSpec *s, const GpuTiles *t)
 						    [CG_MELEM_TF32] = "tf32", [CG_MELEM_F16] = "f16", [CG_MELEM_BF16] = "bf16"};
 		return names[t->mi->elem];
 	}
-	return t->dot2 ? "dot2" : is_double(s) ? "f64" : "f32";
+	if (t->dot2)
+		return "dot2";
+	/* half operands in f32 registers take other registers than float32 ones (their conversions
+	 * differ too), so each type's keys are its own */
+	return is_double(s) ? "f64" : s->half == DT_F16 ? "f16f32" : s->half == DT_BF16 ? "bf16f32" : "f32";
 }
 
 /* The tiles the GEMM takes (slices: the split-K slices asked for, 1: none): the heuristic's or

@@ -27,6 +27,10 @@ static bool class_rate(const CgTargetInfo *ti, const char *cls, ClassRate *r)
 	*r = (ClassRate){ti->peak_gflops, false, 4};
 	if (strcmp(cls, "f32") == 0)
 		return true;
+	if (strcmp(cls, "f16f32") == 0 || strcmp(cls, "bf16f32") == 0) {
+		r->esize = 2; /* half operands, multiplied at the f32 rate */
+		return true;
+	}
 	if (strcmp(cls, "f64") == 0) {
 		/* CDNA runs f64 at half the f32 rate, the consumer chips at a sixteenth */
 		r->peak /= (ti->matrix & CG_MATRIX_MFMA) ? 2 : 16;

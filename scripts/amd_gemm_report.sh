@@ -1,7 +1,7 @@
 #!/bin/sh
 # amd_gemm_report.sh [ARCH...]: what the GEMM kernels of the documented models cost on AMD targets
 # without a GPU (docs/performance.md): per architecture (default gfx803 gfx900 gfx906 gfx1030) and
-# precision (PRECISIONS, default "fp32 fp16"), over MODELS (default every documented model), the
+# precision (PRECISIONS, default "fp32 fp16 bf16"), over MODELS (default every documented model), the
 # GEMM kernels `netc info MODEL --target ARCH` lists, how many spill (scratch or spilled
 # registers) and how many are starved (fewer than 4 waves per SIMD where their grid would fill
 # more), with the heuristic's tiles (--tuning none) and with the shipped tuning files (the tile
@@ -15,7 +15,7 @@ models=${MODELS:-mnist cifar_simple cifar10_tf nature_cnn alexnet_bench alexnet 
 echo "| target | precision | GEMM kernels | spilling: heuristic | spilling: tuned | starved: heuristic | starved: tuned | VGPRs (tuned) |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
 for arch in $archs; do
-	for p in ${PRECISIONS:-fp32 fp16}; do
+	for p in ${PRECISIONS:-fp32 fp16 bf16}; do
 		for tuning in none default; do
 			opt=
 			[ "$tuning" = none ] && opt="--tuning none"

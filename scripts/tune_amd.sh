@@ -3,10 +3,12 @@
 # gfx1030: the chips without matrix units, whose GEMMs run on the SIMT template), tuning/ARCH.tune,
 # picked by the tile cost model (`netc tune --cost-model`, docs/tuning.md): no AMD GPU is
 # reachable here, so nothing is timed. The models of MODELS (default: the documented ones) are
-# tuned together in each precision of PRECISIONS (default "fp32 fp16": a key's cost summed over
+# tuned together in each precision of PRECISIONS (default "fp32 fp16 bf16": a key's cost summed over
 # every kernel that has it, in every model), and the precisions' files of one architecture merged
-# (scripts/merge_tuning.sh). NETC names the netc (default build/netc). Rebuild netc afterwards:
-# the files are built into it.
+# (scripts/merge_tuning.sh). With KEEP=1 the entries tuning/ARCH.tune has already are kept (the
+# new precisions' keys added to them). NETC names the netc (default build/netc). Rebuild netc
+# afterwards: the files are built into it. The kernel cache should hold every candidate of an
+# architecture (NETC_CACHE_MAX_MB: the default 2 GiB evicts them between precisions).
 set -eu
 cd "$(dirname "$0")/.."
 netc=${NETC:-build/netc}
@@ -16,7 +18,13 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for arch in $archs; do
 	files=
-	for p in ${PRECISIONS:-fp32 fp16}; do
+	kept=
+	if [ -n "${KEEP:-}" ] && [ -f "tuning/$arch.tune" ]; then
+		cp "tuning/$arch.tune" "$tmp/$arch.kept.tune"
+		files="$tmp/$arch.kept.tune"
+		kept=" (added to the entries of the file before)"
+	fi
+	for p in ${PRECISIONS:-fp32 fp16 bf16}; do
 		out="$tmp/$arch.$p.tune"
 		paths=
 		for m in $models; do
@@ -29,6 +37,6 @@ for arch in $archs; do
 		echo "$arch $p: $(tail -1 "$tmp/log")"
 	done
 	# shellcheck disable=SC2086
-	scripts/merge_tuning.sh "tuning/$arch.tune" "scripts/tune_amd.sh: netc tune --cost-model, $(date +%F); precisions: ${PRECISIONS:-fp32 fp16}; models: $models" $files
+	scripts/merge_tuning.sh "tuning/$arch.tune" "scripts/tune_amd.sh: netc tune --cost-model, $(date +%F); precisions: ${PRECISIONS:-fp32 fp16 bf16}$kept; models: $models" $files
 	echo "wrote tuning/$arch.tune: $(grep -vc '^#' "tuning/$arch.tune") lines"
 done

@@ -10,6 +10,7 @@
  * - The kernels note which candidate they took; a table's entry takes its configuration (and the
  *   IR, so the kernel cache's key, changes), an entry that is no candidate of the GEMM is ignored,
  *   and no table gives the heuristic's tiles.
+ * - The keys' precision classes: half operands in f32 registers (f16f32) apart from float32.
  * - Tuning files: the text round-trips, and bad files are errors naming the file, the line and
  *   what was expected. */
 #include <stdlib.h>
@@ -141,6 +142,30 @@ static void run(CgHarness *h, DType dt)
 	ch_free(h);
 }
 
+/* The precision class of the first GEMM's key when h is compiled in precision dt under mode m. */
+static void class_is(const Mode *m, CgHarness *h, DType dt, const char *want)
+{
+	mode = m;
+	h->g->train.precision = dt == DT_F16 ? PREC_FP16 : dt == DT_BF16 ? PREC_BF16 : PREC_FP32;
+	CgTileNote notes[16];
+	int n = notes_of(h, notes, 16);
+	CHECK(n > 0 && strcmp(notes[0].key.cls, want) == 0, "%s [%s] %s: precision class %s, want %s", h->name,
+	      m->name, dt == DT_F16 ? "fp16" : dt == DT_BF16 ? "bf16" : "fp32", n > 0 ? notes[0].key.cls : "(no GEMM)", want);
+	ch_free(h);
+}
+
+/* Half operands multiplied in f32 registers (the GPU SIMT template) are keyed apart from float32
+ * ones: their conversions take other registers, so their tiles are tuned apart. */
+static void classes(void)
+{
+	Conv c = {2, 5, 11, 13, 19, 3, 3, 1, 1, 1, 1, 1, 1};
+	class_is(&modes[1], anchor_conv(c, DT_F32), DT_F32, "f32");
+	class_is(&modes[1], anchor_conv(c, DT_F16), DT_F16, "f16f32");
+	class_is(&modes[1], anchor_conv(c, DT_BF16), DT_BF16, "bf16f32");
+	class_is(&modes[2], anchor_conv(c, DT_F16), DT_F16, "dot2");
+	class_is(&modes[0], anchor_conv(c, DT_F16), DT_F16, "f32");
+}
+
 /* ---- tuning files ---- */
 
 static void parse_fails(const char *text, const char *want)
@@ -198,6 +223,7 @@ int main(void)
 {
 	ch_start("test_cg_tuning");
 	files();
+	classes();
 	for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
 		mode = &modes[m];
 		for (int half = 0; half < 2; half++) {
