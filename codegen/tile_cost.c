@@ -78,6 +78,8 @@ static double latency_hiding(int waves)
 	return e < 1 ? e : 1;
 }
 
+bool cg_tile_cost_starved(int waves, int64_t filled) { return waves < CG_COST_MIN_WAVES && waves < filled; }
+
 bool cg_tile_cost_models(const CgTargetInfo *ti)
 {
 	return ti && ti->cus > 0 && ti->peak_gflops > 0 && ti->peak_gbs > 0;
@@ -118,7 +120,7 @@ bool cg_tile_cost(const CgTargetInfo *ti, const CgAmdChip *chip, const CgCostInp
 	/* the waves the busiest processor's work-groups fill, at most what the resources allow */
 	int64_t filled = cg_tile_cost_filled_waves(ti, chip, groups, in->block);
 	int waves = filled < occ.waves ? (int)filled : occ.waves;
-	out->starved = occ.waves < CG_COST_MIN_WAVES && occ.waves < filled;
+	out->starved = cg_tile_cost_starved(occ.waves, filled);
 	double hide = latency_hiding(waves < 1 ? 1 : waves);
 	double per_proc = 1e9 / 1e3 / procs; /* GFLOP/s of the chip -> FLOP per ms of one processor */
 	out->mac_ms = 2 * macs / (rate.peak * per_proc) / hide;

@@ -56,6 +56,9 @@ bool cg_tile_cost(const struct CgTargetInfo *ti, const CgAmdChip *chip, const Cg
  * processor of chip (a CU; a WGP on gfx10 and later), whatever the resources allow. */
 int64_t cg_tile_cost_filled_waves(const struct CgTargetInfo *ti, const CgAmdChip *chip, int64_t groups, int block);
 
+/* Whether a kernel whose resources allow `waves` per SIMD is starved where its grid fills `filled`. */
+bool cg_tile_cost_starved(int waves, int64_t filled);
+
 /* Sums b into a: the cost of one configuration over every kernel of its key (a kernel that
  * spills makes the configuration spill; the fewest waves count). */
 void cg_tile_cost_add(CgCost *a, const CgCost *b);

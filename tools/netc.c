@@ -81,22 +81,19 @@ static void print_precision(PrecisionKind p)
 }
 
 
-/* An AMD GEMM kernel's registers, LDS, scratch and occupancy, from its code object's metadata:
- * what the tiles cost there (the tile cost model's inputs, docs/tuning.md). */
-static void print_gemm_resources(const Bundle *b, const char *target, const char *kernel)
+/* An AMD GEMM kernel's registers, LDS, scratch and occupancy, from its code object's metadata
+ * (codes[c]: b->code[c] read, no kernels where it is no AMD code object): what the tiles cost
+ * there (the tile cost model's inputs, docs/tuning.md). */
+static void print_gemm_resources(const Bundle *b, const CgAmdCode *codes, const char *target, const char *kernel)
 {
 	for (int c = 0; c < b->ncode; c++) {
 		const BundleCode *bc = &b->code[c];
-		if (bc->kind != CODE_HSACO || strcmp(bc->target, target) != 0)
+		if (strcmp(bc->target, target) != 0)
 			continue;
-		CgAmdCode code;
 		CgAmdChip chip;
-		char err[512];
-		if (!cg_amd_read(bc->data, bc->size, &code, err, sizeof err))
-			return;
 		bool known = cg_amd_chip(bc->arch, bc->wave, &chip);
-		for (int i = 0; i < code.nkernels; i++) {
-			const CgAmdKernel *k = &code.kernels[i];
+		for (int i = 0; i < codes[c].nkernels; i++) {
+			const CgAmdKernel *k = &codes[c].kernels[i];
 			if (strcmp(k->name, kernel) != 0)
 				continue;
 			const BundleKernel *launch = bundle_launch_of(bc, kernel);
@@ -110,15 +107,15 @@ static void print_gemm_resources(const Bundle *b, const char *target, const char
 			if (known) {
 				CgAmdOccupancy occ = cg_amd_occupancy(&chip, k, block);
 				printf(", %d of %d waves/SIMD (%s)", occ.waves, chip.max_waves, occ.limit);
-				/* what the cost model calls starved (codegen/tile_cost.h) */
 				const CgTargetInfo *ti = cg_target_info(bc->arch);
-				int64_t filled = launch && ti && ti->cus ? cg_tile_cost_filled_waves(ti, &chip, launch->grid, block) : 0;
-				if (occ.waves < CG_COST_MIN_WAVES && occ.waves < filled)
+				int64_t filled = launch && cg_tile_cost_models(ti)
+							 ? cg_tile_cost_filled_waves(ti, &chip, launch->grid, block)
+							 : 0;
+				if (cg_tile_cost_starved(occ.waves, filled))
 					printf(", starved: the grid would fill %lld", (long long)filled);
 			}
 			printf("\n");
 		}
-		cg_amd_free(&code);
 	}
 }
 
@@ -133,6 +130,13 @@ static bool print_gemm_tiles(const Args *a, const CompileOptions *o)
 	Bundle b;
 	if (!model_compile(a->model, a->batch, &co, &b, NULL))
 		return false;
+	/* each AMD code object read once, not once per kernel */
+	CgAmdCode *codes = calloc(b.ncode > 0 ? (size_t)b.ncode : 1, sizeof *codes);
+	for (int c = 0; codes && c < b.ncode; c++) {
+		char err[512];
+		if (b.code[c].kind == CODE_HSACO && !cg_amd_read(b.code[c].data, b.code[c].size, &codes[c], err, sizeof err))
+			cg_amd_free(&codes[c]); /* no resources shown for it */
+	}
 	printf("GEMM tiles (work-group tile MxN, k-block):\n");
 	for (int i = 0; i < gm.n; i++) {
 		char key[256], cfg[64];
@@ -140,8 +144,12 @@ static bool print_gemm_tiles(const Args *a, const CompileOptions *o)
 		cg_tile_config_text(&gm.k[i].tiles.cfg, cfg, sizeof cfg);
 		printf("  %s %s: %s, %s (%d candidates)%s%s\n    key %s\n", gm.k[i].target, gm.k[i].kernel, cfg,
 		       gm.k[i].tiles.why, gm.k[i].tiles.ncand, gm.k[i].tiles.instr[0] ? ", " : "", gm.k[i].tiles.instr, key);
-		print_gemm_resources(&b, gm.k[i].target, gm.k[i].kernel);
+		if (codes)
+			print_gemm_resources(&b, codes, gm.k[i].target, gm.k[i].kernel);
 	}
+	for (int c = 0; codes && c < b.ncode; c++)
+		cg_amd_free(&codes[c]);
+	free(codes);
 	bundle_free(&b);
 	free(gm.k);
 	return true;
