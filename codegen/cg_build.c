@@ -105,16 +105,26 @@ LLVMValueRef cg_linear(Cg *cg, const Shape *s, LLVMValueRef *idx)
 	return lin;
 }
 
+LLVMValueRef cg_udiv_index(Cg *cg, LLVMValueRef lin, int64_t d, int64_t bound, bool rem)
+{
+	LLVMValueRef (*op)(LLVMBuilderRef, LLVMValueRef, LLVMValueRef, const char *) = rem ? LLVMBuildURem : LLVMBuildUDiv;
+	if (bound > INT32_MAX || d > INT32_MAX)
+		return op(cg->b, lin, cg_i64(cg, d), "");
+	LLVMValueRef narrow = LLVMBuildTrunc(cg->b, lin, cg->t_i32, "");
+	return LLVMBuildZExt(cg->b, op(cg->b, narrow, cg_i32(cg, d), ""), cg->t_i64, "");
+}
+
 void cg_delinear(Cg *cg, const Shape *s, LLVMValueRef lin, LLVMValueRef *idx)
 {
+	int64_t bound = shape_numel(s);
 	for (int d = s->rank - 1; d >= 0; d--) {
 		if (d == 0) {
 			idx[d] = lin;
 			break;
 		}
-		LLVMValueRef n = cg_i64(cg, s->dim[d]);
-		idx[d] = LLVMBuildURem(cg->b, lin, n, "");
-		lin = LLVMBuildUDiv(cg->b, lin, n, "");
+		idx[d] = cg_udiv_index(cg, lin, s->dim[d], bound, true);
+		lin = cg_udiv_index(cg, lin, s->dim[d], bound, false);
+		bound = s->dim[d] ? (bound + s->dim[d] - 1) / s->dim[d] : bound;
 	}
 }
 

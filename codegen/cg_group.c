@@ -188,8 +188,9 @@ LLVMValueRef cg_index_axis(Cg *cg, ElemIndex *at, int d)
 	int64_t inner = 1;
 	for (int k = d + 1; k < at->shape->rank; k++)
 		inner *= at->shape->dim[k];
-	LLVMValueRef q = inner == 1 ? at->lin : LLVMBuildUDiv(cg->b, at->lin, cg_i64(cg, inner), "");
-	return d == 0 ? q : LLVMBuildURem(cg->b, q, cg_i64(cg, at->shape->dim[d]), "");
+	int64_t bound = shape_numel(at->shape);
+	LLVMValueRef q = inner == 1 ? at->lin : cg_udiv_index(cg, at->lin, inner, bound, false);
+	return d == 0 ? q : cg_udiv_index(cg, q, at->shape->dim[d], inner ? bound / inner + 1 : bound, true);
 }
 
 /* Where input k of a concat begins along the axis (slice: the start). */
@@ -270,10 +271,12 @@ static LLVMValueRef member(Cg *cg, const Node *m, ElemIndex *at)
 	return v;
 }
 
-LLVMValueRef cg_emit_member(Cg *cg, int id, LLVMValueRef lin)
+LLVMValueRef cg_emit_member(Cg *cg, int id, LLVMValueRef lin) { return cg_emit_member_at(cg, id, lin, NULL); }
+
+LLVMValueRef cg_emit_member_at(Cg *cg, int id, LLVMValueRef lin, LLVMValueRef *idx)
 {
 	const Node *m = &cg->g->node[id];
-	ElemIndex at = {.shape = &m->shape, .lin = lin};
+	ElemIndex at = {.shape = &m->shape, .lin = lin, .idx = idx};
 	return member(cg, m, &at);
 }
 

@@ -23,6 +23,11 @@
 LLVMValueRef cg_linear(Cg *cg, const Shape *s, LLVMValueRef *idx);
 /* idx[0..s->rank) of linear index lin in shape s. */
 void cg_delinear(Cg *cg, const Shape *s, LLVMValueRef lin, LLVMValueRef *idx);
+/* lin / d (rem: lin % d) for an i64 index known to lie in [0, bound): in 32 bits where bound and d
+ * allow, widened back, since a GPU divides 64-bit integers in many instructions even by constants
+ * (the index math of a broadcast operand then outweighed the memory traffic of batch norm's
+ * reductions). */
+LLVMValueRef cg_udiv_index(Cg *cg, LLVMValueRef lin, int64_t d, int64_t bound, bool rem);
 /* Linear index into a tensor of shape in read at output index idx of shape out, with numpy
  * broadcasting (axes aligned at the right, size-1 axes of in read at 0). */
 LLVMValueRef cg_broadcast_index(Cg *cg, const Shape *in, const Shape *out, LLVMValueRef *idx);
@@ -115,6 +120,9 @@ LLVMValueRef cg_operand(Cg *cg, const Node *n, int k, ElemIndex *at);
 LLVMValueRef cg_emit_element(Cg *cg, const Node *n, LLVMValueRef *idx);
 /* Group member id's element at linear index lin of its shape, in its compute type (memoized). */
 LLVMValueRef cg_emit_member(Cg *cg, int id, LLVMValueRef lin);
+/* The same with the element's index along every axis of the member's shape known (idx[0..rank),
+ * kept for the emission): readers of broadcast operands take it instead of dividing lin. */
+LLVMValueRef cg_emit_member_at(Cg *cg, int id, LLVMValueRef lin, LLVMValueRef *idx);
 /* Stores anchor's finished element v at linear index lin. Alone in its group: the plain store.
  * Fused: the epilogue, every group output evaluated at lin with v as the anchor's value and
  * stored (the anchor itself only when it is a group output). */

@@ -9,7 +9,10 @@
  * On GPUs, short reductions (and the rows of loss gradients) take one work-item each; longer
  * ones a work-group each, whose work-items stride over the reduced elements in a fixed order and
  * then combine their partial results by a tree in LDS. The loss value is one work-group's tree
- * over the batch. No atomics: every run gives the same bits. */
+ * over the batch. No atomics: every run gives the same bits.
+ *
+ * A fused group may hold several sibling sums and means over one shape and the same axes
+ * (passes/fuse.c): their kernel walks the elements once, with an accumulator per reduction. */
 #include <math.h>
 
 #include "codegen/cg_util.h"
@@ -111,6 +114,26 @@ static void acc_max(Cg *cg, LLVMValueRef acc, LLVMValueRef v)
 
 /* ---- sum, mean ---- */
 
+/* The reductions one kernel computes: the node, or the sibling sums and means of its fused group
+ * (passes/fuse.c), each with an accumulator over the same elements. */
+typedef struct {
+	const Node *r[IR_MAX_GROUP_REDUCTIONS];
+	int k;
+} Siblings;
+
+static Siblings group_reductions(Cg *cg, const Node *n)
+{
+	Siblings s = {.k = 0};
+	const int *out;
+	int nout = cg_group_outputs(cg, &out);
+	for (int i = 0; i < nout && s.k < IR_MAX_GROUP_REDUCTIONS; i++)
+		if (ir_ops[cg->g->node[out[i]].op].pattern == PAT_REDUCE)
+			s.r[s.k++] = &cg->g->node[out[i]];
+	if (s.k == 0)
+		s.r[s.k++] = n;
+	return s;
+}
+
 typedef struct {
 	int64_t size, stride;
 } Axis;
@@ -173,74 +196,156 @@ static unsigned reduce_mask(const Cg *cg, const Node *n)
 	return ir_reduce_axes(n);
 }
 
-static void reduce_loops(Cg *cg, const Node *n, const Axis *red, int nred, LLVMValueRef off, LLVMValueRef acc)
+/* The term reduction r adds up at offset off of its input, in type t. idx, when not NULL, is the
+ * element's index along every axis of the input, so that fused producers reading broadcast
+ * operands (batch norm's per-channel statistics) need not divide it out of off per element. */
+static LLVMValueRef term_at(Cg *cg, const Node *r, LLVMValueRef off, LLVMValueRef *idx, LLVMTypeRef t)
 {
-	int x = n->in[0];
+	int x = r->in[0];
+	LLVMValueRef v = idx && cg_in_group(cg, x) ? cg_emit_member_at(cg, x, off, idx) : cg_load(cg, x, off);
+	return reduce_term(cg, r, cg_convert(cg, v, t));
+}
+
+static void reduce_loops(Cg *cg, const Siblings *s, const Axis *red, int nred, LLVMValueRef off, LLVMValueRef *acc)
+{
 	if (nred == 0) {
-		acc_add(cg, acc, reduce_term(cg, n, cg_convert(cg, cg_load(cg, x, off), LLVMGetAllocatedType(acc))));
+		for (int i = 0; i < s->k; i++)
+			acc_add(cg, acc[i], term_at(cg, s->r[i], off, NULL, LLVMGetAllocatedType(acc[i])));
 		return;
 	}
 	CgLoop l = cg_for_begin(cg, cg_i64(cg, 0), cg_i64(cg, red->size), "r");
 	LLVMValueRef o = LLVMBuildNSWAdd(cg->b, off, LLVMBuildNSWMul(cg->b, l.i, cg_i64(cg, red->stride), ""), "");
-	reduce_loops(cg, n, red + 1, nred - 1, o, acc);
+	reduce_loops(cg, s, red + 1, nred - 1, o, acc);
 	cg_for_end(cg, &l);
 }
 
-/* Offset of element j (linear over the reduced axes, the last fastest) from its output's base. */
-static LLVMValueRef reduced_offset(Cg *cg, const Axis *red, int nred, LLVMValueRef j)
+/* Offset of element j in [0, count) (linear over the reduced axes, the last fastest) from its
+ * output's base. */
+static LLVMValueRef reduced_offset(Cg *cg, const Axis *red, int nred, LLVMValueRef j, int64_t count)
 {
 	LLVMValueRef off = cg_i64(cg, 0);
 	for (int k = nred - 1; k >= 0; k--) {
-		LLVMValueRef jk = k ? LLVMBuildURem(cg->b, j, cg_i64(cg, red[k].size), "") : j;
+		LLVMValueRef jk = k ? cg_udiv_index(cg, j, red[k].size, count, true) : j;
 		off = LLVMBuildNSWAdd(cg->b, off, LLVMBuildNSWMul(cg->b, jk, cg_i64(cg, red[k].stride), ""), "");
-		if (k)
-			j = LLVMBuildUDiv(cg->b, j, cg_i64(cg, red[k].size), "");
+		if (k) {
+			j = cg_udiv_index(cg, j, red[k].size, count, false);
+			count = (count + red[k].size - 1) / red[k].size;
+		}
 	}
 	return off;
 }
 
-/* Base offset in x of output element out (idx over the kept axes). */
-static LLVMValueRef kept_base(Cg *cg, const Shape *kept, const int64_t *kstride, LLVMValueRef out)
+/* Base offset in x of output element out; its index over the kept axes in idx. */
+static LLVMValueRef kept_base(Cg *cg, const Shape *kept, const int64_t *kstride, LLVMValueRef out, LLVMValueRef *idx)
 {
-	LLVMValueRef idx[IR_MAX_DIMS], base = cg_i64(cg, 0);
+	LLVMValueRef base = cg_i64(cg, 0);
 	cg_delinear(cg, kept, out, idx);
 	for (int d = 0; d < kept->rank; d++)
 		base = LLVMBuildNSWAdd(cg->b, base, LLVMBuildNSWMul(cg->b, idx[d], cg_i64(cg, kstride[d]), ""), "");
 	return base;
 }
 
-/* A work-group per output element: work-items stride over its count elements, then a tree. */
-static int64_t lower_reduce_gpu(Cg *cg, const Node *n, const Shape *kept, const int64_t *kstride, const Axis *red,
-				int nred, int64_t count)
+/* The index along every axis of x (reduced ones: mask) of element j in [0, count) of the output
+ * whose kept index is kidx. What a fused producer does not read, LLVM drops. */
+static void element_index(Cg *cg, const Shape *xs, unsigned mask, const LLVMValueRef *kidx, LLVMValueRef j,
+			  int64_t count, LLVMValueRef *idx)
 {
-	int x = n->in[0];
+	int nk = 0, outer = -1;
+	for (int d = 0; d < xs->rank; d++)
+		if (!(mask >> d & 1))
+			idx[d] = kidx[nk++];
+		else if (outer < 0)
+			outer = d;
+	for (int d = xs->rank - 1; d > outer; d--) {
+		if (!(mask >> d & 1))
+			continue;
+		idx[d] = cg_udiv_index(cg, j, xs->dim[d], count, true);
+		j = cg_udiv_index(cg, j, xs->dim[d], count, false);
+		count = (count + xs->dim[d] - 1) / xs->dim[d];
+	}
+	if (outer >= 0)
+		idx[outer] = j;
+}
+
+/* After a kernel of grid work-groups left each reduction's partial sums, slice by slice, in its
+ * workspace (slices x m floats): a kernel that adds each output's partials in slice order. */
+static int64_t add_slices(Cg *cg, const Siblings *s, int64_t grid, int64_t m, int64_t count, int slices)
+{
+	LLVMTypeRef t = cg_compute_type(cg, s->r[0]->dtype);
+	cg_kernel_next(cg, grid, "sum");
+	GpuGroup grp;
+	LLVMValueRef e = cg_gpu_elements_begin(cg, &grp, m, &grid);
+	for (int k = 0; k < s->k; k++) {
+		LLVMValueRef v = NULL;
+		for (int i = 0; i < slices; i++) {
+			LLVMValueRef at = LLVMBuildNUWAdd(cg->b, e, cg_i64(cg, (int64_t)i * m), "");
+			LLVMValueRef p = LLVMBuildLoad2(cg->b, cg->t_f32, cg_ws_ptr(cg, s->r[k]->ws_offset, at), "");
+			v = v ? LLVMBuildFAdd(cg->b, v, p, "") : p;
+		}
+		cg_store(cg, s->r[k]->id, e, reduce_finish(cg, s->r[k], cg_convert(cg, v, t), count));
+	}
+	cg_gpu_elements_end(cg, &grp);
+	return grid;
+}
+
+/* A work-group per output element (and slice of its count elements, with slices > 1: the
+ * partials go to the workspaces and add_slices finishes): work-items stride over the elements,
+ * then a tree per reduction. */
+static int64_t lower_reduce_gpu(Cg *cg, const Siblings *s, const Shape *xs, unsigned mask, const Shape *kept,
+				const int64_t *kstride, const Axis *red, int nred, int64_t count, int slices)
+{
+	const Node *n = s->r[s->k - 1];
+	int64_t m = shape_numel(&n->shape), per = (count + slices - 1) / slices;
 	/* the largest work-group for the longest rows: more loads in flight on the few work-groups */
-	cg_gpu_native(cg, count >= (int64_t)GPU_REDUCE_LANES * GPU_REDUCE_BIG_BLOCK * 4 ? GPU_REDUCE_BIG_BLOCK : tree_block(count));
+	cg_gpu_native(cg, per >= (int64_t)GPU_REDUCE_LANES * GPU_REDUCE_BIG_BLOCK * 4 ? GPU_REDUCE_BIG_BLOCK : tree_block(per));
 	LLVMTypeRef t = cg_compute_type(cg, n->dtype);
 	LLVMValueRef sh = cg_shared_array(cg, t, cg->block, "sum");
-	LLVMValueRef out = workgroup64(cg), base = kept_base(cg, kept, kstride, out);
-	int lanes = count >= (int64_t)GPU_REDUCE_LANES * cg->block * 4 ? GPU_REDUCE_LANES : 1;
-	LLVMValueRef acc[GPU_REDUCE_LANES];
+	LLVMValueRef wg = workgroup64(cg), out = wg, lo = cg_i64(cg, 0), hi = cg_i64(cg, count);
+	if (slices > 1) { /* work-group wg takes slice wg % slices of output wg / slices */
+		LLVMValueRef slice = LLVMBuildURem(cg->b, wg, cg_i64(cg, slices), "");
+		out = LLVMBuildUDiv(cg->b, wg, cg_i64(cg, slices), "");
+		lo = LLVMBuildNUWMul(cg->b, slice, cg_i64(cg, per), "");
+		hi = cg_min_i64(cg, LLVMBuildNUWAdd(cg->b, lo, cg_i64(cg, per), ""), hi);
+	}
+	LLVMValueRef kidx[IR_MAX_DIMS], base = kept_base(cg, kept, kstride, out, kidx);
+	int lanes = per >= (int64_t)GPU_REDUCE_LANES * cg->block * 4 ? GPU_REDUCE_LANES : 1;
+	LLVMValueRef acc[GPU_REDUCE_LANES][IR_MAX_GROUP_REDUCTIONS];
 	for (int u = 0; u < lanes; u++)
-		acc[u] = acc_new(cg, t, 0);
+		for (int i = 0; i < s->k; i++)
+			acc[u][i] = acc_new(cg, t, 0);
 	/* lane u of a step takes element j + u * block (zero past the end) */
-	CgLoop j = cg_for_begin(cg, workitem64(cg), cg_i64(cg, count), "j");
+	CgLoop j = cg_for_begin(cg, LLVMBuildNUWAdd(cg->b, lo, workitem64(cg), ""), hi, "j");
 	for (int u = 0; u < lanes; u++) {
 		LLVMValueRef ju = LLVMBuildNUWAdd(cg->b, j.i, cg_i64(cg, (int64_t)u * cg->block), "");
-		LLVMValueRef in = LLVMBuildICmp(cg->b, LLVMIntULT, ju, cg_i64(cg, count), "");
-		ju = LLVMBuildSelect(cg->b, in, ju, cg_i64(cg, 0), "");
-		LLVMValueRef off = LLVMBuildNSWAdd(cg->b, base, reduced_offset(cg, red, nred, ju), "");
-		LLVMValueRef term = reduce_term(cg, n, cg_convert(cg, cg_load(cg, x, off), t));
-		acc_add(cg, acc[u], u ? LLVMBuildSelect(cg->b, in, term, cg_real(cg, t, 0), "") : term);
+		LLVMValueRef in = LLVMBuildICmp(cg->b, LLVMIntULT, ju, hi, "");
+		ju = LLVMBuildSelect(cg->b, in, ju, lo, "");
+		LLVMValueRef off = LLVMBuildNSWAdd(cg->b, base, reduced_offset(cg, red, nred, ju, count), "");
+		LLVMValueRef idx[IR_MAX_DIMS];
+		element_index(cg, xs, mask, kidx, ju, count, idx);
+		for (int i = 0; i < s->k; i++) {
+			LLVMValueRef term = term_at(cg, s->r[i], off, idx, t);
+			acc_add(cg, acc[u][i], u ? LLVMBuildSelect(cg->b, in, term, cg_real(cg, t, 0), "") : term);
+		}
 	}
 	cg_for_end_step(cg, &j, cg_i64(cg, (int64_t)cg->block * lanes));
-	LLVMValueRef total = acc_get(cg, acc[0]);
-	for (int u = 1; u < lanes; u++)
-		total = LLVMBuildFAdd(cg->b, total, acc_get(cg, acc[u]), "");
-	LLVMValueRef v = reduce_finish(cg, n, cg_gpu_reduce(cg, sh, total, false), count);
+	LLVMValueRef v[IR_MAX_GROUP_REDUCTIONS];
+	for (int i = 0; i < s->k; i++) {
+		LLVMValueRef total = acc_get(cg, acc[0][i]);
+		for (int u = 1; u < lanes; u++)
+			total = LLVMBuildFAdd(cg->b, total, acc_get(cg, acc[u][i]), "");
+		v[i] = cg_gpu_reduce(cg, sh, total, false);
+		v[i] = slices > 1 ? v[i] : reduce_finish(cg, s->r[i], v[i], count);
+	}
 	first_item_only(cg);
-	cg_store(cg, n->id, out, v);
-	return shape_numel(&n->shape);
+	for (int i = 0; i < s->k; i++)
+		if (slices > 1) /* the partial of (slice, output) at slice * m + output */
+			LLVMBuildStore(cg->b, cg_convert(cg, v[i], cg->t_f32),
+				       cg_ws_ptr(cg, s->r[i]->ws_offset,
+						 LLVMBuildNUWAdd(cg->b, LLVMBuildNUWMul(cg->b, LLVMBuildURem(cg->b, wg, cg_i64(cg, slices), ""),
+											cg_i64(cg, m), ""), out, "")));
+		else
+			cg_store(cg, s->r[i]->id, out, v[i]);
+	return slices > 1 ? add_slices(cg, s, m * slices, m, count, slices) : m;
 }
 
 /* A column reduction (ir_reduce_slices: rows x m, the m outputs contiguous) in two kernels. The
@@ -252,14 +357,15 @@ static int64_t lower_reduce_gpu(Cg *cg, const Node *n, const Shape *kept, const 
 #define COLUMN_WIDTH 32
 #define COLUMN_WARPS 8
 
-static int64_t lower_reduce_columns_gpu(Cg *cg, const Node *n, int64_t m, int64_t rows, int slices)
+static int64_t lower_reduce_columns_gpu(Cg *cg, const Siblings *s, int64_t m, int64_t rows, int slices)
 {
-	int x = n->in[0];
-	LLVMTypeRef t = cg_compute_type(cg, n->dtype);
+	LLVMTypeRef t = cg_compute_type(cg, s->r[0]->dtype);
 	int64_t bands = (m + COLUMN_WIDTH - 1) / COLUMN_WIDTH, per = (rows + slices - 1) / slices;
 	GpuGroup grp;
 	LLVMValueRef wg = cg_gpu_group_begin(cg, &grp, COLUMN_WIDTH * COLUMN_WARPS);
-	LLVMValueRef sh = cg_gpu_shared(cg, &grp, t, grp.block, "columns");
+	LLVMValueRef sh[IR_MAX_GROUP_REDUCTIONS];
+	for (int i = 0; i < s->k; i++)
+		sh[i] = cg_gpu_shared(cg, &grp, t, grp.block, "columns");
 	LLVMValueRef slice = LLVMBuildUDiv(cg->b, wg, cg_i64(cg, bands), "");
 	LLVMValueRef col0 = LLVMBuildNUWMul(cg->b, LLVMBuildURem(cg->b, wg, cg_i64(cg, bands), ""), cg_i64(cg, COLUMN_WIDTH), "");
 	LLVMValueRef lo = LLVMBuildNUWMul(cg->b, slice, cg_i64(cg, per), "");
@@ -271,9 +377,10 @@ static int64_t lower_reduce_columns_gpu(Cg *cg, const Node *n, int64_t m, int64_
 	LLVMValueRef warp = LLVMBuildUDiv(cg->b, tid, cg_i64(cg, COLUMN_WIDTH), "");
 	LLVMValueRef col = LLVMBuildNUWAdd(cg->b, col0, lane, "col");
 	LLVMValueRef col_ok = LLVMBuildICmp(cg->b, LLVMIntULT, col, cg_i64(cg, m), "");
-	LLVMValueRef acc[GPU_REDUCE_LANES];
+	LLVMValueRef acc[GPU_REDUCE_LANES][IR_MAX_GROUP_REDUCTIONS];
 	for (int u = 0; u < GPU_REDUCE_LANES; u++)
-		acc[u] = acc_new(cg, t, 0);
+		for (int i = 0; i < s->k; i++)
+			acc[u][i] = acc_new(cg, t, 0);
 	/* lane u of a step takes row r + u * warps (zero past the slice or the outputs) */
 	CgLoop r = cg_for_begin(cg, LLVMBuildNUWAdd(cg->b, lo, warp, ""), hi, "r");
 	for (int u = 0; u < GPU_REDUCE_LANES; u++) {
@@ -281,14 +388,16 @@ static int64_t lower_reduce_columns_gpu(Cg *cg, const Node *n, int64_t m, int64_
 		LLVMValueRef in = LLVMBuildAnd(cg->b, LLVMBuildICmp(cg->b, LLVMIntULT, ru, hi, ""), col_ok, "");
 		LLVMValueRef off = LLVMBuildNUWAdd(cg->b, LLVMBuildNUWMul(cg->b, ru, cg_i64(cg, m), ""), col, "");
 		off = LLVMBuildSelect(cg->b, in, off, cg_i64(cg, 0), "");
-		LLVMValueRef term = reduce_term(cg, n, cg_convert(cg, cg_load(cg, x, off), t));
-		acc_add(cg, acc[u], LLVMBuildSelect(cg->b, in, term, cg_real(cg, t, 0), ""));
+		for (int i = 0; i < s->k; i++)
+			acc_add(cg, acc[u][i], LLVMBuildSelect(cg->b, in, term_at(cg, s->r[i], off, NULL, t), cg_real(cg, t, 0), ""));
 	}
 	cg_for_end_step(cg, &r, cg_i64(cg, (int64_t)COLUMN_WARPS * GPU_REDUCE_LANES));
-	LLVMValueRef total = acc_get(cg, acc[0]);
-	for (int u = 1; u < GPU_REDUCE_LANES; u++)
-		total = LLVMBuildFAdd(cg->b, total, acc_get(cg, acc[u]), "");
-	LLVMBuildStore(cg->b, total, LLVMBuildInBoundsGEP2(cg->b, t, sh, &tid, 1, ""));
+	for (int i = 0; i < s->k; i++) {
+		LLVMValueRef total = acc_get(cg, acc[0][i]);
+		for (int u = 1; u < GPU_REDUCE_LANES; u++)
+			total = LLVMBuildFAdd(cg->b, total, acc_get(cg, acc[u][i]), "");
+		LLVMBuildStore(cg->b, total, LLVMBuildInBoundsGEP2(cg->b, t, sh[i], &tid, 1, ""));
+	}
 	cg_gpu_phase_end(cg, &grp, true);
 
 	/* the first warp adds the warps' sums of its output in warp order */
@@ -300,31 +409,22 @@ static int64_t lower_reduce_columns_gpu(Cg *cg, const Node *n, int64_t m, int64_
 	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "partial_done");
 	LLVMBuildCondBr(cg->b, first, then, done);
 	LLVMPositionBuilderAtEnd(cg->b, then);
-	LLVMValueRef sum = NULL;
-	for (int w = 0; w < COLUMN_WARPS; w++) {
-		LLVMValueRef at = LLVMBuildNUWAdd(cg->b, tid, cg_i64(cg, (int64_t)w * COLUMN_WIDTH), "");
-		LLVMValueRef v = LLVMBuildLoad2(cg->b, t, LLVMBuildInBoundsGEP2(cg->b, t, sh, &at, 1, ""), "");
-		sum = sum ? LLVMBuildFAdd(cg->b, sum, v, "") : v;
-	}
 	LLVMValueRef idx = LLVMBuildNUWAdd(cg->b, LLVMBuildNUWMul(cg->b, slice, cg_i64(cg, m), ""), col, "");
-	LLVMBuildStore(cg->b, cg_convert(cg, sum, cg->t_f32), cg_ws_ptr(cg, n->ws_offset, idx));
+	for (int i = 0; i < s->k; i++) {
+		LLVMValueRef sum = NULL;
+		for (int w = 0; w < COLUMN_WARPS; w++) {
+			LLVMValueRef at = LLVMBuildNUWAdd(cg->b, tid, cg_i64(cg, (int64_t)w * COLUMN_WIDTH), "");
+			LLVMValueRef v = LLVMBuildLoad2(cg->b, t, LLVMBuildInBoundsGEP2(cg->b, t, sh[i], &at, 1, ""), "");
+			sum = sum ? LLVMBuildFAdd(cg->b, sum, v, "") : v;
+		}
+		LLVMBuildStore(cg->b, cg_convert(cg, sum, cg->t_f32), cg_ws_ptr(cg, s->r[i]->ws_offset, idx));
+	}
 	LLVMBuildBr(cg->b, done);
 	LLVMPositionBuilderAtEnd(cg->b, done);
 	cg_gpu_phase_end(cg, &grp, false);
 	cg_gpu_group_end(cg, &grp);
 
-	cg_kernel_next(cg, (int64_t)slices * bands, "sum");
-	int64_t grid;
-	LLVMValueRef e = cg_gpu_elements_begin(cg, &grp, m, &grid);
-	LLVMValueRef v = NULL;
-	for (int i = 0; i < slices; i++) {
-		LLVMValueRef at = LLVMBuildNUWAdd(cg->b, e, cg_i64(cg, (int64_t)i * m), "");
-		LLVMValueRef p = LLVMBuildLoad2(cg->b, cg->t_f32, cg_ws_ptr(cg, n->ws_offset, at), "");
-		v = v ? LLVMBuildFAdd(cg->b, v, p, "") : p;
-	}
-	cg_store(cg, n->id, e, reduce_finish(cg, n, cg_convert(cg, v, t), rows));
-	cg_gpu_elements_end(cg, &grp);
-	return grid;
+	return add_slices(cg, s, (int64_t)slices * bands, m, rows, slices);
 }
 
 int64_t cg_lower_reduce(Cg *cg, const Node *n)
@@ -337,19 +437,25 @@ int64_t cg_lower_reduce(Cg *cg, const Node *n)
 	int nred;
 	split_axes(xs, reduce_mask(cg, n), &kept, kstride, red, &nred);
 	int64_t m = shape_numel(&n->shape), count = m ? shape_numel(xs) / m : 0;
-	int slices = cg_gpu_paths(cg) && n->ws_offset >= 0 ? ir_reduce_slices(cg->g, n) : 1;
-	if (slices > 1)
-		return lower_reduce_columns_gpu(cg, n, m, count, slices);
+	Siblings s = group_reductions(cg, n);
+	bool have_ws = true;
+	for (int i = 0; i < s.k; i++)
+		have_ws &= s.r[i]->ws_offset >= 0;
+	int slices = cg_gpu_paths(cg) && have_ws ? ir_reduce_slices(cg->g, n) : 1;
+	if (slices > 1 && ir_reduce_columns(cg->g, n))
+		return lower_reduce_columns_gpu(cg, &s, m, count, slices);
 	if (cg_is_gpu(cg) && m > 0 && count > GPU_SERIAL_MAX)
-		return lower_reduce_gpu(cg, n, &kept, kstride, red, nred, count);
+		return lower_reduce_gpu(cg, &s, xs, reduce_mask(cg, n), &kept, kstride, red, nred, count, slices);
 
-	Blocks b = blocks_begin(cg, m, count);
-	LLVMValueRef base = kept_base(cg, &kept, kstride, b.item.i);
+	Blocks b = blocks_begin(cg, m, count * s.k);
+	LLVMValueRef kidx[IR_MAX_DIMS], base = kept_base(cg, &kept, kstride, b.item.i, kidx);
 	LLVMTypeRef t = cg_compute_type(cg, n->dtype);
-	LLVMValueRef acc = acc_new(cg, t, 0);
-	reduce_loops(cg, n, red, nred, base, acc);
-	LLVMValueRef v = reduce_finish(cg, n, acc_get(cg, acc), count);
-	cg_store(cg, n->id, b.item.i, v);
+	LLVMValueRef acc[IR_MAX_GROUP_REDUCTIONS];
+	for (int i = 0; i < s.k; i++)
+		acc[i] = acc_new(cg, t, 0);
+	reduce_loops(cg, &s, red, nred, base, acc);
+	for (int i = 0; i < s.k; i++)
+		cg_store(cg, s.r[i]->id, b.item.i, reduce_finish(cg, s.r[i], acc_get(cg, acc[i]), count));
 	return blocks_end(cg, &b);
 }
 

@@ -29,6 +29,7 @@ CG_ELEM(abs);
 CG_ELEM(sign);
 CG_ELEM(pow);
 CG_ELEM(relu_grad);
+CG_ELEM(standardize);
 CG_ELEM(leaky_relu);
 CG_ELEM(leaky_relu_grad);
 CG_ELEM(gelu);

@@ -452,7 +452,8 @@ static bool eval_swap(LayerCall *c, int batch, int state)
  * channels (axis 1) of NCHW, [N, C] or [N, C, L] input, gamma and beta as NAME.weight and
  * NAME.bias, running statistics NAME.running_mean and NAME.running_var updated by assign nodes
  * (the unbiased variance, as PyTorch). The evaluation program uses the running statistics in
- * place of the batch ones NAME.batch_mean and NAME.batch_var (Graph's eval_swap table). */
+ * place of the batch ones NAME.batch_mean and NAME.batch_var (Graph's eval_swap table). The
+ * normalization is one standardize node, whose gradient is batch norm's closed form. */
 static int build_batch_norm(const Layer *l, LayerCall *c)
 {
 	const Shape *s = &input(c, 0)->shape;
@@ -478,7 +479,8 @@ static int build_batch_norm(const Layer *l, LayerCall *c)
 	int std = node(c, OP_sqrt, node(c, OP_add, var, ir_const(c->g, a[0]), NULL, NULL), -1, NULL, NULL);
 	int w = param(c, "weight", 1, &ch, 0);
 	c->g->node[w].attr[0] = INIT_ONE;
-	int y = node(c, OP_mul, node(c, OP_div, d, std, NULL, NULL), reshaped(c, w, rank - 1, col), NULL, NULL);
+	int xhat = add(c, OP_standardize, (int[]){x, mean, std}, NULL, NULL);
+	int y = node(c, OP_mul, xhat, reshaped(c, w, rank - 1, col), NULL, NULL);
 	int b = param(c, "bias", 1, &ch, 0);
 	c->g->node[b].attr[0] = INIT_ZERO;
 	int rmean = running_stat(c, "running_mean", mean, INIT_ZERO, a[1], 1);

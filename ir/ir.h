@@ -177,6 +177,9 @@ int ir_layout(const Node *n);
 int ir_sum_to(Graph *g, int x, const Shape *to);
 
 /* ---- fused groups (ir/groups.c) ---- */
+/* The most sibling reductions (sums and means over one shape and the same axes) one reduction
+ * group computes side by side (passes/fuse.c), an accumulator each. */
+#define IR_MAX_GROUP_REDUCTIONS 4
 /* Whether node id's value leaves its fused group: a member of another group or a program root
  * (loss, scores, evaluation outputs) reads it. Group outputs have storage; other members live
  * only inside their group's kernel. A node alone in its group is its own output. */
@@ -218,10 +221,13 @@ bool ir_gemm_shape(const Graph *g, const Node *n, int64_t *batch, int64_t *m, in
  * workspace (split * m * n floats, batch 1 only) and are added in a fixed order. Column
  * reductions are split the same way (ir_reduce_slices). */
 int ir_split_k(const Graph *g, const Node *n);
-/* How many slices of rows a GPU sums a sum or mean in, whose reduced axes lead (the kept ones
- * contiguous: the bias gradients of NHWC convolutions), with partials of split * outputs floats
- * in the node's workspace (ir/ops_reduce.c); 1: no split. */
+/* How many slices a GPU sums a sum or mean in, with partials of split * outputs floats in the
+ * node's workspace (ir/ops_reduce.c); 1: no split. Column reductions (ir_reduce_columns: the
+ * reduced axes lead, the kept ones contiguous, as the bias gradients of NHWC convolutions) split
+ * their rows; others (batch norm's statistics over N, H and W) split each output's elements while
+ * outputs are few. */
 int ir_reduce_slices(const Graph *g, const Node *n);
+bool ir_reduce_columns(const Graph *g, const Node *n);
 
 /* ---- checking and printing ---- */
 bool ir_verify(const Graph *g, char *err, size_t errlen);                 /* ir/verify.c */

@@ -163,6 +163,7 @@ bool shape_binary(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_first(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_dropout(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_minmax_grad(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_standardize(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_assign(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_bias_add(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_reshape(Node *n, const Graph *g, char *err, size_t errlen);
@@ -271,6 +272,7 @@ OP_REF(dwconv2d_wterms);
 OP_REF(upsample_bilinear);
 OP_REF(upsample_bilinear_grad);
 OP_REF(lrn);
+OP_REF(standardize);
 OP_REF(lrn_grad);
 OP_REF(cast);
 OP_REF(select);
@@ -328,6 +330,7 @@ OP_GRAD(fold);
 OP_GRAD(dwconv2d);
 OP_GRAD(upsample_bilinear);
 OP_GRAD(lrn);
+OP_GRAD(standardize);
 OP_GRAD(cast);
 #undef OP_GRAD
 

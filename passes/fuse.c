@@ -10,7 +10,9 @@
  *            an edge merge (each parameter's optimizer update ends with several assigns, so no
  *            node of it post-dominates the rest), then elementwise groups join the anchor group
  *            they read (conv + bias_add + relu where bias_add also feeds relu_grad), and
- *            update groups that read the same state (an accumulator's reset and its reader).
+ *            update groups that read the same state (an accumulator's reset and its reader),
+ *            and sibling reductions (sums and means over one shape and the same axes) that read a
+ *            value in common, one kernel with an accumulator each.
  *
  * Every merge is tried on the graph and kept only if the result is a group of one of the kinds
  * that codegen compiles (check_group, the contract in ir/ir.h's terms), so no phase can leave an
@@ -23,6 +25,7 @@
 #include <string.h>
 
 #include "passes/passes.h"
+#include "ir/ops.h"
 #include "passes/postdom.h"
 
 #define FUSE_MAX_GROUP 32
@@ -75,14 +78,15 @@ static bool group_output(const Graph *g, const Users *u, int id)
 }
 
 /* Rule 4: the kernel runs at its leader's place, so whatever reads a member from outside must
- * come later. (Inputs from outside come earlier by topological order.) */
+ * run later: its own group's kernel, at that group's leader. (Inputs from outside come earlier by
+ * topological order.) */
 static bool check_order(const Graph *g, const Users *u, const int *m, int n, char *err, size_t len)
 {
 	int leader = m[n - 1];
 	for (int i = 0; i < n; i++)
 		for (int k = u->start[m[i]]; k < u->start[m[i] + 1]; k++) {
 			int y = u->user[k];
-			if (g->node[y].group != leader && y < leader)
+			if (g->node[y].group != leader && g->node[y].group < leader)
 				return fail(err, len, g, leader, "is read by a node that runs before the group's kernel", m[i]);
 		}
 	return true;
@@ -101,14 +105,36 @@ static bool check_elemwise(const Graph *g, const Users *u, const int *m, int n, 
 	return true;
 }
 
+/* Reductions one kernel computes side by side, an accumulator each: sums and means of one dtype
+ * over inputs of one shape along the same axes. */
+static bool sibling_reductions(const Graph *g, int a, int b)
+{
+	const Node *x = &g->node[a], *y = &g->node[b];
+	return (x->op == OP_sum || x->op == OP_mean) && (y->op == OP_sum || y->op == OP_mean) && x->dtype == y->dtype &&
+	       ir_reduce_axes(x) == ir_reduce_axes(y) && shape_eq(&g->node[x->in[0]].shape, &g->node[y->in[0]].shape);
+}
+
 static bool check_reduce(const Graph *g, const Users *u, const int *m, int n, char *err, size_t len)
 {
-	int leader = m[n - 1];
+	int leader = m[n - 1], reductions = 0;
 	bool feeds[FUSE_MAX_GROUP] = {0};
 	if (op_pattern(g, leader) != PAT_REDUCE)
 		return fail(err, len, g, leader, "leads a group with a reduction inside", leader);
-	feeds[n - 1] = true;
-	for (int i = n - 2; i >= 0; i--) {
+	for (int i = n - 1; i >= 0; i--) {
+		const Node *x = &g->node[m[i]];
+		for (int k = 0; k < x->nin; k++) {
+			int j = member_index(m, n, x->in[k]);
+			if (j >= 0 && op_pattern(g, m[j]) == PAT_REDUCE)
+				return fail(err, len, g, leader, "reads a reduction of its own group", m[i]);
+		}
+		if (op_pattern(g, m[i]) == PAT_REDUCE) {
+			if (i < n - 1 && !sibling_reductions(g, leader, m[i]))
+				return fail(err, len, g, leader, "is a reduction unlike its group's leader", m[i]);
+			if (++reductions > IR_MAX_GROUP_REDUCTIONS)
+				return fail(err, len, g, leader, "leads a group of too many reductions", leader);
+			feeds[i] = true;
+			continue;
+		}
 		if (op_pattern(g, m[i]) > PAT_BROADCAST)
 			return fail(err, len, g, leader, "is neither elementwise nor broadcast in a reduction group", m[i]);
 		if (group_output(g, u, m[i]))
@@ -171,7 +197,7 @@ static bool check_group(const Graph *g, const Users *u, int leader, const int *m
 		return false;
 	if (n == 1)
 		return true;
-	if (anchors + reductions > 1)
+	if (anchors > 1 || (anchors && reductions))
 		return fail(err, len, g, leader, "leads a group with more than one anchor or reduction", leader);
 	if (anchors)
 		return check_anchor(g, u, m, n, err, len);
@@ -463,6 +489,51 @@ static void fuse_state_readers(Fuser *f)
 	}
 }
 
+/* The first reduction group other than a's own and not marked, sibling to a's reductions, whose members read a
+ * value from outside that a's group reads too; -1 when none. Looking only through the readers of
+ * a's inputs keeps the search near-linear in the graph. */
+static int sibling_sharing_input(const Fuser *f, int a)
+{
+	const Graph *g = f->g;
+	int la = g->node[a].group;
+	for (int id = f->first[la]; id >= 0; id = f->next[id])
+		for (int k = 0; k < g->node[id].nin; k++) {
+			int x = g->node[id].in[k];
+			if (g->node[x].group == la || g->node[x].op == OP_const)
+				continue;
+			for (int u = f->users.start[x]; u < f->users.start[x + 1]; u++) {
+				int b = g->node[f->users.user[u]].group;
+				if (b != la && !f->mark[b] && in_program(f, b) && op_pattern(g, b) == PAT_REDUCE &&
+				    sibling_reductions(g, a, b))
+					return b;
+			}
+		}
+	return -1;
+}
+
+/* Sibling reductions (sibling_reductions) that read a value in common become one kernel, which
+ * reads it once: batch norm's gradient sums dy and dy * y for its weight and bias, and its input
+ * gradient averages the same two. */
+static void fuse_sibling_reductions(Fuser *f)
+{
+	const Graph *g = f->g;
+	for (int a = 0; a < g->nnodes; a++) {
+		if (!in_program(f, a) || op_pattern(g, a) != PAT_REDUCE)
+			continue;
+		/* each failed candidate is skipped by marking it, so the loop ends */
+		int nseen = 0, b;
+		while ((b = sibling_sharing_input(f, a)) >= 0) {
+			int lead[2] = {g->node[a].group, b};
+			if (!try_merge(f, lead, 2)) {
+				f->mark[b] = true;
+				f->seen[nseen++] = b;
+			}
+		}
+		while (nseen > 0)
+			f->mark[f->seen[--nseen]] = false;
+	}
+}
+
 static void fuse_program(Fuser *f, unsigned prog)
 {
 	f->prog = prog;
@@ -473,10 +544,12 @@ static void fuse_program(Fuser *f, unsigned prog)
 	fuse_edges(f, want_elemwise, take_elemwise);
 	fuse_edges(f, want_epilogue, take_epilogue);
 	fuse_state_readers(f);
+	fuse_sibling_reductions(f);
 }
 
 bool pass_fuse(Graph *g, const PassOptions *o, Diag *d)
 {
+	recompute_producers(g);
 	ir_ungroup(g);
 	Fuser f = {.g = g, .after_grads = o->split_update ? ir_update_nodes(g) : NULL};
 	users_build(&f.users, g);

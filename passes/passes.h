@@ -123,6 +123,9 @@ const char *conv_algo_name(const Graph *g, const Node *n);
 bool pass_make_eval(Graph *g, const PassOptions *o, Diag *d);
 /* fuse: groups of nodes that one kernel computes (Node.group), TVM's FuseOps rules (passes/fuse.c) */
 bool pass_fuse(Graph *g, const PassOptions *o, Diag *d);
+/* fuse's first step (passes/recompute.c): elementwise nodes that rescale one tensor by smaller
+ * ones get a copy per reader, so each fuses into its reader instead of being stored. */
+void recompute_producers(Graph *g);
 /* Whether every group is one the code generator handles (the contract in passes/fuse.c). */
 bool fuse_verify(const Graph *g, char *err, size_t errlen);
 /* share-eval: evaluation groups that are twins of training groups run the training group's kernel

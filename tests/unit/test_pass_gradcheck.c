@@ -353,6 +353,25 @@ static void test_models_ops(void)
 	g = ir_graph_new("lrn");
 	a = param(g, S(4, 2, 6, 2, 3), ANY);
 	gradcheck("lrn r=2 bias=2 alpha=0.3 beta=0.75", g, tu_add(g, OP_lrn, &a, A(2, 2, 0.3, 0.75)));
+	/* standardize reads x's own statistics (its contract): its gradient is the total derivative,
+	 * over the channels of NCHW (batch norm) and over the last axis */
+	static const struct {
+		const char *what;
+		int rank;
+		int64_t dim[4];
+		unsigned axes;
+	} stds[] = {{"standardize over N, H, W", 4, {4, 3, 2, 2}, 13}, {"standardize over the last axis", 2, {3, 5}, 2}};
+	for (int i = 0; i < 2; i++) {
+		g = ir_graph_new("standardize");
+		Shape xs = {.rank = stds[i].rank};
+		memcpy(xs.dim, stds[i].dim, sizeof xs.dim);
+		a = param(g, xs, ANY);
+		int mean = tu_add(g, OP_mean, &a, A(stds[i].axes, 1));
+		int dev = tu_add(g, OP_sub, (int[]){a, mean}, NULL);
+		int var = tu_add(g, OP_mean, (int[]){tu_add(g, OP_mul, (int[]){dev, dev}, NULL)}, A(stds[i].axes, 1));
+		int sd = tu_add(g, OP_sqrt, (int[]){tu_add(g, OP_add, (int[]){var, ir_const(g, 0.1)}, NULL)}, NULL);
+		gradcheck(stds[i].what, g, tu_add(g, OP_standardize, (int[]){a, mean, sd}, NULL));
+	}
 	/* cast rounds, which finite differences cannot see through: its rule (a cast back to the
 	 * input's type) is checked by its shape here and numerically in test_cg_precision */
 	g = ir_graph_new("cast");

@@ -127,6 +127,12 @@ static void test_norms(void)
 	check("batch_norm1d of [4, 5]", NET(XT, "y = batch_norm1d(x)\n", "mse_loss(y, t)"), -2, 2);
 	check("batch_norm1d of [4, 5, 3]",
 	      NET("input x: f32[b, 5, 3]\ninput t: f32[b, 5, 3]\n", "y = batch_norm1d(x, eps=0.01)\n", "mse_loss(y, t)"), -2, 2);
+	/* a param upstream, so the gradient through standardize to its input is checked too */
+	check("dense then batch_norm1d", NET(XT, "h = dense(x, 5)\ny = batch_norm1d(h)\n", "mse_loss(y, t)"), -2, 2);
+	check("conv2d then batch_norm2d",
+	      NET("input x: f32[b, 2, 4, 4]\ninput t: f32[b, 3, 4, 4]\n",
+		  "h = conv2d(x, 3, kernel=3, padding=1)\ny = batch_norm2d(h, eps=0.01)\n", "mse_loss(y, t)"),
+	      -2, 2);
 	check("pow 3 and abs", NET(XT, "h = dense(x, 5)\ny = pow(h, 3)\nz = abs(y)\n", "mse_loss(z, t)"), -1, 1);
 	check("pow 1.5", NET(XT, "h = dense(x, 5)\na = abs(h)\ny = pow(a, 1.5)\n", "mse_loss(y, t)"), -1, 1);
 }
