@@ -138,11 +138,11 @@ static LLVMValueRef minmax_share(Cg *cg, const Node *n, ElemIndex *at, LLVMRealP
 LLVMValueRef cg_elem_maximum_grad(Cg *cg, const Node *n, ElemIndex *at) { return minmax_share(cg, n, at, LLVMRealOLT); }
 LLVMValueRef cg_elem_minimum_grad(Cg *cg, const Node *n, ElemIndex *at) { return minmax_share(cg, n, at, LLVMRealOGT); }
 
-/* standardize(x, mean, std): (x - mean) / std, as the sub and div it stands for */
+/* standardize(x, mean, invstd): (x - mean) * invstd */
 LLVMValueRef cg_elem_standardize(Cg *cg, const Node *n, ElemIndex *at)
 {
-	LLVMValueRef x = operand(cg, n, 0, at), mean = operand(cg, n, 1, at), sd = operand(cg, n, 2, at);
-	return LLVMBuildFDiv(cg->b, LLVMBuildFSub(cg->b, x, mean, ""), sd, "");
+	LLVMValueRef x = operand(cg, n, 0, at), mean = operand(cg, n, 1, at), inv = operand(cg, n, 2, at);
+	return LLVMBuildFMul(cg->b, LLVMBuildFSub(cg->b, x, mean, ""), inv, "");
 }
 
 /* relu_grad(dy, x): dy where x > 0 */

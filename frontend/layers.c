@@ -477,9 +477,10 @@ static int build_batch_norm(const Layer *l, LayerCall *c)
 	int d = node(c, OP_sub, x, mean, NULL, NULL);
 	int var = node(c, OP_mean, node(c, OP_mul, d, d, NULL, NULL), -1, axes, "batch_var");
 	int std = node(c, OP_sqrt, node(c, OP_add, var, ir_const(c->g, a[0]), NULL, NULL), -1, NULL, NULL);
+	int invstd = node(c, OP_div, ir_const(c->g, 1), std, NULL, NULL);
 	int w = param(c, "weight", 1, &ch, 0);
 	c->g->node[w].attr[0] = INIT_ONE;
-	int xhat = add(c, OP_standardize, (int[]){x, mean, std}, NULL, NULL);
+	int xhat = add(c, OP_standardize, (int[]){x, mean, invstd}, NULL, NULL);
 	int y = node(c, OP_mul, xhat, reshaped(c, w, rank - 1, col), NULL, NULL);
 	int b = param(c, "bias", 1, &ch, 0);
 	c->g->node[b].attr[0] = INIT_ZERO;

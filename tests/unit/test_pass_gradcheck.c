@@ -370,7 +370,8 @@ static void test_models_ops(void)
 		int dev = tu_add(g, OP_sub, (int[]){a, mean}, NULL);
 		int var = tu_add(g, OP_mean, (int[]){tu_add(g, OP_mul, (int[]){dev, dev}, NULL)}, A(stds[i].axes, 1));
 		int sd = tu_add(g, OP_sqrt, (int[]){tu_add(g, OP_add, (int[]){var, ir_const(g, 0.1)}, NULL)}, NULL);
-		gradcheck(stds[i].what, g, tu_add(g, OP_standardize, (int[]){a, mean, sd}, NULL));
+		int inv = tu_add(g, OP_div, (int[]){ir_const(g, 1), sd}, NULL);
+		gradcheck(stds[i].what, g, tu_add(g, OP_standardize, (int[]){a, mean, inv}, NULL));
 	}
 	/* cast rounds, which finite differences cannot see through: its rule (a cast back to the
 	 * input's type) is checked by its shape here and numerically in test_cg_precision */
