@@ -364,7 +364,7 @@ static void test_models_ops(void)
 	for (int i = 0; i < 2; i++) {
 		g = ir_graph_new("standardize");
 		Shape xs = {.rank = stds[i].rank};
-		memcpy(xs.dim, stds[i].dim, sizeof xs.dim);
+		memcpy(xs.dim, stds[i].dim, sizeof stds[i].dim);
 		a = param(g, xs, ANY);
 		int mean = tu_add(g, OP_mean, &a, A(stds[i].axes, 1));
 		int dev = tu_add(g, OP_sub, (int[]){a, mean}, NULL);
