@@ -190,7 +190,7 @@ LLVMValueRef cg_index_axis(Cg *cg, ElemIndex *at, int d)
 		inner *= at->shape->dim[k];
 	int64_t bound = shape_numel(at->shape);
 	LLVMValueRef q = inner == 1 ? at->lin : cg_udiv_index(cg, at->lin, inner, bound, false);
-	return d == 0 ? q : cg_udiv_index(cg, q, at->shape->dim[d], inner ? bound / inner + 1 : bound, true);
+	return d == 0 ? q : cg_udiv_index(cg, q, at->shape->dim[d], (bound + inner - 1) / inner, true);
 }
 
 /* Where input k of a concat begins along the axis (slice: the start). */

@@ -300,9 +300,9 @@ static int64_t lower_reduce_gpu(Cg *cg, const Siblings *s, const Shape *xs, unsi
 	cg_gpu_native(cg, per >= (int64_t)GPU_REDUCE_LANES * GPU_REDUCE_BIG_BLOCK * 4 ? GPU_REDUCE_BIG_BLOCK : tree_block(per));
 	LLVMTypeRef t = cg_compute_type(cg, n->dtype);
 	LLVMValueRef sh = cg_shared_array(cg, t, cg->block, "sum");
-	LLVMValueRef wg = workgroup64(cg), out = wg, lo = cg_i64(cg, 0), hi = cg_i64(cg, count);
+	LLVMValueRef wg = workgroup64(cg), out = wg, slice = NULL, lo = cg_i64(cg, 0), hi = cg_i64(cg, count);
 	if (slices > 1) { /* work-group wg takes slice wg % slices of output wg / slices */
-		LLVMValueRef slice = LLVMBuildURem(cg->b, wg, cg_i64(cg, slices), "");
+		slice = LLVMBuildURem(cg->b, wg, cg_i64(cg, slices), "");
 		out = LLVMBuildUDiv(cg->b, wg, cg_i64(cg, slices), "");
 		lo = LLVMBuildNUWMul(cg->b, slice, cg_i64(cg, per), "");
 		hi = cg_min_i64(cg, LLVMBuildNUWAdd(cg->b, lo, cg_i64(cg, per), ""), hi);
@@ -337,12 +337,11 @@ static int64_t lower_reduce_gpu(Cg *cg, const Siblings *s, const Shape *xs, unsi
 		v[i] = slices > 1 ? v[i] : reduce_finish(cg, s->r[i], v[i], count);
 	}
 	first_item_only(cg);
+	/* the partial of (slice, output) at slice * m + output */
+	LLVMValueRef part = slice ? LLVMBuildNUWAdd(cg->b, LLVMBuildNUWMul(cg->b, slice, cg_i64(cg, m), ""), out, "") : NULL;
 	for (int i = 0; i < s->k; i++)
-		if (slices > 1) /* the partial of (slice, output) at slice * m + output */
-			LLVMBuildStore(cg->b, cg_convert(cg, v[i], cg->t_f32),
-				       cg_ws_ptr(cg, s->r[i]->ws_offset,
-						 LLVMBuildNUWAdd(cg->b, LLVMBuildNUWMul(cg->b, LLVMBuildURem(cg->b, wg, cg_i64(cg, slices), ""),
-											cg_i64(cg, m), ""), out, "")));
+		if (part)
+			LLVMBuildStore(cg->b, cg_convert(cg, v[i], cg->t_f32), cg_ws_ptr(cg, s->r[i]->ws_offset, part));
 		else
 			cg_store(cg, s->r[i]->id, out, v[i]);
 	return slices > 1 ? add_slices(cg, s, m * slices, m, count, slices) : m;

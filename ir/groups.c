@@ -3,11 +3,12 @@
 
 #include "ir/ir.h"
 
-static bool is_root(const Graph *g, int id)
+bool ir_is_program_root(const Graph *g, int id)
 {
-	return id == g->loss || id == g->output || id == g->eval_loss || id == g->eval_output || id == g->finite ||
-	       g->node[id].op == OP_assign;
+	return id == g->loss || id == g->output || id == g->eval_loss || id == g->eval_output || id == g->finite;
 }
+
+static bool is_root(const Graph *g, int id) { return ir_is_program_root(g, id) || g->node[id].op == OP_assign; }
 
 /* The rule of ir_group_output, given whether a node of another group reads id. */
 static bool output_rule(const Graph *g, int id, bool read_outside)

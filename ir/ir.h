@@ -180,6 +180,9 @@ int ir_sum_to(Graph *g, int x, const Shape *to);
 /* The most sibling reductions (sums and means over one shape and the same axes) one reduction
  * group computes side by side (passes/fuse.c), an accumulator each. */
 #define IR_MAX_GROUP_REDUCTIONS 4
+/* Whether node id is a value the runtime reads after a step: the loss, the scores, their
+ * evaluation twins or the finite flag. */
+bool ir_is_program_root(const Graph *g, int id);
 /* Whether node id's value leaves its fused group: a member of another group or a program root
  * (loss, scores, evaluation outputs) reads it. Group outputs have storage; other members live
  * only inside their group's kernel. A node alone in its group is its own output. */

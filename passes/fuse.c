@@ -24,8 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "passes/passes.h"
 #include "ir/ops.h"
+#include "passes/passes.h"
 #include "passes/postdom.h"
 
 #define FUSE_MAX_GROUP 32
@@ -489,9 +489,9 @@ static void fuse_state_readers(Fuser *f)
 	}
 }
 
-/* The first reduction group other than a's own and not marked, sibling to a's reductions, whose members read a
- * value from outside that a's group reads too; -1 when none. Looking only through the readers of
- * a's inputs keeps the search near-linear in the graph. */
+/* The first reduction group other than a's own and not marked, sibling to a's reductions, whose
+ * members read a value from outside that a's group reads too; -1 when none. Looking only through
+ * the readers of a's inputs keeps the search near-linear in the graph. */
 static int sibling_sharing_input(const Fuser *f, int a)
 {
 	const Graph *g = f->g;

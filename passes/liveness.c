@@ -28,12 +28,6 @@ int64_t liveness_ws_bytes(const Graph *g, int id)
 	return split > 1 ? (int64_t)split * shape_numel(&n->shape) * 4 : 0;
 }
 
-static bool is_root(const Graph *g, int id)
-{
-	return id == g->loss || id == g->output || id == g->eval_loss || id == g->eval_output ||
-	       id == g->finite;
-}
-
 static bool is_gradient_of_param(const Graph *g, const Node *n)
 {
 	return n->grad_of >= 0 && g->node[n->grad_of].op == OP_param;
@@ -71,7 +65,7 @@ static LiveKind kind_of(const Graph *g, const Liveness *l, const Node *n, const 
 		return LIVE_ALIAS;
 	if (!l->groups.output[n->id])
 		return LIVE_NONE;
-	if (is_root(g, n->id) || is_gradient_of_param(g, n))
+	if (ir_is_program_root(g, n->id) || is_gradient_of_param(g, n))
 		return LIVE_RESIDENT;
 	return LIVE_TEMP;
 }

@@ -17,11 +17,6 @@ typedef struct {
 	int *served; /* readers served so far */
 } Recompute;
 
-static bool is_root(const Graph *g, int id)
-{
-	return id == g->loss || id == g->output || id == g->eval_loss || id == g->eval_output || id == g->finite;
-}
-
 /* The one input of the node's shape when every other is smaller (broadcast) or a constant; -1
  * when the node is not elementwise or reads two such inputs. */
 static int rescaled_tensor(const Graph *g, const Node *n)
@@ -50,7 +45,7 @@ static bool stored_anyway(const Graph *g, const Users *u, int x)
 static bool worth_copies(const Graph *g, const Users *u, int id)
 {
 	const Node *n = &g->node[id];
-	if (u->start[id + 1] - u->start[id] < 2 || is_root(g, id) || rescaled_tensor(g, n) < 0 ||
+	if (u->start[id + 1] - u->start[id] < 2 || ir_is_program_root(g, id) || rescaled_tensor(g, n) < 0 ||
 	    (n->grad_of >= 0 && g->node[n->grad_of].op == OP_param))
 		return false;
 	for (int k = u->start[id]; k < u->start[id + 1]; k++) {
