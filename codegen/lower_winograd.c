@@ -58,30 +58,31 @@ static LLVMValueRef bilinear(Cg *cg, LLVMTypeRef t, LLVMValueRef d[WINO_MAX_ALPH
 LLVMValueRef cg_elem_winograd_weight(Cg *cg, const Node *n, ElemIndex *at)
 {
 	WinogradAttrs a = ir_winograd_attrs(n);
-	const WinogradTile *wt = wino_tile(a.m);
+	const WinogradTile *wt = ir_winograd_tile(n);
+	int r = wt->r;
 	LLVMTypeRef t = cg_compute_type(cg, n->dtype);
 	LLVMValueRef *idx = cg_index_idx(cg, at);
 	int64_t cin = cg->g->node[n->in[0]].shape.dim[1];
 	LLVMValueRef xr = udiv(cg, idx[0], wt->alpha), xc = urem(cg, idx[0], wt->alpha);
 	LLVMValueRef k = a.flip ? idx[2] : idx[1], ch = a.flip ? idx[1] : idx[2];
-	LLVMValueRef base = mulc(cg, add(cg, mulc(cg, k, cin), ch), WINO_R * WINO_R);
-	LLVMValueRef g[WINO_MAX_ALPHA][WINO_MAX_ALPHA], ri[WINO_R], cj[WINO_R];
-	for (int i = 0; i < WINO_R; i++)
-		for (int j = 0; j < WINO_R; j++) {
-			int tap = a.flip ? (WINO_R - 1 - i) * WINO_R + WINO_R - 1 - j : i * WINO_R + j;
+	LLVMValueRef base = mulc(cg, add(cg, mulc(cg, k, cin), ch), r * r);
+	LLVMValueRef g[WINO_MAX_ALPHA][WINO_MAX_ALPHA], ri[WINO_MAX_R], cj[WINO_MAX_R];
+	for (int i = 0; i < r; i++)
+		for (int j = 0; j < r; j++) {
+			int tap = a.flip ? (r - 1 - i) * r + r - 1 - j : i * r + j;
 			g[i][j] = cg_load(cg, n->in[0], add(cg, base, c64(cg, tap)));
 		}
-	for (int i = 0; i < WINO_R; i++) {
-		ri[i] = coef(cg, t, &wt->g[0][0], WINO_R, wt->alpha, xr, i);
-		cj[i] = coef(cg, t, &wt->g[0][0], WINO_R, wt->alpha, xc, i);
+	for (int i = 0; i < r; i++) {
+		ri[i] = coef(cg, t, &wt->g[0][0], WINO_MAX_R, wt->alpha, xr, i);
+		cj[i] = coef(cg, t, &wt->g[0][0], WINO_MAX_R, wt->alpha, xc, i);
 	}
-	return bilinear(cg, t, g, WINO_R, WINO_R, ri, cj);
+	return bilinear(cg, t, g, r, r, ri, cj);
 }
 
 /* dw[k][c][i][j] = (G^T dU G)[i][j] over the transform points dU[t][k][c] */
 LLVMValueRef cg_elem_winograd_weight_grad(Cg *cg, const Node *n, ElemIndex *at)
 {
-	const WinogradTile *wt = wino_tile(ir_winograd_attrs(n).m);
+	const WinogradTile *wt = ir_winograd_tile(n);
 	LLVMTypeRef t = cg_compute_type(cg, n->dtype);
 	LLVMValueRef *idx = cg_index_idx(cg, at);
 	int64_t k = n->shape.dim[0], c = n->shape.dim[1];
@@ -91,13 +92,13 @@ LLVMValueRef cg_elem_winograd_weight_grad(Cg *cg, const Node *n, ElemIndex *at)
 		for (int xc = 0; xc < wt->alpha; xc++)
 			du[xr][xc] = cg_load(cg, n->in[0], add(cg, base, c64(cg, (int64_t)(xr * wt->alpha + xc) * k * c)));
 	/* G^T's row i (run time) is G's column i: coef picks it from G transposed */
-	double gt[WINO_R][WINO_MAX_ALPHA];
-	for (int i = 0; i < WINO_R; i++)
+	double gt[WINO_MAX_R][WINO_MAX_ALPHA];
+	for (int i = 0; i < wt->r; i++)
 		for (int x = 0; x < wt->alpha; x++)
 			gt[i][x] = wt->g[x][i];
 	for (int x = 0; x < wt->alpha; x++) {
-		ri[x] = coef(cg, t, &gt[0][0], WINO_MAX_ALPHA, WINO_R, idx[2], x);
-		cj[x] = coef(cg, t, &gt[0][0], WINO_MAX_ALPHA, WINO_R, idx[3], x);
+		ri[x] = coef(cg, t, &gt[0][0], WINO_MAX_ALPHA, wt->r, idx[2], x);
+		cj[x] = coef(cg, t, &gt[0][0], WINO_MAX_ALPHA, wt->r, idx[3], x);
 	}
 	/* a half gradient fused into its reader is rounded there as the stored one would be */
 	return cg_round_as(cg, bilinear(cg, t, du, wt->alpha, wt->alpha, ri, cj), n->dtype);
@@ -152,7 +153,7 @@ typedef struct {
 static Wino wino_of(Cg *cg, const Node *n)
 {
 	WinogradAttrs a = ir_winograd_attrs(n);
-	Wino q = {.wt = wino_tile(a.m), .ph = a.ph, .pw = a.pw, .oh = a.oh, .ow = a.ow, .t = cg_compute_type(cg, n->dtype)};
+	Wino q = {.wt = wino_tile(a.m, a.r), .ph = a.ph, .pw = a.pw, .oh = a.oh, .ow = a.ow, .t = cg_compute_type(cg, n->dtype)};
 	q.th = wino_tiles(a.oh, a.m), q.tw = wino_tiles(a.ow, a.m);
 	if (n->op == OP_winograd_input) {
 		const Shape *x = &cg->g->node[n->in[0]].shape;

@@ -52,11 +52,15 @@ MatmulFlags ir_matmul_flags(const Node *n);
  * (ir/ops_winograd.c); each reads its own */
 typedef struct {
 	int m;             /* output tile m x m: 2 or 4 (ir/winograd.h) */
+	int r;             /* filter r x r: 3 or 5 */
 	bool flip;         /* weight: rotated 180 degrees, in and out channels swapped */
 	int64_t ph, pw;    /* input: padding */
 	int64_t n, oh, ow; /* input, output: batch (output only) and output plane */
 } WinogradAttrs;
 WinogradAttrs ir_winograd_attrs(const Node *n);
+/* the tile (ir/winograd.h) its tile and kernel attributes name, NULL if none */
+struct WinogradTile;
+const struct WinogradTile *ir_winograd_tile(const Node *n);
 /* unfold and fold: the window and the image it slides over (fold: its output) */
 typedef struct {
 	int64_t kh, kw, sh, sw, ph, pw, dh, dw;

@@ -1,7 +1,7 @@
-/* ops_winograd.c: the pieces of a Winograd convolution F(m x m, 3 x 3) (ir/winograd.h), which
- * the conv-algo pass puts in place of a 3x3 stride-1 conv2d or conv2d_grad_input:
+/* ops_winograd.c: the pieces of a Winograd convolution F(m x m, r x r) (ir/winograd.h), which
+ * the conv-algo pass puts in place of a 3x3 or 5x5 stride-1 conv2d or conv2d_grad_input:
  *
- *   winograd_weight(w [K, C, 3, 3])  -> U [alpha^2, K, C]   U[t] = G g G^T at point t
+ *   winograd_weight(w [K, C, r, r])  -> U [alpha^2, K, C]   U[t] = G g G^T at point t
  *       flip: U [alpha^2, C, K] of the filter rotated by 180 degrees with K and C swapped (the
  *       weights that make the input gradient a convolution of dy)
  *   winograd_input(x [N, C, H, W])   -> V [alpha^2, C, P]   V[t] = B^T d B, d the alpha x alpha
@@ -10,14 +10,14 @@
  *   winograd_gemm(U, V)              -> M [alpha^2, K, P]   M[t] = U[t] V[t]
  *   winograd_output(M)               -> y [N, K, out_h, out_w]   y tile = A^T m A
  *
- * and in place of a 3x3 stride-1 conv2d_grad_weight(dy, x), with V = winograd_input(x) of the
+ * and in place of such a conv2d_grad_weight(dy, x), with V = winograd_input(x) of the
  * forward's padding over dy's plane (the forward is Y = A^T [U . V] A per tile, so the gradient
  * of U at point t is the sum over tiles of (A dY A^T)[t] times V[t], and dw = G^T dU G):
  *
  *   winograd_output_grad(dy [N, K, oh, ow]) -> dM [alpha^2, K, P]   dM[t] = A dY A^T, dY the m x m
  *       tile p of dy (zero past the plane's edge)
  *   winograd_weight_gemm(dM, V)      -> dU [alpha^2, K, C]   dU[t] = dM[t] V[t]^T
- *   winograd_weight_grad(dU)         -> dw [K, C, 3, 3]      dw = G^T dU G
+ *   winograd_weight_grad(dU)         -> dw [K, C, r, r]      dw = G^T dU G
  *
  * Types: the transforms of the operands (U, V, dM) keep their input's type, f32 or, under
  * --precision fp16|bf16, half; the products (M, dU) are f32; the inverse transforms read them in
@@ -37,19 +37,28 @@ static int64_t attr_of(const Node *n, const char *name)
 
 WinogradAttrs ir_winograd_attrs(const Node *n)
 {
-	return (WinogradAttrs){.m = (int)attr_of(n, "tile"), .flip = attr_of(n, "flip") != 0,
+	return (WinogradAttrs){.m = (int)attr_of(n, "tile"), .r = (int)attr_of(n, "kernel"), .flip = attr_of(n, "flip") != 0,
 			       .ph = attr_of(n, "pad_h"), .pw = attr_of(n, "pad_w"), .n = attr_of(n, "batch"),
 			       .oh = attr_of(n, "out_h"), .ow = attr_of(n, "out_w")};
 }
 
-static bool need_tile(const Node *n, int *alpha, char *err, size_t errlen)
+const WinogradTile *ir_winograd_tile(const Node *n)
 {
-	int64_t m;
-	if (!op_attr_int(n, ir_attr_index(n->op, "tile"), 2, 4, &m, err, errlen))
+	WinogradAttrs a = ir_winograd_attrs(n);
+	return wino_tile(a.m, a.r);
+}
+
+/* The tile and filter size attributes name one of ir/winograd.h's tiles; sets *t to it. */
+static bool need_tile(const Node *n, const WinogradTile **t, char *err, size_t errlen)
+{
+	int64_t m, r;
+	if (!op_attr_int(n, ir_attr_index(n->op, "tile"), 2, 4, &m, err, errlen) ||
+	    !op_attr_int(n, ir_attr_index(n->op, "kernel"), 3, WINO_MAX_R, &r, err, errlen))
 		return false;
-	if (!wino_tile((int)m))
-		return op_fail(n, err, errlen, "tile is 2 or 4, got %lld", (long long)m);
-	*alpha = wino_tile((int)m)->alpha;
+	*t = wino_tile((int)m, (int)r);
+	if (!*t)
+		return op_fail(n, err, errlen, "tile %lld with kernel %lld is not F(2x2,3x3), F(4x4,3x3) or F(2x2,5x5)",
+			       (long long)m, (long long)r);
 	return true;
 }
 
@@ -102,36 +111,37 @@ static bool need_product(Node *n, const Graph *g, char *err, size_t errlen)
 
 bool shape_winograd_weight(Node *n, const Graph *g, char *err, size_t errlen)
 {
-	int alpha = 0;
+	const WinogradTile *wt;
 	int64_t flip;
 	char t[128];
-	if (!need_tile(n, &alpha, err, errlen) || !need_operand(n, g, 4, err, errlen) ||
+	if (!need_tile(n, &wt, err, errlen) || !need_operand(n, g, 4, err, errlen) ||
 	    !op_attr_int(n, ir_attr_index(n->op, "flip"), 0, 1, &flip, err, errlen))
 		return false;
 	const Shape *w = &op_in(g, n, 0)->shape;
-	if (w->dim[2] != WINO_R || w->dim[3] != WINO_R)
-		return op_fail(n, err, errlen, "weight must be 3x3, got %s", op_type_str(op_in(g, n, 0), t, sizeof t));
-	n->shape = (Shape){3, {(int64_t)alpha * alpha, flip ? w->dim[1] : w->dim[0], flip ? w->dim[0] : w->dim[1]}};
+	if (w->dim[2] != wt->r || w->dim[3] != wt->r)
+		return op_fail(n, err, errlen, "weight must be %dx%d, got %s", wt->r, wt->r, op_type_str(op_in(g, n, 0), t, sizeof t));
+	int64_t pts = (int64_t)wt->alpha * wt->alpha;
+	n->shape = (Shape){3, {pts, flip ? w->dim[1] : w->dim[0], flip ? w->dim[0] : w->dim[1]}};
 	return true;
 }
 
 bool shape_winograd_input(Node *n, const Graph *g, char *err, size_t errlen)
 {
-	int alpha = 0;
+	const WinogradTile *wt;
 	int64_t ph, pw, oh, ow;
-	if (!need_tile(n, &alpha, err, errlen) || !need_operand(n, g, 4, err, errlen) ||
-	    !op_attr_int(n, ir_attr_index(n->op, "pad_h"), 0, WINO_R - 1, &ph, err, errlen) ||
-	    !op_attr_int(n, ir_attr_index(n->op, "pad_w"), 0, WINO_R - 1, &pw, err, errlen) ||
+	if (!need_tile(n, &wt, err, errlen) || !need_operand(n, g, 4, err, errlen) ||
+	    !op_attr_int(n, ir_attr_index(n->op, "pad_h"), 0, wt->r - 1, &ph, err, errlen) ||
+	    !op_attr_int(n, ir_attr_index(n->op, "pad_w"), 0, wt->r - 1, &pw, err, errlen) ||
 	    !op_attr_int(n, ir_attr_index(n->op, "out_h"), 1, OP_ATTR_MAX, &oh, err, errlen) ||
 	    !op_attr_int(n, ir_attr_index(n->op, "out_w"), 1, OP_ATTR_MAX, &ow, err, errlen))
 		return false;
 	const Shape *x = &op_in(g, n, 0)->shape;
-	if (oh != x->dim[2] + 2 * ph - (WINO_R - 1) || ow != x->dim[3] + 2 * pw - (WINO_R - 1))
-		return op_fail(n, err, errlen, "out_h x out_w %lldx%lld is not what a 3x3 window makes of %lldx%lld padded by %lldx%lld",
-			       (long long)oh, (long long)ow, (long long)x->dim[2], (long long)x->dim[3], (long long)ph,
-			       (long long)pw);
-	int m = alpha - (WINO_R - 1);
-	n->shape = (Shape){3, {(int64_t)alpha * alpha, x->dim[1], x->dim[0] * wino_tiles(oh, m) * wino_tiles(ow, m)}};
+	if (oh != x->dim[2] + 2 * ph - (wt->r - 1) || ow != x->dim[3] + 2 * pw - (wt->r - 1))
+		return op_fail(n, err, errlen, "out_h x out_w %lldx%lld is not what a %dx%d window makes of %lldx%lld padded by %lldx%lld",
+			       (long long)oh, (long long)ow, wt->r, wt->r, (long long)x->dim[2], (long long)x->dim[3],
+			       (long long)ph, (long long)pw);
+	int64_t pts = (int64_t)wt->alpha * wt->alpha;
+	n->shape = (Shape){3, {pts, x->dim[1], x->dim[0] * wino_tiles(oh, wt->m) * wino_tiles(ow, wt->m)}};
 	return true;
 }
 
@@ -150,17 +160,17 @@ bool shape_winograd_gemm(Node *n, const Graph *g, char *err, size_t errlen)
 
 bool shape_winograd_output(Node *n, const Graph *g, char *err, size_t errlen)
 {
-	int alpha = 0;
+	const WinogradTile *wt;
 	int64_t batch, oh, ow;
 	char t[128];
-	if (!need_tile(n, &alpha, err, errlen) || !need_product(n, g, err, errlen) ||
+	if (!need_tile(n, &wt, err, errlen) || !need_product(n, g, err, errlen) ||
 	    !op_attr_int(n, ir_attr_index(n->op, "batch"), 1, IR_MAX_NUMEL, &batch, err, errlen) ||
 	    !op_attr_int(n, ir_attr_index(n->op, "out_h"), 1, OP_ATTR_MAX, &oh, err, errlen) ||
 	    !op_attr_int(n, ir_attr_index(n->op, "out_w"), 1, OP_ATTR_MAX, &ow, err, errlen))
 		return false;
 	const Shape *mm = &op_in(g, n, 0)->shape;
-	int m = alpha - (WINO_R - 1);
-	if (mm->dim[0] != (int64_t)alpha * alpha || mm->dim[2] != batch * wino_tiles(oh, m) * wino_tiles(ow, m))
+	int m = wt->m;
+	if (mm->dim[0] != (int64_t)wt->alpha * wt->alpha || mm->dim[2] != batch * wino_tiles(oh, m) * wino_tiles(ow, m))
 		return op_fail(n, err, errlen, "M %s does not hold %lld images of %lldx%lld in %dx%d tiles",
 			       op_type_str(op_in(g, n, 0), t, sizeof t), (long long)batch, (long long)oh, (long long)ow, m, m);
 	n->shape = (Shape){4, {batch, mm->dim[1], oh, ow}};
@@ -169,12 +179,12 @@ bool shape_winograd_output(Node *n, const Graph *g, char *err, size_t errlen)
 
 bool shape_winograd_output_grad(Node *n, const Graph *g, char *err, size_t errlen)
 {
-	int alpha = 0;
-	if (!need_tile(n, &alpha, err, errlen) || !need_operand(n, g, 4, err, errlen))
+	const WinogradTile *wt;
+	if (!need_tile(n, &wt, err, errlen) || !need_operand(n, g, 4, err, errlen))
 		return false;
 	const Shape *dy = &op_in(g, n, 0)->shape;
-	int m = alpha - (WINO_R - 1);
-	n->shape = (Shape){3, {(int64_t)alpha * alpha, dy->dim[1], dy->dim[0] * wino_tiles(dy->dim[2], m) * wino_tiles(dy->dim[3], m)}};
+	int m = wt->m;
+	n->shape = (Shape){3, {(int64_t)wt->alpha * wt->alpha, dy->dim[1], dy->dim[0] * wino_tiles(dy->dim[2], m) * wino_tiles(dy->dim[3], m)}};
 	return true;
 }
 
@@ -193,15 +203,15 @@ bool shape_winograd_weight_gemm(Node *n, const Graph *g, char *err, size_t errle
 
 bool shape_winograd_weight_grad(Node *n, const Graph *g, char *err, size_t errlen)
 {
-	int alpha = 0;
+	const WinogradTile *wt;
 	char t[128];
-	if (!need_tile(n, &alpha, err, errlen) || !need_product(n, g, err, errlen))
+	if (!need_tile(n, &wt, err, errlen) || !need_product(n, g, err, errlen))
 		return false;
 	const Shape *du = &op_in(g, n, 0)->shape;
-	if (du->dim[0] != (int64_t)alpha * alpha)
+	if (du->dim[0] != (int64_t)wt->alpha * wt->alpha)
 		return op_fail(n, err, errlen, "dU %s does not have the tile's %d transform points",
-			       op_type_str(op_in(g, n, 0), t, sizeof t), alpha * alpha);
-	n->shape = (Shape){4, {du->dim[1], du->dim[2], WINO_R, WINO_R}};
+			       op_type_str(op_in(g, n, 0), t, sizeof t), wt->alpha * wt->alpha);
+	n->shape = (Shape){4, {du->dim[1], du->dim[2], wt->r, wt->r}};
 	return true;
 }
 
@@ -210,20 +220,21 @@ bool shape_winograd_weight_grad(Node *n, const Graph *g, char *err, size_t errle
 void ref_winograd_weight(const Graph *g, const Node *n, const double *const *in, double *out)
 {
 	WinogradAttrs a = ir_winograd_attrs(n);
-	const WinogradTile *t = wino_tile(a.m);
+	const WinogradTile *t = ir_winograd_tile(n);
 	const Shape *w = &op_in(g, n, 0)->shape;
 	int64_t ci = w->dim[1], rows = n->shape.dim[1], cols = n->shape.dim[2];
+	int fr = t->r;
 	for (int xr = 0; xr < t->alpha; xr++)
 		for (int xc = 0; xc < t->alpha; xc++)
 			for (int64_t r = 0; r < rows; r++)
 				for (int64_t c = 0; c < cols; c++) {
 					/* flip: row r is an input channel, column c an output channel */
 					int64_t k = a.flip ? c : r, ch = a.flip ? r : c;
-					const double *f = in[0] + (k * ci + ch) * WINO_R * WINO_R;
+					const double *f = in[0] + (k * ci + ch) * fr * fr;
 					double s = 0;
-					for (int i = 0; i < WINO_R; i++)
-						for (int j = 0; j < WINO_R; j++) {
-							double v = a.flip ? f[(WINO_R - 1 - i) * WINO_R + WINO_R - 1 - j] : f[i * WINO_R + j];
+					for (int i = 0; i < fr; i++)
+						for (int j = 0; j < fr; j++) {
+							double v = a.flip ? f[(fr - 1 - i) * fr + fr - 1 - j] : f[i * fr + j];
 							s += t->g[xr][i] * v * t->g[xc][j];
 						}
 					out[((int64_t)(xr * t->alpha + xc) * rows + r) * cols + c] = s;
@@ -233,7 +244,7 @@ void ref_winograd_weight(const Graph *g, const Node *n, const double *const *in,
 void ref_winograd_input(const Graph *g, const Node *n, const double *const *in, double *out)
 {
 	WinogradAttrs a = ir_winograd_attrs(n);
-	const WinogradTile *t = wino_tile(a.m);
+	const WinogradTile *t = ir_winograd_tile(n);
 	const Shape *x = &op_in(g, n, 0)->shape;
 	int64_t nimg = x->dim[0], ch = x->dim[1], h = x->dim[2], w = x->dim[3];
 	int64_t th = wino_tiles(a.oh, a.m), tw = wino_tiles(a.ow, a.m), p = nimg * th * tw;
@@ -274,7 +285,7 @@ void ref_winograd_gemm(const Graph *g, const Node *n, const double *const *in, d
 void ref_winograd_output(const Graph *g, const Node *n, const double *const *in, double *out)
 {
 	WinogradAttrs a = ir_winograd_attrs(n);
-	const WinogradTile *t = wino_tile(a.m);
+	const WinogradTile *t = ir_winograd_tile(n);
 	int64_t k = op_in(g, n, 0)->shape.dim[1], p = op_in(g, n, 0)->shape.dim[2];
 	int64_t th = wino_tiles(a.oh, a.m), tw = wino_tiles(a.ow, a.m);
 	for (int64_t img = 0; img < a.n; img++)
@@ -293,7 +304,7 @@ void ref_winograd_output(const Graph *g, const Node *n, const double *const *in,
 
 void ref_winograd_output_grad(const Graph *g, const Node *n, const double *const *in, double *out)
 {
-	const WinogradTile *t = wino_tile(ir_winograd_attrs(n).m);
+	const WinogradTile *t = ir_winograd_tile(n);
 	const Shape *dy = &op_in(g, n, 0)->shape;
 	int64_t nimg = dy->dim[0], k = dy->dim[1], oh = dy->dim[2], ow = dy->dim[3];
 	int64_t th = wino_tiles(oh, t->m), tw = wino_tiles(ow, t->m), p = nimg * th * tw;
@@ -328,17 +339,17 @@ void ref_winograd_weight_gemm(const Graph *g, const Node *n, const double *const
 
 void ref_winograd_weight_grad(const Graph *g, const Node *n, const double *const *in, double *out)
 {
-	const WinogradTile *t = wino_tile(ir_winograd_attrs(n).m);
+	const WinogradTile *t = ir_winograd_tile(n);
 	int64_t k = n->shape.dim[0], c = n->shape.dim[1];
 	for (int64_t o = 0; o < k; o++)
 		for (int64_t ch = 0; ch < c; ch++)
-			for (int i = 0; i < WINO_R; i++)
-				for (int j = 0; j < WINO_R; j++) {
+			for (int i = 0; i < t->r; i++)
+				for (int j = 0; j < t->r; j++) {
 					double s = 0;
 					for (int xr = 0; xr < t->alpha; xr++)
 						for (int xc = 0; xc < t->alpha; xc++)
 							s += t->g[xr][i] * in[0][((int64_t)(xr * t->alpha + xc) * k + o) * c + ch] * t->g[xc][j];
-					out[((o * c + ch) * WINO_R + i) * WINO_R + j] = s;
+					out[((o * c + ch) * t->r + i) * t->r + j] = s;
 				}
 }
 
@@ -347,13 +358,14 @@ void ref_winograd_weight_grad(const Graph *g, const Node *n, const double *const
 double flops_winograd_weight(const Graph *g, const Node *n)
 {
 	(void)g;
-	return 2.0 * WINO_R * WINO_R * (double)shape_numel(&n->shape);
+	int r = ir_winograd_tile(n)->r;
+	return 2.0 * r * r * (double)shape_numel(&n->shape);
 }
 
 double flops_winograd_input(const Graph *g, const Node *n)
 {
 	(void)g;
-	int alpha = wino_tile(ir_winograd_attrs(n).m)->alpha;
+	int alpha = ir_winograd_tile(n)->alpha;
 	return 2.0 * alpha * alpha * (double)shape_numel(&n->shape);
 }
 
@@ -365,7 +377,7 @@ double flops_winograd_gemm(const Graph *g, const Node *n)
 double flops_winograd_output(const Graph *g, const Node *n)
 {
 	(void)g;
-	int alpha = wino_tile(ir_winograd_attrs(n).m)->alpha;
+	int alpha = ir_winograd_tile(n)->alpha;
 	return 2.0 * alpha * alpha * (double)shape_numel(&n->shape);
 }
 
@@ -384,6 +396,6 @@ double flops_winograd_weight_gemm(const Graph *g, const Node *n)
 double flops_winograd_weight_grad(const Graph *g, const Node *n)
 {
 	(void)g;
-	int alpha = wino_tile(ir_winograd_attrs(n).m)->alpha;
+	int alpha = ir_winograd_tile(n)->alpha;
 	return 2.0 * alpha * alpha * (double)shape_numel(&n->shape);
 }

@@ -1,21 +1,22 @@
 /* conv_algo.c: the conv-algo pass, which algorithm computes each convolution (--conv-algo).
  *
  * direct: the implicit GEMM of codegen/lower_conv.c, every convolution as the frontend and
- * autodiff made it. winograd: every convolution Winograd can take (3x3, stride 1, dilation 1,
- * padding at most 2, NCHW, f32: forward, input gradient and weight gradient) becomes the steps
- * of ir/ops_winograd.c, F(4x4,3x3) or, on small planes, F(2x2,3x3); the others stay direct. auto
- * takes Winograd where it measured faster: on a GPU (the first target) winograd_pays_gpu, on the
- * host winograd_pays.
+ * autodiff made it. winograd: every convolution Winograd can take (3x3 or 5x5, stride 1,
+ * dilation 1, padding at most r - 1, NCHW: forward, input gradient and weight gradient) becomes
+ * the steps of ir/ops_winograd.c, 3x3 ones F(4x4,3x3) or, on small planes, F(2x2,3x3), 5x5 ones
+ * F(2x2,5x5); the others stay direct. auto takes Winograd where it measured faster: on a GPU (the
+ * first target) winograd_pays_gpu, on the host winograd_pays.
  *
- * The input gradient of a 3x3 stride-1 convolution with padding p is the 3x3 stride-1
- * convolution of dy padded by 2 - p with the weights rotated by 180 degrees and their channels
+ * The input gradient of an r x r stride-1 convolution with padding p is the r x r stride-1
+ * convolution of dy padded by r - 1 - p with the weights rotated by 180 degrees and their channels
  * swapped (winograd_weight's flip), so both use one algorithm. NHWC convolutions (--layout nhwc)
  * stay direct: the transforms read NCHW planes.
  *
  * Half precision (--precision fp16|bf16) takes F(2x2) only: its transformed operands are stored in
  * half and multiplied on the half matrix units, with f32 products and output transform, and then
  * the result is 1.4 to 1.6 times the direct half convolution's error; F(4x4)'s larger transform
- * coefficients make it 18 to 20 times (docs/codegen.md, "Winograd numerics"). The inverse
+ * coefficients make it 18 to 20 times (docs/codegen.md, "Winograd numerics"), and F(2x2,5x5)
+ * shares them, so half 5x5 convolutions stay direct. The inverse
  * transform stores the convolution's type, so the graph's types are as before. */
 #include <stdio.h>
 
@@ -43,7 +44,7 @@ const char *conv_algo_name(const Graph *g, const Node *n)
 	case OP_conv2d_grad_input:
 	case OP_conv2d_grad_weight: return "direct";
 	case OP_winograd_output:
-	case OP_winograd_weight_grad: return ir_winograd_attrs(n).m == 4 ? "winograd F(4x4,3x3)" : "winograd F(2x2,3x3)";
+	case OP_winograd_weight_grad: return ir_winograd_tile(n) ? ir_winograd_tile(n)->algo : "winograd";
 	default: return NULL;
 	}
 }
@@ -74,20 +75,27 @@ static bool half(const Graph *g, const Node *n)
 	return g->node[n->in[0]].dtype == DT_F16 || g->node[n->in[0]].dtype == DT_BF16;
 }
 
+/* The filter size r of n's square kernel. */
+static int filter_size(const Graph *g, const Node *n)
+{
+	const Shape *w = &filter_of(g, n)->shape;
+	return w->dim[2] == w->dim[3] ? (int)w->dim[2] : 0;
+}
+
 /* Whether Winograd computes n: a conv2d, conv2d_grad_input or conv2d_grad_weight with a 3x3
- * kernel, stride and dilation 1, padding at most 2, NCHW, its operands and result of one float
- * type (f32, f16 or bf16). */
+ * kernel (f32, f16 or bf16) or a 5x5 one (f32), stride and dilation 1, padding at most r - 1,
+ * NCHW, its operands and result of one type. */
 static bool winograd_fits(const Graph *g, const Node *n)
 {
 	if (n->op != OP_conv2d && n->op != OP_conv2d_grad_input && n->op != OP_conv2d_grad_weight)
 		return false;
-	const Node *w = filter_of(g, n);
 	ConvGeom c = ir_conv_geom(n);
 	DType t = n->dtype;
-	return c.layout == LAYOUT_NCHW && (t == DT_F32 || t == DT_F16 || t == DT_BF16) &&
-	       g->node[n->in[0]].dtype == t && g->node[n->in[1]].dtype == t && w->shape.dim[2] == WINO_R &&
-	       w->shape.dim[3] == WINO_R &&
-	       c.sh == 1 && c.sw == 1 && c.dh == 1 && c.dw == 1 && c.ph <= WINO_R - 1 && c.pw <= WINO_R - 1;
+	int r = filter_size(g, n);
+	return c.layout == LAYOUT_NCHW && (r == 3 || (r == 5 && !half(g, n))) &&
+	       (t == DT_F32 || t == DT_F16 || t == DT_BF16) && g->node[n->in[0]].dtype == t &&
+	       g->node[n->in[1]].dtype == t && c.sh == 1 && c.sw == 1 && c.dh == 1 && c.dw == 1 && c.ph <= r - 1 &&
+	       c.pw <= r - 1;
 }
 
 /* A node the pass adds for src's convolution: its programs, source place and a name after it
@@ -121,33 +129,33 @@ static int in_place_of(Graph *dst, const Node *conv, const int *map, OpId op, co
 
 /* conv (forward or input gradient) as weight transform, input transform, GEMM per transform
  * point and output transform; returns the output transform, which takes conv's place */
-static int winograd(Graph *dst, const Node *conv, const int *map, int m)
+static int winograd(Graph *dst, const Node *conv, const int *map, int m, int r)
 {
 	ConvGeom c = ir_conv_geom(conv);
 	bool grad = conv->op == OP_conv2d_grad_input;
-	/* the input gradient convolves dy padded by 2 - p */
-	int64_t ph = grad ? WINO_R - 1 - c.ph : c.ph, pw = grad ? WINO_R - 1 - c.pw : c.pw;
+	/* the input gradient convolves dy padded by r - 1 - p */
+	int64_t ph = grad ? r - 1 - c.ph : c.ph, pw = grad ? r - 1 - c.pw : c.pw;
 	const Shape *y = &conv->shape;
 	int in_w[1] = {map[conv->in[1]]}, in_x[1] = {map[conv->in[0]]};
-	double aw[IR_MAX_ATTRS] = {m, grad}, ax[IR_MAX_ATTRS] = {m, (double)ph, (double)pw, (double)y->dim[2], (double)y->dim[3]};
+	double aw[IR_MAX_ATTRS] = {m, r, grad}, ax[IR_MAX_ATTRS] = {m, r, (double)ph, (double)pw, (double)y->dim[2], (double)y->dim[3]};
 	int u = add_step(dst, conv, OP_winograd_weight, in_w, aw, "wino_u");
 	int v = add_step(dst, conv, OP_winograd_input, in_x, ax, "wino_v");
 	int in_m[2] = {u, v};
 	int mm = add_step(dst, conv, OP_winograd_gemm, in_m, NULL, "wino_m");
-	double ay[IR_MAX_ATTRS] = {m, (double)y->dim[0], (double)y->dim[2], (double)y->dim[3]};
+	double ay[IR_MAX_ATTRS] = {m, r, (double)y->dim[0], (double)y->dim[2], (double)y->dim[3]};
 	int in_y[1] = {mm};
 	return in_place_of(dst, conv, map, OP_winograd_output, in_y, ay);
 }
 
 /* conv2d_grad_weight(dy, x) as V of x over dy's plane, dM of dy, their product per transform
  * point and the inverse weight transform, which takes its place */
-static int winograd_weight_grad(Graph *dst, const Node *conv, const int *map, int m)
+static int winograd_weight_grad(Graph *dst, const Node *conv, const int *map, int m, int r)
 {
 	ConvGeom c = ir_conv_geom(conv);
 	int in_x[1] = {map[conv->in[1]]}, in_dy[1] = {map[conv->in[0]]};
 	const Shape *dy = &dst->node[in_dy[0]].shape;
-	double ax[IR_MAX_ATTRS] = {m, (double)c.ph, (double)c.pw, (double)dy->dim[2], (double)dy->dim[3]};
-	double at[IR_MAX_ATTRS] = {m};
+	double ax[IR_MAX_ATTRS] = {m, r, (double)c.ph, (double)c.pw, (double)dy->dim[2], (double)dy->dim[3]};
+	double at[IR_MAX_ATTRS] = {m, r};
 	int v = add_step(dst, conv, OP_winograd_input, in_x, ax, "wino_v");
 	int dm = add_step(dst, conv, OP_winograd_output_grad, in_dy, at, "wino_dm");
 	int in_u[2] = {dm, v};
@@ -156,13 +164,13 @@ static int winograd_weight_grad(Graph *dst, const Node *conv, const int *map, in
 	return in_place_of(dst, conv, map, OP_winograd_weight_grad, in_w, at);
 }
 
-/* F(4x4) (a quarter of direct's multiplications in the GEMM, against F(2x2)'s 4/9) unless the
- * output plane is under two such tiles a side, where F(2x2) wastes less on the border, or n
- * computes in half (F(2x2) only, above). */
+/* 3x3: F(4x4) (a quarter of direct's multiplications in the GEMM, against F(2x2)'s 4/9) unless
+ * the output plane is under two such tiles a side, where F(2x2) wastes less on the border, or n
+ * computes in half (F(2x2) only, above). 5x5: F(2x2,5x5), 9/25 of direct's multiplications. */
 static int tile_for(const Graph *g, const Node *n)
 {
 	const Shape *y = conv_out(g, n);
-	return y->dim[2] >= 8 && y->dim[3] >= 8 && !half(g, n) ? 4 : 2;
+	return filter_size(g, n) == 3 && y->dim[2] >= 8 && y->dim[3] >= 8 && !half(g, n) ? 4 : 2;
 }
 
 /* auto: whether Winograd pays for n (channels in and out, output positions of the batch). The
@@ -199,8 +207,9 @@ static int rebuild_node(Graph *dst, const Graph *src, int id, const int *map, vo
 	if (n->programs && winograd_fits(src, n) &&
 	    (ch->algo == CONV_ALGO_WINOGRAD || (ch->gpu ? winograd_pays_gpu(src, n) : winograd_pays(src, n))))
 	{
-		int m = ch->tile && !half(src, n) ? ch->tile : tile_for(src, n);
-		return n->op == OP_conv2d_grad_weight ? winograd_weight_grad(dst, n, map, m) : winograd(dst, n, map, m);
+		int m = ch->tile && !half(src, n) && filter_size(src, n) == 3 ? ch->tile : tile_for(src, n);
+		int r = filter_size(src, n);
+		return n->op == OP_conv2d_grad_weight ? winograd_weight_grad(dst, n, map, m, r) : winograd(dst, n, map, m, r);
 	}
 	return ir_rebuild_copy(dst, src, id, map);
 }

@@ -111,10 +111,11 @@ bool pass_optimizer(Graph *g, const PassOptions *o, Diag *d);
  * layouts meet (passes/layout.c) */
 bool pass_layout(Graph *g, const PassOptions *o, Diag *d);
 /* conv-algo: each convolution's algorithm (--conv-algo): the direct implicit GEMM, or Winograd
- * for 3x3 stride-1 ones where o->conv_algo asks (passes/conv_algo.c) */
+ * for 3x3 and 5x5 stride-1 ones where o->conv_algo asks (passes/conv_algo.c) */
 bool pass_conv_algo(Graph *g, const PassOptions *o, Diag *d);
-/* Every convolution of a program that Winograd can take, as F(tile x tile, 3x3), tile 2 or 4 (the
- * pass's rewrite, for tests that pick the tile; half convolutions take F(2x2) whatever tile says). */
+/* Every convolution of a program that Winograd can take, 3x3 ones as F(tile x tile, 3x3), tile 2 or
+ * 4 (the pass's rewrite, for tests that pick the tile; half convolutions take F(2x2) whatever tile
+ * says), 5x5 ones as F(2x2, 5x5). */
 void conv_algo_winograd(Graph *g, int tile);
 /* The algorithm that computes node n, as `netc info` shows it ("direct", "winograd F(2x2,3x3)"),
  * or NULL when n is no convolution. */

@@ -1,4 +1,4 @@
-/* test_cg_winograd: Winograd convolution F(2x2,3x3) and F(4x4,3x3) (ir/ops_winograd.c,
+/* test_cg_winograd: Winograd convolution F(2x2,3x3), F(4x4,3x3) and F(2x2,5x5) (ir/ops_winograd.c,
  * codegen/lower_winograd.c, passes/conv_algo.c). First, in float64, the steps the pass puts in
  * place of a conv2d, conv2d_grad_input or conv2d_grad_weight give the direct convolution's values
  * (to rounding of float64). Then every kernel of the rewritten graph, on the host template and the GPU templates
@@ -22,36 +22,47 @@ typedef enum { FORWARD, GRAD_INPUT, GRAD_WEIGHT } Kind;
 typedef struct {
 	const char *what;
 	int64_t n, c, k, h, w, pad;
+	int r;     /* filter r x r: 3 or 5 */
 	Kind kind; /* GRAD_INPUT: dy [n, k, oh, ow] -> dx [n, c, h, w]; GRAD_WEIGHT: (dy, x) -> dw */
 } Case;
 
 static const Case cases[] = {
-	{"pad 1, odd plane", 2, 3, 5, 7, 9, 1, FORWARD},
-	{"pad 0, even plane", 3, 5, 4, 8, 6, 0, FORWARD},
-	{"pad 1, 1x1 tiles", 1, 7, 3, 3, 3, 1, FORWARD},
-	{"pad 2", 2, 2, 3, 5, 4, 2, FORWARD},
-	{"pad 1, wide channels", 2, 37, 19, 10, 11, 1, FORWARD},
-	{"grad_input pad 1", 2, 3, 5, 7, 9, 1, GRAD_INPUT},
-	{"grad_input pad 0", 3, 5, 4, 8, 7, 0, GRAD_INPUT},
-	{"grad_input pad 2", 2, 6, 3, 5, 6, 2, GRAD_INPUT},
-	{"grad_weight pad 1", 2, 3, 5, 7, 9, 1, GRAD_WEIGHT},
-	{"grad_weight pad 0", 3, 5, 4, 8, 6, 0, GRAD_WEIGHT},
-	{"grad_weight pad 2, 1x1 tiles", 2, 4, 3, 3, 3, 2, GRAD_WEIGHT},
-	{"grad_weight pad 1, wide channels", 3, 37, 19, 10, 11, 1, GRAD_WEIGHT},
+	{"pad 1, odd plane", 2, 3, 5, 7, 9, 1, 3, FORWARD},
+	{"pad 0, even plane", 3, 5, 4, 8, 6, 0, 3, FORWARD},
+	{"pad 1, 1x1 tiles", 1, 7, 3, 3, 3, 1, 3, FORWARD},
+	{"pad 2", 2, 2, 3, 5, 4, 2, 3, FORWARD},
+	{"pad 1, wide channels", 2, 37, 19, 10, 11, 1, 3, FORWARD},
+	{"grad_input pad 1", 2, 3, 5, 7, 9, 1, 3, GRAD_INPUT},
+	{"grad_input pad 0", 3, 5, 4, 8, 7, 0, 3, GRAD_INPUT},
+	{"grad_input pad 2", 2, 6, 3, 5, 6, 2, 3, GRAD_INPUT},
+	{"grad_weight pad 1", 2, 3, 5, 7, 9, 1, 3, GRAD_WEIGHT},
+	{"grad_weight pad 0", 3, 5, 4, 8, 6, 0, 3, GRAD_WEIGHT},
+	{"grad_weight pad 2, 1x1 tiles", 2, 4, 3, 3, 3, 2, 3, GRAD_WEIGHT},
+	{"grad_weight pad 1, wide channels", 3, 37, 19, 10, 11, 1, 3, GRAD_WEIGHT},
+	{"5x5 pad 2, odd plane", 2, 3, 5, 7, 9, 2, 5, FORWARD},
+	{"5x5 pad 0, even plane", 3, 5, 4, 8, 10, 0, 5, FORWARD},
+	{"5x5 pad 1, 1x1 tiles", 1, 6, 3, 3, 4, 1, 5, FORWARD},
+	{"5x5 pad 4, wide channels", 2, 37, 19, 6, 7, 4, 5, FORWARD},
+	{"5x5 grad_input pad 2", 2, 3, 5, 7, 9, 2, 5, GRAD_INPUT},
+	{"5x5 grad_input pad 0", 3, 5, 4, 8, 7, 0, 5, GRAD_INPUT},
+	{"5x5 grad_input pad 3", 2, 6, 3, 5, 6, 3, 5, GRAD_INPUT},
+	{"5x5 grad_weight pad 2", 2, 3, 5, 7, 9, 2, 5, GRAD_WEIGHT},
+	{"5x5 grad_weight pad 0", 3, 5, 4, 8, 6, 0, 5, GRAD_WEIGHT},
+	{"5x5 grad_weight pad 1, wide channels", 3, 37, 19, 10, 11, 1, 5, GRAD_WEIGHT},
 };
 
 /* x (or dy) and w params of type t and the convolution; returns its id */
 static int build(CgHarness *h, const Case *c, DType t)
 {
 	char xd[64], wd[64];
-	int64_t oh = c->h + 2 * c->pad - 2, ow = c->w + 2 * c->pad - 2;
-	snprintf(wd, sizeof wd, "%lld,%lld,3,3", (long long)c->k, (long long)c->c);
+	int64_t oh = c->h + 2 * c->pad - (c->r - 1), ow = c->w + 2 * c->pad - (c->r - 1);
+	snprintf(wd, sizeof wd, "%lld,%lld,%d,%d", (long long)c->k, (long long)c->c, c->r, c->r);
 	if (c->kind == GRAD_WEIGHT) {
 		char dyd[64];
 		snprintf(dyd, sizeof dyd, "%lld,%lld,%lld,%lld", (long long)c->n, (long long)c->k, (long long)oh, (long long)ow);
 		snprintf(xd, sizeof xd, "%lld,%lld,%lld,%lld", (long long)c->n, (long long)c->c, (long long)c->h, (long long)c->w);
 		int dy = ch_param(h, t, dyd), x = ch_param(h, t, xd);
-		double a[IR_MAX_ATTRS] = {1, 1, (double)c->pad, (double)c->pad, 1, 1, 3, 3, LAYOUT_NCHW};
+		double a[IR_MAX_ATTRS] = {1, 1, (double)c->pad, (double)c->pad, 1, 1, c->r, c->r, LAYOUT_NCHW};
 		return ch_op(h, OP_conv2d_grad_weight, a, dy, x);
 	}
 	if (c->kind == FORWARD) {
@@ -64,6 +75,17 @@ static int build(CgHarness *h, const Case *c, DType t)
 	int dy = ch_param(h, t, xd), w = ch_param(h, t, wd);
 	double a[IR_MAX_ATTRS] = {1, 1, (double)c->pad, (double)c->pad, 1, 1, (double)c->h, (double)c->w, LAYOUT_NCHW};
 	return ch_op(h, OP_conv2d_grad_input, a, dy, w);
+}
+
+/* The tile of the rewritten graph's last node, the inverse transform. */
+static const WinogradTile *last_tile(const Graph *g)
+{
+	const WinogradTile *t = ir_winograd_tile(&g->node[g->nnodes - 1]);
+	if (!t) {
+		printf("FAIL: the graph ends in no Winograd step\n");
+		exit(1);
+	}
+	return t;
 }
 
 static void mark_programs(Graph *g)
@@ -106,6 +128,8 @@ static double check_float64(const Case *c, int tile, DType t)
 	OpId last = c->kind == GRAD_WEIGHT ? OP_winograd_weight_grad : OP_winograd_output;
 	CHECK(g->node[out].op == last && shape_eq(&g->node[out].shape, &want) && g->node[out].dtype == t,
 	      "%s: the output is no conv's", c->what);
+	CHECK(ir_winograd_tile(&g->node[out])->r == c->r && (c->r == 3 || ir_winograd_attrs(&g->node[out]).m == 2),
+	      "%s: %s for a %dx%d convolution", c->what, ir_winograd_tile(&g->node[out])->algo, c->r, c->r);
 	if (t != DT_F32) {
 		CHECK(ir_winograd_attrs(&g->node[out]).m == 2, "%s %s: F(%d) for a half convolution", c->what,
 		      dtype_name(t), ir_winograd_attrs(&g->node[out]).m);
@@ -151,7 +175,7 @@ static void check_kernels(const Case *c, int tile, bool emulate, DType t)
 	h->g->train.precision = t == DT_BF16 ? PREC_BF16 : t == DT_F16 ? PREC_FP16 : PREC_FP32;
 	/* half: each node within its type's tolerance (the products are f32 of rounded operands) */
 	if (t == DT_F32)
-		h->tol = tile == 4 ? WINO_TOL_F4 : WINO_TOL_F2;
+		h->tol = last_tile(h->g)->tol;
 	cg_gpu_emulation_mma(emulate && t != DT_F32 ? "sm_90" : NULL, 0, lane_models, LANE_NMODELS);
 	tu_failures += cf_run(h, emulate);
 	cg_gpu_emulation_mma(NULL, 0, NULL, 0);
@@ -180,7 +204,7 @@ static void check_normal(const Case *wide, int tile)
 	set_normal(h, 1);
 	mark_programs(h->g);
 	conv_algo_winograd(h->g, tile);
-	h->tol = tile == 4 ? WINO_TOL_F4 : WINO_TOL_F2;
+	h->tol = last_tile(h->g)->tol;
 	tu_failures += cf_run(h, false);
 	ch_free(h);
 }
@@ -191,7 +215,7 @@ static void check_normal(const Case *wide, int tile)
  * if it let half take F(4x4)). */
 static double half_error_ulps(DType t, int tile)
 {
-	const Case c = {"N(0,1) half, 256 channels", 1, 256, 8, 12, 12, 1, FORWARD};
+	const Case c = {"N(0,1) half, 256 channels", 1, 256, 8, 12, 12, 1, 3, FORWARD};
 	CgHarness *h = ch_new(c.what);
 	int conv = build(h, &c, t);
 	mark_programs(h->g);
@@ -246,26 +270,49 @@ static void check_half_tolerance(DType t)
 	CHECK(f4 > WINO_TOL_HALF_ULPS, "%s: F(4x4) within the half tolerance (%.3g ulps)", dtype_name(t), f4);
 }
 
+/* A half 5x5 convolution stays direct: F(2x2,5x5)'s transforms are F(4x4,3x3)'s, which half
+ * does not take. */
+static void check_half_5x5_direct(const Case *c, DType t)
+{
+	CgHarness *h = ch_new(c->what);
+	build(h, c, t);
+	mark_programs(h->g);
+	int n0 = h->g->nnodes;
+	conv_algo_winograd(h->g, 2);
+	CHECK(h->g->nnodes == n0, "%s %s: Winograd took a half 5x5 convolution", c->what, dtype_name(t));
+	ch_free(h);
+}
+
 int main(void)
 {
 	ch_start("test_cg_winograd");
 	static const int tiles[] = {2, 4};
 	for (size_t t = 0; t < sizeof tiles / sizeof *tiles; t++)
 		for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+			if (cases[i].r == 5 && tiles[t] != 2) /* 5x5 has F(2x2) only */
+				continue;
 			check_float64(&cases[i], tiles[t], DT_F32);
 			check_kernels(&cases[i], tiles[t], false, DT_F32);
 			check_kernels(&cases[i], tiles[t], true, DT_F32);
 		}
 	/* the weight gradient sums over every tile of the batch: 16 images of 16x16 */
-	static const Case normal[] = {{"N(0,1), 256 channels", 1, 256, 16, 12, 12, 1, FORWARD},
-				      {"N(0,1) grad_weight, 16 images", 16, 32, 16, 16, 16, 1, GRAD_WEIGHT}};
+	static const Case normal[] = {{"N(0,1), 256 channels", 1, 256, 16, 12, 12, 1, 3, FORWARD},
+				      {"N(0,1) grad_weight, 16 images", 16, 32, 16, 16, 16, 1, 3, GRAD_WEIGHT},
+				      {"5x5 N(0,1), 256 channels", 1, 256, 16, 12, 12, 2, 5, FORWARD},
+				      {"5x5 N(0,1) grad_input, 256 channels", 1, 256, 16, 12, 12, 2, 5, GRAD_INPUT},
+				      {"5x5 N(0,1) grad_weight, 16 images", 16, 32, 16, 16, 16, 2, 5, GRAD_WEIGHT}};
 	for (size_t i = 0; i < sizeof normal / sizeof *normal; i++) {
 		check_normal(&normal[i], 2);
-		check_normal(&normal[i], 4);
+		if (normal[i].r == 3)
+			check_normal(&normal[i], 4);
 	}
 	static const DType halves[] = {DT_BF16, DT_F16};
 	for (size_t t = 0; t < sizeof halves / sizeof *halves; t++) {
 		for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+			if (cases[i].r == 5) {
+				check_half_5x5_direct(&cases[i], halves[t]);
+				continue;
+			}
 			check_float64(&cases[i], 4, halves[t]);
 			check_kernels(&cases[i], 4, false, halves[t]);
 			check_kernels(&cases[i], 4, true, halves[t]);
