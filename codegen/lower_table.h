@@ -56,6 +56,8 @@ CG_ELEM(dwconv2d_grad_input);
 CG_ELEM(dwconv2d_wterms);
 CG_ELEM(upsample_bilinear);      /* codegen/lower_upsample.c */
 CG_ELEM(upsample_bilinear_grad);
+CG_ELEM(space_to_depth);         /* codegen/lower_space_to_depth.c */
+CG_ELEM(depth_to_space);
 CG_ELEM(cast);
 CG_ELEM(select);
 CG_ELEM(winograd_weight); /* codegen/lower_winograd.c */

@@ -81,6 +81,13 @@ int64_t ir_upsample_scale(const Node *n);
 /* Output row (or column) o of an axis of input size `size` upsampled by f reads rows i0 and i1
  * with weights 1 - l1 and l1 (PyTorch's align_corners=False source index). */
 void ir_upsample_source(int64_t o, int64_t f, int64_t size, int64_t *i0, int64_t *i1, double *l1);
+/* space_to_depth and depth_to_space (ir/ops_space_to_depth.c): the block b (2 .. IR_MAX_BLOCK),
+ * the padding of the plane of blocks (under b) and the output plane */
+#define IR_MAX_BLOCK 8
+typedef struct {
+	int64_t b, ph, pw, oh, ow;
+} SpaceToDepth;
+SpaceToDepth ir_space_to_depth(const Node *n);
 /* lrn and lrn_grad (TensorFlow's parameters) */
 typedef struct {
 	int64_t depth_radius;
@@ -195,6 +202,8 @@ bool shape_dwconv2d(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_dwconv2d_grad_input(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_dwconv2d_wterms(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_upsample_bilinear(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_space_to_depth(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_depth_to_space(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_upsample_bilinear_grad(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_lrn(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_lrn_grad(Node *n, const Graph *g, char *err, size_t errlen);
@@ -274,6 +283,8 @@ OP_REF(dwconv2d);
 OP_REF(dwconv2d_grad_input);
 OP_REF(dwconv2d_wterms);
 OP_REF(upsample_bilinear);
+OP_REF(space_to_depth);
+OP_REF(depth_to_space);
 OP_REF(upsample_bilinear_grad);
 OP_REF(lrn);
 OP_REF(standardize);
@@ -333,6 +344,8 @@ OP_GRAD(unfold);
 OP_GRAD(fold);
 OP_GRAD(dwconv2d);
 OP_GRAD(upsample_bilinear);
+OP_GRAD(space_to_depth);
+OP_GRAD(depth_to_space);
 OP_GRAD(lrn);
 OP_GRAD(standardize);
 OP_GRAD(cast);

@@ -19,6 +19,7 @@
  * shares them, so half 5x5 convolutions stay direct. The inverse
  * transform stores the convolution's type, so the graph's types are as before. */
 #include <stdio.h>
+#include <string.h>
 
 #include "ir/ops.h"
 #include "ir/rebuild.h"
@@ -36,9 +37,42 @@
  * both direct and the host's rule: vgg16's step 233 ms direct, 159 by the host's rule, 144 with
  * all of them; googlenet 22.7, 20.6 and 18.0; alexnet 24.9, 20.4 and 20.4. */
 
-const char *conv_algo_name(const Graph *g, const Node *n)
+/* The name of an algorithm after space-to-depth (the strided convolution's own line). */
+static const char *blocked_name(const char *algo)
 {
-	(void)g;
+	static const struct {
+		const char *algo, *blocked;
+	} names[] = {
+		{"direct", "space-to-depth, direct"},
+		{"winograd F(2x2,3x3)", "space-to-depth, winograd F(2x2,3x3)"},
+		{"winograd F(4x4,3x3)", "space-to-depth, winograd F(4x4,3x3)"},
+		{"winograd F(2x2,5x5)", "space-to-depth, winograd F(2x2,5x5)"},
+	};
+	for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+		if (strcmp(names[i].algo, algo) == 0)
+			return names[i].blocked;
+	return algo;
+}
+
+/* Whether the forward convolution (or its Winograd output) n reads space_to_depth's blocks. */
+static bool reads_blocks(const Graph *g, const Node *n)
+{
+	int x = n->op == OP_winograd_output ? g->node[g->node[n->in[0]].in[1]].in[0] /* M = U V, V of the input */
+					    : n->op == OP_conv2d ? n->in[0] : -1;
+	return x >= 0 && g->node[x].op == OP_space_to_depth;
+}
+
+/* Whether depth_to_space reads n: the convolution is a piece of a strided one, named there. */
+static bool read_by_depth_to_space(const Graph *g, const Node *n)
+{
+	for (int i = n->id + 1; i < g->nnodes; i++)
+		if (g->node[i].op == OP_depth_to_space && g->node[i].in[0] == n->id)
+			return true;
+	return false;
+}
+
+static const char *algo_of(const Node *n)
+{
 	switch (n->op) {
 	case OP_conv2d:
 	case OP_conv2d_grad_input:
@@ -49,53 +83,59 @@ const char *conv_algo_name(const Graph *g, const Node *n)
 	}
 }
 
-/* The convolution's weight-shaped node: its weight input, or for the weight gradient itself. */
-static const Node *filter_of(const Graph *g, const Node *n)
+const char *conv_algo_name(const Graph *g, const Node *n)
 {
-	return n->op == OP_conv2d_grad_weight ? n : &g->node[n->in[1]];
+	if (n->op == OP_depth_to_space) {
+		const char *inner = algo_of(&g->node[n->in[0]]);
+		return inner ? blocked_name(inner) : NULL;
+	}
+	const char *algo = algo_of(n);
+	if (!algo || read_by_depth_to_space(g, n))
+		return NULL;
+	return n->grad_of < 0 && reads_blocks(g, n) ? blocked_name(algo) : algo;
 }
 
-/* The convolution's output (for the weight gradient: dy, its first input). */
-static const Shape *conv_out(const Graph *g, const Node *n)
+/* What auto weighs about a convolution (forward, input or weight gradient). */
+typedef struct {
+	OpId op;
+	int64_t cin, cout;  /* channels into the convolution (C) and out of it (K) */
+	int64_t n, oh, ow;  /* its output's batch and plane (the weight gradient's: dy's) */
+	int r;              /* a square kernel's size, 0 for another */
+	bool half;          /* operands f16 or bf16 */
+} Conv;
+
+static Conv conv_of(const Graph *g, const Node *n)
 {
-	return n->op == OP_conv2d_grad_weight ? &g->node[n->in[0]].shape : &n->shape;
+	/* the weight-shaped node: the weight input, or for the weight gradient itself */
+	const Shape *w = n->op == OP_conv2d_grad_weight ? &n->shape : &g->node[n->in[1]].shape;
+	const Shape *y = n->op == OP_conv2d_grad_weight ? &g->node[n->in[0]].shape : &n->shape;
+	DType t = g->node[n->in[0]].dtype;
+	return (Conv){.op = n->op, .cin = w->dim[1], .cout = w->dim[0], .n = y->dim[0], .oh = y->dim[2], .ow = y->dim[3],
+		      .r = w->dim[2] == w->dim[3] ? (int)w->dim[2] : 0, .half = t == DT_F16 || t == DT_BF16};
 }
 
-/* Channels into the convolution (C) and out of it (K). */
-static void channels(const Graph *g, const Node *n, int64_t *in, int64_t *out)
+static bool is_conv(const Node *n)
 {
-	const Shape *w = &filter_of(g, n)->shape;
-	*out = w->dim[0], *in = w->dim[1];
+	return n->op == OP_conv2d || n->op == OP_conv2d_grad_input || n->op == OP_conv2d_grad_weight;
 }
 
-/* Whether n computes in half: its operands are f16 or bf16 (conv2d and its gradients take both
- * operands in one type). */
-static bool half(const Graph *g, const Node *n)
-{
-	return g->node[n->in[0]].dtype == DT_F16 || g->node[n->in[0]].dtype == DT_BF16;
-}
+/* Whether Winograd's transforms have a tile for c's kernel in its precision: 3x3 (f32, f16,
+ * bf16) or 5x5 (f32). */
+static bool has_tile(Conv c) { return c.r == 3 || (c.r == 5 && !c.half); }
 
-/* The filter size r of n's square kernel. */
-static int filter_size(const Graph *g, const Node *n)
-{
-	const Shape *w = &filter_of(g, n)->shape;
-	return w->dim[2] == w->dim[3] ? (int)w->dim[2] : 0;
-}
-
-/* Whether Winograd computes n: a conv2d, conv2d_grad_input or conv2d_grad_weight with a 3x3
- * kernel (f32, f16 or bf16) or a 5x5 one (f32), stride and dilation 1, padding at most r - 1,
- * NCHW, its operands and result of one type. */
+/* Whether Winograd computes n: a conv2d, conv2d_grad_input or conv2d_grad_weight with a kernel
+ * has_tile takes, stride and dilation 1, padding at most r - 1, NCHW, its operands and result of
+ * one float type. */
 static bool winograd_fits(const Graph *g, const Node *n)
 {
-	if (n->op != OP_conv2d && n->op != OP_conv2d_grad_input && n->op != OP_conv2d_grad_weight)
+	if (!is_conv(n))
 		return false;
-	ConvGeom c = ir_conv_geom(n);
+	ConvGeom geom = ir_conv_geom(n);
+	Conv c = conv_of(g, n);
 	DType t = n->dtype;
-	int r = filter_size(g, n);
-	return c.layout == LAYOUT_NCHW && (r == 3 || (r == 5 && !half(g, n))) &&
-	       (t == DT_F32 || t == DT_F16 || t == DT_BF16) && g->node[n->in[0]].dtype == t &&
-	       g->node[n->in[1]].dtype == t && c.sh == 1 && c.sw == 1 && c.dh == 1 && c.dw == 1 && c.ph <= r - 1 &&
-	       c.pw <= r - 1;
+	return geom.layout == LAYOUT_NCHW && has_tile(c) && (t == DT_F32 || t == DT_F16 || t == DT_BF16) &&
+	       g->node[n->in[0]].dtype == t && g->node[n->in[1]].dtype == t && geom.sh == 1 && geom.sw == 1 &&
+	       geom.dh == 1 && geom.dw == 1 && geom.ph <= c.r - 1 && geom.pw <= c.r - 1;
 }
 
 /* A node the pass adds for src's convolution: its programs, source place and a name after it
@@ -165,34 +205,22 @@ static int winograd_weight_grad(Graph *dst, const Node *conv, const int *map, in
 }
 
 /* 3x3: F(4x4) (a quarter of direct's multiplications in the GEMM, against F(2x2)'s 4/9) unless
- * the output plane is under two such tiles a side, where F(2x2) wastes less on the border, or n
+ * the output plane is under two such tiles a side, where F(2x2) wastes less on the border, or c
  * computes in half (F(2x2) only, above). 5x5: F(2x2,5x5), 9/25 of direct's multiplications. */
-static int tile_for(const Graph *g, const Node *n)
-{
-	const Shape *y = conv_out(g, n);
-	return filter_size(g, n) == 3 && y->dim[2] >= 8 && y->dim[3] >= 8 && !half(g, n) ? 4 : 2;
-}
+static int tile_for(Conv c) { return c.r == 3 && c.oh >= 8 && c.ow >= 8 && !c.half ? 4 : 2; }
 
-/* auto: whether Winograd pays for n (channels in and out, output positions of the batch). The
+/* auto: whether Winograd pays for c (channels in and out, output positions of the batch). The
  * weight gradient was not measured on the host: it stays direct there. */
-static bool winograd_pays(const Graph *g, const Node *n)
+static bool winograd_pays(Conv c)
 {
-	const Shape *y = conv_out(g, n);
-	int64_t positions = y->dim[0] * y->dim[2] * y->dim[3], cin, cout;
-	channels(g, n, &cin, &cout);
-	return n->op != OP_conv2d_grad_weight && cin >= AUTO_MIN_CHANNELS && cout >= AUTO_MIN_CHANNELS &&
-	       positions >= AUTO_MIN_POSITIONS && tile_for(g, n) == 4;
+	return c.op != OP_conv2d_grad_weight && c.cin >= AUTO_MIN_CHANNELS && c.cout >= AUTO_MIN_CHANNELS &&
+	       c.n * c.oh * c.ow >= AUTO_MIN_POSITIONS && tile_for(c) == 4;
 }
 
 /* auto on a GPU: every convolution with at least GPU_MIN_CHANNELS channels in and out; below, the
  * transforms cost more than the GEMM saves (cifar_simple's 3 -> 16 channels: 0.117 ms per step
  * direct, 0.127 with Winograd on an H100). */
-static bool winograd_pays_gpu(const Graph *g, const Node *n)
-{
-	int64_t cin, cout;
-	channels(g, n, &cin, &cout);
-	return cin >= GPU_MIN_CHANNELS && cout >= GPU_MIN_CHANNELS;
-}
+static bool winograd_pays_gpu(Conv c) { return c.cin >= GPU_MIN_CHANNELS && c.cout >= GPU_MIN_CHANNELS; }
 
 typedef struct {
 	ConvAlgo algo;
@@ -200,24 +228,129 @@ typedef struct {
 	bool gpu; /* auto for a GPU: winograd_pays_gpu's rule, not the host's */
 } Choice;
 
-static int rebuild_node(Graph *dst, const Graph *src, int id, const int *map, void *ctx)
+/* Whether the choice takes Winograd for a convolution that fits it. */
+static bool takes_winograd(const Choice *ch, Conv c)
+{
+	return ch->algo == CONV_ALGO_WINOGRAD || (ch->gpu ? winograd_pays_gpu(c) : winograd_pays(c));
+}
+
+static int rebuild_winograd(Graph *dst, const Graph *src, int id, const int *map, void *ctx)
 {
 	const Choice *ch = ctx;
 	const Node *n = &src->node[id];
-	if (n->programs && winograd_fits(src, n) &&
-	    (ch->algo == CONV_ALGO_WINOGRAD || (ch->gpu ? winograd_pays_gpu(src, n) : winograd_pays(src, n))))
-	{
-		int m = ch->tile && !half(src, n) && filter_size(src, n) == 3 ? ch->tile : tile_for(src, n);
-		int r = filter_size(src, n);
-		return n->op == OP_conv2d_grad_weight ? winograd_weight_grad(dst, n, map, m, r) : winograd(dst, n, map, m, r);
+	Conv c = conv_of(src, n);
+	if (n->programs && winograd_fits(src, n) && takes_winograd(ch, c)) {
+		int m = ch->tile && !c.half && c.r == 3 ? ch->tile : tile_for(c);
+		return n->op == OP_conv2d_grad_weight ? winograd_weight_grad(dst, n, map, m, c.r) : winograd(dst, n, map, m, c.r);
 	}
 	return ir_rebuild_copy(dst, src, id, map);
+}
+
+/* ---- space-to-depth: strided convolutions as stride-1 ones over blocks ----
+ *
+ * A convolution of stride s with an r x r kernel is one of stride 1 over s x s blocks of its input
+ * (ir/ops_space_to_depth.c), C s^2 channels and a ceil(r / s) square kernel of the weights' blocks
+ * (taps past r zero). Where that kernel is one Winograd has a tile for and the choice would take
+ * Winograd for the blocked convolution, the pass rewrites (before Winograd's rewrite, which then
+ * takes the blocked one): alexnet's 11x11 stride-4 convolution over 3 channels becomes a 3x3 one
+ * over 48 (432 products per output where direct takes 363), whose F(4x4,3x3) takes 108.
+ *
+ * The padding p = q s + p' splits in two: p' < s goes into the blocks, q whole blocks become the
+ * blocked convolution's padding. That padding is symmetric while the blocks' plane ends where
+ * the output needs it to, so the q blocks past its end must hold no input (else no rewrite). */
+typedef struct {
+	int64_t s, a; /* block s x s (0: no rewrite), blocked kernel a x a */
+	int64_t p, q; /* padding inside the blocks (p'), and in whole blocks */
+	int64_t bh, bw; /* the blocks' plane */
+} Blocks;
+
+static Blocks blocks_for(const Choice *ch, const Graph *g, const Node *n)
+{
+	Blocks none = {0}, b;
+	if (!n->programs || !is_conv(n))
+		return none;
+	ConvGeom geom = ir_conv_geom(n);
+	Conv c = conv_of(g, n);
+	DType t = n->dtype;
+	b.s = geom.sh;
+	if (geom.layout != LAYOUT_NCHW || b.s < 2 || b.s > IR_MAX_BLOCK || geom.sw != b.s || geom.dh != 1 || geom.dw != 1 ||
+	    geom.ph != geom.pw || c.r == 0 || !(t == DT_F32 || t == DT_F16 || t == DT_BF16) ||
+	    g->node[n->in[0]].dtype != t || g->node[n->in[1]].dtype != t)
+		return none;
+	Conv blocked = c;
+	blocked.r = (int)((c.r + b.s - 1) / b.s);
+	blocked.cin = c.cin * b.s * b.s;
+	/* the strided convolution's output plane (the gradients': dy's) and input plane (x's, or the
+	 * input gradient's own) */
+	const Shape *y = n->op == OP_conv2d ? &n->shape : &g->node[n->in[0]].shape;
+	const Shape *x = n->op == OP_conv2d_grad_input ? &n->shape : &g->node[n->in[n->op == OP_conv2d ? 0 : 1]].shape;
+	b.a = blocked.r, b.p = geom.ph % b.s, b.q = geom.ph / b.s;
+	b.bh = y->dim[2] + b.a - 1 - 2 * b.q, b.bw = y->dim[3] + b.a - 1 - 2 * b.q;
+	if (n->op == OP_conv2d_grad_input) /* the blocked input gradient's output: the blocks */
+		blocked.oh = b.bh, blocked.ow = b.bw;
+	bool covered = b.q == 0 || (b.s * b.bh - b.p >= x->dim[2] && b.s * b.bw - b.p >= x->dim[3]);
+	if (!covered || b.bh < 1 || b.bw < 1 || b.q > b.a - 1 || !has_tile(blocked) || !takes_winograd(ch, blocked))
+		return none;
+	return b;
+}
+
+static int add_blocks(Graph *dst, const Node *conv, int in, const Blocks *b, bool weights, const char *suffix)
+{
+	double attr[IR_MAX_ATTRS] = {(double)b->s, weights ? 0 : (double)b->p, weights ? 0 : (double)b->p,
+				     (double)(weights ? b->a : b->bh), (double)(weights ? b->a : b->bw)};
+	return add_step(dst, conv, OP_space_to_depth, &in, attr, suffix);
+}
+
+/* The step that takes conv's place: its name, and the gradient it is. */
+static int take_place(Graph *dst, const Node *conv, const int *map, OpId op, const int *in, const double *attr)
+{
+	int out = add_step(dst, conv, op, in, attr, NULL);
+	dst->node[out].grad_of = conv->grad_of >= 0 ? map[conv->grad_of] : -1;
+	return out;
+}
+
+static int blocked(Graph *dst, const Node *conv, const int *map, const Blocks *b)
+{
+	double q = (double)b->q;
+	if (conv->op == OP_conv2d) {
+		int in[2] = {add_blocks(dst, conv, map[conv->in[0]], b, false, "blocks_x"),
+			     add_blocks(dst, conv, map[conv->in[1]], b, true, "blocks_w")};
+		double attr[IR_MAX_ATTRS] = {1, 1, q, q, 1, 1, LAYOUT_NCHW};
+		return take_place(dst, conv, map, OP_conv2d, in, attr);
+	}
+	int inner;
+	double back[IR_MAX_ATTRS] = {(double)b->s, 0, 0, (double)conv->shape.dim[2], (double)conv->shape.dim[3]};
+	if (conv->op == OP_conv2d_grad_input) {
+		int in[2] = {map[conv->in[0]], add_blocks(dst, conv, map[conv->in[1]], b, true, "blocks_w")};
+		double attr[IR_MAX_ATTRS] = {1, 1, q, q, 1, 1, (double)b->bh, (double)b->bw, LAYOUT_NCHW};
+		inner = add_step(dst, conv, OP_conv2d_grad_input, in, attr, "blocks");
+		back[1] = back[2] = (double)b->p; /* dx from the input's blocks */
+	} else {
+		int in[2] = {map[conv->in[0]], add_blocks(dst, conv, map[conv->in[1]], b, false, "blocks_x")};
+		double attr[IR_MAX_ATTRS] = {1, 1, q, q, 1, 1, (double)b->a, (double)b->a, LAYOUT_NCHW};
+		inner = add_step(dst, conv, OP_conv2d_grad_weight, in, attr, "blocks");
+	}
+	return take_place(dst, conv, map, OP_depth_to_space, &inner, back);
+}
+
+static int rebuild_blocks(Graph *dst, const Graph *src, int id, const int *map, void *ctx)
+{
+	const Node *n = &src->node[id];
+	Blocks b = blocks_for(ctx, src, n);
+	return b.s ? blocked(dst, n, map, &b) : ir_rebuild_copy(dst, src, id, map);
+}
+
+/* Space-to-depth where it gives Winograd a convolution, then Winograd. */
+static void rewrite(Graph *g, const Choice *ch)
+{
+	ir_rebuild(g, rebuild_blocks, (void *)ch);
+	ir_rebuild(g, rebuild_winograd, (void *)ch);
 }
 
 void conv_algo_winograd(Graph *g, int tile)
 {
 	Choice ch = {.algo = CONV_ALGO_WINOGRAD, .tile = tile};
-	ir_rebuild(g, rebuild_node, &ch);
+	rewrite(g, &ch);
 }
 
 bool pass_conv_algo(Graph *g, const PassOptions *o, Diag *d)
@@ -226,6 +359,6 @@ bool pass_conv_algo(Graph *g, const PassOptions *o, Diag *d)
 	if (o->conv_algo == CONV_ALGO_DIRECT)
 		return true;
 	Choice ch = {.algo = o->conv_algo, .gpu = o->gpu_first};
-	ir_rebuild(g, rebuild_node, &ch);
+	rewrite(g, &ch);
 	return true;
 }
