@@ -711,16 +711,19 @@ int64_t cg_lower_matmul(Cg *cg, const Node *n)
 }
 
 /* M[t] (K x P) = U[t] (K x C) * V[t] (C x P): one GEMM per Winograd transform point t, the
- * points as the template's batch */
+ * points as the template's batch. The input gradient's U is read transposed: its filters are
+ * transformed along their stored order (the contiguous axis C in the weight transform's
+ * work-items), which a transform storing C x K would have to read K x C apart. */
 int64_t cg_lower_winograd_gemm(Cg *cg, const Node *n)
 {
 	const Shape *us = shape_of(cg, n, 0), *vs = shape_of(cg, n, 1);
-	int64_t pts = us->dim[0], k = us->dim[1], c = us->dim[2], p = vs->dim[2];
-	Dense u = {.src = n->in[0], .ld = c, .sb = k * c};
+	bool ta = ir_winograd_transpose_u(n);
+	int64_t pts = us->dim[0], k = n->shape.dim[1], c = vs->dim[1], p = vs->dim[2];
+	Dense u = {.src = n->in[0], .ld = us->dim[2], .t = ta, .sb = k * c};
 	Dense v = {.src = n->in[1], .ld = p, .sb = c * p};
 	OutMap o = {.out = n->id, .sb = k * p, .sm = p, .sn = 1};
 	GemmSpec s = spec(cg, n, pts, k, p, c, &o);
-	s.a = dense_operand(cg, &u, true, true);
+	s.a = dense_operand(cg, &u, !ta, !ta);
 	s.b = dense_operand(cg, &v, false, true);
 	return gemm(cg, &s, n);
 }

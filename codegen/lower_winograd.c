@@ -54,7 +54,7 @@ static LLVMValueRef bilinear(Cg *cg, LLVMTypeRef t, LLVMValueRef d[WINO_MAX_ALPH
 	return sum;
 }
 
-/* U[t][r][c] = (G g G^T)[t], g = w[r][c] (or, flipped, w[c][r] rotated by 180 degrees) */
+/* U[t][k][c] = (G g G^T)[t], g = w[k][c] (or, flipped, w[k][c] rotated by 180 degrees) */
 LLVMValueRef cg_elem_winograd_weight(Cg *cg, const Node *n, ElemIndex *at)
 {
 	WinogradAttrs a = ir_winograd_attrs(n);
@@ -64,8 +64,7 @@ LLVMValueRef cg_elem_winograd_weight(Cg *cg, const Node *n, ElemIndex *at)
 	LLVMValueRef *idx = cg_index_idx(cg, at);
 	int64_t cin = cg->g->node[n->in[0]].shape.dim[1];
 	LLVMValueRef xr = udiv(cg, idx[0], wt->alpha), xc = urem(cg, idx[0], wt->alpha);
-	LLVMValueRef k = a.flip ? idx[2] : idx[1], ch = a.flip ? idx[1] : idx[2];
-	LLVMValueRef base = mulc(cg, add(cg, mulc(cg, k, cin), ch), r * r);
+	LLVMValueRef base = mulc(cg, add(cg, mulc(cg, idx[1], cin), idx[2]), r * r);
 	LLVMValueRef g[WINO_MAX_ALPHA][WINO_MAX_ALPHA], ri[WINO_MAX_R], cj[WINO_MAX_R];
 	for (int i = 0; i < r; i++)
 		for (int j = 0; j < r; j++) {

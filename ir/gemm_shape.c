@@ -20,7 +20,7 @@ bool ir_gemm_shape(const Graph *g, const Node *n, int64_t *batch, int64_t *m, in
 		*k = a->dim[0] * a->dim[2] * a->dim[3];
 		return true;
 	case OP_winograd_gemm: /* per transform point: K x P, K = C; in = (U, V) */
-		*batch = out->dim[0], *m = out->dim[1], *nn = out->dim[2], *k = a->dim[2];
+		*batch = out->dim[0], *m = out->dim[1], *nn = out->dim[2], *k = b->dim[1];
 		return true;
 	case OP_winograd_weight_gemm: /* per transform point: K x C, K = the tiles; in = (dM, V) */
 		*batch = out->dim[0], *m = out->dim[1], *nn = out->dim[2], *k = a->dim[2];

@@ -61,6 +61,8 @@ WinogradAttrs ir_winograd_attrs(const Node *n);
 /* the tile (ir/winograd.h) its tile and kernel attributes name, NULL if none */
 struct WinogradTile;
 const struct WinogradTile *ir_winograd_tile(const Node *n);
+/* winograd_gemm: whether it multiplies by U transposed (the input gradient's flipped filters) */
+bool ir_winograd_transpose_u(const Node *n);
 /* unfold and fold: the window and the image it slides over (fold: its output) */
 typedef struct {
 	int64_t kh, kw, sh, sw, ph, pw, dh, dw;

@@ -2,12 +2,13 @@
  * the conv-algo pass puts in place of a 3x3 or 5x5 stride-1 conv2d or conv2d_grad_input:
  *
  *   winograd_weight(w [K, C, r, r])  -> U [alpha^2, K, C]   U[t] = G g G^T at point t
- *       flip: U [alpha^2, C, K] of the filter rotated by 180 degrees with K and C swapped (the
- *       weights that make the input gradient a convolution of dy)
+ *       flip: of the filter rotated by 180 degrees; read transposed (C x K per point), the
+ *       weights that make the input gradient a convolution of dy
  *   winograd_input(x [N, C, H, W])   -> V [alpha^2, C, P]   V[t] = B^T d B, d the alpha x alpha
  *       window at tile p = (n, th, tw) (rows m*th - pad_h ..., zero outside the plane); the
  *       tiles cover out_h x out_w outputs, P = N * ceil(out_h/m) * ceil(out_w/m)
  *   winograd_gemm(U, V)              -> M [alpha^2, K, P]   M[t] = U[t] V[t]
+ *       transpose_u: M [alpha^2, C, P] = U[t]^T V[t] (U of a flipped filter: the input gradient)
  *   winograd_output(M)               -> y [N, K, out_h, out_w]   y tile = A^T m A
  *
  * and in place of such a conv2d_grad_weight(dy, x), with V = winograd_input(x) of the
@@ -121,7 +122,7 @@ bool shape_winograd_weight(Node *n, const Graph *g, char *err, size_t errlen)
 	if (w->dim[2] != wt->r || w->dim[3] != wt->r)
 		return op_fail(n, err, errlen, "weight must be %dx%d, got %s", wt->r, wt->r, op_type_str(op_in(g, n, 0), t, sizeof t));
 	int64_t pts = (int64_t)wt->alpha * wt->alpha;
-	n->shape = (Shape){3, {pts, flip ? w->dim[1] : w->dim[0], flip ? w->dim[0] : w->dim[1]}};
+	n->shape = (Shape){3, {pts, w->dim[0], w->dim[1]}};
 	return true;
 }
 
@@ -145,16 +146,20 @@ bool shape_winograd_input(Node *n, const Graph *g, char *err, size_t errlen)
 	return true;
 }
 
+bool ir_winograd_transpose_u(const Node *n) { return attr_of(n, "transpose_u") != 0; }
+
 bool shape_winograd_gemm(Node *n, const Graph *g, char *err, size_t errlen)
 {
 	char su[128], sv[128];
-	if (!need_gemm_operands(n, g, err, errlen))
+	int64_t ta;
+	if (!need_gemm_operands(n, g, err, errlen) || !op_attr_int(n, ir_attr_index(n->op, "transpose_u"), 0, 1, &ta, err, errlen))
 		return false;
 	const Shape *u = &op_in(g, n, 0)->shape, *v = &op_in(g, n, 1)->shape;
-	if (u->dim[0] != v->dim[0] || u->dim[2] != v->dim[1])
-		return op_fail(n, err, errlen, "U %s and V %s do not multiply point by point",
-			       op_type_str(op_in(g, n, 0), su, sizeof su), op_type_str(op_in(g, n, 1), sv, sizeof sv));
-	n->shape = (Shape){3, {u->dim[0], u->dim[1], v->dim[2]}};
+	if (u->dim[0] != v->dim[0] || u->dim[ta ? 1 : 2] != v->dim[1])
+		return op_fail(n, err, errlen, "U %s%s and V %s do not multiply point by point",
+			       op_type_str(op_in(g, n, 0), su, sizeof su), ta ? " transposed" : "",
+			       op_type_str(op_in(g, n, 1), sv, sizeof sv));
+	n->shape = (Shape){3, {u->dim[0], u->dim[ta ? 2 : 1], v->dim[2]}};
 	return true;
 }
 
@@ -224,13 +229,12 @@ void ref_winograd_weight(const Graph *g, const Node *n, const double *const *in,
 	const Shape *w = &op_in(g, n, 0)->shape;
 	int64_t ci = w->dim[1], rows = n->shape.dim[1], cols = n->shape.dim[2];
 	int fr = t->r;
+	(void)ci;
 	for (int xr = 0; xr < t->alpha; xr++)
 		for (int xc = 0; xc < t->alpha; xc++)
 			for (int64_t r = 0; r < rows; r++)
 				for (int64_t c = 0; c < cols; c++) {
-					/* flip: row r is an input channel, column c an output channel */
-					int64_t k = a.flip ? c : r, ch = a.flip ? r : c;
-					const double *f = in[0] + (k * ci + ch) * fr * fr;
+					const double *f = in[0] + (r * cols + c) * fr * fr;
 					double s = 0;
 					for (int i = 0; i < fr; i++)
 						for (int j = 0; j < fr; j++) {
@@ -271,13 +275,14 @@ void ref_winograd_input(const Graph *g, const Node *n, const double *const *in, 
 void ref_winograd_gemm(const Graph *g, const Node *n, const double *const *in, double *out)
 {
 	const Shape *u = &op_in(g, n, 0)->shape, *v = &op_in(g, n, 1)->shape;
-	int64_t pts = u->dim[0], k = u->dim[1], c = u->dim[2], p = v->dim[2];
+	bool ta = ir_winograd_transpose_u(n);
+	int64_t pts = u->dim[0], k = n->shape.dim[1], c = v->dim[1], p = v->dim[2];
 	for (int64_t t = 0; t < pts; t++)
 		for (int64_t i = 0; i < k; i++)
 			for (int64_t j = 0; j < p; j++) {
 				double s = 0;
 				for (int64_t l = 0; l < c; l++)
-					s += in[0][(t * k + i) * c + l] * in[1][(t * c + l) * p + j];
+					s += in[0][t * k * c + (ta ? l * k + i : i * c + l)] * in[1][(t * c + l) * p + j];
 				out[(t * k + i) * p + j] = s;
 			}
 }
@@ -371,7 +376,7 @@ double flops_winograd_input(const Graph *g, const Node *n)
 
 double flops_winograd_gemm(const Graph *g, const Node *n)
 {
-	return 2.0 * (double)shape_numel(&n->shape) * (double)op_in(g, n, 0)->shape.dim[2];
+	return 2.0 * (double)shape_numel(&n->shape) * (double)op_in(g, n, 1)->shape.dim[1];
 }
 
 double flops_winograd_output(const Graph *g, const Node *n)

@@ -9,7 +9,8 @@
  *
  * The input gradient of an r x r stride-1 convolution with padding p is the r x r stride-1
  * convolution of dy padded by r - 1 - p with the weights rotated by 180 degrees and their channels
- * swapped (winograd_weight's flip), so both use one algorithm. NHWC convolutions (--layout nhwc)
+ * swapped (winograd_weight's flip, which rotates, and winograd_gemm's transpose_u, which swaps), so
+ * both use one algorithm. NHWC convolutions (--layout nhwc)
  * stay direct: the transforms read NCHW planes.
  *
  * Half precision (--precision fp16|bf16) takes F(2x2) only: its transformed operands are stored in
@@ -181,7 +182,8 @@ static int winograd(Graph *dst, const Node *conv, const int *map, int m, int r)
 	int u = add_step(dst, conv, OP_winograd_weight, in_w, aw, "wino_u");
 	int v = add_step(dst, conv, OP_winograd_input, in_x, ax, "wino_v");
 	int in_m[2] = {u, v};
-	int mm = add_step(dst, conv, OP_winograd_gemm, in_m, NULL, "wino_m");
+	double am[IR_MAX_ATTRS] = {grad};
+	int mm = add_step(dst, conv, OP_winograd_gemm, in_m, am, "wino_m");
 	double ay[IR_MAX_ATTRS] = {m, r, (double)y->dim[0], (double)y->dim[2], (double)y->dim[3]};
 	int in_y[1] = {mm};
 	return in_place_of(dst, conv, map, OP_winograd_output, in_y, ay);
