@@ -296,6 +296,12 @@ static void test_nn(void)
 	dwconv("dwconv2d 3x2 stride 2x1 pad 1x0 dil 1x2", S(4, 1, 2, 7, 6), S(4, 2, 1, 3, 2), A(2, 1, 1, 0, 1, 2));
 	one_attr("upsample_bilinear 2", OP_upsample_bilinear, S(4, 2, 3, 4, 5), A(2));
 	one_attr("upsample_bilinear 3", OP_upsample_bilinear, S(4, 1, 2, 3, 2), A(3));
+	/* blocks of the plane as channels and back (ir/ops_space_to_depth.c): padded, and a plane of
+	 * blocks that leaves rows out (their gradient is 0) */
+	one_attr("space_to_depth 2 pad 1", OP_space_to_depth, S(4, 2, 3, 5, 7), A(2, 1, 1, 3, 4));
+	one_attr("space_to_depth 3 pad 2x0, rows left out", OP_space_to_depth, S(4, 1, 2, 7, 5), A(3, 2, 0, 2, 2));
+	one_attr("depth_to_space 2 pad 1", OP_depth_to_space, S(4, 2, 12, 3, 4), A(2, 1, 1, 5, 7));
+	one_attr("depth_to_space 3 pad 2x0, rows past the blocks", OP_depth_to_space, S(4, 1, 18, 2, 2), A(3, 2, 0, 7, 5));
 	one_attr("transpose to nhwc", OP_transpose, S(4, 2, 3, 4, 5), A(0, 2, 3, 1));
 	one_attr("transpose to nchw", OP_transpose, S(4, 2, 4, 5, 3), A(0, 3, 1, 2));
 	one_attr("transpose of a matrix", OP_transpose, S(2, 3, 5), A(1, 0));
