@@ -226,10 +226,8 @@ void ref_winograd_weight(const Graph *g, const Node *n, const double *const *in,
 {
 	WinogradAttrs a = ir_winograd_attrs(n);
 	const WinogradTile *t = ir_winograd_tile(n);
-	const Shape *w = &op_in(g, n, 0)->shape;
-	int64_t ci = w->dim[1], rows = n->shape.dim[1], cols = n->shape.dim[2];
+	int64_t rows = n->shape.dim[1], cols = n->shape.dim[2];
 	int fr = t->r;
-	(void)ci;
 	for (int xr = 0; xr < t->alpha; xr++)
 		for (int xc = 0; xc < t->alpha; xc++)
 			for (int64_t r = 0; r < rows; r++)

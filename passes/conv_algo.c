@@ -124,19 +124,25 @@ static bool is_conv(const Node *n)
  * bf16) or 5x5 (f32). */
 static bool has_tile(Conv c) { return c.r == 3 || (c.r == 5 && !c.half); }
 
-/* Whether Winograd computes n: a conv2d, conv2d_grad_input or conv2d_grad_weight with a kernel
- * has_tile takes, stride and dilation 1, padding at most r - 1, NCHW, its operands and result of
- * one float type. */
+/* Whether n is a convolution (forward or gradient) in NCHW with its operands and result of one
+ * float type (f32, f16 or bf16): what both rewrites ask first. */
+static bool rewritable(const Graph *g, const Node *n)
+{
+	DType t = n->dtype;
+	return is_conv(n) && ir_conv_geom(n).layout == LAYOUT_NCHW && (t == DT_F32 || t == DT_F16 || t == DT_BF16) &&
+	       g->node[n->in[0]].dtype == t && g->node[n->in[1]].dtype == t;
+}
+
+/* Whether Winograd computes n: a rewritable convolution with a kernel has_tile takes, stride and
+ * dilation 1, padding at most r - 1. */
 static bool winograd_fits(const Graph *g, const Node *n)
 {
-	if (!is_conv(n))
+	if (!rewritable(g, n))
 		return false;
 	ConvGeom geom = ir_conv_geom(n);
 	Conv c = conv_of(g, n);
-	DType t = n->dtype;
-	return geom.layout == LAYOUT_NCHW && has_tile(c) && (t == DT_F32 || t == DT_F16 || t == DT_BF16) &&
-	       g->node[n->in[0]].dtype == t && g->node[n->in[1]].dtype == t && geom.sh == 1 && geom.sw == 1 &&
-	       geom.dh == 1 && geom.dw == 1 && geom.ph <= c.r - 1 && geom.pw <= c.r - 1;
+	return has_tile(c) && geom.sh == 1 && geom.sw == 1 && geom.dh == 1 && geom.dw == 1 && geom.ph <= c.r - 1 &&
+	       geom.pw <= c.r - 1;
 }
 
 /* A node the pass adds for src's convolution: its programs, source place and a name after it
@@ -269,15 +275,12 @@ typedef struct {
 static Blocks blocks_for(const Choice *ch, const Graph *g, const Node *n)
 {
 	Blocks none = {0}, b;
-	if (!n->programs || !is_conv(n))
+	if (!n->programs || !rewritable(g, n))
 		return none;
 	ConvGeom geom = ir_conv_geom(n);
 	Conv c = conv_of(g, n);
-	DType t = n->dtype;
 	b.s = geom.sh;
-	if (geom.layout != LAYOUT_NCHW || b.s < 2 || b.s > IR_MAX_BLOCK || geom.sw != b.s || geom.dh != 1 || geom.dw != 1 ||
-	    geom.ph != geom.pw || c.r == 0 || !(t == DT_F32 || t == DT_F16 || t == DT_BF16) ||
-	    g->node[n->in[0]].dtype != t || g->node[n->in[1]].dtype != t)
+	if (b.s < 2 || b.s > IR_MAX_BLOCK || geom.sw != b.s || geom.dh != 1 || geom.dw != 1 || geom.ph != geom.pw || c.r == 0)
 		return none;
 	Conv blocked = c;
 	blocked.r = (int)((c.r + b.s - 1) / b.s);
