@@ -58,7 +58,7 @@ static bool need_tile(const Node *n, const WinogradTile **t, char *err, size_t e
 		return false;
 	*t = wino_tile((int)m, (int)r);
 	if (!*t)
-		return op_fail(n, err, errlen, "tile %lld with kernel %lld is not F(2x2,3x3), F(4x4,3x3) or F(2x2,5x5)",
+		return op_fail(n, err, errlen, "tile %lld with kernel %lld is not F(2x2,3x3), F(4x4,3x3), F(2x2,5x5) or F(3x3,5x5)",
 			       (long long)m, (long long)r);
 	return true;
 }

@@ -7,14 +7,19 @@
  * with g the r x r filter and . the elementwise product over the alpha^2 transform points; summed
  * over input channels, the elementwise products are alpha^2 independent matrix products.
  *
- * The tiles are F(2x2, 3x3), F(4x4, 3x3) and F(2x2, 5x5). The last two interpolate at the same
- * points (0, 1, -1, 2, -2 and infinity), so they share B^T; A^T holds the powers 0 .. m-1 of the
- * points and G the powers 0 .. r-1, scaled by 1 / prod (p_j - p_k) over the other finite points. */
+ * The tiles are F(2x2, 3x3), F(4x4, 3x3), F(2x2, 5x5) and F(3x3, 5x5). F(4x4, 3x3) and
+ * F(2x2, 5x5) interpolate at the same points (0, 1, -1, 2, -2 and infinity), so they share B^T;
+ * F(3x3, 5x5) adds 1/2. A^T holds the powers 0 .. m-1 of the points and G the powers 0 .. r-1,
+ * scaled by 1 / prod (p_j - p_k) over the other finite points; B^T is then the inverse of the
+ * matrix whose row s holds each point's p^s / prod (p_j - p_k) (infinity: 1 in the last row), as
+ * the product A^T [(G g) . (B^T d)] must give each output sum_k d[i + k] g[k]. A row of B^T may
+ * be scaled when the same row of G is divided by as much: F(3x3, 5x5)'s rows are, so B^T holds
+ * integers. */
 #ifndef NETC_IR_WINOGRAD_H
 #define NETC_IR_WINOGRAD_H
 
 #define WINO_MAX_R 5     /* the largest filter */
-#define WINO_MAX_ALPHA 6 /* m + r - 1 for the largest tile */
+#define WINO_MAX_ALPHA 7 /* m + r - 1 for the largest tile */
 
 typedef struct WinogradTile {
 	const char *algo; /* as netc info names the algorithm */
@@ -22,7 +27,8 @@ typedef struct WinogradTile {
 	/* the error a float32 convolution by this tile may have against the float64 direct one, as
 	 * max |got - want| / max |want|, 5 to 10 times the worst measured (docs/codegen.md, "Winograd
 	 * numerics"): F(2x2,3x3) below the direct GEMM's own error, F(4x4,3x3) up to 1.6e-5,
-	 * F(2x2,5x5) 1e-5 (forward) and 3.5e-5 (the weight gradient, a sum over every tile) */
+	 * F(2x2,5x5) 1e-5 (forward) and 3.5e-5 (the weight gradient, a sum over every tile),
+	 * F(3x3,5x5) 8.5e-6 (forward) and 2.7e-5 (the weight gradient) */
 	double tol;
 	double bt[WINO_MAX_ALPHA][WINO_MAX_ALPHA]; /* B^T: alpha x alpha */
 	double g[WINO_MAX_ALPHA][WINO_MAX_R];      /* G: alpha x r */
@@ -60,6 +66,25 @@ static const WinogradTile wino_f2r5 = {
 	      {0, 0, 0, 0, 1}},
 	.at = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 1}},
 };
+/* the points 0, 1, -1, 2, -2, 1/2 with infinity; B^T's rows but the sixth doubled, G's halved */
+static const WinogradTile wino_f3r5 = {
+	.algo = "winograd F(3x3,5x5)", .m = 3, .r = 5, .alpha = 7, .tol = 2e-4,
+	.bt = {{-4, 8, 5, -10, -1, 2, 0},
+	       {0, 4, -4, -9, 1, 2, 0},
+	       {0, -4, 12, -7, -3, 2, 0},
+	       {0, 2, -3, -4, 3, 2, 0},
+	       {0, -2, 5, 0, -5, 2, 0},
+	       {0, 4, 0, -5, 0, 1, 0},
+	       {0, -4, 8, 5, -10, -1, 2}},
+	.g = {{-1.0 / 4, 0, 0, 0, 0},
+	      {-1.0 / 6, -1.0 / 6, -1.0 / 6, -1.0 / 6, -1.0 / 6},
+	      {1.0 / 18, -1.0 / 18, 1.0 / 18, -1.0 / 18, 1.0 / 18},
+	      {1.0 / 72, 1.0 / 36, 1.0 / 18, 1.0 / 9, 2.0 / 9},
+	      {-1.0 / 120, 1.0 / 60, -1.0 / 30, 1.0 / 15, -2.0 / 15},
+	      {32.0 / 45, 16.0 / 45, 8.0 / 45, 4.0 / 45, 2.0 / 45},
+	      {0, 0, 0, 0, 1.0 / 2}},
+	.at = {{1, 1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 1.0 / 2, 0}, {0, 1, 1, 4, 4, 1.0 / 4, 1}},
+};
 
 
 /* Half precision (f16, bf16 operands) takes F(2x2) only: with its transformed operands stored in
@@ -72,13 +97,15 @@ static const WinogradTile wino_f2r5 = {
 /* The spacing of the half type's values just above 1: 2^-10 (f16), 2^-7 (bf16). */
 static inline double wino_half_ulp(int bf16) { return bf16 ? 1.0 / 128 : 1.0 / 1024; }
 
-/* The tile of output size m for filters of size r: F(2x2,3x3), F(4x4,3x3), F(2x2,5x5); NULL for
- * another. */
+/* The tile of output size m for filters of size r: F(2x2,3x3), F(4x4,3x3), F(2x2,5x5),
+ * F(3x3,5x5); NULL for another. */
 static inline const WinogradTile *wino_tile(int m, int r)
 {
 	if (r == 3)
 		return m == 2 ? &wino_f2 : m == 4 ? &wino_f4 : (const WinogradTile *)0;
-	return r == 5 && m == 2 ? &wino_f2r5 : (const WinogradTile *)0;
+	if (r == 5)
+		return m == 2 ? &wino_f2r5 : m == 3 ? &wino_f3r5 : (const WinogradTile *)0;
+	return (const WinogradTile *)0;
 }
 
 /* Tiles along an axis of `out` outputs. */

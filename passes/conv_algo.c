@@ -4,7 +4,7 @@
  * autodiff made it. winograd: every convolution Winograd can take (3x3 or 5x5, stride 1,
  * dilation 1, padding at most r - 1, NCHW: forward, input gradient and weight gradient) becomes
  * the steps of ir/ops_winograd.c, 3x3 ones F(4x4,3x3) or, on small planes, F(2x2,3x3), 5x5 ones
- * F(2x2,5x5); the others stay direct. auto takes Winograd where it measured faster: on a GPU (the
+ * F(3x3,5x5) or, on small planes, F(2x2,5x5); the others stay direct. auto takes Winograd where it measured faster: on a GPU (the
  * first target) winograd_pays_gpu, on the host winograd_pays.
  *
  * The input gradient of an r x r stride-1 convolution with padding p is the r x r stride-1
@@ -48,6 +48,7 @@ static const char *blocked_name(const char *algo)
 		{"winograd F(2x2,3x3)", "space-to-depth, winograd F(2x2,3x3)"},
 		{"winograd F(4x4,3x3)", "space-to-depth, winograd F(4x4,3x3)"},
 		{"winograd F(2x2,5x5)", "space-to-depth, winograd F(2x2,5x5)"},
+		{"winograd F(3x3,5x5)", "space-to-depth, winograd F(3x3,5x5)"},
 	};
 	for (size_t i = 0; i < sizeof names / sizeof *names; i++)
 		if (strcmp(names[i].algo, algo) == 0)
@@ -214,8 +215,14 @@ static int winograd_weight_grad(Graph *dst, const Node *conv, const int *map, in
 
 /* 3x3: F(4x4) (a quarter of direct's multiplications in the GEMM, against F(2x2)'s 4/9) unless
  * the output plane is under two such tiles a side, where F(2x2) wastes less on the border, or c
- * computes in half (F(2x2) only, above). 5x5: F(2x2,5x5), 9/25 of direct's multiplications. */
-static int tile_for(Conv c) { return c.r == 3 && c.oh >= 8 && c.ow >= 8 && !c.half ? 4 : 2; }
+ * computes in half (F(2x2) only, above). 5x5: F(3x3,5x5) (49/225 of direct's multiplications,
+ * against F(2x2,5x5)'s 36/100) on the same terms: alexnet's conv2 GEMMs on an H200 took 0.40-0.43
+ * ms each against 0.70-0.74, its step 9.42 ms against 10.45 (2026-11-29). */
+static int tile_for(Conv c)
+{
+	bool large = c.oh >= 8 && c.ow >= 8 && !c.half;
+	return c.r == 3 ? (large ? 4 : 2) : large ? 3 : 2;
+}
 
 /* auto: whether Winograd pays for c (channels in and out, output positions of the batch). The
  * weight gradient was not measured on the host: it stays direct there. */
@@ -248,7 +255,7 @@ static int rebuild_winograd(Graph *dst, const Graph *src, int id, const int *map
 	const Node *n = &src->node[id];
 	Conv c = conv_of(src, n);
 	if (n->programs && winograd_fits(src, n) && takes_winograd(ch, c)) {
-		int m = ch->tile && !c.half && c.r == 3 ? ch->tile : tile_for(c);
+		int m = ch->tile && !c.half && wino_tile(ch->tile, c.r) ? ch->tile : tile_for(c);
 		return n->op == OP_conv2d_grad_weight ? winograd_weight_grad(dst, n, map, m, c.r) : winograd(dst, n, map, m, c.r);
 	}
 	return ir_rebuild_copy(dst, src, id, map);

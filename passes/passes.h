@@ -113,9 +113,9 @@ bool pass_layout(Graph *g, const PassOptions *o, Diag *d);
 /* conv-algo: each convolution's algorithm (--conv-algo): the direct implicit GEMM, or Winograd
  * for 3x3 and 5x5 stride-1 ones where o->conv_algo asks (passes/conv_algo.c) */
 bool pass_conv_algo(Graph *g, const PassOptions *o, Diag *d);
-/* Every convolution of a program that Winograd can take, 3x3 ones as F(tile x tile, 3x3), tile 2 or
- * 4 (the pass's rewrite, for tests that pick the tile; half convolutions take F(2x2) whatever tile
- * says), 5x5 ones as F(2x2, 5x5). */
+/* Every convolution of a program that Winograd can take as F(tile x tile, r x r) where that tile
+ * exists (3x3: 2 or 4; 5x5: 2 or 3), else as auto would (the pass's rewrite, for tests that pick
+ * the tile; half convolutions take F(2x2) whatever tile says). */
 void conv_algo_winograd(Graph *g, int tile);
 /* The algorithm that computes node n, as `netc info` shows it ("direct", "winograd F(2x2,3x3)"),
  * or NULL when n is no convolution. */

@@ -1,4 +1,4 @@
-/* test_cg_winograd: Winograd convolution F(2x2,3x3), F(4x4,3x3) and F(2x2,5x5) (ir/ops_winograd.c,
+/* test_cg_winograd: Winograd convolution F(2x2,3x3), F(4x4,3x3), F(2x2,5x5) and F(3x3,5x5) (ir/ops_winograd.c,
  * codegen/lower_winograd.c, passes/conv_algo.c). First, in float64, the steps the pass puts in
  * place of a conv2d, conv2d_grad_input or conv2d_grad_weight give the direct convolution's values
  * (to rounding of float64). Then every kernel of the rewritten graph, on the host template and the GPU templates
@@ -161,8 +161,8 @@ static double check_float64(const Case *c, int tile, DType t)
 	CHECK(g->node[out].op == last && shape_eq(&g->node[out].shape, &want) && g->node[out].dtype == t,
 	      "%s: the output is no conv's", c->what);
 	const WinogradTile *wt = last_tile(g);
-	CHECK(wt->r == blocked_r(c) && (wt->r == 3 || wt->m == 2), "%s: %s for a %dx%d convolution of stride %d", c->what,
-	      wt->algo, c->r, c->r, c->s);
+	CHECK(wt->r == blocked_r(c) && wt->m == (t == DT_F32 ? tile : 2), "%s: %s for a %dx%d convolution of stride %d",
+	      c->what, wt->algo, c->r, c->r, c->s);
 	if (t != DT_F32 && c->s == 1) {
 		CHECK(ir_winograd_attrs(&g->node[out]).m == 2, "%s %s: F(%d) for a half convolution", c->what,
 		      dtype_name(t), ir_winograd_attrs(&g->node[out]).m);
@@ -317,10 +317,10 @@ static void check_direct(const Case *c, DType t)
 int main(void)
 {
 	ch_start("test_cg_winograd");
-	static const int tiles[] = {2, 4};
+	static const int tiles[] = {2, 3, 4};
 	for (size_t t = 0; t < sizeof tiles / sizeof *tiles; t++)
 		for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-			if (blocked_r(&cases[i]) == 5 && tiles[t] != 2) /* 5x5 has F(2x2) only */
+			if (!wino_tile(tiles[t], blocked_r(&cases[i])))
 				continue;
 			check_float64(&cases[i], tiles[t], DT_F32);
 			check_kernels(&cases[i], tiles[t], false, DT_F32);
@@ -332,11 +332,10 @@ int main(void)
 				      {"5x5 N(0,1), 256 channels", 1, 256, 16, 12, 12, 2, 5, 1, FORWARD},
 				      {"5x5 N(0,1) grad_input, 256 channels", 1, 256, 16, 12, 12, 2, 5, 1, GRAD_INPUT},
 				      {"5x5 N(0,1) grad_weight, 16 images", 16, 32, 16, 16, 16, 2, 5, 1, GRAD_WEIGHT}};
-	for (size_t i = 0; i < sizeof normal / sizeof *normal; i++) {
-		check_normal(&normal[i], 2);
-		if (normal[i].r == 3)
-			check_normal(&normal[i], 4);
-	}
+	for (size_t i = 0; i < sizeof normal / sizeof *normal; i++)
+		for (size_t t = 0; t < sizeof tiles / sizeof *tiles; t++)
+			if (wino_tile(tiles[t], normal[i].r))
+				check_normal(&normal[i], tiles[t]);
 	static const DType halves[] = {DT_BF16, DT_F16};
 	for (size_t t = 0; t < sizeof halves / sizeof *halves; t++) {
 		for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
