@@ -29,7 +29,8 @@ typedef struct CgTargetOps {
 	 * the colon of spec (t->arch, t->cpu, t->kind and t->ops are set already). */
 	bool (*configure)(const CgTargetInfo *ti, const char *spec, const CgTargetOptions *o, CgTarget *t,
 			  char *err, size_t errlen);
-	/* Module-wide flags (AMD: the code-object version); may be NULL. */
+	/* Module-wide flags and definitions (AMD: the code-object version; the host: its bf16
+	 * rounding functions); may be NULL. */
 	void (*module_flags)(Cg *cg);
 	/* Adds kernel function `name` with the calling convention and sets cg->fn and cg->arena. */
 	void (*signature)(Cg *cg, const char *name);

@@ -50,6 +50,36 @@ static bool configure(const CgTargetInfo *ti, const char *spec, const CgTargetOp
 	return true;
 }
 
+/* bf16 __truncsfbf2(float) or __truncdfbf2(double): x rounded to bf16, to nearest even, NaN kept
+ * (quiet), by its bits. On CPUs without AVX512-BF16 LLVM lowers vector bf16 arithmetic and
+ * conversions through these runtime functions, which no library of a Debian host need provide
+ * (GCC 12's libgcc has neither): each module defines them, weak and hidden, so the linked shared
+ * object resolves them itself. */
+static void define_bf16_rounding_of(Cg *cg, const char *name, LLVMTypeRef from)
+{
+	LLVMValueRef fn = LLVMAddFunction(cg->mod, name, LLVMFunctionType(cg->t_bf16, &from, 1, 0));
+	LLVMSetLinkage(fn, LLVMWeakAnyLinkage);
+	LLVMSetVisibility(fn, LLVMHiddenVisibility);
+	LLVMPositionBuilderAtEnd(cg->b, LLVMAppendBasicBlockInContext(cg->ctx, fn, "entry"));
+	LLVMValueRef x = LLVMGetParam(fn, 0);
+	/* a double first to float by round-to-odd would keep the result exact; the rare double
+	 * rounding of plain nearest is what LLVM's own expansion of the double case does too */
+	LLVMValueRef f = from == cg->t_f32 ? x : LLVMBuildFPTrunc(cg->b, x, cg->t_f32, "");
+	LLVMValueRef bits = LLVMBuildBitCast(cg->b, f, cg->t_i32, "");
+	LLVMValueRef odd = LLVMBuildAnd(cg->b, LLVMBuildLShr(cg->b, bits, cg_i32(cg, 16), ""), cg_i32(cg, 1), "");
+	LLVMValueRef up = LLVMBuildAdd(cg->b, bits, LLVMBuildAdd(cg->b, odd, cg_i32(cg, 0x7fff), ""), "");
+	LLVMValueRef nan = LLVMBuildFCmp(cg->b, LLVMRealUNO, f, f, "");
+	LLVMValueRef top = LLVMBuildSelect(cg->b, nan, LLVMBuildOr(cg->b, bits, cg_i32(cg, 0x400000), ""), up, "");
+	LLVMValueRef h = LLVMBuildTrunc(cg->b, LLVMBuildLShr(cg->b, top, cg_i32(cg, 16), ""), LLVMInt16TypeInContext(cg->ctx), "");
+	LLVMBuildRet(cg->b, LLVMBuildBitCast(cg->b, h, cg->t_bf16, ""));
+}
+
+static void define_bf16_rounding(Cg *cg)
+{
+	define_bf16_rounding_of(cg, "__truncsfbf2", cg->t_f32);
+	define_bf16_rounding_of(cg, "__truncdfbf2", cg->t_f64);
+}
+
 /* (ptr noalias arena, i64 wg_begin, i64 wg_end) */
 static void signature(Cg *cg, const char *name)
 {
@@ -82,6 +112,7 @@ const CgTargetOps cg_target_host_ops = {
 	.code_kind = CODE_HOST,
 	.code_ext = "so",
 	.reloc = LLVMRelocPIC,
+	.module_flags = define_bf16_rounding,
 	.init_llvm = init_llvm,
 	.configure = configure,
 	.signature = signature,
