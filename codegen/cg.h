@@ -46,6 +46,8 @@ typedef struct {
 	int code_object_version; /* AMD: 4, 5 or 6 */
 	const char *o3_class; /* targets that share O3 (codegen/o3_share.h); NULL: none */
 	const char *isa_class; /* targets that share machine code (codegen/isa_twins.h); NULL: none */
+	bool packed_half;  /* half GEMMs without a matrix unit may sum a k-block in the half type on
+			      packed FMAs (--packed-half; codegen/gemm_gpu.h, GPU_HALF_PACKED) */
 } CgTarget;
 
 typedef struct {
@@ -117,6 +119,8 @@ bool cg_target_host(CgTarget *t); /* codegen/target_host.c */
 typedef struct {
 	int wave;                /* 0: the chip's default; 32 or 64 */
 	int code_object_version; /* 0: 5 */
+	bool no_matrix_units;    /* --no-matrix-units: CgTarget.matrix without CG_MATRIX_UNITS */
+	bool packed_half;        /* --packed-half: CgTarget.packed_half */
 } CgTargetOptions;
 /* One target by name or alias ("gfx1030", "rx6800", "gfx90a:xnack-", "sm_90", "host"); an error
  * names the unknown target and says `netc targets` lists them. */

@@ -68,17 +68,21 @@ static struct {
 void cg_gpu_emulation(bool on) { emulation = on; }
 void cg_gpu_emulation_split_k(bool on) { emulation_split_k = on; }
 
-void cg_gpu_emulation_mma(const char *arch, int wave, const CgMatrixModel *models, int nmodels)
+void cg_gpu_emulation_target(const char *arch, const CgTargetOptions *o, const CgMatrixModel *models, int nmodels)
 {
 	emulated_unit.on = arch != NULL;
 	emulated_unit.models = models;
 	emulated_unit.nmodels = nmodels;
 	if (!arch)
 		return;
-	CgTargetOptions o = {.wave = wave};
 	char err[256];
-	if (!cg_target_lookup(arch, &o, &emulated_unit.target, err, sizeof err))
+	if (!cg_target_lookup(arch, o, &emulated_unit.target, err, sizeof err))
 		CG_FAIL("the emulated matrix unit: %s", err);
+}
+
+void cg_gpu_emulation_mma(const char *arch, int wave, const CgMatrixModel *models, int nmodels)
+{
+	cg_gpu_emulation_target(arch, &(CgTargetOptions){.wave = wave}, models, nmodels);
 }
 
 bool cg_gpu_paths(const Cg *cg) { return cg_is_gpu(cg) || emulation; }
@@ -251,11 +255,12 @@ static void warp_tiles(GpuTiles *t, const CgMatrixInstr *mi)
 /* The bytes of one element of the compute type. */
 static int64_t et_size(const GemmSpec *s) { return is_double(s) ? 8 : 4; }
 
-/* The bytes of one operand element in LDS: the SIMT tiles keep the compute type (dot2 tiles the
- * halves), matrix tiles the instruction's operand type (f32 bits for tf32 and xf32, or half). */
+/* The bytes of one operand element in LDS: the SIMT tiles keep the compute type (dot2 and packed
+ * tiles the halves), matrix tiles the instruction's operand type (f32 bits for tf32 and xf32, or
+ * half). */
 static int64_t lds_esize(const GemmSpec *s, const GpuTiles *t)
 {
-	return t->mi ? cg_matrix_elem_bits(t->mi->elem) / 8 : t->dot2 ? 2 : et_size(s);
+	return t->mi ? cg_matrix_elem_bits(t->mi->elem) / 8 : t->half_math != GPU_HALF_F32 ? 2 : et_size(s);
 }
 
 /* Elements per staged run of an operand: its aligned runs (GemmOperand.runs, up to 16 bytes) where
@@ -292,10 +297,10 @@ static void copy_stages(const GemmSpec *s, GpuTiles *t, int64_t bk, int64_t lds)
 
 /* The tiles of a bm x bn work-group tile: register or warp tiles, k-slices, and the k-block: bk,
  * or where bk is 0 the largest the LDS budget allows (copied operands: `lds` bytes). */
-static GpuTiles tiles_of(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, bool dot2, int64_t lds, int bm, int bn,
+static GpuTiles tiles_of(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, GpuHalfMath hm, int64_t lds, int bm, int bn,
 			 int64_t bk)
 {
-	GpuTiles t = {.block = CG_GPU_BLOCK, .wide = wide, .dot2 = dot2 && !mi, .bm = bm, .bn = bn};
+	GpuTiles t = {.block = CG_GPU_BLOCK, .wide = wide, .half_math = mi ? GPU_HALF_F32 : hm, .bm = bm, .bn = bn};
 	if (mi) {
 		warp_tiles(&t, mi);
 	} else {
@@ -308,8 +313,11 @@ static GpuTiles tiles_of(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, 
 	t.bk = (mi ? mi->k : 4) * t.ks;
 	/* dot2 tiles keep float32's k-blocks: a staged half takes a register as a float does, and AMD's
 	 * 64-VGPR budget at 4 waves has none to spare (twice the k-block spilled in 20 of alexnet's
-	 * GEMM kernels on gfx906) */
-	int64_t esize = t.dot2 ? et_size(s) : lds_esize(s, &t);
+	 * GEMM kernels on gfx906). Packed tiles take float32's bytes, of halves: twice its k-block,
+	 * which is what they sum in the half type before one conversion and add per output into
+	 * float32, so its length is both their speed and their rounding (16 on the widest tiles;
+	 * docs/codegen.md) */
+	int64_t esize = t.half_math == GPU_HALF_DOT2 ? et_size(s) : lds_esize(s, &t);
 	int64_t budget = !wide ? GPU_NARROW_STAGE_BYTES : mi ? GPU_MMA_STAGE_BYTES : GPU_STAGE_BYTES;
 	while (bk ? t.bk < bk : (t.bm + t.bn) * t.bk * 2 * esize <= budget && t.bk < s->k &&
 	       (!mi || !wide || staged_words(s, &t, 2 * t.bk) <= GPU_MMA_STAGED_WORDS))
@@ -333,14 +341,14 @@ static bool long_tile(const GemmSpec *s, const GpuTiles *t, int64_t lds)
 	       padded(s->n, GPU_LONG_TILE) == padded(s->n, GPU_TILE) && groups(s, GPU_TILE, GPU_LONG_TILE) >= GPU_WANT_GROUPS;
 }
 
-static GpuTiles tiles(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, bool dot2, int64_t lds)
+static GpuTiles tiles(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, GpuHalfMath hm, int64_t lds)
 {
 	GpuTiles t = {.wide = wide};
 	small_tile(s, &t);
 	wide_tile(s, &t);
-	GpuTiles w = tiles_of(s, mi, wide, dot2, lds, t.bm, t.bn, 0);
+	GpuTiles w = tiles_of(s, mi, wide, hm, lds, t.bm, t.bn, 0);
 	if (w.stages == GPU_DEEP_STAGES && long_tile(s, &w, lds)) {
-		GpuTiles l = tiles_of(s, mi, wide, dot2, lds, GPU_TILE, GPU_LONG_TILE, 0);
+		GpuTiles l = tiles_of(s, mi, wide, hm, lds, GPU_TILE, GPU_LONG_TILE, 0);
 		if (l.stages == GPU_DEEP_STAGES)
 			return l;
 	}
@@ -353,11 +361,11 @@ static bool side_fits(int side, int64_t extent) { return side == GPU_MIN_TILE ||
 /* Every tiling tiles() makes for some problem, for s: out[0] the heuristic's, then each tile of
  * sides 16 to 64 (with `wide`, float32: 64 and 128 as wide_tile's) that fits the extents, with
  * each k-block from the smallest to the largest the LDS budget allows it. Returns the count. */
-static int candidates(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, bool dot2, int64_t lds, GpuTiles *out,
+static int candidates(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, GpuHalfMath hm, int64_t lds, GpuTiles *out,
 		      int max)
 {
 	int n = 0;
-	out[n++] = tiles(s, mi, wide, dot2, lds);
+	out[n++] = tiles(s, mi, wide, hm, lds);
 	int top = wide && !is_double(s) ? GPU_TILE : GPU_SMALL_TILE;
 	for (int bm = GPU_MIN_TILE; bm <= top; bm *= 2)
 		for (int bn = GPU_MIN_TILE; bn <= (top == GPU_TILE ? GPU_LONG_TILE : top); bn *= 2) {
@@ -369,11 +377,11 @@ static int candidates(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, boo
 			 * unit's warp tiles (SIMT register tiles of 128 x 256 leave no k-slice) */
 			if (bn > top && (bm != GPU_TILE || lds <= GPU_COPY_LDS))
 				continue;
-			GpuTiles most = tiles_of(s, mi, wide, dot2, lds, bm, bn, 0);
+			GpuTiles most = tiles_of(s, mi, wide, hm, lds, bm, bn, 0);
 			if (bn > top && most.stages != GPU_DEEP_STAGES)
 				continue;
-			for (int64_t bk = tiles_of(s, mi, wide, dot2, lds, bm, bn, 1).bk; bk <= most.bk && n < max; bk *= 2) {
-				GpuTiles t = tiles_of(s, mi, wide, dot2, lds, bm, bn, bk);
+			for (int64_t bk = tiles_of(s, mi, wide, hm, lds, bm, bn, 1).bk; bk <= most.bk && n < max; bk *= 2) {
+				GpuTiles t = tiles_of(s, mi, wide, hm, lds, bm, bn, bk);
 				if (t.bm != out[0].bm || t.bn != out[0].bn || t.bk != out[0].bk)
 					out[n++] = t;
 			}
@@ -381,7 +389,7 @@ static int candidates(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, boo
 	return n;
 }
 
-GpuTiles cg_gemm_gpu_tiles(const GemmSpec *s, bool wide) { return tiles(s, NULL, wide, false, GPU_COPY_LDS); }
+GpuTiles cg_gemm_gpu_tiles(const GemmSpec *s, bool wide) { return tiles(s, NULL, wide, GPU_HALF_F32, GPU_COPY_LDS); }
 
 /* The problem of one slice of K, with the slices counted as work-groups. */
 static GemmSpec slice_of(const GemmSpec *s, int slices)
@@ -401,13 +409,13 @@ static GpuTiles sliced(const GemmSpec *s, int slices, GpuTiles t)
 	return t;
 }
 
-static GpuTiles split_tiles(const GemmSpec *s, int slices, const CgMatrixInstr *mi, bool wide, bool dot2)
+static GpuTiles split_tiles(const GemmSpec *s, int slices, const CgMatrixInstr *mi, bool wide, GpuHalfMath hm)
 {
 	GemmSpec one = slice_of(s, slices);
-	return sliced(s, slices, tiles(&one, mi, wide, dot2, GPU_COPY_LDS));
+	return sliced(s, slices, tiles(&one, mi, wide, hm, GPU_COPY_LDS));
 }
 
-GpuTiles cg_gemm_gpu_split_tiles(const GemmSpec *s, int slices, bool wide) { return split_tiles(s, slices, NULL, wide, false); }
+GpuTiles cg_gemm_gpu_split_tiles(const GemmSpec *s, int slices, bool wide) { return split_tiles(s, slices, NULL, wide, GPU_HALF_F32); }
 
 /* The target whose matrix unit a GEMM may use: the GPU's, or under emulation the emulated one;
  * NULL: none. */
@@ -553,14 +561,21 @@ static const CgMatrixInstr *mma_of(const Cg *cg, const GemmSpec *s)
 	return mi ? mi : cg_gemm_gpu_unit_row(t, CG_MELEM_F32);
 }
 
-/* Whether a GEMM without a matrix instruction multiplies its f16 operands by v_dot2_f32_f16: a
- * float32 product of --precision fp16 on a target with the instruction (gfx906, gfx10.3; the
- * targets with matrix units take those), or emulated as one. Products exact and sums in f32, as
- * the matrix units'; bf16 has no such instruction there and computes in f32 registers. */
-static bool dot2_of(const Cg *cg, const GemmSpec *s)
+/* How a GEMM without a matrix instruction multiplies the half operands of --precision fp16 or
+ * bf16 on the target (or the emulated one): f16 by v_dot2_f32_f16 where the target has it
+ * (gfx906, gfx10.3; the targets with matrix units take those): products exact and sums in f32, as
+ * the matrix units', and as fast as packed FMAs; else by packed FMAs of the type where the target
+ * has them and --packed-half asks (sums of a k-block in the half type, CgTarget.packed_half); else
+ * in f32 registers. */
+static GpuHalfMath half_math_of(const Cg *cg, const GemmSpec *s)
 {
 	const CgTarget *t = unit_target(cg);
-	return t && s->type == cg->t_f32 && s->half == DT_F16 && (t->matrix & CG_MATRIX_DOT2);
+	if (!t || s->type != cg->t_f32 || (s->half != DT_F16 && s->half != DT_BF16))
+		return GPU_HALF_F32;
+	if (s->half == DT_F16 && (t->matrix & CG_MATRIX_DOT2))
+		return GPU_HALF_DOT2;
+	unsigned packed = s->half == DT_F16 ? CG_MATRIX_PACKED_F16 : CG_MATRIX_PACKED_BF16;
+	return t->packed_half && (t->matrix & packed) ? GPU_HALF_PACKED : GPU_HALF_F32;
 }
 
 /* ldmatrix: a warp's lanes give the addresses of 8-element (16-byte) rows */
@@ -729,7 +744,7 @@ static int64_t staged_count(const GpuGemm *g, bool is_a)
 
 /* v as the staging registers keep it: in the half type the LDS holds (half the registers, and the
  * conversion of a half operand's run cancels against the emitter's widening), else as is. */
-static LLVMValueRef to_staged(Cg *cg, GpuGemm *g, LLVMValueRef v) { return g->ht ? LLVMBuildFPTrunc(cg->b, v, g->ht, "") : v; }
+static LLVMValueRef to_staged(Cg *cg, GpuGemm *g, LLVMValueRef v) { return g->ht ? cg_convert(cg, v, g->ht) : v; }
 
 /* The run's elements at (row, kk) one by one, zero outside the operand and the k range. */
 static void load_elems(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef row, LLVMValueRef kk, int lanes, LLVMValueRef *regs)
@@ -1033,13 +1048,88 @@ static void accumulate_simt(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
 		for (int i = 0; i < tm; i++)
 			for (int j = 0; j < tn; j++) {
 				LLVMValueRef *c = &acc[i * tn + j];
-				*c = g->t.dot2 ? dot2(cg, g, a[i], b[j], *c)
+				*c = g->t.half_math == GPU_HALF_DOT2 ? dot2(cg, g, a[i], b[j], *c)
 					       : cg_intrinsic(cg, "fmuladd", g->et, (LLVMValueRef[]){a[i], b[j], *c}, 3);
 			}
 	}
 	for (int i = 0; i < tm; i++)
 		for (int j = 0; j < tn; j++)
 			LLVMBuildStore(cg->b, acc[i * tn + j], acc_at(cg, g, tid64, i, j));
+}
+
+/* GPU_REG_TILE consecutive halves of LDS from idx (a multiple of 4), as one vector. */
+static LLVMValueRef lds_quad_halves(Cg *cg, GpuGemm *g, LLVMValueRef base, LLVMValueRef idx)
+{
+	LLVMValueRef v = LLVMBuildLoad2(cg->b, LLVMVectorType(g->ht, GPU_REG_TILE), LLVMBuildGEP2(cg->b, g->ht, base, &idx, 1, ""), "");
+	/* the buffers are 16-byte aligned, the row pitches and idx multiples of 4 halves */
+	LLVMSetAlignment(v, 8);
+	return v;
+}
+
+/* <v[i], v[j]>: a pair of halves for one packed instruction (the GPUs select halves of a
+ * register in the instruction itself: op_sel on AMD, .H0_H0 in NVIDIA's SASS). */
+static LLVMValueRef half_pair(Cg *cg, LLVMValueRef v, int i, int j)
+{
+	LLVMValueRef mask[2] = {cg_i32(cg, i), cg_i32(cg, j)};
+	return LLVMBuildShuffleVector(cg->b, v, LLVMGetUndef(LLVMTypeOf(v)), LLVMConstVector(mask, 2), "");
+}
+
+/* a * b + c on pairs of halves, rounded once to the half type: the packed instruction; emulated,
+ * each half's FMA in float32 (its product is exact there) rounded to the half type, since the
+ * host has no half arithmetic. */
+static LLVMValueRef packed_fma(Cg *cg, GpuGemm *g, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c)
+{
+	if (!g->grp.emulated)
+		return cg_intrinsic(cg, "fma", LLVMTypeOf(c), (LLVMValueRef[]){a, b, c}, 3);
+	LLVMValueRef d = c;
+	for (int e = 0; e < 2; e++) {
+		LLVMValueRef args[3], at = cg_i32(cg, e);
+		LLVMValueRef in[3] = {a, b, c};
+		for (int q = 0; q < 3; q++)
+			args[q] = LLVMBuildFPExt(cg->b, LLVMBuildExtractElement(cg->b, in[q], at, ""), g->et, "");
+		d = LLVMBuildInsertElement(cg->b, d, cg_convert(cg, cg_intrinsic(cg, "fma", g->et, args, 3), g->ht), at, "");
+	}
+	return d;
+}
+
+/* Packed tiles (GPU_HALF_PACKED): per k, each row's A half paired with itself times a pair of
+ * neighbouring columns' B halves, one packed FMA per two outputs, into partial sums in the half
+ * type that start at zero each k-block; at its end each partial is widened and added to its
+ * output's float32 accumulator. */
+static void accumulate_packed(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
+{
+	int tm = g->t.tm, tn = g->t.tn, pairs = tn / 2;
+	int64_t steps = g->t.bk / g->t.ks;
+	Place p = place_of(cg, g, to_it(cg, g, tid64));
+	LLVMTypeRef h2 = LLVMVectorType(g->ht, 2);
+	LLVMValueRef part[GPU_MAX_REG * GPU_MAX_REG / 2];
+	for (int q = 0; q < tm * pairs; q++)
+		part[q] = LLVMConstNull(h2);
+	for (int64_t s = 0; s < steps; s++) {
+		LLVMValueRef k = add(cg, mulc(cg, g, p.slice, steps), ci(g, s));
+		LLVMValueRef arow = mulc(cg, g, k, g->la.ld), brow = mulc(cg, g, k, g->lb.ld);
+		LLVMValueRef a[GPU_MAX_REG / GPU_REG_TILE], b[GPU_MAX_REG / GPU_REG_TILE];
+		for (int q = 0; q < tm; q += GPU_REG_TILE)
+			a[q / GPU_REG_TILE] = lds_quad_halves(cg, g, g->as, add(cg, arow, row_at(cg, g, &p, q)));
+		for (int q = 0; q < tn; q += GPU_REG_TILE)
+			b[q / GPU_REG_TILE] = lds_quad_halves(cg, g, g->bs, add(cg, brow, col_at(cg, g, &p, q)));
+		for (int i = 0; i < tm; i++) {
+			LLVMValueRef ai = half_pair(cg, a[i / GPU_REG_TILE], i % GPU_REG_TILE, i % GPU_REG_TILE);
+			for (int j = 0; j < pairs; j++) {
+				int c = 2 * j % GPU_REG_TILE;
+				LLVMValueRef bj = half_pair(cg, b[2 * j / GPU_REG_TILE], c, c + 1);
+				LLVMValueRef *d = &part[i * pairs + j];
+				*d = packed_fma(cg, g, ai, bj, *d);
+			}
+		}
+	}
+	for (int i = 0; i < tm; i++)
+		for (int j = 0; j < tn; j++) {
+			LLVMValueRef at = acc_at(cg, g, tid64, i, j);
+			LLVMValueRef sum = LLVMBuildExtractElement(cg->b, part[i * pairs + j / 2], cg_i32(cg, j % 2), "");
+			LLVMValueRef v = LLVMBuildFAdd(cg->b, LLVMBuildLoad2(cg->b, g->et, at, ""), LLVMBuildFPExt(cg->b, sum, g->et, ""), "");
+			LLVMBuildStore(cg->b, v, at);
+		}
 }
 
 /* ---- the warp tile (matrix units) ----
@@ -1762,6 +1852,8 @@ static void accumulate(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
 		accumulate_emulated(cg, g, tid64);
 	else if (g->mi)
 		accumulate_mma(cg, g, tid64);
+	else if (g->t.half_math == GPU_HALF_PACKED)
+		accumulate_packed(cg, g, tid64);
 	else
 		accumulate_simt(cg, g, tid64);
 }
@@ -1849,7 +1941,7 @@ static LdsTile lds_layout(const GemmSpec *s, const GpuTiles *gt, bool is_a)
 {
 	const CgMatrixInstr *mi = gt->mi;
 	int64_t rows = is_a ? gt->bm : gt->bn, bk = gt->bk;
-	LdsTile t = {.kvec = mi ? lds_run(mi) : gt->dot2 ? 2 : 1};
+	LdsTile t = {.kvec = mi ? lds_run(mi) : gt->half_math == GPU_HALF_DOT2 ? 2 : 1};
 	if (mi && (mi->caps & CG_MATRIX_MMA)) {
 		t.kmajor = (is_a ? s->a : s->b).along_k;
 		t.ldm = ldm_rows(mi, is_a, &t);
@@ -2066,8 +2158,8 @@ static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 	GpuGemm g = {.s = s, .t = t, .et = s->type, .mi = t.mi};
 	if (g.mi && cg_matrix_elem_bits(g.mi->elem) == 16)
 		g.ht = g.mi->elem == CG_MELEM_BF16 ? cg->t_bf16 : cg->t_f16;
-	else if (t.dot2)
-		g.ht = cg->t_f16;
+	else if (t.half_math != GPU_HALF_F32)
+		g.ht = s->half == DT_BF16 ? cg->t_bf16 : cg->t_f16;
 	g.lt = g.ht ? g.ht : g.et;
 	g.la = lds_layout(s, &g.t, true);
 	g.lb = lds_layout(s, &g.t, false);
@@ -2104,6 +2196,12 @@ static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 		cg_tuning_note_instr(cg, instr);
 		LLVMSetAlignment(g.lds, WG_ALIGN);
 	}
+	if (g.t.half_math == GPU_HALF_PACKED) {
+		char instr[64];
+		const char *type = s->half == DT_BF16 ? "bf16" : "f16";
+		snprintf(instr, sizeof instr, "packed %sx2 FMAs, sums of %d in %s", type, g.t.bk / g.t.ks % 1000, type);
+		cg_tuning_note_instr(cg, instr);
+	}
 	g.acc = cg_gpu_private(cg, &g.grp, g.et, accs, "acc");
 	g.staged = cg_gpu_private(cg, &g.grp, g.lt, staged_count(&g, true) + staged_count(&g, false), "staged");
 	if (g.mi && g.grp.emulated)
@@ -2127,8 +2225,10 @@ static const char *class_of(const GemmSpec *s, const GpuTiles *t)
 						    [CG_MELEM_TF32] = "tf32", [CG_MELEM_F16] = "f16", [CG_MELEM_BF16] = "bf16"};
 		return names[t->mi->elem];
 	}
-	if (t->dot2)
+	if (t->half_math == GPU_HALF_DOT2)
 		return "dot2";
+	if (t->half_math == GPU_HALF_PACKED)
+		return s->half == DT_BF16 ? "bf16x2" : "f16x2";
 	/* half operands in f32 registers take other registers than float32 ones (their conversions
 	 * differ too), so each type's keys are its own */
 	return is_double(s) ? "f64" : s->half == DT_F16 ? "f16f32" : s->half == DT_BF16 ? "bf16f32" : "f32";
@@ -2143,7 +2243,7 @@ static GpuTiles choose_tiles(Cg *cg, const GemmSpec *s, int slices)
 	CgTileConfig cfg[MAX_CANDIDATES];
 	GemmSpec one = slice_of(s, slices);
 	const CgMatrixInstr *mi = mma_of(cg, s);
-	int n = candidates(&one, mi, wide_tiles(cg), dot2_of(cg, s), copy_lds(cg, mi), cand, MAX_CANDIDATES);
+	int n = candidates(&one, mi, wide_tiles(cg), half_math_of(cg, s), copy_lds(cg, mi), cand, MAX_CANDIDATES);
 	for (int i = 0; i < n; i++)
 		cfg[i] = (CgTileConfig){cand[i].bm, cand[i].bn, cand[i].bk};
 	CgTuneKey key;

@@ -36,6 +36,16 @@
 #include "codegen/gemm.h"
 #include "codegen/matrix_layout.h"
 
+/* How register tiles (no matrix unit) multiply half operands (--precision fp16, bf16). */
+typedef enum {
+	GPU_HALF_F32 = 0, /* in float32 registers: LDS holds float32 (also every non-half GEMM) */
+	GPU_HALF_DOT2,    /* f16 by v_dot2_f32_f16 (AMD: CG_MATRIX_DOT2): k-pairs of halves in LDS,
+			     exact products, float32 sums */
+	GPU_HALF_PACKED,  /* packed half FMAs on pairs of neighbouring columns (--packed-half:
+			     fma.rn.f16x2 and bf16x2, v_pk_fma_f16): halves in LDS, each k-block's
+			     products summed in the half type, then added to the float32 sums */
+} GpuHalfMath;
+
 typedef struct {
 	int bm, bn, bk;   /* work-group tile and k-block */
 	int tm, tn;       /* register tile of one work-item */
@@ -47,8 +57,7 @@ typedef struct {
 	const CgMatrixInstr *mi; /* warp tiles of this mma.sync instead of register tiles (tm, tn 0) */
 	int wm, wn;       /* mi: the warp tile */
 	bool wide;        /* 128-wide tiles of 8 x 8 register tiles allowed (CgTargetOps.gemm_wide_tiles) */
-	bool dot2;        /* register tiles of f16 operands multiplied by v_dot2_f32_f16 (AMD without
-			     matrix units: CG_MATRIX_DOT2), k-pairs of halves in LDS */
+	GpuHalfMath half_math; /* register tiles: how they multiply half operands */
 	int stages;       /* LDS buffers the k loop cycles through: 2, more where an operand is copied */
 	bool copied[2];   /* operand B [0], A [1] goes from memory into LDS by cp.async (NVIDIA) */
 	bool wgmma;       /* two warpgroups multiply by sm_90's wgmma from LDS (the kernel decides) */
@@ -98,6 +107,8 @@ void cg_gpu_emulation_split_k(bool on);
  * tests/unit/matrix_lane_models.h). NULL: off, the default (the host has no matrix unit and
  * computes them as float). */
 void cg_gpu_emulation_mma(const char *arch, int wave, const CgMatrixModel *models, int nmodels);
+/* The same with the target's options (wave, --no-matrix-units, --packed-half) spelled out. */
+void cg_gpu_emulation_target(const char *arch, const CgTargetOptions *o, const CgMatrixModel *models, int nmodels);
 
 typedef struct {
 	int block;

@@ -20,6 +20,7 @@ bool cg_isa_twins(const CgTarget *a, const CgTarget *b)
 		return false;
 	return a->isa_class && b->isa_class && strcmp(a->isa_class, b->isa_class) == 0 && a->kind == b->kind &&
 	       a->wave == b->wave && a->code_object_version == b->code_object_version && a->matrix == b->matrix &&
+	       a->packed_half == b->packed_half &&
 	       strcmp(a->name, a->arch) == 0 && strcmp(b->name, b->arch) == 0 && strlen(a->name) == strlen(b->name);
 }
 

@@ -95,7 +95,7 @@ static void fill_code(const Graph *g, const CgTarget *t, const CgOutput *out, Bu
 	const CgTargetInfo *info = cg_target_info(c->arch);
 	if (info && info->peak_gflops > 0) {
 		const char *unit;
-		c->peak_gflops = cg_target_peak_gflops(info, g->train.precision, &unit);
+		c->peak_gflops = cg_target_peak_gflops(t, g->train.precision, &unit);
 		c->peak_gbs = info->peak_gbs;
 		snprintf(c->peak_of, sizeof c->peak_of, "%s, %s", info->peak_of, unit);
 	}

@@ -17,7 +17,7 @@ bool cg_o3_mates(const CgTarget *a, const CgTarget *b)
 		return false;
 	return a->o3_class && b->o3_class && strcmp(a->o3_class, b->o3_class) == 0 && a->kind == b->kind &&
 	       a->wave == b->wave && a->code_object_version == b->code_object_version &&
-	       strcmp(a->name, a->arch) == 0 && strcmp(b->name, b->arch) == 0;
+	       a->packed_half == b->packed_half && strcmp(a->name, a->arch) == 0 && strcmp(b->name, b->arch) == 0;
 }
 
 /* The function attributes that name the target. The amdgpu-* ones netc sets (occupancy, work-group

@@ -32,6 +32,7 @@
 /* matrix and dot instructions (docs/targets.md) */
 #define PK_F16 CG_MATRIX_PACKED_F16
 #define DOT2 CG_MATRIX_DOT2
+#define PK_BF16 CG_MATRIX_PACKED_BF16
 
 static const CgTargetInfo table[] = {
 	/* roofline: RX 580 (AMD: 6.17 TFLOP/s fp32, 256 GB/s) */
@@ -105,44 +106,49 @@ static const CgTargetInfo table[] = {
 	/* roofline: V100 SXM2 (NVIDIA: 15.7 TFLOP/s fp32, 900 GB/s) */
 	{.name = "sm_70", .aliases = "v100", NVIDIA, .family = "Volta",
 	 .notes = "V100, Titan V; the ptxas of CUDA 13 no longer assembles it",
-	 .features = "", .max_waves_simd = 64, .shared_optin = 96 * KIB, .ptx_version = 60, .matrix = CG_MATRIX_NONE,
+	 .features = "", .max_waves_simd = 64, .shared_optin = 96 * KIB, .ptx_version = 60, .matrix = PK_F16,
 	 .peak_gflops = 15700, .peak_gbs = 900, .peak_of = "V100 SXM2"},
 	/* roofline: T4 (NVIDIA: 8.1 TFLOP/s fp32, 320 GB/s) */
 	{.name = "sm_75", .aliases = "t4,rtx2080", NVIDIA, .family = "Turing", .notes = "T4, RTX 20xx, Quadro RTX",
-	 .features = "", .max_waves_simd = 32, .shared_optin = 64 * KIB, .ptx_version = 63, .matrix = CG_MATRIX_NONE,
+	 .features = "", .max_waves_simd = 32, .shared_optin = 64 * KIB, .ptx_version = 63, .matrix = PK_F16,
 	 .peak_gflops = 8100, .peak_gbs = 320, .peak_of = "T4"},
 	/* roofline: A100 SXM 80GB (NVIDIA: 19.5 TFLOP/s fp32, 2039 GB/s; tensor tf32 156, fp16 and
 	 * bf16 312, dense) */
 	{.name = "sm_80", .aliases = "a100", NVIDIA, .family = "Ampere (GA100)", .notes = "A100, A30; bf16 and tf32 tensor cores",
-	 .features = "", .max_waves_simd = 64, .shared_optin = 163 * KIB, .ptx_version = 70, .matrix = CG_MATRIX_MMA,
+	 .features = "", .max_waves_simd = 64, .shared_optin = 163 * KIB, .ptx_version = 70, .matrix = CG_MATRIX_MMA | PK_F16 | PK_BF16,
 	 .peak_gflops = 19500, .peak_gbs = 2039, .peak_of = "A100 SXM 80GB", .peak_tf32 = 156000, .peak_f16 = 312000,
 	 .peak_bf16 = 312000},
 	/* roofline: RTX 3090 (NVIDIA: 35.6 TFLOP/s fp32, 936 GB/s; tensor with fp32 accumulation tf32
 	 * 35.6, fp16 and bf16 71, dense) */
 	{.name = "sm_86", .aliases = "rtx3090,a10", NVIDIA, .family = "Ampere (GA10x)", .notes = "RTX 30xx, A10, A40, RTX A6000",
-	 .features = "", .max_waves_simd = 48, .shared_optin = 99 * KIB, .ptx_version = 71, .matrix = CG_MATRIX_MMA,
+	 .features = "", .max_waves_simd = 48, .shared_optin = 99 * KIB, .ptx_version = 71, .matrix = CG_MATRIX_MMA | PK_F16 | PK_BF16,
 	 .peak_gflops = 35580, .peak_gbs = 936, .peak_of = "RTX 3090", .peak_tf32 = 35600, .peak_f16 = 71000,
 	 .peak_bf16 = 71000},
 	/* roofline: RTX 4090 (NVIDIA: 82.6 TFLOP/s fp32, 1008 GB/s; tensor with fp32 accumulation tf32
 	 * 82.6, fp16 and bf16 165.2, dense) */
 	{.name = "sm_89", .aliases = "rtx4090,l4,l40", NVIDIA, .family = "Ada Lovelace",
 	 .notes = "RTX 40xx, L4, L40/L40S; fp8 tensor cores",
-	 .features = "", .max_waves_simd = 48, .shared_optin = 99 * KIB, .ptx_version = 78, .matrix = CG_MATRIX_MMA,
+	 .features = "", .max_waves_simd = 48, .shared_optin = 99 * KIB, .ptx_version = 78, .matrix = CG_MATRIX_MMA | PK_F16 | PK_BF16,
 	 .peak_gflops = 82580, .peak_gbs = 1008, .peak_of = "RTX 4090", .peak_tf32 = 82600, .peak_f16 = 165200,
 	 .peak_bf16 = 165200},
 	/* roofline: H100 SXM (NVIDIA: 67 TFLOP/s fp32, 3.35 TB/s; tensor tf32 494.7, fp16 and bf16
 	 * 989.4, dense) */
 	{.name = "sm_90", .aliases = "h100,h200", NVIDIA, .family = "Hopper",
 	 .notes = "H100, H200, GH200; the GPU netc's CUDA numbers come from",
-	 .features = "", .max_waves_simd = 64, .shared_optin = 227 * KIB, .ptx_version = 80, .matrix = CG_MATRIX_MMA | CG_MATRIX_WGMMA,
+	 .features = "", .max_waves_simd = 64, .shared_optin = 227 * KIB, .ptx_version = 80, .matrix = CG_MATRIX_MMA | CG_MATRIX_WGMMA | PK_F16 | PK_BF16,
 	 .peak_gflops = 66900, .peak_gbs = 3350, .peak_of = "H100 SXM", .peak_tf32 = 494700, .peak_f16 = 989400,
 	 .peak_bf16 = 989400},
 	{.name = "host", .aliases = "cpu", .kind = CG_HOST, .family = "host CPU",
 	 .notes = "the CPU netc runs on (LLVM's host CPU name and features)", .features = "", .matrix = CG_MATRIX_NONE},
 };
 
-double cg_target_peak_gflops(const CgTargetInfo *t, PrecisionKind precision, const char **unit)
+double cg_target_peak_gflops(const CgTarget *target, PrecisionKind precision, const char **unit)
 {
+	const CgTargetInfo *t = cg_target_info(target->arch);
+	*unit = "fp32 vector";
+	if (!t)
+		return 0;
+	bool units = target->matrix & CG_MATRIX_UNITS;
 	struct {
 		double peak;
 		const char *unit;
@@ -153,12 +159,22 @@ double cg_target_peak_gflops(const CgTargetInfo *t, PrecisionKind precision, con
 		/* CDNA multiplies f32 (and tf32 where it has no xf32) on its f32 MFMA */
 		{precision == PREC_FP32 || precision == PREC_TF32 ? t->peak_mf32 : 0, "f32 matrix"},
 	};
-	for (size_t i = 0; i < sizeof pick / sizeof *pick; i++)
+	for (size_t i = 0; i < sizeof pick / sizeof *pick && units; i++)
 		if (pick[i].peak > 0) {
 			*unit = pick[i].unit;
 			return pick[i].peak;
 		}
-	*unit = "fp32 vector";
+	/* two products per lane and instruction: v_dot2_f32_f16, or packed FMAs where asked */
+	bool f16 = precision == PREC_FP16, bf16 = precision == PREC_BF16;
+	if (f16 && (target->matrix & CG_MATRIX_DOT2)) {
+		*unit = "f16 dot2 vector";
+		return 2 * t->peak_gflops;
+	}
+	if (target->packed_half && ((f16 && (target->matrix & CG_MATRIX_PACKED_F16)) ||
+				    (bf16 && (target->matrix & CG_MATRIX_PACKED_BF16)))) {
+		*unit = f16 ? "packed f16 vector" : "packed bf16 vector";
+		return 2 * t->peak_gflops;
+	}
 	return t->peak_gflops;
 }
 
@@ -206,6 +222,9 @@ bool cg_target_lookup(const char *spec, const CgTargetOptions *o, CgTarget *t, c
 	t->kind = ti->kind;
 	t->ops = ops_of_kind[ti->kind];
 	t->matrix = ti->matrix;
+	if (o && o->no_matrix_units)
+		t->matrix &= ~(unsigned)CG_MATRIX_UNITS;
+	t->packed_half = o && o->packed_half;
 	t->lds_static = ti->lds_bytes;
 	t->lds_max = ti->shared_optin > ti->lds_bytes ? ti->shared_optin : ti->lds_bytes;
 	t->o3_class = ti->o3_class;

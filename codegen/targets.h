@@ -47,9 +47,11 @@ typedef struct CgTargetInfo {
 } CgTargetInfo;
 
 /* The peak FLOP/s that bounds t's GEMM kernels under precision p (whose element type the ops
- * in PrecisionKind's comment say): a matrix unit's where netc uses one and the row cites it, else
- * the fp32 vector peak; *unit gets its words ("bf16 matrix", "fp32 vector"). */
-double cg_target_peak_gflops(const CgTargetInfo *t, PrecisionKind precision, const char **unit);
+ * in PrecisionKind's comment say): a matrix unit's where netc uses one (t->matrix) and the row
+ * cites it, twice the fp32 vector peak where two half products take one instruction (dot2, or
+ * packed FMAs under --packed-half), else the fp32 vector peak; *unit gets its words ("bf16
+ * matrix", "fp32 vector"). 0 for an architecture without a row. */
+double cg_target_peak_gflops(const CgTarget *t, PrecisionKind precision, const char **unit);
 
 /* The row of an architecture ("gfx90a", not "gfx90a:xnack-"; no aliases), or NULL. */
 const CgTargetInfo *cg_target_info(const char *arch);

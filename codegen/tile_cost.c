@@ -37,8 +37,9 @@ static bool class_rate(const CgTargetInfo *ti, const char *cls, ClassRate *r)
 		r->esize = 8;
 		return true;
 	}
-	if (strcmp(cls, "dot2") == 0) {
-		/* v_dot2_f32_f16: two products per lane and instruction */
+	if (strcmp(cls, "dot2") == 0 || strcmp(cls, "f16x2") == 0 || strcmp(cls, "bf16x2") == 0) {
+		/* v_dot2_f32_f16, or packed FMAs: two products per lane and instruction (the packed
+		 * tiles' conversions into float32, one per output and k-block, left out) */
 		r->peak *= 2;
 		r->esize = 2;
 		return true;

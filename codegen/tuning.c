@@ -122,13 +122,13 @@ static bool parse_entry(Line *l, CgTuneEntry *e)
 	if (!word(l, k->arch, sizeof k->arch))
 		return fail(l, "expected %s", "an architecture (sm_90, gfx906, host-CPU)");
 	if (!word(l, k->cls, sizeof k->cls))
-		return fail(l, "expected %s", "a precision class (f32, f16f32, bf16f32, f64, tf32, xf32, mf32, f16, bf16, dot2)");
-	static const char *const classes[] = {"f32", "f16f32", "bf16f32", "f64", "tf32", "xf32", "mf32", "f16", "bf16", "dot2"};
+		return fail(l, "expected %s", "a precision class (f32, f16f32, bf16f32, f64, tf32, xf32, mf32, f16, bf16, dot2, f16x2, bf16x2)");
+	static const char *const classes[] = {"f32", "f16f32", "bf16f32", "f64", "tf32", "xf32", "mf32", "f16", "bf16", "dot2", "f16x2", "bf16x2"};
 	bool known = false;
 	for (size_t i = 0; i < sizeof classes / sizeof *classes; i++)
 		known |= strcmp(k->cls, classes[i]) == 0;
 	if (!known)
-		return fail(l, "unknown precision class `%s` (f32, f16f32, bf16f32, f64, tf32, xf32, mf32, f16, bf16, dot2)", k->cls);
+		return fail(l, "unknown precision class `%s` (f32, f16f32, bf16f32, f64, tf32, xf32, mf32, f16, bf16, dot2, f16x2, bf16x2)", k->cls);
 	int64_t split;
 	if (!field(l, "batch", &k->batch) || !field(l, "m", &k->m) || !field(l, "n", &k->n) || !field(l, "k", &k->k) ||
 	    !operand(l, "a", 'm', true, k->a) || !operand(l, "b", 'n', false, k->b) || !field(l, "split", &split))

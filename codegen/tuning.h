@@ -28,7 +28,8 @@ typedef struct {
 			      LLVM CPU its code is built for ("host-skylake-avx512") */
 	char cls[8];       /* precision class: f32, f64 (SIMT or host), f16f32, bf16f32 (half
 			      operands in f32 registers, GPU SIMT), tf32, xf32, mf32 (matrix units' float products),
-			      f16, bf16 (half products on a matrix unit), dot2 */
+			      f16, bf16 (half products on a matrix unit), dot2, f16x2, bf16x2 (packed
+			      half FMAs, --packed-half) */
 	int64_t batch, m, n, k;
 	char a[16], b[16]; /* operand facts: 'k' where it runs along k, else 'm' (A) or 'n' (B); its
 			      aligned run length; A: 's' where one packed A serves every batch */

@@ -33,6 +33,8 @@ static const Option options[] = {
 	{"--target", OPT_TARGET, true},
 	{"--no-cache", OPT_TARGET, false},
 	{"--jobs", OPT_TARGET, true},
+	{"--no-matrix-units", OPT_TARGET, false},
+	{"--packed-half", OPT_TARGET, false},
 	{"--wave32", OPT_WAVE, false},
 	{"--wave64", OPT_WAVE, false},
 	{"--code-object-version", OPT_COV, true},
@@ -215,6 +217,10 @@ static bool set_option(const Option *o, const char *command, const char *v, Args
 			a->no_cache = true;
 		else if (strcmp(o->name, "--jobs") == 0)
 			return parse_range(command, o->name, v, 1, 1024, &a->jobs);
+		else if (strcmp(o->name, "--no-matrix-units") == 0)
+			a->no_matrix_units = true;
+		else if (strcmp(o->name, "--packed-half") == 0)
+			a->packed_half = true;
 		else
 			a->target = v;
 		return true;

@@ -58,6 +58,8 @@ typedef struct {
 	const char *dump_dir;  /* --dump-dir */
 	int wave;              /* --wave32/--wave64: 32 or 64; 0: each chip's default */
 	int code_object_version; /* --code-object-version: 4, 5 or 6; 0: the default (5) */
+	bool no_matrix_units;  /* --no-matrix-units: GEMMs on the vector units even beside matrix units */
+	bool packed_half;      /* --packed-half: half GEMMs on packed FMAs, a k-block's sums in the half type */
 	const char *passes;      /* --passes: the pass pipeline, comma-separated */
 	const char *disable_pass; /* --disable-pass: passes to take out, comma-separated */
 	const char *print_after; /* --print-after: passes (or "all") after which the IR is printed */

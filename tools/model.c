@@ -205,7 +205,10 @@ static bool compile_graph(Graph *g, const ModelTargets *mt, Bundle *b, const Com
 
 static bool lookup_target(const char *spec, const ModelTargets *t, CgTarget *out, char *err, size_t errlen)
 {
-	CgTargetOptions plain = {0}, asked = {t->wave, t->code_object_version};
+	CgTargetOptions plain = {.no_matrix_units = t->no_matrix_units, .packed_half = t->packed_half};
+	CgTargetOptions asked = plain;
+	asked.wave = t->wave;
+	asked.code_object_version = t->code_object_version;
 	if (!cg_target_lookup(spec, &plain, out, err, errlen))
 		return false;
 	/* wave size and code-object version are AMD's: other targets keep their defaults */

@@ -15,6 +15,8 @@ typedef struct {
 	const char *targets;      /* comma-separated targets and aliases; NULL or "": the host */
 	int wave;                 /* 32 or 64 for every AMD target that runs both; 0: each chip's default */
 	int code_object_version;  /* AMD: 4, 5 or 6; 0: 5 */
+	bool no_matrix_units;     /* every target's GEMMs on its vector units (CgTargetOptions) */
+	bool packed_half;         /* half GEMMs on packed FMAs where a target has them (CgTargetOptions) */
 	const char *emit;         /* comma-separated of hsaco,ptx,ll,asm,so; NULL: all the targets make */
 	const char *dump_dir;     /* where emitted files go; NULL: none are written */
 	bool quiet;               /* no line per written file */

@@ -737,7 +737,8 @@ static int cmd_bench(const Args *a, const CompileOptions *co)
 #define RUN_TARGET_HELP ""
 #else
 #define RUN_TARGET_OPTS (OPT_TARGET | OPT_WAVE | OPT_COV | OPT_PASSES | OPT_TUNING)
-#define RUN_TARGET_USAGE " [--target LIST] [--jobs N] [--no-cache] [--tuning FILE|none]\n                  " PASS_USAGE
+#define RUN_TARGET_USAGE " [--target LIST] [--jobs N] [--no-cache] [--tuning FILE|none]\n"               \
+	"                  [--no-matrix-units] [--packed-half] " PASS_USAGE
 #define RUN_TARGET_HELP "\nA .net file is compiled first, for the host or for --target LIST (as netc compile)." COMPILE_HELP \
 	PASS_HELP
 #endif
@@ -750,7 +751,11 @@ static int cmd_bench(const Args *a, const CompileOptions *co)
 	"--time-passes also prints each target's compile times and cache hits. On a terminal a\n"      \
 	"progress line shows the kernels compiled so far. --tuning FILE takes GEMM tiles from the\n"  \
 	"tuning file FILE (`netc tune` writes them) before the ones netc ships for the target;\n"       \
-	"--tuning none takes the heuristics' tiles only (docs/tuning.md)."
+	"--tuning none takes the heuristics' tiles only (docs/tuning.md).\n"                          \
+	"--no-matrix-units runs every GEMM on the vector units, also where the target has matrix\n"    \
+	"units (what a GPU without them does). --packed-half: half-precision GEMMs without a matrix\n"  \
+	"unit multiply on packed FMAs (fma.rn.f16x2/bf16x2, v_pk_fma_f16) and sum each k-block of 16\n" \
+	"in the half type before float32: faster, fewer bits (docs/codegen.md)."
 
 /* the pass manager's options, on every command that runs the passes */
 #define PASS_USAGE "[--passes=LIST] [--disable-pass=NAME] [--print-after=NAME|all] [--time-passes] [-O0]\n" \
@@ -802,7 +807,7 @@ static const Command commands[] = {
 		 | OPT_ACCUMULATE | OPT_TRACE | OPT_TUNING,
 	 "netc compile MODEL.net -o FILE [--batch N] [--accumulate K] [--target LIST] [--wave32|--wave64]\n"
 	 "                    [--code-object-version 4|5|6] [--emit KINDS --dump-dir DIR] [--jobs N] [--no-cache]\n"
-	 "                    [--trace FILE.json] [--tuning FILE|none]\n"
+	 "                    [--trace FILE.json] [--tuning FILE|none] [--no-matrix-units] [--packed-half]\n"
 	 "                    " PASS_USAGE,
 	 "Compiles the training and evaluation programs and writes the bundle FILE: the plan once, one\n"
 	 "code object per target, and the training settings; `netc train` and `netc bench` run it.\n"
@@ -1004,6 +1009,7 @@ static bool compile_options_of(const Command *c, const Args *a, CompileOptions *
 	o->max_errors = (int)a->max_errors;
 	o->targets = (ModelTargets){
 		.targets = a->target, .wave = a->wave, .code_object_version = a->code_object_version,
+		.no_matrix_units = a->no_matrix_units, .packed_half = a->packed_half,
 		.emit = a->emit, .dump_dir = a->dump_dir, .quiet = a->quiet,
 		.no_cache = a->no_cache, .jobs = (int)a->jobs, .time = a->time_passes,
 		.trace = strcmp(c->name, "compile") == 0 ? a->trace : NULL, .tuning = a->tuning,

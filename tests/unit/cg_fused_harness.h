@@ -91,6 +91,8 @@ CH_API bool cf_compile(CgHarness *h, const char *target, CgOutput *out)
  * (0: its default), executed through the lane models. */
 static const char *cf_mma_arch __attribute__((unused)) = "sm_80";
 static int cf_mma_wave __attribute__((unused));
+/* ... with these target options besides the wave (--no-matrix-units, --packed-half) */
+static CgTargetOptions cf_mma_options __attribute__((unused));
 
 /* Compiles for the host with the GPU templates emulated and split-K on (mma: the matrix path's
  * emulation too, as cf_mma_arch), and turns the emulation off again. */
@@ -98,7 +100,9 @@ CH_API bool cf_compile_emulated_split_k(CgHarness *h, bool mma, CgOutput *out)
 {
 	cg_gpu_emulation(true);
 	cg_gpu_emulation_split_k(true);
-	cg_gpu_emulation_mma(mma ? cf_mma_arch : NULL, cf_mma_wave, lane_models, LANE_NMODELS);
+	CgTargetOptions o = cf_mma_options;
+	o.wave = cf_mma_wave;
+	cg_gpu_emulation_target(mma ? cf_mma_arch : NULL, &o, lane_models, LANE_NMODELS);
 	bool ok = cf_compile(h, "host", out);
 	cg_gpu_emulation_mma(NULL, 0, NULL, 0);
 	cg_gpu_emulation_split_k(false);

@@ -28,7 +28,7 @@
 
 static bool lookup(const char *spec, int wave, int cov, CgTarget *t, char *err, size_t errlen)
 {
-	CgTargetOptions o = {wave, cov};
+	CgTargetOptions o = {.wave = wave, .code_object_version = cov};
 	err[0] = 0;
 	return cg_target_lookup(spec, &o, t, err, errlen);
 }

@@ -351,7 +351,7 @@ static void test_llvm(const CgMatrixInstr *mi, const char *what)
 		      on->arch);
 		if (!ti || !(ti->matrix & mi->caps))
 			continue;
-		CgTargetOptions o = {ti->wave32 && ti->wave64 ? mi->wave : 0, 0};
+		CgTargetOptions o = {.wave = ti->wave32 && ti->wave64 ? mi->wave : 0};
 		CgTarget t;
 		char err[256];
 		bool ok = cg_target_lookup(on->arch, &o, &t, err, sizeof err);

@@ -1,8 +1,10 @@
 /* test_cg_targets.c: the target table's matrix and dot capabilities (CgMatrixCaps) against what
- * LLVM 19's AMDGPU backend selects for each architecture: a packed f16 fma becomes v_pk_fma_f16
- * exactly where the row says packed f16; where a row says dot2 or MFMA, the intrinsic compiles to
- * that instruction (v_dot2_f32_f16, or its VOP2 form v_dot2c_f32_f16). (Compiling an intrinsic for a chip without it is a fatal LLVM error, so the
- * absence of dot2 and MFMA is not checked here.) */
+ * LLVM 19 selects for each architecture: on AMD a packed f16 fma becomes v_pk_fma_f16 exactly
+ * where the row says packed f16; where a row says dot2 or MFMA, the intrinsic compiles to that
+ * instruction (v_dot2_f32_f16, or its VOP2 form v_dot2c_f32_f16). (Compiling an intrinsic for a
+ * chip without it is a fatal LLVM error, so the absence of dot2 and MFMA is not checked here.) On
+ * NVIDIA, with the row's PTX version, fmas of f16 and bf16 pairs become fma.rn.f16x2 and
+ * fma.rn.bf16x2 exactly where the row says packed f16 and packed bf16. */
 #include <llvm-c/Core.h>
 #include <llvm-c/IRReader.h>
 #include <llvm-c/Target.h>
@@ -29,18 +31,29 @@ static const char *const MFMA =
 	"  store <4 x float> %r, ptr addrspace(1) %p\n  ret void\n}\n"
 	"declare <4 x float> @llvm.amdgcn.mfma.f32.16x16x4f32(float, float, <4 x float>, i32, i32, i32)\n";
 
-/* The assembly LLVM makes of ir for cpu, or NULL (the caller frees it). */
-static char *assemble(const char *ir, const char *cpu)
+static const char *const NV_PK_FMA =
+	"define void @k(ptr %p, <2 x half> %a, <2 x half> %b, <2 x half> %c, <2 x bfloat> %x, <2 x bfloat> %y,\n"
+	"               <2 x bfloat> %z) {\n"
+	"  %r = call <2 x half> @llvm.fma.v2f16(<2 x half> %a, <2 x half> %b, <2 x half> %c)\n"
+	"  store <2 x half> %r, ptr %p\n"
+	"  %s = call <2 x bfloat> @llvm.fma.v2bf16(<2 x bfloat> %x, <2 x bfloat> %y, <2 x bfloat> %z)\n"
+	"  %q = getelementptr <2 x half>, ptr %p, i64 1\n"
+	"  store <2 x bfloat> %s, ptr %q\n  ret void\n}\n"
+	"declare <2 x half> @llvm.fma.v2f16(<2 x half>, <2 x half>, <2 x half>)\n"
+	"declare <2 x bfloat> @llvm.fma.v2bf16(<2 x bfloat>, <2 x bfloat>, <2 x bfloat>)\n";
+
+/* The assembly LLVM makes of ir for triple, cpu and features, or NULL (the caller frees it). */
+static char *assemble_for(const char *ir, const char *triple, const char *cpu, const char *features)
 {
 	LLVMContextRef ctx = LLVMContextCreate();
 	LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(ir, strlen(ir), "k");
 	LLVMModuleRef m = NULL;
 	char *msg = NULL, *text = NULL;
 	LLVMTargetRef target;
-	if (LLVMParseIRInContext(ctx, buf, &m, &msg) || LLVMGetTargetFromTriple("amdgcn-amd-amdhsa", &target, &msg)) {
+	if (LLVMParseIRInContext(ctx, buf, &m, &msg) || LLVMGetTargetFromTriple(triple, &target, &msg)) {
 		FAIL("%s: %s", cpu, msg);
 	} else {
-		LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, "amdgcn-amd-amdhsa", cpu, "",
+		LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, cpu, features,
 								  LLVMCodeGenLevelDefault, LLVMRelocPIC, LLVMCodeModelDefault);
 		LLVMMemoryBufferRef out;
 		if (LLVMTargetMachineEmitToMemoryBuffer(tm, m, LLVMAssemblyFile, &msg, &out)) {
@@ -60,6 +73,8 @@ static char *assemble(const char *ir, const char *cpu)
 	LLVMContextDispose(ctx);
 	return text;
 }
+
+static char *assemble(const char *ir, const char *cpu) { return assemble_for(ir, "amdgcn-amd-amdhsa", cpu, ""); }
 
 static bool selects(const char *ir, const char *cpu, const char *instruction)
 {
@@ -91,5 +106,25 @@ int main(void)
 			CHECK(selects(MFMA, t[i].name, "v_mfma_f32_16x16x4"), "%s: the table says MFMA", t[i].name);
 	}
 	CHECK(amd >= 10, "%d AMD rows", amd);
+	LLVMInitializeNVPTXTargetInfo();
+	LLVMInitializeNVPTXTarget();
+	LLVMInitializeNVPTXTargetMC();
+	LLVMInitializeNVPTXAsmPrinter();
+	int nvidia = 0;
+	for (int i = 0; i < n; i++) {
+		if (strncmp(t[i].name, "sm_", 3) != 0)
+			continue;
+		nvidia++;
+		char features[16];
+		snprintf(features, sizeof features, "+ptx%d", t[i].ptx_version);
+		char *text = assemble_for(NV_PK_FMA, "nvptx64-nvidia-cuda", t[i].name, features);
+		bool f16 = t[i].matrix & CG_MATRIX_PACKED_F16, bf16 = t[i].matrix & CG_MATRIX_PACKED_BF16;
+		CHECK(text && (strstr(text, "fma.rn.f16x2") != NULL) == f16, "%s: the table says packed f16 %s", t[i].name,
+		      f16 ? "yes" : "no");
+		CHECK(text && (strstr(text, "fma.rn.bf16x2") != NULL) == bf16, "%s: the table says packed bf16 %s",
+		      t[i].name, bf16 ? "yes" : "no");
+		free(text);
+	}
+	CHECK(nvidia >= 5, "%d NVIDIA rows", nvidia);
 	return tu_finish("test_cg_targets");
 }
