@@ -178,16 +178,30 @@ static void snapshot(Check *c, double **values, bool leaves_only)
 	}
 }
 
-/* The tolerance of node n: its dtype's, or a float input's when looser (a cast from f16 to f32
- * inherits f16's rounding from a fused producer that the interpreter rounds on its own). */
-static double node_tolerance(const Graph *g, const Node *n)
+/* The loosest of tol and the tolerances of node m's float inputs' dtypes and its own. */
+static double loosest(const Graph *g, const Node *m, double tol)
 {
-	double tol = dtype_tolerance(n->dtype);
-	for (int k = 0; k < n->nin; k++) {
-		DType t = g->node[n->in[k]].dtype;
+	if (dtype_tolerance(m->dtype) > tol)
+		tol = dtype_tolerance(m->dtype);
+	for (int k = 0; k < m->nin; k++) {
+		DType t = g->node[m->in[k]].dtype;
 		if (dtype_is_float(t) && dtype_tolerance(t) > tol)
 			tol = dtype_tolerance(t);
 	}
+	return tol;
+}
+
+/* The tolerance of node n: the loosest dtype among n, the other members of its fused group and
+ * their inputs. The kernel keeps its members at their compute type (f32 for halves) where the
+ * interpreter rounds each to its dtype, so a group output inherits a half member's rounding: a
+ * cast from f16 to f32 from its fused producer, a float32 weight gradient and its momentum
+ * update from the bf16 transforms of the Winograd weight GEMM fused before them. */
+static double node_tolerance(const Graph *g, const Node *n)
+{
+	double tol = loosest(g, n, 0);
+	for (int i = 0; i < g->nnodes && n->group >= 0; i++)
+		if (g->node[i].group == n->group)
+			tol = loosest(g, &g->node[i], tol);
 	return tol;
 }
 
