@@ -5,8 +5,8 @@
 # GEMM kernels `netc info MODEL --target ARCH` lists, how many spill (scratch or spilled
 # registers) and how many are starved (fewer than 4 waves per SIMD where their grid would fill
 # more), with the heuristic's tiles (--tuning none) and with the shipped tuning files (the tile
-# cost model's, docs/tuning.md); and the tuned kernels' VGPRs. NETC names the netc (default
-# build/netc).
+# cost model's, docs/tuning.md); and the tuned kernels' VGPRs. OPTIONS are more options for netc
+# info (--packed-half). NETC names the netc (default build/netc).
 set -eu
 cd "$(dirname "$0")/.."
 netc=${NETC:-build/netc}
@@ -21,7 +21,7 @@ for arch in $archs; do
 			[ "$tuning" = none ] && opt="--tuning none"
 			for m in $models; do
 				# shellcheck disable=SC2086
-				"$netc" info "models/$m.net" --target "$arch" --precision "$p" $opt | grep "^    $arch: block"
+				"$netc" info "models/$m.net" --target "$arch" --precision "$p" $opt ${OPTIONS:-} | grep "^    $arch: block"
 			done > "/tmp/amd_gemm_report.$tuning"
 		done
 		awk -v arch="$arch" -v p="$p" '

@@ -6,7 +6,8 @@
 # tuned together in each precision of PRECISIONS (default "fp32 fp16 bf16": a key's cost summed over
 # every kernel that has it, in every model), and the precisions' files of one architecture merged
 # (scripts/merge_tuning.sh). With KEEP=1 the entries tuning/ARCH.tune has already are kept (the
-# new precisions' keys added to them). NETC names the netc (default build/netc). Rebuild netc
+# new precisions' keys added to them). OPTIONS are more options for netc tune (--packed-half: the
+# packed tiles' keys, f16x2). NETC names the netc (default build/netc). Rebuild netc
 # afterwards: the files are built into it. The kernel cache should hold every candidate of an
 # architecture (NETC_CACHE_MAX_MB: the default 2 GiB evicts them between precisions).
 set -eu
@@ -31,12 +32,12 @@ for arch in $archs; do
 			paths="$paths models/$m.net"
 		done
 		# shellcheck disable=SC2086
-		"$netc" tune $paths --target "$arch" --precision "$p" --cost-model -o "$out" > "$tmp/log" ||
+		"$netc" tune $paths --target "$arch" --precision "$p" ${OPTIONS:-} --cost-model -o "$out" > "$tmp/log" ||
 			{ cat "$tmp/log" >&2; exit 1; }
 		files="$files $out"
 		echo "$arch $p: $(tail -1 "$tmp/log")"
 	done
 	# shellcheck disable=SC2086
-	scripts/merge_tuning.sh "tuning/$arch.tune" "scripts/tune_amd.sh: netc tune --cost-model, $(date +%F); precisions: ${PRECISIONS:-fp32 fp16 bf16}$kept; models: $models" $files
+	scripts/merge_tuning.sh "tuning/$arch.tune" "scripts/tune_amd.sh: netc tune --cost-model ${OPTIONS:-}, $(date +%F); precisions: ${PRECISIONS:-fp32 fp16 bf16}$kept; models: $models" $files
 	echo "wrote tuning/$arch.tune: $(grep -vc '^#' "tuning/$arch.tune") lines"
 done

@@ -56,7 +56,7 @@ run)
 			"$netc" train "$b" --device cuda --steps "${TRAIN:-300}" --seed 7 --log "$dir/$m.$v.csv" > "$dir/$m.$v.log" 2>&1 ||
 				{ cat "$dir/$m.$v.log"; continue; }
 			first=$(sed -n '2p' "$dir/$m.$v.csv" | cut -d, -f1,3)
-			echo "train $m $v: (step,loss) $first; $(tail -1 "$dir/$m.$v.log")"
+			echo "train $m $v: (step,loss) $first; $(grep "^done:" "$dir/$m.$v.log" | tail -1)"
 		done
 	done
 	;;
