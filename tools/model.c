@@ -528,6 +528,13 @@ static bool compile_graph(Graph *g, const ModelTargets *mt, Bundle *b, const Com
 	int n = 0;
 	unsigned emit = 0;
 	bool ok = parse_targets(mt, &tg, &n) && parse_emit(mt->emit, tg, n, &emit);
+	PrecisionKind p = (PrecisionKind)g->train.precision;
+	if (ok && mt->packed_half && p != PREC_FP16 && p != PREC_BF16) {
+		/* the precision may come from the train section, so it is known only here */
+		fprintf(stderr, "netc: error: --packed-half applies to --precision fp16 or bf16, and %s trains in %s\n",
+			g->name[0] ? g->name : "the model", precision_name(p));
+		ok = false;
+	}
 	if (ok && mt->emit && !mt->dump_dir) {
 		fprintf(stderr, "netc: error: --emit needs --dump-dir DIR to write the files to\n");
 		ok = false;
