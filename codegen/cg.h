@@ -183,6 +183,7 @@ typedef struct {
 	LLVMBasicBlockRef cond, body, exit;
 	LLVMValueRef hi;
 	LLVMValueRef var;
+	LLVMValueRef back; /* the latch's branch back to cond (after cg_for_end) */
 } CgLoop;
 CgLoop cg_for_begin(Cg *cg, LLVMValueRef lo, LLVMValueRef hi, const char *name);
 void cg_for_end(Cg *cg, CgLoop *loop);

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <llvm-c/DebugInfo.h>
+
 #include "codegen/cg_util.h"
 #include "codegen/target.h"
 
@@ -91,8 +93,21 @@ void cg_for_end_step(Cg *cg, CgLoop *l, LLVMValueRef step)
 	LLVMBasicBlockRef latch = LLVMGetInsertBlock(cg->b);
 	LLVMValueRef next = LLVMBuildNSWAdd(cg->b, l->i, step, "");
 	LLVMAddIncoming(l->i, &next, &latch, 1);
-	LLVMBuildBr(cg->b, l->cond);
+	l->back = LLVMBuildBr(cg->b, l->cond);
 	LLVMPositionBuilderAtEnd(cg->b, l->exit);
+}
+
+void cg_loop_no_unroll(Cg *cg, const CgLoop *l)
+{
+	/* !llvm.loop !0, !0 = distinct !{!0, !{!"llvm.loop.unroll.disable"}}: the self-reference
+	 * through a temporary node makes the loop's ID unique */
+	static const char key[] = "llvm.loop.unroll.disable";
+	LLVMMetadataRef self = LLVMTemporaryMDNode(cg->ctx, NULL, 0);
+	LLVMMetadataRef str = LLVMMDStringInContext2(cg->ctx, key, sizeof key - 1);
+	LLVMMetadataRef ops[2] = {self, LLVMMDNodeInContext2(cg->ctx, &str, 1)};
+	LLVMMetadataRef id = LLVMMDNodeInContext2(cg->ctx, ops, 2);
+	LLVMMetadataReplaceAllUsesWith(self, id);
+	LLVMSetMetadata(l->back, LLVMGetMDKindIDInContext(cg->ctx, "llvm.loop", 9), LLVMMetadataAsValue(cg->ctx, id));
 }
 
 LLVMValueRef cg_linear(Cg *cg, const Shape *s, LLVMValueRef *idx)

@@ -43,6 +43,9 @@ LLVMValueRef cg_round_as(Cg *cg, LLVMValueRef v, DType dtype);
 int cg_axis(double attr, int rank);
 /* cg_for_end for a loop that steps by step (i64 > 0) instead of 1. */
 void cg_for_end_step(Cg *cg, CgLoop *loop, LLVMValueRef step);
+/* Asks LLVM not to unroll a closed loop (the vectorizer may still interleave it): for loops whose
+ * unrolled copies would cost compile time and buy nothing (memory-bound sums). */
+void cg_loop_no_unroll(Cg *cg, const CgLoop *loop);
 /* A read-only table of n i64 values made at compile time, private to the kernel being emitted (its
  * name is the kernel's plus `what`), in the arena's address space. */
 LLVMValueRef cg_const_table(Cg *cg, const char *what, const int64_t *v, int64_t n);
