@@ -434,14 +434,14 @@ static bool wide_tiles(const Cg *cg)
 	return !t || t->ops->gemm_wide_tiles;
 }
 
-/* The LDS the copied operands' buffers may fill: on wgmma's targets, for half operands, all that
- * a work-group may have (copy_stages says which GEMMs take it, long_tile which widen); else the
- * static 48 KiB. */
+/* The LDS the copied operands' buffers may fill: on wgmma's targets, for half and tf32 operands,
+ * all that a work-group may have (copy_stages says which GEMMs take it, long_tile which widen);
+ * else the static 48 KiB. */
 static int64_t copy_lds(const Cg *cg, const CgMatrixInstr *mi)
 {
 	const CgTarget *t = unit_target(cg);
-	bool deep = t && (t->matrix & CG_MATRIX_WGMMA) && mi && cg_matrix_elem_bits(mi->elem) == 16 &&
-		    t->lds_max >= GPU_DEEP_LDS;
+	bool deep = t && (t->matrix & CG_MATRIX_WGMMA) && mi &&
+		    (cg_matrix_elem_bits(mi->elem) == 16 || mi->elem == CG_MELEM_TF32) && t->lds_max >= GPU_DEEP_LDS;
 	return deep ? t->lds_max : GPU_COPY_LDS;
 }
 
@@ -1615,7 +1615,10 @@ static void accumulate_emulated(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
  * the hardware decodes them (wg_model_elem), so the descriptors, the swizzle of the copies and the
  * accumulators' c_at run against a statement of the instruction independent of the writers. */
 
-enum { WG_ITEMS = 128, WG_M = 64, WG_K = 16, WG_ALIGN = 1024, WG_MAX_ACC = 128 };
+enum { WG_ITEMS = 128, WG_M = 64, WG_K_BYTES = 32, WG_ALIGN = 1024, WG_MAX_ACC = 128 };
+
+/* The k of one wgmma: 32 bytes of each operand's rows (k16 of halves, k8 of tf32). */
+static int64_t wg_k(const GpuGemm *g) { return WG_K_BYTES / lds_esize(g->s, &g->t); }
 
 /* The elements of one swizzle atom's row: a K-major row of the k-block, an MN-major atom. */
 static int64_t wg_atom(const LdsTile *t) { return t->atom ? t->atom : t->ld; }
@@ -1643,10 +1646,11 @@ static bool wgmma_fits(const Cg *cg, const GpuGemm *g)
 	const CgTarget *t = unit_target(cg);
 	int n = wg_n(g);
 	bool tall = wg_tall(g);
-	return t && (t->matrix & CG_MATRIX_WGMMA) && g->mi && cg_matrix_elem_bits(g->mi->elem) == 16 &&
-	       g->mi->c_per_lane == 4 && g->t.copied[0] && g->t.copied[1] && g->t.ks == 1 &&
-	       g->t.block == 2 * WG_ITEMS && (tall || g->t.bm == WG_M) && n % 8 == 0 && n >= 8 &&
-	       n / 2 <= WG_MAX_ACC && wg_swizzle(g, &g->la) && wg_swizzle(g, &g->lb) && g->t.bk % WG_K == 0 &&
+	bool tf32 = g->mi && g->mi->elem == CG_MELEM_TF32;
+	return t && (t->matrix & CG_MATRIX_WGMMA) && g->mi && (cg_matrix_elem_bits(g->mi->elem) == 16 || tf32) &&
+	       (!tf32 || (g->la.kmajor && g->lb.kmajor)) && g->mi->c_per_lane == 4 && g->t.copied[0] && g->t.copied[1] &&
+	       g->t.ks == 1 && g->t.block == 2 * WG_ITEMS && (tall || g->t.bm == WG_M) && n % 8 == 0 && n >= 8 &&
+	       n / 2 <= WG_MAX_ACC && wg_swizzle(g, &g->la) && wg_swizzle(g, &g->lb) && g->t.bk % wg_k(g) == 0 &&
 	       (g->la.kmajor || WG_M % wg_atom(&g->la) == 0) && (g->lb.kmajor || tall || n % wg_atom(&g->lb) == 0);
 }
 
@@ -1657,7 +1661,7 @@ static void wg_origin(Cg *cg, GpuGemm *g, LLVMValueRef group, LLVMValueRef *row0
 	*col0 = wg_tall(g) ? ci(g, 0) : mulc(cg, g, group, wg_n(g));
 }
 
-/* The descriptor of the tile at `tile` from its m or n `mn` and k `k0` on (k0 a multiple of 16).
+/* The descriptor of the tile at `tile` from its m or n `mn` and k `k0` on (k0 a multiple of wg_k).
  * K-major: rows of m or n, 8-row groups SBO apart, k0 bytes into the rows (LBO unused: 1).
  * MN-major: rows of k in groups of 8, SBO apart, each row's atoms LBO apart (lds_elem's atoms).
  * The address is shared memory's; emulated, the offset from the LDS's start (both aligned to
@@ -1741,7 +1745,13 @@ static void wgmma_drain(Cg *cg, GpuGemm *g)
 	cg_gpu_phase_end(cg, &g->grp, false);
 }
 
-/* acc += A B over the k-block, k16 by k16, then waits for the warpgroup's products. */
+/* The operands' type as wgmma names it. */
+static const char *wg_type(const GpuGemm *g)
+{
+	return g->mi->elem == CG_MELEM_BF16 ? "bf16" : g->mi->elem == CG_MELEM_TF32 ? "tf32" : "f16";
+}
+
+/* acc += A B over the k-block, wg_k by wg_k, then waits for the warpgroup's products. */
 static void accumulate_wgmma(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
 {
 	int n = wg_n(g), count = n / 2;
@@ -1749,18 +1759,23 @@ static void accumulate_wgmma(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
 	wg_origin(cg, g, divc(cg, g, tid, WG_ITEMS), &row0, &col0);
 	for (int q = 0; q < count; q++)
 		acc[q] = LLVMBuildLoad2(cg->b, g->et, cg_gpu_private_at(cg, &g->grp, &g->acc, tid64, q), "");
-	const char *type = g->mi->elem == CG_MELEM_BF16 ? "bf16" : "f16";
+	const char *type = wg_type(g);
+	int64_t k = wg_k(g);
 	char text[2048];
 	size_t len = (size_t)snprintf(text, sizeof text, "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\n"
-					   "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {", 2 * count + 2, n, type, type);
+					   "wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {", 2 * count + 2, n, (int)k, type, type);
 	for (int q = 0; q < count; q++)
 		len += (size_t)snprintf(text + len, sizeof text - len, "%s$%d", q ? ", " : "", q);
-	/* the transpose flags: 1 where the operand's rows run along m or n (MN-major) */
-	snprintf(text + len, sizeof text - len, "}, $%d, $%d, p, 1, 1, %d, %d;\n}", 2 * count, 2 * count + 1,
-		 !g->la.kmajor, !g->lb.kmajor);
+	/* the transpose flags (halves only: tf32's operands are K-major): 1 where the operand's rows run
+	 * along m or n (MN-major) */
+	if (g->mi->elem == CG_MELEM_TF32)
+		snprintf(text + len, sizeof text - len, "}, $%d, $%d, p, 1, 1;\n}", 2 * count, 2 * count + 1);
+	else
+		snprintf(text + len, sizeof text - len, "}, $%d, $%d, p, 1, 1, %d, %d;\n}", 2 * count, 2 * count + 1,
+			 !g->la.kmajor, !g->lb.kmajor);
 	ptx_asm(cg, NULL, "wgmma.fence.sync.aligned;", "", NULL, 0);
-	for (int64_t s = 0; s < g->t.bk / WG_K; s++) {
-		LLVMValueRef d[3] = {wg_desc(cg, g, &g->la, g->as, row0, s * WG_K), wg_desc(cg, g, &g->lb, g->bs, col0, s * WG_K),
+	for (int64_t s = 0; s < g->t.bk / k; s++) {
+		LLVMValueRef d[3] = {wg_desc(cg, g, &g->la, g->as, row0, s * k), wg_desc(cg, g, &g->lb, g->bs, col0, s * k),
 				     cg_i32(cg, 1)};
 		asm_on_accs(cg, text, ",l,l,r", acc, count, d, 3);
 	}
@@ -1809,7 +1824,13 @@ static LLVMValueRef wg_model_elem(Cg *cg, GpuGemm *g, LLVMValueRef desc, bool tr
 	LLVMValueRef swz = LLVMBuildAnd(cg->b, LLVMBuildLShr(cg->b, addr, cg_i64(cg, 7), ""), mask, "");
 	addr = LLVMBuildXor(cg->b, addr, LLVMBuildShl(cg->b, swz, cg_i64(cg, 4), ""), "");
 	LLVMValueRef p = LLVMBuildGEP2(cg->b, LLVMInt8TypeInContext(cg->ctx), g->lds, &addr, 1, "");
-	return LLVMBuildFPExt(cg->b, LLVMBuildLoad2(cg->b, g->lt, p, ""), g->et, "");
+	LLVMValueRef v = LLVMBuildLoad2(cg->b, g->lt, p, "");
+	if (g->lt != g->et)
+		return LLVMBuildFPExt(cg->b, v, g->et, "");
+	/* tf32 from float32 in LDS: the unit multiplies the top 19 bits (sign, exponent, 10 of the
+	 * mantissa's bits), the others dropped */
+	LLVMValueRef bits = LLVMBuildAnd(cg->b, LLVMBuildBitCast(cg->b, v, cg->t_i32, ""), cg_i32(cg, (int32_t)0xffffe000u), "");
+	return LLVMBuildBitCast(cg->b, bits, g->et, "");
 }
 
 /* Emulated: the work-item's slots += A B over the k-block, each slot at the D element the lane
@@ -1821,9 +1842,10 @@ static void accumulate_wgmma_emulated(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
 	LLVMValueRef in_group = LLVMBuildURem(cg->b, tid64, cg_i64(cg, WG_ITEMS), "");
 	LLVMValueRef lane = LLVMBuildURem(cg->b, tid64, cg_i64(cg, GPU_WARP), "");
 	LLVMValueRef warp_row = LLVMBuildMul(cg->b, LLVMBuildUDiv(cg->b, in_group, cg_i64(cg, GPU_WARP), ""), cg_i64(cg, 16), "");
-	for (int64_t s = 0; s < g->t.bk / WG_K; s++) {
-		LLVMValueRef da = wg_desc(cg, g, &g->la, g->as, row0, s * WG_K);
-		LLVMValueRef db = wg_desc(cg, g, &g->lb, g->bs, col0, s * WG_K);
+	int64_t k = wg_k(g);
+	for (int64_t s = 0; s < g->t.bk / k; s++) {
+		LLVMValueRef da = wg_desc(cg, g, &g->la, g->as, row0, s * k);
+		LLVMValueRef db = wg_desc(cg, g, &g->lb, g->bs, col0, s * k);
 		/* the slots in a loop too: unrolled, 128 of them (n = 256) took LLVM half a minute */
 		CgLoop q = cg_for_begin(cg, cg_i64(cg, 0), cg_i64(cg, wg_n(g) / 2), "q");
 		LLVMValueRef q4 = LLVMBuildURem(cg->b, q.i, cg_i64(cg, 4), "");
@@ -1833,7 +1855,7 @@ static void accumulate_wgmma_emulated(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
 					      LLVMBuildURem(cg->b, e, cg_i64(cg, MODEL_DIM), ""), "");
 		LLVMValueRef slot = LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, tid64, cg_i64(cg, g->acc.count), ""), q.i, "");
 		LLVMValueRef at = LLVMBuildGEP2(cg->b, g->acc.elem, g->acc.base, &slot, 1, "");
-		CgLoop kk = cg_for_begin(cg, cg_i64(cg, 0), cg_i64(cg, WG_K), "kk");
+		CgLoop kk = cg_for_begin(cg, cg_i64(cg, 0), cg_i64(cg, k), "kk");
 		LLVMValueRef args[3] = {wg_model_elem(cg, g, da, !g->la.kmajor, m, kk.i),
 					wg_model_elem(cg, g, db, !g->lb.kmajor, n, kk.i), LLVMBuildLoad2(cg->b, g->et, at, "")};
 		LLVMBuildStore(cg->b, cg_intrinsic(cg, "fmuladd", g->et, args, 3), at);
@@ -1971,13 +1993,27 @@ static LdsTile lds_layout(const GemmSpec *s, const GpuTiles *gt, bool is_a)
 
 /* Whether operand is_a can go from memory into LDS by cp.async (NVIDIA sm_80+, whose mma rows
  * have ldmatrix layouts; emulated, as a copy): plain memory holding the LDS's half type (no
- * conversion on the way), whole 16-byte runs, LDS rows along the run. */
+ * conversion on the way), whole 16-byte runs, LDS rows along the run. tf32 operands go as float32
+ * (no rounding on the way: the unit reads their top 19 bits) only into the tiles that wgmma takes
+ * (f32_copies). */
 static bool copyable(const GemmSpec *s, const GpuTiles *t, bool is_a)
 {
 	const GemmOperand *op = is_a ? &s->a : &s->b;
-	if (!t->mi || !t->wide || cg_matrix_elem_bits(t->mi->elem) != 16 || !op->at || op->stored != s->half)
+	int bits = t->mi ? cg_matrix_elem_bits(t->mi->elem) : 0;
+	if (!t->mi || !t->wide || (bits != 16 && t->mi->elem != CG_MELEM_TF32) || !op->at || op->stored != s->half)
 		return false;
-	return lds_layout(s, t, is_a).ldm && run_lanes_of(s, t, is_a, t->bk) * 16 == 128;
+	return lds_layout(s, t, is_a).ldm && run_lanes_of(s, t, is_a, t->bk) * bits == 128;
+}
+
+/* Whether tf32 tiles t (their operands copied, deep: copy_stages) are ones that wgmma takes
+ * (wgmma_fits), as the tiles of half operands may fall back to mma.sync but tf32's may not: mma.sync
+ * wants rounded tf32 registers. wgmma's tf32 forms read both operands K-major (the PTX ISA has the
+ * transpose for f16 and bf16 only), in rows of at most 128 bytes (the K-major descriptors here name
+ * no atoms). */
+static bool f32_copies(const GemmSpec *s, const GpuTiles *t)
+{
+	return s->a.along_k && s->b.along_k && t->ks == 1 && t->block == 256 && (t->bm == 64 || t->bm == 128) &&
+	       t->bn >= 16 && t->bk >= 8 && t->bk * 4 <= 128;
 }
 
 /* The bytes of LDS one buffer of A and B tiles takes at k-block bk. */
@@ -2014,10 +2050,12 @@ static void copy_stages(const GemmSpec *s, GpuTiles *t, int64_t bk, int64_t lds)
 		return;
 	/* the tiles that wgmma takes (wgmma_fits): 64 or 128 rows, one k-slice; the gradients' GEMMs
 	 * (an operand along m or n) with k-blocks of at most GPU_DEEP_MN_BK, so that two work-groups
-	 * still share an SM */
-	bool kmajor = s->a.along_k && s->b.along_k;
+	 * still share an SM; tf32's k-blocks of GPU_DEEP_BK's bytes */
+	bool kmajor = s->a.along_k && s->b.along_k, tf32 = c.mi->elem == CG_MELEM_TF32;
 	bool deep = lds > GPU_COPY_LDS && c.ks == 1 && (c.bm == 64 || c.bm == 128);
-	int64_t most_bk = !deep ? s->k : kmajor ? GPU_DEEP_BK : GPU_DEEP_MN_BK;
+	int64_t most_bk = !deep ? s->k : tf32 ? GPU_DEEP_BK / 2 : kmajor ? GPU_DEEP_BK : GPU_DEEP_MN_BK;
+	if (tf32 && (!deep || !f32_copies(s, &c)))
+		return;
 	c.stages = deep ? GPU_DEEP_STAGES : GPU_COPY_STAGES;
 	if (!deep)
 		lds = GPU_COPY_LDS;
@@ -2191,8 +2229,8 @@ static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 	if (g.t.wgmma) {
 		char instr[64];
 		int kib = (int)((tile_span(&g, &g.la) + tile_span(&g, &g.lb)) * et_size(s) / 1024);
-		snprintf(instr, sizeof instr, "wgmma m64n%dk16, %d stages of %d KiB", wg_n(&g) % 1024, g.t.stages % 100,
-			 kib % 1024);
+		snprintf(instr, sizeof instr, "wgmma m64n%dk%d %s, %d stages of %d KiB", wg_n(&g) % 1024, (int)wg_k(&g) % 100,
+			 wg_type(&g), g.t.stages % 100, kib % 1024);
 		cg_tuning_note_instr(cg, instr);
 		LLVMSetAlignment(g.lds, WG_ALIGN);
 	}

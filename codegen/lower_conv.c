@@ -488,12 +488,16 @@ static Window nhwc_window(const Node *n, int src, const Shape *s, int64_t kh, in
 	return w;
 }
 
+/* Whether the GEMM's matrix path stages and copies runs of its window operands: half operands, and
+ * float32 ones of TF32 products (sm_90's wgmma copies them, codegen/gemm_gpu.c). */
+static bool matrix_runs(const GemmSpec *s) { return s->half != DT_F32 || s->tf32; }
+
 /* op with aligned runs of node src's elements (runs that `pitch` elements apart stay aligned),
- * read by run and addressed by at, where the GEMM multiplies half operands (half != DT_F32: the GPU
- * template's matrix path stages and copies runs); op as it is otherwise. */
-static GemmOperand half_runs(Cg *cg, GemmOperand op, int src, int64_t pitch, DType half, GemmRunFn run, GemmAtFn at)
+ * read by run and addressed by at, where the GEMM's matrix path takes them (matrix_runs); op as it
+ * is otherwise. */
+static GemmOperand with_runs(Cg *cg, GemmOperand op, int src, int64_t pitch, const GemmSpec *s, GemmRunFn run, GemmAtFn at)
 {
-	op.runs = half == DT_F32 ? 0 : src_runs(cg, src, pitch, 0);
+	op.runs = matrix_runs(s) ? src_runs(cg, src, pitch, 0) : 0;
 	if (op.runs) {
 		op.run = run;
 		op.at = at;
@@ -506,13 +510,13 @@ static GemmOperand half_runs(Cg *cg, GemmOperand op, int src, int64_t pitch, DTy
 static GemmVecFn nhwc_vec_for(const Window *w) { return w->chans >= 8 ? win_nhwc_vec : NULL; }
 
 /* An NHWC window operand (q along k, or along n): elements, vectors for the host template, and
- * where the GEMM multiplies half operands (on a matrix unit, which stages runs: gemm_gpu.c) aligned
- * runs of one pixel's channels, which a channel count that is a multiple of the run keeps inside
+ * where the GEMM's matrix path takes them (matrix_runs: it stages runs, gemm_gpu.c) aligned runs
+ * of one pixel's channels, which a channel count that is a multiple of the run keeps inside
  * one tap: one vector load or cp.async each, zeros where the pixel lies in the padding. */
-static GemmOperand nhwc_operand(Cg *cg, const Window *w, bool along_k, DType half)
+static GemmOperand nhwc_operand(Cg *cg, const Window *w, bool along_k, const GemmSpec *s)
 {
 	GemmOperand op = {.elem = win_elem, .vec = nhwc_vec_for(w), .along_k = along_k, .ctx = w};
-	return half_runs(cg, op, w->src, w->chans, half, win_run, win_at);
+	return with_runs(cg, op, w->src, w->chans, s, win_run, win_at);
 }
 
 /* y (N*Ho*Wo x Cout) = window(x) (N*Ho*Wo x KH*KW*Cin) * w^T, w [Cout, KH, KW, Cin] */
@@ -525,7 +529,7 @@ static int64_t lower_conv2d_nhwc(Cg *cg, const Node *n)
 	Dense w = {.src = n->in[1], .ld = kk, .t = true};
 	OutMap o = {.out = n->id, .sm = ys->dim[3], .sn = 1};
 	GemmSpec s = spec(cg, n, 1, pos, ys->dim[3], kk, &o);
-	s.a = nhwc_operand(cg, &x, true, s.half);
+	s.a = nhwc_operand(cg, &x, true, &s);
 	s.b = dense_operand(cg, &w, true, true);
 	return gemm(cg, &s, n);
 }
@@ -573,11 +577,11 @@ static LLVMValueRef wn_run(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMVa
 	return run_load(cg, ((const WeightNhwc *)op->ctx)->src, wn_at(cg, op, b, row, col, NULL), lanes);
 }
 
-/* grad_input's B: elements, vectors, and for half operands runs along ci (as nhwc_operand's). */
-static GemmOperand wn_operand(Cg *cg, const WeightNhwc *w, DType half)
+/* grad_input's B: elements, vectors, and for the matrix path runs along ci (as nhwc_operand's). */
+static GemmOperand wn_operand(Cg *cg, const WeightNhwc *w, const GemmSpec *s)
 {
 	GemmOperand op = {.elem = wn_elem, .vec = wn_vec, .ctx = w};
-	return half_runs(cg, op, w->src, w->cin, half, wn_run, wn_at);
+	return with_runs(cg, op, w->src, w->cin, s, wn_run, wn_at);
 }
 
 /* dx (N*H*W x Cin) = transposed-window(dy) (N*H*W x KH*KW*Cout) * B, B(q, ci) = w[co][i][j][ci] */
@@ -591,8 +595,8 @@ static int64_t lower_conv2d_grad_input_nhwc(Cg *cg, const Node *n)
 	WeightNhwc w = {.src = n->in[1], .cout = ws->dim[0], .cin = ws->dim[3], .taps = taps};
 	OutMap o = {.out = n->id, .sm = xs->dim[3], .sn = 1};
 	GemmSpec s = spec(cg, n, 1, pos, xs->dim[3], taps * ws->dim[0], &o);
-	s.a = nhwc_operand(cg, &dy, true, s.half);
-	s.b = wn_operand(cg, &w, s.half);
+	s.a = nhwc_operand(cg, &dy, true, &s);
+	s.b = wn_operand(cg, &w, &s);
 	return gemm(cg, &s, n);
 }
 
@@ -606,7 +610,7 @@ static int64_t lower_conv2d_grad_weight_nhwc(Cg *cg, const Node *n)
 	OutMap o = {.out = n->id, .sm = q, .sn = 1};
 	GemmSpec s = spec(cg, n, 1, ws->dim[0], q, pos, &o);
 	s.a = dense_operand(cg, &dy, false, false);
-	s.b = nhwc_operand(cg, &x, false, s.half);
+	s.b = nhwc_operand(cg, &x, false, &s);
 	return gemm(cg, &s, n);
 }
 

@@ -12,13 +12,15 @@
  * - a conv weight that is a param only convolutions read is stored OHWI: the leaf gets the new
  *   shape and Node.perm, which the bundle carries so checkpoints and init keep OIHW; no transform
  *   runs for it, and its gradient and optimizer state come out OHWI by themselves;
- * - in half precision on a first target that copies NHWC channel runs (half_runs_first), a conv
- *   whose input channels are no multiple of 8 reads input and weight with zero channels appended
- *   (concat2 with a broadcast zero: the weight's gradient is the concat gradient's slice).
+ * - where the first target copies NHWC channel runs into its matrix unit (run_channels: half
+ *   precision on NVIDIA sm_80+, tf32 on sm_90), a conv whose input channels are no multiple of a
+ *   16-byte run (8 halves, 4 floats) reads input and weight with zero channels appended (concat2
+ *   with a broadcast zero: the weight's gradient is the concat gradient's slice).
  *
  * It runs before make-eval and autodiff, so the evaluation program and the backward pass follow
  * the forward layout. LAYOUT_NCHW leaves the graph alone; LAYOUT_AUTO picks NHWC when strided
  * convolutions do most of the conv work (choose_layout). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,7 +32,7 @@ static const double to_nhwc[IR_MAX_ATTRS] = {0, 2, 3, 1}; /* NCHW -> NHWC, OIHW 
 static const double to_nchw[IR_MAX_ATTRS] = {0, 3, 1, 2}; /* NHWC -> NCHW */
 
 typedef struct {
-	bool pad;     /* conv inputs get zero channels up to a multiple of 8 (half_runs_first) */
+	int pad;      /* conv inputs get zero channels up to a multiple of this (run_channels; 0: none) */
 	int *map;     /* old id -> the dst id readers read (NHWC for NHWC nodes); kept by the callback */
 	bool *nhwc;   /* old id -> whether map[id] is NHWC */
 	int *nchw;    /* old id -> its transpose back to NCHW in dst, -1 until made */
@@ -125,14 +127,16 @@ static int copy_ohwi(Graph *dst, const Graph *src, int id)
 }
 
 /* x (NHWC activations or an OHWI weight) with zero channels appended up to a multiple of 8. */
-static int pad_channels(Graph *dst, int x)
+static int pad_channels(Graph *dst, int x, int multiple)
 {
 	Shape z = dst->node[x].shape;
-	z.dim[3] = (z.dim[3] + 7) / 8 * 8 - z.dim[3];
+	z.dim[3] = (z.dim[3] + multiple - 1) / multiple * multiple - z.dim[3];
 	double shape[IR_MAX_ATTRS] = {0}, axis[IR_MAX_ATTRS] = {3};
 	op_shape_attrs(&z, shape);
 	int zeros = ir_emit(dst, OP_broadcast_to, (int[]){ir_const(dst, 0.0)}, shape);
-	return named_after(dst, ir_emit(dst, OP_concat2, (int[]){x, zeros}, axis), x, "pad8"); /* image.nhwc.pad8 */
+	char suffix[16];
+	snprintf(suffix, sizeof suffix, "pad%d", multiple % 100);
+	return named_after(dst, ir_emit(dst, OP_concat2, (int[]){x, zeros}, axis), x, suffix); /* image.nhwc.pad8 */
 }
 
 /* Copies node id reading in[k] for its inputs (the NCHW or NHWC values the caller chose), with
@@ -165,8 +169,8 @@ static int rewrite(Graph *dst, const Graph *src, int id, const int *map, void *c
 	} else if ((L->nhwc[id] = goes_nhwc(src, L, id))) {
 		for (int k = 0; k < n->nin; k++) /* 4-D inputs in NHWC; a bias or a scalar as it is */
 			in[k] = src->node[n->in[k]].shape.rank == 4 ? as_nhwc(dst, L, n->in[k]) : L->map[n->in[k]];
-		if (n->op == OP_conv2d && L->pad && dst->node[in[0]].shape.dim[3] % 8)
-			in[0] = pad_channels(dst, in[0]), in[1] = pad_channels(dst, in[1]);
+		if (n->op == OP_conv2d && L->pad && dst->node[in[0]].shape.dim[3] % L->pad)
+			in[0] = pad_channels(dst, in[0], L->pad), in[1] = pad_channels(dst, in[1], L->pad);
 		if (n->op == OP_bias_add)
 			attr[ir_attr_index(OP_bias_add, "axis")] = 3;
 		int layout = ir_attr_index(n->op, "layout"); /* conv, lrn, pooling */
@@ -204,28 +208,34 @@ static bool has_nchw_joins(const Graph *g)
 	return false;
 }
 
-/* Whether the first target copies half NHWC channel runs into its matrix unit and the graph is
- * half precision: there NHWC pays (choose_layout), and a convolution whose input channels are no
- * multiple of 8 (the RGB image) runs faster on zero channels added to input and weight, whose
- * windows are whole 16-byte runs, than on element gathers. */
-static bool half_runs_first(const Graph *g, const PassOptions *o)
+/* The channels of one 16-byte run where the first target copies NHWC channel runs of the graph's
+ * precision into its matrix unit (8 halves in fp16 and bf16 on NVIDIA sm_80+, 4 floats in tf32 on
+ * sm_90, whose wgmma reads float32 from LDS), else 0: there a convolution whose input channels
+ * are no multiple of the run (the RGB image) runs faster on zero channels added to input and
+ * weight, whose windows are whole 16-byte runs, than on element gathers. */
+static int run_channels(const Graph *g, const PassOptions *o)
 {
 	PrecisionKind p = g->train.precision;
-	return o->copies_first && (p == PREC_FP16 || p == PREC_BF16);
+	if (o->copies_first && (p == PREC_FP16 || p == PREC_BF16))
+		return 8;
+	return o->f32_copies_first && p == PREC_TF32 ? 4 : 0;
 }
 
 /* Measured 2026-11-21 on the host and an H200 (docs/architecture.md, "Layout"): NHWC pays when
  * most convolution FLOPs are in strided convs (nature_cnn: 2x on the CPU, 10% on the H200), whose
  * NCHW window gathers element by element, and loses on stride-1 nets (mnist, cifar10_tf,
  * alexnet_bench), whose NCHW windows load whole rows; the same on both, so one rule serves every
- * target. Half precision on a first target that copies NHWC channel runs into its matrix unit
- * (o->copies_first) takes NHWC too, where no concatenation or grouped convolution needs NCHW:
+ * target. Half precision on a first target that copies its NHWC channel runs into the matrix unit
+ * (run_channels) takes NHWC too, where no concatenation or grouped convolution needs NCHW:
  * on an H100 in bf16 (2026-11-25, docs/performance.md) vgg16's step 52.3 -> 41.7 ms, resnet18
  * 10.3 -> 9.0, resnet50 30.4 -> 29.5, but googlenet 10.8 -> 11.4, mobilenet_v2 18.6 -> 19.5 and
- * unet 0.670 -> 0.694 (the transposes around their concatenations and depthwise convolutions). */
+ * unet 0.670 -> 0.694 (the transposes around their concatenations and depthwise convolutions).
+ * tf32 stays with the rule: on an H200 (2026-12-02) NHWC put its forward convolutions on wgmma
+ * but its gradients stayed on mma.sync without Winograd (their operands run along m or n, which
+ * wgmma's tf32 forms cannot read), vgg16's step 45.9 -> 73.0 ms, alexnet_bench 6.05 -> 8.52. */
 static int choose_layout(const Graph *g, const PassOptions *o)
 {
-	if (half_runs_first(g, o) && !has_nchw_joins(g))
+	if (run_channels(g, o) && g->train.precision != PREC_TF32 && !has_nchw_joins(g))
 		return LAYOUT_NHWC;
 	double all = 0, strided = 0;
 	for (int i = 0; i < g->nnodes; i++) {
@@ -250,7 +260,7 @@ bool pass_layout(Graph *g, const PassOptions *o, Diag *d)
 	if (layout != LAYOUT_NHWC)
 		return true;
 	int n = g->nnodes;
-	Layout L = {half_runs_first(g, o), calloc((size_t)n, sizeof(int)), calloc((size_t)n, sizeof(bool)), malloc((size_t)n * sizeof(int)),
+	Layout L = {run_channels(g, o), calloc((size_t)n, sizeof(int)), calloc((size_t)n, sizeof(bool)), malloc((size_t)n * sizeof(int)),
 		    malloc((size_t)n * sizeof(int)), calloc((size_t)n, sizeof(bool))};
 	if (!L.map || !L.nhwc || !L.nchw || !L.tonhwc || !L.ohwi)
 		abort();

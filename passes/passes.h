@@ -44,6 +44,7 @@ typedef struct PassOptions {
 	bool gpu_first;          /* the first --target is a GPU: auto choices follow GPU measurements */
 	bool copies_first;       /* its matrix unit takes half operands copied from memory (NVIDIA
 	                          * sm_80+: cp.async of NHWC channel runs, codegen/gemm_gpu.c) */
+	bool f32_copies_first;   /* ... and float32 ones of TF32 products (sm_90's wgmma) */
 	bool split_update;       /* --data-parallel: fusion keeps the update apart from backward, so a
 	                          * step can sum the gradients across ranks in between (passes/fuse.c) */
 	bool listed_only;        /* netc opt: run exactly --passes (none without it) on a graph read

@@ -178,6 +178,7 @@ Graph *model_load_graph(const char *path, int64_t batch, bool training, const Co
 	if (first_target(&o->targets, &t0)) {
 		po.gpu_first = t0.ops->gpu;
 		po.copies_first = (t0.matrix & CG_MATRIX_MMA) != 0;
+		po.f32_copies_first = (t0.matrix & CG_MATRIX_WGMMA) != 0;
 	}
 	if (!passes_run(g, &po, &d)) {
 		ir_graph_free(g);

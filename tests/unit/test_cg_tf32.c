@@ -13,7 +13,10 @@
  *   MFMA (in float32 the f32 one, no xf32).
  * Cases: conv2d forward, input and weight gradients (strides, padding, dilation, the MNIST shapes
  * that pick every tile size), every matmul transpose, split-K (weight gradient, long-K matmul) and
- * fused epilogues. */
+ * fused epilogues. Then sm_90's wgmma tf32 form, which takes the GEMMs whose operands both run
+ * along k (float32 copied into LDS unrounded, its low 13 bits dropped by the unit: emulated by the
+ * descriptors' decoding in gemm_gpu.c, the accumulators placed by the m16n8k8 lane model): large
+ * matmuls of B transposed and NHWC convolutions, whose forward GEMM takes it. */
 #include "codegen/gemm_gpu.h"
 #include "codegen/target.h"
 #include "tests/unit/cg_anchor_cases.h"
@@ -73,9 +76,27 @@ static void amd_targets(CgHarness *h)
 	h->g->train.precision = PREC_TF32;
 }
 
+static const char *const wgmma_ptx = "k8.f32.tf32.tf32";
+
+/* The wgmma cases: sm_90's PTX has the tf32 wgmma (with no transpose flags), ptxas accepts it. */
+static void wgmma_target(CgHarness *h)
+{
+	CgOutput out;
+	if (!compile_ptx(h, "sm_90", &out))
+		return;
+	const char *at = strstr((const char *)out.code, "wgmma.mma_async.sync.aligned.m64n");
+	CHECK(at && strstr(at, wgmma_ptx), "%s [sm_90]: no wgmma ...%s in the PTX", h->name, wgmma_ptx);
+	tu_failures += cf_ptxas(h, "sm_90", &out);
+	cg_output_free(&out);
+}
+
 /* sm_80 and sm_90: mma.sync in the PTX, and ptxas accepts it. */
 static void targets(CgHarness *h)
 {
+	if (!strcmp(unit, "sm_90")) {
+		wgmma_target(h);
+		return;
+	}
 	if (strcmp(unit, "sm_80")) {
 		amd_targets(h);
 		return;
@@ -96,7 +117,7 @@ static void targets(CgHarness *h)
 /* Float32 PTX of the same graph has no mma.sync. */
 static void fp32_has_no_mma(CgHarness *h)
 {
-	if (strcmp(unit, "sm_80"))
+	if (strcmp(unit, "sm_80") && strcmp(unit, "sm_90"))
 		return;
 	h->g->train.precision = PREC_FP32;
 	CgOutput out;
@@ -134,12 +155,29 @@ static void emulate(bool on)
 	cg_gpu_emulation_mma(on ? unit : NULL, 0, lane_models, LANE_NMODELS);
 }
 
+/* Whether h, compiled emulated, has a GEMM kernel on wgmma (its tiles' note). */
+static bool emulated_wgmma(CgHarness *h)
+{
+	CgOutput out;
+	emulate(true);
+	bool ok = ch_compile(h, false, &out), wg = false;
+	emulate(false);
+	for (int i = 0; ok && i < out.nkernels; i++)
+		wg = wg || strstr(out.kernels[i].tiles.instr, "wgmma m64n") != NULL;
+	if (ok)
+		cg_output_free(&out);
+	else
+		tu_failures++;
+	return wg;
+}
+
 /* An anchor graph: emulated against the reference, then the GPU targets. */
 static void run(CgHarness *h)
 {
 	h->g->train.precision = PREC_TF32;
 	h->tol = TF32_TOL;
 	h->scale = TF32_SCALE;
+	CHECK(strcmp(unit, "sm_90") || emulated_wgmma(h), "%s [sm_90]: no GEMM kernel on wgmma", h->name);
 	emulate(true);
 	int bad = ch_run(h);
 	emulate(false);
@@ -206,6 +244,15 @@ int main(void)
 	for (int t = 0; t < 4; t++)
 		matmul_epilogue(24, 40, 1500, t & 1, t >> 1, t == 3, true);
 	matmul_epilogue(100, 70, 260, 0, 1, true, false);
+	/* sm_90's wgmma: A along k and B stored n x k (along k) on 64- and 128-row tiles, K past the
+	 * last whole k-block; NHWC convolutions, whose forward GEMM reads windows and OHWI weights along
+	 * k (16 channels; 8 at stride 2) */
+	unit = "sm_90";
+	printf("tf32 on sm_90 (wgmma)\n");
+	run(anchor_matmul(1024, 1024, 40, 1u << 2));
+	run(anchor_matmul(2048, 512, 100, 1u << 2));
+	run(anchor_conv_in((Conv){32, 16, 16, 16, 128, 3, 3, 1, 1, 1, 1, 1, 1}, DT_F32, LAYOUT_NHWC));
+	run(anchor_conv_in((Conv){72, 8, 24, 20, 128, 3, 3, 2, 2, 1, 1, 1, 1}, DT_F32, LAYOUT_NHWC));
 	/* gfx942's xf32 (wave64, 64 x 64 tiles): the shared geometries, MNIST's convolutions, the
 	 * matmuls and split-K */
 	unit = "gfx942";
