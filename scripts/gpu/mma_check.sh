@@ -9,16 +9,17 @@
 #     "tf32 bf16 fp16") into DIR/MODEL.P.bundle (default models: mnist cifar10_tf alexnet_bench);
 #   on the GPU machine:        scripts/gpu/mma_check.sh run DIR [NETC]
 #     for every model in DIR and every precision compiled for it: trains it and fp32 from the same
-#     seed on the built-in data (STEPS, default 200, every step logged) and times both with netc
+#     seed on the built-in data (STEPS, default 3000, every step logged) and times both with netc
 #     bench; then compares:
 #       - the first step's loss (the same weights and batch; only the products differ): within
 #         1% of fp32's, bf16 2% (a wrong fragment or accumulator mapping gives another loss
 #         altogether);
 #       - the mean loss of the last 20 steps: within 10% of fp32's plus 0.02;
 #       - the held-out accuracy after the run, averaged over SEEDS (default "7 8 9"; the first
-#         seed's run is the one logged and compared step by step): at most 1 point below fp32's.
-#         One seed is not enough: cifar10_tf after 200 steps ends anywhere between 63% and 93% in
-#         fp32 alone, depending on the seed (docs/performance.md).
+#         seed's run is the one logged and compared step by step): at most 0.3 points below
+#         fp32's (issue 13's bar). Trained to convergence: cifar10_tf after 200 steps ends
+#         anywhere between 56% and 96% in fp32 alone, depending on the seed, and after 3000 at
+#         99.0-99.2% (docs/performance.md, 2026-12-02).
 #     and prints ms/step of both. Exit status 0 when every model passes. DEVICE (default cuda)
 #     picks the device: DEVICE=cpu with bundles compiled for `host` tries the script anywhere
 #     (tf32 is exactly fp32 there).
@@ -49,7 +50,7 @@ compile)
 	;;
 run)
 	netc=${3:-build/netc}
-	steps=${STEPS:-200}
+	steps=${STEPS:-3000}
 	device=${DEVICE:-cuda}
 	seeds=${SEEDS:-7 8 9}
 	seed=${seeds%% *}
@@ -101,7 +102,7 @@ tail_t = sum(t[-20:]) / 20 if ok else float("inf")
 checks = [
     (f"first-step loss within {first_tol:.0%}", first <= first_tol),
     ("last-20 mean loss within 10% + 0.02", tail_t <= 1.1 * tail_f + 0.02),
-    ("mean held-out accuracy over the seeds at most 1 point below", fa is None or (ta is not None and ta >= fa - 1.0)),
+    ("mean held-out accuracy over the seeds at most 0.3 points below", fa is None or (ta is not None and ta >= fa - 0.3)),
 ]
 print(f"{model}: first loss fp32 {f[0] if f else '?'} {prec} {t[0] if t else '?'} (relative {first:.2e}); "
       f"last-20 mean fp32 {tail_f:.4f} {prec} {tail_t:.4f}; mean accuracy fp32 {fa if fa is None else round(fa, 2)} {prec} {ta if ta is None else round(ta, 2)}; "
