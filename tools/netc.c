@@ -75,8 +75,8 @@ static void print_precision(PrecisionKind p)
 {
 	printf("precision: %s", precision_name(p));
 	if (p == PREC_TF32)
-		printf(" (TF32 products in conv2d and matmul on NVIDIA sm_80+ through mma.sync and on gfx942\n"
-		       "  through xf32 MFMA; exactly fp32 on the host and other AMD GPUs)");
+		printf(" (TF32 products in conv2d and matmul on NVIDIA sm_80+ through mma.sync, sm_90's wgmma and\n"
+		       "  gfx942's xf32 MFMA; exactly fp32 on the host and other AMD GPUs)");
 	printf("\n");
 }
 
