@@ -16,7 +16,8 @@
  * fused epilogues. Then sm_90's wgmma tf32 form, which takes the GEMMs whose operands both run
  * along k (float32 copied into LDS unrounded, its low 13 bits dropped by the unit: emulated by the
  * descriptors' decoding in gemm_gpu.c, the accumulators placed by the m16n8k8 lane model): large
- * matmuls of B transposed and NHWC convolutions, whose forward GEMM takes it. */
+ * matmuls of B transposed, one split over K with a fused epilogue, and NHWC convolutions, whose
+ * forward GEMM takes it. */
 #include "codegen/gemm_gpu.h"
 #include "codegen/target.h"
 #include "tests/unit/cg_anchor_cases.h"
@@ -251,6 +252,8 @@ int main(void)
 	printf("tf32 on sm_90 (wgmma)\n");
 	run(anchor_matmul(1024, 1024, 40, 1u << 2));
 	run(anchor_matmul(2048, 512, 100, 1u << 2));
+	/* split-K slices on wgmma, as vgg16's fc6 (the planned graph's sm_90 PTX has the wgmma) */
+	matmul_epilogue(64, 2048, 8192, 0, 1, true, true);
 	run(anchor_conv_in((Conv){32, 16, 16, 16, 128, 3, 3, 1, 1, 1, 1, 1, 1}, DT_F32, LAYOUT_NHWC));
 	run(anchor_conv_in((Conv){72, 8, 24, 20, 128, 3, 3, 2, 2, 1, 1, 1, 1}, DT_F32, LAYOUT_NHWC));
 	/* gfx942's xf32 (wave64, 64 x 64 tiles): the shared geometries, MNIST's convolutions, the
