@@ -48,6 +48,7 @@ enum {
 	GPU_DEEP_STAGES = 4,    /* ... or, on wgmma's targets, for forward GEMMs (copy_stages), */
 	GPU_DEEP_BK = 64,       /* ... k-blocks up to 64 in dynamic shared memory */
 	GPU_DEEP_MN_BK = 32,    /* ... and 32 for the gradients' GEMMs */
+	GPU_DEEP_ROW_BYTES = 128, /* ... and tf32's rows of k at most these bytes (f32_copies) */
 	GPU_LONG_TILE = 256,    /* their tiles' widest side (long_tile) */
 	GPU_DEEP_LDS = 4 * (GPU_TILE + GPU_LONG_TILE) * GPU_DEEP_BK * 2, /* what they need: 192 KiB */
 };
@@ -434,14 +435,19 @@ static bool wide_tiles(const Cg *cg)
 	return !t || t->ops->gemm_wide_tiles;
 }
 
-/* The LDS the copied operands' buffers may fill: on wgmma's targets, for half and tf32 operands,
- * all that a work-group may have (copy_stages says which GEMMs take it, long_tile which widen);
- * else the static 48 KiB. */
+/* Whether wgmma has a form for the row's operand type: f16, bf16 and tf32. */
+static bool wgmma_elem(const CgMatrixInstr *mi)
+{
+	return cg_matrix_elem_bits(mi->elem) == 16 || mi->elem == CG_MELEM_TF32;
+}
+
+/* The LDS the copied operands' buffers may fill: on wgmma's targets, for the operands it takes
+ * (wgmma_elem), all that a work-group may have (copy_stages says which GEMMs take it, long_tile
+ * which widen); else the static 48 KiB. */
 static int64_t copy_lds(const Cg *cg, const CgMatrixInstr *mi)
 {
 	const CgTarget *t = unit_target(cg);
-	bool deep = t && (t->matrix & CG_MATRIX_WGMMA) && mi &&
-		    (cg_matrix_elem_bits(mi->elem) == 16 || mi->elem == CG_MELEM_TF32) && t->lds_max >= GPU_DEEP_LDS;
+	bool deep = t && (t->matrix & CG_MATRIX_WGMMA) && mi && wgmma_elem(mi) && t->lds_max >= GPU_DEEP_LDS;
 	return deep ? t->lds_max : GPU_COPY_LDS;
 }
 
@@ -1647,7 +1653,7 @@ static bool wgmma_fits(const Cg *cg, const GpuGemm *g)
 	int n = wg_n(g);
 	bool tall = wg_tall(g);
 	bool tf32 = g->mi && g->mi->elem == CG_MELEM_TF32;
-	return t && (t->matrix & CG_MATRIX_WGMMA) && g->mi && (cg_matrix_elem_bits(g->mi->elem) == 16 || tf32) &&
+	return t && (t->matrix & CG_MATRIX_WGMMA) && g->mi && wgmma_elem(g->mi) &&
 	       (!tf32 || (g->la.kmajor && g->lb.kmajor)) && g->mi->c_per_lane == 4 && g->t.copied[0] && g->t.copied[1] &&
 	       g->t.ks == 1 && g->t.block == 2 * WG_ITEMS && (tall || g->t.bm == WG_M) && n % 8 == 0 && n >= 8 &&
 	       n / 2 <= WG_MAX_ACC && wg_swizzle(g, &g->la) && wg_swizzle(g, &g->lb) && g->t.bk % wg_k(g) == 0 &&
@@ -1999,21 +2005,19 @@ static LdsTile lds_layout(const GemmSpec *s, const GpuTiles *gt, bool is_a)
 static bool copyable(const GemmSpec *s, const GpuTiles *t, bool is_a)
 {
 	const GemmOperand *op = is_a ? &s->a : &s->b;
-	int bits = t->mi ? cg_matrix_elem_bits(t->mi->elem) : 0;
-	if (!t->mi || !t->wide || (bits != 16 && t->mi->elem != CG_MELEM_TF32) || !op->at || op->stored != s->half)
+	if (!t->mi || !t->wide || !wgmma_elem(t->mi) || !op->at || op->stored != s->half)
 		return false;
-	return lds_layout(s, t, is_a).ldm && run_lanes_of(s, t, is_a, t->bk) * bits == 128;
+	return lds_layout(s, t, is_a).ldm && run_lanes_of(s, t, is_a, t->bk) * cg_matrix_elem_bits(t->mi->elem) == 128;
 }
 
-/* Whether tf32 tiles t (their operands copied, deep: copy_stages) are ones that wgmma takes
- * (wgmma_fits), as the tiles of half operands may fall back to mma.sync but tf32's may not: mma.sync
- * wants rounded tf32 registers. wgmma's tf32 forms read both operands K-major (the PTX ISA has the
- * transpose for f16 and bf16 only), in rows of at most 128 bytes (the K-major descriptors here name
- * no atoms). */
+/* Whether tf32 tiles t on the deep pipeline (copy_stages: one k-slice, 64 or 128 rows) are ones
+ * that wgmma takes (wgmma_fits), as the tiles of half operands may fall back to mma.sync but
+ * tf32's may not: mma.sync wants rounded tf32 registers. wgmma's tf32 forms read both operands
+ * K-major (the PTX ISA has the transpose for f16 and bf16 only), in rows of at most
+ * GPU_DEEP_ROW_BYTES (the K-major descriptors here name no atoms). */
 static bool f32_copies(const GemmSpec *s, const GpuTiles *t)
 {
-	return s->a.along_k && s->b.along_k && t->ks == 1 && t->block == 256 && (t->bm == 64 || t->bm == 128) &&
-	       t->bn >= 16 && t->bk >= 8 && t->bk * 4 <= 128;
+	return s->a.along_k && s->b.along_k && t->block == 2 * WG_ITEMS && t->bk * lds_esize(s, t) <= GPU_DEEP_ROW_BYTES;
 }
 
 /* The bytes of LDS one buffer of A and B tiles takes at k-block bk. */
@@ -2050,10 +2054,10 @@ static void copy_stages(const GemmSpec *s, GpuTiles *t, int64_t bk, int64_t lds)
 		return;
 	/* the tiles that wgmma takes (wgmma_fits): 64 or 128 rows, one k-slice; the gradients' GEMMs
 	 * (an operand along m or n) with k-blocks of at most GPU_DEEP_MN_BK, so that two work-groups
-	 * still share an SM; tf32's k-blocks of GPU_DEEP_BK's bytes */
+	 * still share an SM; tf32's k-blocks of GPU_DEEP_ROW_BYTES */
 	bool kmajor = s->a.along_k && s->b.along_k, tf32 = c.mi->elem == CG_MELEM_TF32;
 	bool deep = lds > GPU_COPY_LDS && c.ks == 1 && (c.bm == 64 || c.bm == 128);
-	int64_t most_bk = !deep ? s->k : tf32 ? GPU_DEEP_BK / 2 : kmajor ? GPU_DEEP_BK : GPU_DEEP_MN_BK;
+	int64_t most_bk = !deep ? s->k : tf32 ? GPU_DEEP_ROW_BYTES / lds_esize(s, &c) : kmajor ? GPU_DEEP_BK : GPU_DEEP_MN_BK;
 	if (tf32 && (!deep || !f32_copies(s, &c)))
 		return;
 	c.stages = deep ? GPU_DEEP_STAGES : GPU_COPY_STAGES;

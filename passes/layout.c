@@ -126,7 +126,7 @@ static int copy_ohwi(Graph *dst, const Graph *src, int id)
 	return nid;
 }
 
-/* x (NHWC activations or an OHWI weight) with zero channels appended up to a multiple of 8. */
+/* x (NHWC activations or an OHWI weight) with zero channels appended up to a multiple of `multiple`. */
 static int pad_channels(Graph *dst, int x, int multiple)
 {
 	Shape z = dst->node[x].shape;
