@@ -1,19 +1,25 @@
 /* cg.h: lowering graph nodes to kernels in LLVM IR, and compiling them for a target.
  *
  * Kernel ABI on the host:
- *     void k<ID>_<op>(ptr arena, i64 wg_begin, i64 wg_end)
+ *     void k<ID>_<op>(ptr arena, i64 wg_begin, i64 wg_end, ptr b0, ..., ptr b15)
  * The kernel computes work-groups [wg_begin, wg_end) of its grid. The runtime splits a kernel's
  * grid across its threads; inside a work-group LLVM vectorizes the inner loops.
  *
- * Kernel ABI on GPUs (AMDGPU, NVPTX):
- *     kernel void k<ID>_<op>(ptr addrspace(1) arena)
+ * Kernel ABI on GPUs (AMDGPU; NVPTX kernels take the arena alone, CgTargetOps.buffer_args):
+ *     kernel void k<ID>_<op>(ptr addrspace(1) arena, ptr addrspace(1) b0, ..., b15)
  * launched over `grid` work-groups of `block` work-items (1-D). A lowering written for GPUs sets
  * cg->gpu_native and cg->block and uses the work-item/work-group ids itself. Any other lowering
  * runs unchanged: the driver gives each work-item one of the lowering's work-groups
  * (wg_begin = global id, wg_end = wg_begin + 1, and a guard against ids past the grid).
  *
  * Every buffer is at a fixed byte offset in the one arena (Node.offset, from plan-memory);
- * assign nodes write their target's storage. */
+ * assign nodes write their target's storage. A kernel reaches its buffers through its buffer
+ * arguments b0..b15 (cg_ptr): one `noalias` pointer per distinct arena offset it uses, in order of
+ * first use, which the launch passes as arena + CgKernel.args[i]. So kernels that differ only in
+ * where their buffers are have the same IR and are compiled once (codegen/kernel_share.h). A
+ * kernel whose buffers overlap at different offsets, or that uses more than 16, and every kernel
+ * of a target without buffer arguments, addresses each buffer as arena + its constant offset
+ * instead (nargs 0). */
 #ifndef NETC_CG_H
 #define NETC_CG_H
 
@@ -50,19 +56,28 @@ typedef struct {
 			      packed FMAs (--packed-half; codegen/gemm_gpu.h, GPU_HALF_PACKED) */
 } CgTarget;
 
+/* Buffer arguments every kernel takes after its ABI's own (the file comment). */
+#define CG_BUFFER_ARGS 16
+
 typedef struct {
-	char name[64];     /* symbol: k<ID>_<op> */
+	char name[64];     /* k<ID>_<op> */
+	char symbol[64];   /* the code it launches: its own (name), or that of the kernel of the same IR
+	                    * (codegen/kernel_share.h) */
 	int node;
 	int64_t grid;      /* number of work-groups */
 	int block;         /* work-items per work-group: 1 on the host */
 	int shared;        /* dynamic shared memory bytes each work-group's launch asks for (NVIDIA) */
 	CgTileNote tiles;  /* a GEMM's tiles and why it took them (source CG_TILES_NONE: no GEMM) */
+	int nargs;         /* buffer arguments used: b<i> is arena + args[i] (later ones: the arena) */
+	int64_t args[CG_BUFFER_ARGS];
 } CgKernel;
 
 /* Where one target's compile went (--time-passes). The per-unit times are summed over the units,
  * which run on several threads: they add up to more than the wall time. */
 typedef struct {
 	int units, cached;                  /* compile units, and those the kernel cache had */
+	int copies;                         /* units that launch another's kernels, compiling nothing
+	                                     * (codegen/kernel_share.h) */
 	int o3_shared;                      /* units that took a class mate's O3 (codegen/o3_share.h) */
 	char twin_of[32];                   /* the target whose code object it took, renamed
 	                                     * (codegen/isa_twins.h); "": its own */
@@ -100,6 +115,14 @@ typedef struct Cg {
 	LLVMTypeRef t_void, t_i1, t_i8, t_i32, t_i64, t_f16, t_bf16, t_f32, t_f64, t_ptr;
 	/* the kernel being emitted */
 	LLVMValueRef fn, arena, wg_begin, wg_end;
+	LLVMValueRef buffer_arg[CG_BUFFER_ARGS]; /* its b0..b15 (the target's signature sets them) */
+	struct {
+		int n;             /* buffer arguments bound */
+		int64_t begin[CG_BUFFER_ARGS], end[CG_BUFFER_ARGS]; /* their arena byte ranges */
+	} buffers;
+	bool buffers_clash;  /* a buffer could not have an argument of its own: the unit is lowered
+	                      * again with arena_only */
+	bool arena_only;     /* every buffer as arena + its offset (no buffer arguments) */
 	LLVMBasicBlockRef entry; /* allocas go here (cg_local) */
 	bool gpu_native;   /* GPU lowerings set it: they use work-item ids themselves */
 	int block;         /* GPU lowerings set it: work-items per work-group */

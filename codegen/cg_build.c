@@ -234,3 +234,20 @@ void cg_enum_attr(Cg *cg, LLVMValueRef fn, unsigned index, const char *name)
 	unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
 	LLVMAddAttributeAtIndex(fn, index, LLVMCreateEnumAttribute(cg->ctx, kind, 0));
 }
+
+void cg_buffer_params(Cg *cg, unsigned first, unsigned align)
+{
+	unsigned align_kind = LLVMGetEnumAttributeKindForName("align", 5);
+	for (unsigned i = 0; i < CG_BUFFER_ARGS; i++) {
+		char name[8];
+		int len = snprintf(name, sizeof name, "b%u", i);
+		cg->buffer_arg[i] = LLVMGetParam(cg->fn, first + i);
+		LLVMSetValueName2(cg->buffer_arg[i], name, (size_t)len);
+		/* attribute index 1 is the first parameter */
+		const char *attrs[] = {"noalias", "nocapture", "noundef"};
+		for (size_t a = 0; a < sizeof attrs / sizeof *attrs; a++)
+			cg_enum_attr(cg, cg->fn, first + i + 1, attrs[a]);
+		if (align)
+			LLVMAddAttributeAtIndex(cg->fn, first + i + 1, LLVMCreateEnumAttribute(cg->ctx, align_kind, align));
+	}
+}

@@ -1,8 +1,11 @@
 /* cg_compile.c: compiling a graph for its targets (cg.h), in phases, each a parallel loop over
  * its tasks on o->jobs threads (the calling thread one of them):
- *   1. with a cache: every (target, unit) lowered and hashed to its key (cg_unit_prepare);
- *      a target whose code object the cache has (keyed by its units' keys) is done;
- *   2. every (target, unit) of the other targets: its code from the cache, else compiled: first
+ *   1. every (target, unit) lowered and hashed to its key and shape (cg_unit_prepare): with a
+ *      cache, first those of every target, and a target whose code object the cache has (keyed by
+ *      its units' keys) is done; then those of the targets left that are no ISA twins (phase 4);
+ *      on each target, a unit of the shape of one before it is a copy (codegen/kernel_share.h);
+ *   2. every (target, unit) of the other targets but the copies: its code from the cache, else
+ *      compiled: first
  *      the targets that optimize for their class (codegen/o3_share.h), keeping their optimized
  *      modules, then their class mates, which take those modules where their IR is the same;
  *   3. every such target's units joined into its code object, in unit order (stored in the cache);
@@ -21,6 +24,7 @@
 
 #include "codegen/cg_unit.h"
 #include "codegen/isa_twins.h"
+#include "codegen/kernel_share.h"
 #include "codegen/o3_share.h"
 #include "runtime/clock.h"
 
@@ -182,14 +186,16 @@ static bool parallel(Work *w, TaskFn fn, int *tasks, int n)
 	return !w->failed;
 }
 
-/* The units' assembly, one after the other. */
+/* The units' assembly, one after the other (a copy has none: it compiled nothing). */
 static char *join_assembly(const CgUnit *units, int n)
 {
 	size_t len = 1;
 	for (int i = 0; i < n; i++)
-		len += strlen(units[i].assembly);
+		len += units[i].assembly ? strlen(units[i].assembly) : 0;
 	char *text = malloc(len), *p = text;
 	for (int i = 0; text && i < n; i++) {
+		if (!units[i].assembly)
+			continue;
 		size_t k = strlen(units[i].assembly);
 		memcpy(p, units[i].assembly, k);
 		p += k;
@@ -207,6 +213,8 @@ static char *join_ir(const CgUnit *units, int n, char *err, size_t errlen)
 	LLVMModuleRef all = NULL;
 	bool ok = true;
 	for (int i = 0; ok && i < n; i++) {
+		if (!units[i].ir)
+			continue; /* a copy */
 		LLVMMemoryBufferRef buf =
 			LLVMCreateMemoryBufferWithMemoryRangeCopy(units[i].ir, strlen(units[i].ir), "unit");
 		LLVMModuleRef m = NULL;
@@ -265,10 +273,12 @@ static bool join_target(Work *w, int target, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return false;
 	}
+	int n = 0;
 	for (int i = 0; i < w->nunits; i++)
-		code[i] = units[i].code;
+		if (units[i].copy_of < 0)
+			code[n++] = units[i].code;
 	double t0 = rt_clock_s();
-	bool ok = t->ops->join(code, w->nunits, out, err, errlen);
+	bool ok = t->ops->join(code, n, out, err, errlen);
 	out->times.join_s = rt_clock_s() - t0;
 	free(code);
 	if (ok && w->o->want_ir) {
@@ -345,8 +355,9 @@ static void target_key(const CgTarget *t, Sha256 *s)
 	unsigned major, minor, patch;
 	LLVMGetVersion(&major, &minor, &patch);
 	char head[256];
-	int n = snprintf(head, sizeof head, "%s\nllvm %u.%u.%u\n%d %d %d %d\n", NETC_CODEGEN_VERSION, major, minor,
-			 patch, (int)t->ops->code_kind, (int)t->ops->reloc, t->wave, t->code_object_version);
+	int n = snprintf(head, sizeof head, "%s\nllvm %u.%u.%u\n%d %d %d %d %d\n", NETC_CODEGEN_VERSION, major, minor,
+			 patch, (int)t->ops->code_kind, (int)t->ops->reloc, t->wave, t->code_object_version,
+			 (int)cg_kernel_sharing());
 	sha256_init(s);
 	sha256_update(s, head, (size_t)n);
 	const char *fields[] = {t->name, t->triple, t->cpu, t->features};
@@ -409,10 +420,14 @@ static bool collect(Work *w)
 		CgCompileTimes *tm = &out->times;
 		tm->units = w->nunits;
 		for (int i = 0; i < w->nunits; i++) {
-			memcpy(out->kernels + out->nkernels, lowered[i].kernels,
-			       (size_t)lowered[i].nkernels * sizeof *out->kernels);
+			CgKernel *k = out->kernels + out->nkernels;
+			memcpy(k, lowered[i].kernels, (size_t)lowered[i].nkernels * sizeof *k);
+			/* a copy launches the kernels of the unit it copies, one for one */
+			for (int j = 0; lowered[i].copy_of >= 0 && j < lowered[i].nkernels; j++)
+				memcpy(k[j].symbol, lowered[lowered[i].copy_of].kernels[j].symbol, sizeof k[j].symbol);
 			out->nkernels += lowered[i].nkernels;
 			tm->cached += units[i].cached;
+			tm->copies += units[i].copy_of >= 0;
 			tm->o3_shared += units[i].o3_shared;
 			tm->lower_s += units[i].lower_s;
 			tm->optimize_s += units[i].optimize_s;
@@ -453,6 +468,39 @@ static void find_o3_mates(Work *w)
 	}
 }
 
+/* Phase 1's tasks: the units of the targets that pass `which` into tasks. */
+static int unit_tasks(const Work *w, bool (*which)(const Work *w, int t), int *tasks)
+{
+	int k = 0;
+	for (int i = 0; i < w->ntargets * w->nunits; i++)
+		if (which(w, i / w->nunits))
+			tasks[k++] = i;
+	return k;
+}
+
+static bool any_target(const Work *w, int t)
+{
+	(void)w, (void)t;
+	return true;
+}
+
+/* Whether target t's units are still to be lowered: it compiles, and they were not (no cache). */
+static bool unprepared(const Work *w, int t)
+{
+	return compiles(w, t) && !w->units[t * w->nunits].keyed;
+}
+
+/* Each compiling target's copies (codegen/kernel_share.h), counted as finished. */
+static void share_units(Work *w)
+{
+	for (int t = 0; t < w->ntargets; t++)
+		if (w->units[t * w->nunits].keyed) {
+			int copies = cg_share_units(&w->units[t * w->nunits], w->nunits);
+			if (compiles(w, t))
+				report(w, copies);
+		}
+}
+
 /* The phases of the file comment. */
 static bool run_phases(Work *w)
 {
@@ -462,18 +510,20 @@ static bool run_phases(Work *w)
 		return false;
 	bool ok = true;
 	if (w->o->cache && !w->o->want_ir) {
-		for (int i = 0; i < all; i++)
-			tasks[i] = i;
-		ok = parallel(w, prepare_task, tasks, all);
+		ok = parallel(w, prepare_task, tasks, unit_tasks(w, any_target, tasks));
 		for (int t = 0; ok && t < n; t++)
 			find_code_object(w, t);
 	}
 	find_isa_twins(w);
 	find_o3_mates(w);
+	ok = ok && parallel(w, prepare_task, tasks, unit_tasks(w, unprepared, tasks));
+	if (ok)
+		share_units(w);
 	for (int mates = 0; mates < 2; mates++) { /* the classes' own O3 first, then their mates */
 		int k = 0;
 		for (int i = 0; i < all; i++)
-			if (compiles(w, i / w->nunits) && (w->o3_from[i / w->nunits] >= 0) == mates)
+			if (compiles(w, i / w->nunits) && (w->o3_from[i / w->nunits] >= 0) == mates &&
+			    w->units[i].copy_of < 0)
 				tasks[k++] = i;
 		ok = ok && parallel(w, compile_task, tasks, k);
 	}
@@ -517,6 +567,8 @@ bool cg_compile_targets(const Graph *g, const CgTarget *targets, int n, const Cg
 	w.twin_of = calloc((size_t)n, sizeof *w.twin_of);
 	if (!w.leaders || !w.units || !w.keys || !w.done || !w.links || !w.o3_from || !w.o3_keep || !w.twin_of)
 		abort();
+	for (int i = 0; i < n * w.nunits; i++)
+		w.units[i].copy_of = -1;
 	for (int i = 0; i < n; i++)
 		target_key(&targets[i], &w.keys[i]);
 	w.total = n * w.nunits;

@@ -6,12 +6,12 @@
 #include <string.h>
 
 #include <llvm-c/Analysis.h>
-#include <llvm-c/BitWriter.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 
 #include "codegen/cg_emission.h"
 #include "codegen/cg_unit.h"
 #include "codegen/cg_util.h"
+#include "codegen/kernel_share.h"
 #include "codegen/lower_table.h"
 #include "codegen/o3_share.h"
 #include "ir/ops.h"
@@ -46,6 +46,7 @@ static int kernel_add(Cg *cg, int node, const char *name)
 	CgKernel *k = &out->kernels[out->nkernels];
 	memset(k, 0, sizeof *k);
 	snprintf(k->name, sizeof k->name, "%s", name);
+	snprintf(k->symbol, sizeof k->symbol, "%s", name);
 	k->node = node;
 	return out->nkernels++;
 }
@@ -62,6 +63,7 @@ static void kernel_open(Cg *cg, int node, const char *name)
 	cg->waves = 0;
 	cg->block = 0;
 	cg->dyn_shared = 0;
+	cg->buffers.n = 0;
 	ops->signature(cg, k->name);
 	LLVMSetValueName2(cg->arena, "arena", 5);
 	cg_enum_attr(cg, cg->fn, LLVMAttributeFunctionIndex, "nounwind");
@@ -82,6 +84,8 @@ static void kernel_close(Cg *cg, int64_t ret)
 	if (ret < 1)
 		CG_FAIL("lowering of %s gave grid %lld", k->name, (long long)ret);
 	LLVMBuildRetVoid(cg->b);
+	k->nargs = cg->arena_only ? 0 : cg->buffers.n;
+	memcpy(k->args, cg->buffers.begin, (size_t)k->nargs * sizeof *k->args);
 	cg->target->ops->kernel_finish(cg, k, ret, kst->body);
 	allow_contract(cg->fn);
 }
@@ -134,6 +138,7 @@ static void cg_init(Cg *cg, const Graph *g, const CgTarget *t, LLVMTargetMachine
 	cg->t_f32 = LLVMFloatTypeInContext(cg->ctx);
 	cg->t_f64 = LLVMDoubleTypeInContext(cg->ctx);
 	cg->t_ptr = LLVMPointerTypeInContext(cg->ctx, 0);
+	cg->arena_only = !t->ops->buffer_args;
 	if (t->ops->module_flags)
 		t->ops->module_flags(cg);
 }
@@ -170,7 +175,7 @@ static bool optimize(Cg *cg, LLVMTargetMachineRef tm, char *err, size_t errlen)
 	return true;
 }
 /* The unit's kernels into u: leader's group, or none. */
-static void lower_unit(Cg *cg, int leader, CgUnit *u)
+static void emit_unit(Cg *cg, int leader, CgUnit *u)
 {
 	CgOutput out = {0};
 	struct CgEmission emit = {.group = {.leader = -1}, .kernels = {.out = &out}};
@@ -183,15 +188,18 @@ static void lower_unit(Cg *cg, int leader, CgUnit *u)
 	u->nkernels = out.nkernels;
 }
 
-/* The cache key: the target's part, then the module as bitcode (which LLVM writes several times
- * faster than text, and which holds the same module). */
-static void unit_key(const Sha256 *target_key, LLVMModuleRef mod, uint8_t key[32])
+/* cg made and holding the unit's kernels (the caller disposes it): with buffer arguments, or,
+ * where a buffer could not have one of its own, lowered again with every buffer at its offset. */
+static void lower_unit(Cg *cg, const Graph *g, const CgTarget *t, LLVMTargetMachineRef tm, int leader, CgUnit *u)
 {
-	Sha256 s = *target_key;
-	LLVMMemoryBufferRef bc = LLVMWriteBitcodeToMemoryBuffer(mod);
-	sha256_update(&s, LLVMGetBufferStart(bc), LLVMGetBufferSize(bc));
-	LLVMDisposeMemoryBuffer(bc);
-	sha256_final(&s, key);
+	cg_init(cg, g, t, tm);
+	emit_unit(cg, leader, u);
+	if (!cg->buffers_clash)
+		return;
+	cg_dispose(cg);
+	cg_init(cg, g, t, tm);
+	cg->arena_only = true;
+	emit_unit(cg, leader, u);
 }
 
 /* O3, or a class mate's O3 (codegen/o3_share.h); the optimized module kept for mates when asked. */
@@ -265,9 +273,8 @@ void cg_unit_prepare(const Graph *g, const CgTarget *t, LLVMTargetMachineRef tm,
 {
 	double t0 = rt_clock_s();
 	Cg cg;
-	cg_init(&cg, g, t, tm);
-	lower_unit(&cg, leader, u);
-	unit_key(target_key, cg.mod, u->key);
+	lower_unit(&cg, g, t, tm, leader, u);
+	cg_unit_hashes(target_key, cg.mod, u, u->key, u->shape);
 	u->keyed = true;
 	cg_dispose(&cg);
 	u->lower_s += rt_clock_s() - t0;
@@ -282,8 +289,7 @@ bool cg_unit_compile(const Graph *g, const CgTarget *t, LLVMTargetMachineRef tm,
 	}
 	double t0 = rt_clock_s();
 	Cg cg;
-	cg_init(&cg, g, t, tm);
-	lower_unit(&cg, leader, u);
+	lower_unit(&cg, g, t, tm, leader, u);
 	u->lower_s += rt_clock_s() - t0;
 	bool ok = optimize_and_emit(&cg, tm, job, u, err, errlen);
 	if (ok && u->keyed && job->cache)

@@ -52,18 +52,23 @@ LLVMValueRef cg_shared_array(Cg *cg, LLVMTypeRef elem, int64_t count, const char
 
 /* ---- the GPU kernel ABI of cg.h, for the target files (target.h) ---- */
 
-/* (ptr addrspace(1) arena), not noalias (every buffer lives in it), 64-byte aligned as device.h
- * promises of alloc. */
+/* (ptr addrspace(1) arena[, b0, ..., b15]): the arena is not noalias (every buffer lives in it),
+ * 64-byte aligned as device.h promises of alloc; the buffer arguments where the target takes them. */
 void cg_gpu_signature(Cg *cg, const char *name, LLVMCallConv cc)
 {
-	LLVMTypeRef arena = LLVMPointerTypeInContext(cg->ctx, 1);
-	cg->fn = LLVMAddFunction(cg->mod, name, LLVMFunctionType(cg->t_void, &arena, 1, 0));
+	LLVMTypeRef params[1 + CG_BUFFER_ARGS];
+	unsigned n = cg->target->ops->buffer_args ? 1 + CG_BUFFER_ARGS : 1;
+	for (unsigned i = 0; i < n; i++)
+		params[i] = LLVMPointerTypeInContext(cg->ctx, 1);
+	cg->fn = LLVMAddFunction(cg->mod, name, LLVMFunctionType(cg->t_void, params, n, 0));
 	LLVMSetFunctionCallConv(cg->fn, cc);
 	cg_enum_attr(cg, cg->fn, 1, "nocapture");
 	cg_enum_attr(cg, cg->fn, 1, "noundef");
 	unsigned align = LLVMGetEnumAttributeKindForName("align", 5);
 	LLVMAddAttributeAtIndex(cg->fn, 1, LLVMCreateEnumAttribute(cg->ctx, align, 64));
 	cg->arena = LLVMGetParam(cg->fn, 0);
+	if (n > 1)
+		cg_buffer_params(cg, 1, 64);
 }
 
 /* wg_begin = work-group id * CG_GPU_BLOCK + work-item id, first in the entry block (which the

@@ -20,20 +20,69 @@ static GroupState *group_of(const Cg *cg)
 	return cg->emit ? &cg->emit->group : &none;
 }
 
+/* Plan-memory's blocks are 64-byte aligned (passes/plan_memory.c), as the buffer arguments say. */
+enum { BUFFER_ALIGN = 64 };
+
+/* The argument of the buffer of `bytes` bytes at arena offset off: the one bound to off, else a
+ * new one; NULL (and the unit marked to be lowered again with arena_only) where the buffer overlaps
+ * another argument's at a different offset, is not aligned as the arguments say, or the arguments
+ * are used up, since `noalias` arguments must not overlap. */
+static LLVMValueRef buffer_arg(Cg *cg, int64_t off, int64_t bytes)
+{
+	int64_t end = off + (bytes > 0 ? bytes : 1);
+	int same = -1;
+	for (int i = 0; i < cg->buffers.n; i++)
+		if (cg->buffers.begin[i] == off)
+			same = i;
+	for (int i = 0; i < cg->buffers.n; i++)
+		if (i != same && off < cg->buffers.end[i] && cg->buffers.begin[i] < end)
+			goto clash;
+	if (same >= 0) {
+		if (end > cg->buffers.end[same])
+			cg->buffers.end[same] = end;
+		return cg->buffer_arg[same];
+	}
+	if (cg->buffers.n == CG_BUFFER_ARGS || off % BUFFER_ALIGN)
+		goto clash;
+	cg->buffers.begin[cg->buffers.n] = off;
+	cg->buffers.end[cg->buffers.n] = end;
+	return cg->buffer_arg[cg->buffers.n++];
+clash:
+	cg->buffers_clash = true;
+	return NULL;
+}
+
+/* The start of the buffer at arena offset off: its buffer argument, or arena + off. */
+static LLVMValueRef buffer_base(Cg *cg, int64_t off, int64_t bytes)
+{
+	LLVMValueRef arg = cg->arena_only ? NULL : buffer_arg(cg, off, bytes);
+	if (arg)
+		return arg;
+	LLVMValueRef o = cg_i64(cg, off);
+	return LLVMBuildInBoundsGEP2(cg->b, cg->t_i8, cg->arena, &o, 1, "");
+}
+
 LLVMValueRef cg_ptr(Cg *cg, int id, LLVMValueRef index)
 {
 	const Node *n = &cg->g->node[id];
 	if (n->offset < 0)
 		CG_FAIL("node %d (%s) has no storage", id, n->name ? n->name : "?");
-	LLVMValueRef off = cg_i64(cg, n->offset);
-	LLVMValueRef base = LLVMBuildInBoundsGEP2(cg->b, cg->t_i8, cg->arena, &off, 1, "");
+	LLVMValueRef base = buffer_base(cg, n->offset, shape_numel(&n->shape) * (int64_t)dtype_size(n->dtype));
 	return LLVMBuildInBoundsGEP2(cg->b, cg_storage_type(cg, n->dtype), base, &index, 1, "");
+}
+
+/* The bytes of the workspace at arena offset off: its node's split-K partial sums. */
+static int64_t workspace_bytes(const Graph *g, int64_t off)
+{
+	for (int i = 0; i < g->nnodes; i++)
+		if (g->node[i].ws_offset == off)
+			return (int64_t)ir_split_k(g, &g->node[i]) * shape_numel(&g->node[i].shape) * 4;
+	CG_FAIL("no workspace at arena offset %lld", (long long)off);
 }
 
 LLVMValueRef cg_ws_ptr(Cg *cg, int64_t off, LLVMValueRef index)
 {
-	LLVMValueRef o = cg_i64(cg, off);
-	LLVMValueRef base = LLVMBuildInBoundsGEP2(cg->b, cg->t_i8, cg->arena, &o, 1, "");
+	LLVMValueRef base = buffer_base(cg, off, workspace_bytes(cg->g, off));
 	return LLVMBuildInBoundsGEP2(cg->b, cg->t_f32, base, &index, 1, "ws");
 }
 

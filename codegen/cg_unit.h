@@ -23,7 +23,9 @@ struct CgUnit {
 	CgKernel *kernels;   /* in emission order */
 	int nkernels;
 	uint8_t key[32];     /* the cache key, when keyed */
+	uint8_t shape[32];   /* its IR but for names, when keyed (codegen/kernel_share.h) */
 	bool keyed;
+	int copy_of;         /* the unit of the same shape whose kernels it launches, -1: none */
 	CgBlob code;         /* the target's emit_unit */
 	char *ir, *assembly; /* when want_ir */
 	bool cached;         /* the code came from the cache */
@@ -38,8 +40,8 @@ struct CgUnit {
 };
 
 /* Lowers group leader's unit (leader -1: an empty module, for a graph with no kernel) for t with
- * target machine tm, which only this thread uses, and records its kernels and its cache key: the
- * target's part target_key and the unit's IR. Nothing is compiled. */
+ * target machine tm, which only this thread uses, and records its kernels, its cache key (the
+ * target's part target_key and the unit's IR) and its shape. Nothing is compiled. */
 void cg_unit_prepare(const Graph *g, const CgTarget *t, LLVMTargetMachineRef tm, int leader, const Sha256 *target_key,
 		     CgUnit *u);
 /* The unit's code: from the cache when it was prepared (keyed), else lowered (again), optimized

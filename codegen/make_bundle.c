@@ -69,6 +69,8 @@ static void fill_buffer(const Graph *g, const Node *n, bool final_gradient, Bund
 		b->bound = ir_param_bound(n);
 }
 
+_Static_assert(BUNDLE_BUFFER_ARGS == CG_BUFFER_ARGS, "a bundle holds every buffer argument");
+
 static BundleKernel *kernel_list(const Graph *g, const CgOutput *code, unsigned prog, int32_t *count)
 {
 	BundleKernel *list = xcalloc(code->nkernels, sizeof *list);
@@ -78,10 +80,13 @@ static BundleKernel *kernel_list(const Graph *g, const CgOutput *code, unsigned 
 		if (!(g->node[k->node].programs & prog))
 			continue;
 		snprintf(list[n].name, sizeof list[n].name, "%s", k->name);
+		snprintf(list[n].symbol, sizeof list[n].symbol, "%s", k->symbol);
 		list[n].node = k->node;
 		list[n].grid = k->grid;
 		list[n].block = k->block > 0 ? k->block : 1;
 		list[n].shared = k->shared;
+		list[n].nargs = k->nargs;
+		memcpy(list[n].args, k->args, sizeof list[n].args);
 		n++;
 	}
 	*count = n;

@@ -12,6 +12,10 @@
 
 typedef struct CgTargetOps {
 	bool gpu;              /* kernels run on work-items (the GPU ABI of cg.h) */
+	/* kernels take buffer arguments (cg.h); without, every buffer is arena + its offset: on
+	 * NVIDIA, where a kernel's loads through arguments of their own cost it more address
+	 * arithmetic than the constant offsets folded into them (docs/performance.md, 2026-12-02) */
+	bool buffer_args;
 	int32_t code_kind;     /* BundleCode.kind of its code object: CODE_HOST, CODE_HSACO, CODE_PTX */
 	const char *code_ext;  /* its code object's file extension and --emit name: "so", "hsaco", "ptx" */
 	bool code_is_text;     /* the code object is the assembly (PTX): no separate assembly */
@@ -66,6 +70,9 @@ bool cg_emit_assembly(LLVMTargetMachineRef tm, LLVMModuleRef mod, char **text, c
 /* codegen/cg_build.c: a string function attribute on cg->fn; an enum attribute. */
 void cg_fn_attr(Cg *cg, const char *key, const char *value);
 void cg_enum_attr(Cg *cg, LLVMValueRef fn, unsigned index, const char *name);
+/* The kernel's buffer arguments (cg.h) are its parameters first..first + CG_BUFFER_ARGS - 1:
+ * named b0..b15, noalias, nocapture, noundef and, when align > 0, aligned to it. */
+void cg_buffer_params(Cg *cg, unsigned first, unsigned align);
 /* codegen/cg_gpu.c: the GPU kernel signature (ptr addrspace(1) arena) with calling convention cc;
  * wg_begin/wg_end from the ids; a lowering's grid and block, closing the entry block; a call of a
  * target intrinsic that is not overloaded. */

@@ -182,6 +182,7 @@ static bool join(const CgBlob *units, int n, CgOutput *out, char *err, size_t er
 
 const CgTargetOps cg_target_amdgpu_ops = {
 	.gpu = true,
+	.buffer_args = true,
 	.code_kind = CODE_HSACO,
 	.code_ext = "hsaco",
 	.amd_options = true,

@@ -80,17 +80,20 @@ static void define_bf16_rounding(Cg *cg)
 	define_bf16_rounding_of(cg, "__truncdfbf2", cg->t_f64);
 }
 
-/* (ptr noalias arena, i64 wg_begin, i64 wg_end) */
+/* (ptr noalias arena, i64 wg_begin, i64 wg_end, ptr noalias b0, ..., b15) */
 static void signature(Cg *cg, const char *name)
 {
-	LLVMTypeRef params[3] = {cg->t_ptr, cg->t_i64, cg->t_i64};
-	cg->fn = LLVMAddFunction(cg->mod, name, LLVMFunctionType(cg->t_void, params, 3, 0));
+	LLVMTypeRef params[3 + CG_BUFFER_ARGS] = {cg->t_ptr, cg->t_i64, cg->t_i64};
+	for (int i = 0; i < CG_BUFFER_ARGS; i++)
+		params[3 + i] = cg->t_ptr;
+	cg->fn = LLVMAddFunction(cg->mod, name, LLVMFunctionType(cg->t_void, params, 3 + CG_BUFFER_ARGS, 0));
 	cg_enum_attr(cg, cg->fn, 1, "noalias");
 	cg->arena = LLVMGetParam(cg->fn, 0);
 	cg->wg_begin = LLVMGetParam(cg->fn, 1);
 	cg->wg_end = LLVMGetParam(cg->fn, 2);
 	LLVMSetValueName2(cg->wg_begin, "wg_begin", 8);
 	LLVMSetValueName2(cg->wg_end, "wg_end", 6);
+	cg_buffer_params(cg, 3, 0);
 }
 
 static void kernel_finish(Cg *cg, CgKernel *k, int64_t ret, LLVMBasicBlockRef body)
@@ -109,6 +112,7 @@ static bool join(const CgBlob *units, int n, CgOutput *out, char *err, size_t er
 
 const CgTargetOps cg_target_host_ops = {
 	.gpu = false,
+	.buffer_args = true,
 	.code_kind = CODE_HOST,
 	.code_ext = "so",
 	.reloc = LLVMRelocPIC,

@@ -13,8 +13,9 @@
  *   code objects         section: u32 count, then each: target[32], arch[32], i32 kind, i32 wave,
  *                        u64 size, size bytes, training, evaluation and accumulation kernel lists
  *   kernel list          section: u32 count, count records of KERNEL_RECORD bytes
- *                        (name[64], i32 node, i64 grid, i32 block, i32 shared; shared since
- *                        version 9)
+ *                        (name[64], symbol[64], i32 node, i64 grid, i32 block, i32 shared,
+ *                        i32 nargs, 16 i64 args; shared since version 9, symbol, nargs and
+ *                        args since 10)
  *   rooflines            section: u32 count (one per code object, in their order), records of
  *                        ROOF_RECORD bytes (f64 peak_gflops, f64 peak_gbs, peak_of[48]); since
  *                        version 8
@@ -38,7 +39,7 @@
 
 #define BUF_RECORD (96 + 4 * 4 + 8 * BUNDLE_MAX_DIMS + 8 + 8 + 4 + 8 + 4 + 4 * BUNDLE_MAX_DIMS + 4)
 #define NINDICES 10 /* buffer indices in the header: image ... finite */
-#define KERNEL_RECORD (64 + 4 + 8 + 4 + 4)
+#define KERNEL_RECORD (64 + 64 + 4 + 8 + 4 + 4 + 4 + 8 * BUNDLE_BUFFER_ARGS)
 #define MAX_SHARED (256 * 1024) /* more dynamic shared memory than any GPU gives a block */
 #define ROOF_RECORD (8 + 8 + 48)
 #define GROUP_RECORD (4 + 8 + 8 + 96)
@@ -200,10 +201,14 @@ static void w_kernels(Wr *w, const BundleKernel *k, int32_t n)
 	w_u32(w, (uint32_t)n);
 	for (int i = 0; i < n; i++) {
 		w_bytes(w, k[i].name, sizeof k[i].name);
+		w_bytes(w, k[i].symbol, sizeof k[i].symbol);
 		w_i32(w, k[i].node);
 		w_i64(w, k[i].grid);
 		w_i32(w, k[i].block);
 		w_i32(w, k[i].shared);
+		w_i32(w, k[i].nargs);
+		for (int a = 0; a < BUNDLE_BUFFER_ARGS; a++)
+			w_i64(w, k[i].args[a]);
 	}
 	w_end(w, at);
 }
@@ -648,6 +653,18 @@ static bool block_fits(const BundleCode *c, int32_t block)
 	return c->kind == CODE_HOST ? block == 1 : block >= 1 && block <= 1024;
 }
 
+/* The buffer arguments of a kernel: at most BUNDLE_BUFFER_ARGS, each an offset in the arena, the
+ * unused ones zero. */
+static bool args_fit(const Bundle *b, const BundleKernel *k)
+{
+	if (k->nargs < 0 || k->nargs > BUNDLE_BUFFER_ARGS)
+		return false;
+	for (int a = 0; a < BUNDLE_BUFFER_ARGS; a++)
+		if (a < k->nargs ? k->args[a] < 0 || k->args[a] >= b->arena_bytes : k->args[a] != 0)
+			return false;
+	return true;
+}
+
 static void r_kernels(Rd *r, const Bundle *b, const BundleCode *c, const char *what,
 		      BundleKernel **list, int32_t *count)
 {
@@ -660,17 +677,26 @@ static void r_kernels(Rd *r, const Bundle *b, const BundleCode *c, const char *w
 	for (int i = 0; i < *count && s.ok; i++) {
 		BundleKernel *k = &(*list)[i];
 		r_str(&s, k->name, sizeof k->name, "kernel name");
+		r_str(&s, k->symbol, sizeof k->symbol, "kernel symbol");
 		k->node = r_i32(&s, what);
 		k->grid = r_i64(&s, what);
 		k->block = r_i32(&s, what);
 		k->shared = r_i32(&s, what);
-		if (s.ok && (!k->name[0] || k->node < 0 || !block_fits(c, k->block)))
-			r_fail(&s, "malformed bundle: kernel %d of the %s for '%s': name '%s', node %d, "
-			       "work-group size %d", i, what, c->target, k->name, k->node, k->block);
+		k->nargs = r_i32(&s, what);
+		for (int a = 0; a < BUNDLE_BUFFER_ARGS; a++)
+			k->args[a] = r_i64(&s, what);
+		if (s.ok && (!k->name[0] || !k->symbol[0] || k->node < 0 || !block_fits(c, k->block)))
+			r_fail(&s, "malformed bundle: kernel %d of the %s for '%s': name '%s', symbol '%s', "
+			       "node %d, work-group size %d", i, what, c->target, k->name, k->symbol, k->node,
+			       k->block);
 		else if (s.ok && (k->shared < 0 || k->shared > (c->kind == CODE_PTX ? MAX_SHARED : 0)))
 			r_fail(&s, "malformed bundle: kernel '%s' of the %s for '%s' asks for %d bytes of "
 			       "dynamic shared memory (expected 0 to %d)", k->name, what, c->target, k->shared,
 			       c->kind == CODE_PTX ? MAX_SHARED : 0);
+		else if (s.ok && !args_fit(b, k))
+			r_fail(&s, "malformed bundle: kernel '%s' of the %s for '%s' has %d buffer arguments "
+			       "(expected 0 to %d, each at an offset inside the arena of %lld bytes)", k->name, what,
+			       c->target, k->nargs, BUNDLE_BUFFER_ARGS, (long long)b->arena_bytes);
 		else if (s.ok && (k->grid < 1 || k->grid > max_grid(b, c, k->block)))
 			r_fail(&s, "malformed bundle: kernel '%s' of the %s for '%s' has a grid of %lld "
 			       "work-groups of %d, outside 1 to %lld (the arena has %lld bytes)", k->name,

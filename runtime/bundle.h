@@ -12,7 +12,9 @@
 #include "ir/train_config.h"
 
 #define BUNDLE_MAGIC "NETCBNDL"
-#define BUNDLE_VERSION 9
+#define BUNDLE_VERSION 10
+/* Buffer arguments every kernel takes after the arena (CG_BUFFER_ARGS, codegen/cg.h). */
+#define BUNDLE_BUFFER_ARGS 16
 #define BUNDLE_MAX_DIMS 6
 
 typedef enum {
@@ -52,11 +54,17 @@ typedef struct {
 } BundleBuffer;
 
 typedef struct {
-	char name[64];       /* symbol in the code object */
+	char name[64];       /* the kernel's: k<node>_<op> */
+	char symbol[64];     /* what it launches in the code object: its own, or a kernel of the same
+	                      * code's (codegen/kernel_share.h) */
 	int32_t node;
 	int64_t grid;        /* work-groups */
 	int32_t block;       /* work-items per work-group (1 on the host) */
 	int32_t shared;      /* dynamic shared memory bytes of a launch (CUDA; 0 elsewhere) */
+	/* The kernel's buffer arguments (codegen/cg.h): b<i> is the arena plus args[i] bytes for i <
+	 * nargs, the arena itself past them; kernels of the same code take different ones. */
+	int32_t nargs;
+	int64_t args[BUNDLE_BUFFER_ARGS];
 } BundleKernel;
 
 /* What the compiler counts of one fused group of the training program, for `bench --profile`

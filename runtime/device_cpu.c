@@ -9,6 +9,7 @@
 
 #include "runtime/bundle.h"
 #include "runtime/device.h"
+#include "runtime/host_kernel.h"
 #include "runtime/threadpool.h"
 
 struct RtDevice {
@@ -152,12 +153,22 @@ static void *cpu_get_kernel(RtDevice *d, void *module, const char *name, int sha
 	return k;
 }
 
-static void cpu_launch(RtDevice *d, void *kernel, void *arena, int64_t grid, int block, int shared)
+/* One launch as the thread pool runs it: its ranges of work-groups go to the kernel. */
+typedef struct {
+	void *kernel, *arena;
+	const BundleKernel *k;
+} HostLaunch;
+
+static void host_range(void *launch, int64_t wg_begin, int64_t wg_end)
 {
-	RtKernelFn fn;
-	/* dlsym returns functions as data pointers; POSIX guarantees the round trip */
-	memcpy(&fn, &kernel, sizeof fn);
-	rt_pool_run(d->pool, fn, arena, grid);
+	const HostLaunch *l = launch;
+	rt_host_kernel_call(l->kernel, l->arena, wg_begin, wg_end, l->k->nargs, l->k->args);
+}
+
+static void cpu_launch(RtDevice *d, void *kernel, void *arena, const BundleKernel *k)
+{
+	HostLaunch l = {kernel, arena, k};
+	rt_pool_run(d->pool, host_range, &l, k->grid);
 }
 
 /* Launches return when their work is done, and nothing fails after them. */

@@ -383,8 +383,9 @@ static void *cuda_get_kernel(RtDevice *d, void *module, const char *name, int sh
 	return f;
 }
 
-static void cuda_launch(RtDevice *d, void *kernel, void *arena, int64_t grid, int block, int shared)
+static void cuda_launch(RtDevice *d, void *kernel, void *arena, const BundleKernel *k)
 {
+	int64_t grid = k->grid;
 	if (grid <= 0)
 		return;
 	if (grid > 0x7fffffff) {
@@ -393,9 +394,15 @@ static void cuda_launch(RtDevice *d, void *kernel, void *arena, int64_t grid, in
 				 "GPU takes (2^31 - 1)", d->index, (long long)grid);
 		return;
 	}
-	CUdeviceptr p = (CUdeviceptr)(uintptr_t)arena;
-	void *args[1] = {&p};
-	fail(d, cu.LaunchKernel(kernel, (unsigned)grid, 1, 1, (unsigned)block, 1, 1, (unsigned)shared, d->stream, args, NULL),
+	/* the arena, then the buffer arguments: device pointers, each passed by its address (NVIDIA
+	 * kernels take the arena alone, codegen/cg.h, and the driver reads no more than a kernel
+	 * declares) */
+	void *ptr[1 + BUNDLE_BUFFER_ARGS] = {arena}, *args[1 + BUNDLE_BUFFER_ARGS];
+	rt_buffer_args(arena, k, ptr + 1);
+	for (int i = 0; i < 1 + BUNDLE_BUFFER_ARGS; i++)
+		args[i] = &ptr[i];
+	fail(d, cu.LaunchKernel(kernel, (unsigned)grid, 1, 1, (unsigned)k->block, 1, 1, (unsigned)k->shared, d->stream,
+				args, NULL),
 	     "a kernel launch");
 }
 

@@ -366,8 +366,10 @@ static void *hip_get_kernel(RtDevice *d, void *module, const char *name, int sha
 	return f;
 }
 
-static void hip_launch(RtDevice *d, void *kernel, void *arena, int64_t grid, int block, int shared)
+static void hip_launch(RtDevice *d, void *kernel, void *arena, const BundleKernel *k)
 {
+	int64_t grid = k->grid;
+	int block = k->block;
 	if (grid <= 0)
 		return;
 	if (grid * block > 0xffffffffll) {
@@ -376,9 +378,13 @@ static void hip_launch(RtDevice *d, void *kernel, void *arena, int64_t grid, int
 				 "than the GPU takes (2^32 work-items)", d->index, (long long)grid, block);
 		return;
 	}
-	void *args[1] = {&arena};
-	fail(d, hip.ModuleLaunchKernel(kernel, (unsigned)grid, 1, 1, (unsigned)block, 1, 1, (unsigned)shared, d->stream, args,
-				       NULL), "a kernel launch");
+	/* the arena, then the buffer arguments: device pointers, each passed by its address */
+	void *ptr[1 + BUNDLE_BUFFER_ARGS] = {arena}, *args[1 + BUNDLE_BUFFER_ARGS];
+	rt_buffer_args(arena, k, ptr + 1);
+	for (int i = 0; i < 1 + BUNDLE_BUFFER_ARGS; i++)
+		args[i] = &ptr[i];
+	fail(d, hip.ModuleLaunchKernel(kernel, (unsigned)grid, 1, 1, (unsigned)block, 1, 1, (unsigned)k->shared, d->stream,
+				       args, NULL), "a kernel launch");
 }
 
 static bool hip_capture_begin(RtDevice *d, char *err, size_t errlen)

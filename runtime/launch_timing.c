@@ -34,7 +34,7 @@ static bool launch_marked(const RtDeviceOps *ops, RtDevice *d, void *arena, void
 	}
 	ops->timer_mark(d, 0);
 	for (int i = 0; i < n; i++) {
-		ops->launch(d, fn[i], arena, k[i].grid, k[i].block, k[i].shared);
+		ops->launch(d, fn[i], arena, &k[i]);
 		ops->timer_mark(d, i + 1);
 		if (i + 1 == RT_GATED_LAUNCHES)
 			ops->timer_release(d);
@@ -65,7 +65,7 @@ static void **capture_each(const RtDeviceOps *ops, RtDevice *d, void *arena, voi
 		if (!ops->capture_begin(d, err, sizeof err))
 			break;
 		for (int r = 0; r < RT_REPLAYED_LAUNCHES; r++)
-			ops->launch(d, fn[i], arena, k[i].grid, k[i].block, k[i].shared);
+			ops->launch(d, fn[i], arena, &k[i]);
 		if (!(graph[i] = ops->capture_end(d, err, sizeof err)))
 			break;
 	}
@@ -114,7 +114,7 @@ RtKernelTiming rt_launch_timed(const RtDeviceOps *ops, RtDevice *d, void *arena,
 		return RT_TIMED_BY_EVENTS;
 	for (int i = 0; i < n; i++) {
 		double t = rt_clock_s();
-		ops->launch(d, fn[i], arena, k[i].grid, k[i].block, k[i].shared);
+		ops->launch(d, fn[i], arena, &k[i]);
 		ops->synchronize(d);
 		seconds[i] += rt_clock_s() - t;
 	}

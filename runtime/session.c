@@ -63,7 +63,7 @@ static bool resolve(Session *s, Program *p, const BundleKernel *k, int n, char *
 		return false;
 	}
 	for (int i = 0; i < n; i++)
-		if (!(p->fn[i] = s->ops->get_kernel(s->dev, s->module, k[i].name, k[i].shared, err, errlen)))
+		if (!(p->fn[i] = s->ops->get_kernel(s->dev, s->module, k[i].symbol, k[i].shared, err, errlen)))
 			return false;
 	return true;
 }
@@ -146,7 +146,7 @@ void rt_close(Session *s)
 static void launch_range(Session *s, const Program *p, int from, int to)
 {
 	for (int i = from; i < to; i++)
-		s->ops->launch(s->dev, p->fn[i], s->arena, p->k[i].grid, p->k[i].block, p->k[i].shared);
+		s->ops->launch(s->dev, p->fn[i], s->arena, &p->k[i]);
 }
 
 /* The bucket's gradients replaced by their mean over the ranks, in one group where the engine

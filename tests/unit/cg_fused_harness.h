@@ -152,15 +152,14 @@ CH_API int cf_run_split_k(CgHarness *h, bool mma, int *splits)
 		printf("FAIL %s: the emulated kernels do not load\n", h->name);
 	for (int k = 0; so && k < out.nkernels; k++) {
 		const CgKernel *ker = &out.kernels[k];
-		ChKernelFn fn;
-		*(void **)&fn = dlsym(so, ker->name);
+		void *fn = dlsym(so, ker->symbol);
 		if (!fn) {
 			printf("FAIL %s: kernel %s missing\n", h->name, ker->name);
 			failures++;
 			continue;
 		}
-		fn(arena, 0, ker->grid / 2);
-		fn(arena, ker->grid / 2, ker->grid);
+		ch_call(fn, arena, ker, 0, ker->grid / 2);
+		ch_call(fn, arena, ker, ker->grid / 2, ker->grid);
 		if (k + 1 < out.nkernels && out.kernels[k + 1].node == ker->node)
 			++*splits;
 		else
@@ -192,15 +191,14 @@ CH_API int cf_run(CgHarness *h, bool emulate)
 		failures = 0;
 		for (int k = 0; k < out.nkernels; k++) {
 			const CgKernel *ker = &out.kernels[k];
-			ChKernelFn fn;
-			*(void **)&fn = dlsym(so, ker->name);
+			void *fn = dlsym(so, ker->symbol);
 			if (!fn) {
 				printf("FAIL %s: kernel %s missing from the code object\n", h->name, ker->name);
 				failures++;
 				continue;
 			}
-			fn(arena, 0, ker->grid / 2);
-			fn(arena, ker->grid / 2, ker->grid);
+			ch_call(fn, arena, ker, 0, ker->grid / 2);
+			ch_call(fn, arena, ker, ker->grid / 2, ker->grid);
 			failures += cf_check_kernel(h, ker, arena);
 		}
 		dlclose(so);

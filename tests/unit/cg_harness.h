@@ -28,12 +28,18 @@
 
 #include "codegen/cg.h"
 #include "passes/passes.h"
+#include "runtime/host_kernel.h"
 
 #define CH_MAX_NODES 256
 /* header-only: a test uses what it needs */
 #define CH_API static __attribute__((unused))
 
-typedef void (*ChKernelFn)(void *arena, int64_t wg_begin, int64_t wg_end);
+/* Host kernel fn (as dlsym gives it) of CgKernel ker over work-groups [wg_begin, wg_end), with its
+ * buffer arguments. */
+CH_API void ch_call(void *fn, uint8_t *arena, const CgKernel *ker, int64_t wg_begin, int64_t wg_end)
+{
+	rt_host_kernel_call(fn, arena, wg_begin, wg_end, ker->nargs, ker->args);
+}
 
 typedef struct {
 	Graph *g;
@@ -334,15 +340,14 @@ CH_API int ch_execute(CgHarness *h, const CgOutput *out, void *so, uint8_t *aren
 	for (int k = 0; k < out->nkernels; k++) {
 		const CgKernel *ker = &out->kernels[k];
 		const Node *n = &h->g->node[ker->node];
-		ChKernelFn fn;
-		*(void **)&fn = dlsym(so, ker->name);
+		void *fn = dlsym(so, ker->symbol);
 		if (!fn) {
 			printf("FAIL %s: kernel %s missing from the code object\n", h->name, ker->name);
 			failures++;
 			continue;
 		}
-		fn(arena, 0, ker->grid / 2);
-		fn(arena, ker->grid / 2, ker->grid);
+		ch_call(fn, arena, ker, 0, ker->grid / 2);
+		ch_call(fn, arena, ker, ker->grid / 2, ker->grid);
 		/* a group of several kernels (partials, then their sum) is compared after its last */
 		if (k + 1 < out->nkernels && out->kernels[k + 1].node == ker->node)
 			continue;

@@ -191,7 +191,7 @@ static void test_real(Graph *g, const char *spec, int wave)
 	CgAmdChip chip;
 	CHECK(cg_amd_chip(t.arch, t.wave, &chip), "%s: no chip limits", spec);
 	for (int i = 0; i < out.nkernels; i++) {
-		const CgAmdKernel *k = find_kernel(&code, out.kernels[i].name);
+		const CgAmdKernel *k = find_kernel(&code, out.kernels[i].symbol);
 		CHECK(k, "%s: kernel %s not in the metadata", spec, out.kernels[i].name);
 		if (!k)
 			continue;

@@ -61,13 +61,12 @@ static int check_list(const CgHarness *h, const char *target, const CgOutput *ou
 
 static void run_kernel(void *so, const CgKernel *k, uint8_t *arena, int pieces)
 {
-	ChKernelFn fn;
-	*(void **)&fn = dlsym(so, k->name);
+	void *fn = dlsym(so, k->symbol);
 	CHECK(fn != NULL, "kernel %s missing from the code object", k->name);
 	if (!fn)
 		return;
 	for (int p = 0; p < pieces; p++)
-		fn(arena, k->grid * p / pieces, k->grid * (p + 1) / pieces);
+		ch_call(fn, arena, k, k->grid * p / pieces, k->grid * (p + 1) / pieces);
 }
 
 /* The fill pattern of the arena: every byte 0xff (a NaN in every float type). */
@@ -164,7 +163,7 @@ static void amd_code(const CgHarness *h, const char *target, const CgOutput *out
 	for (int k = 0; k < out->nkernels; k++) {
 		const CgAmdKernel *found = NULL;
 		for (int i = 0; i < code.nkernels; i++)
-			if (!strcmp(code.kernels[i].name, out->kernels[k].name))
+			if (!strcmp(code.kernels[i].name, out->kernels[k].symbol))
 				found = &code.kernels[i];
 		CHECK(found && !found->scratch && !found->vgpr_spill, "%s [%s]: kernel %s %s", h->name, target,
 		      out->kernels[k].name, found ? "uses scratch" : "missing from the code object");

@@ -93,6 +93,11 @@ static void make_bundle(Bundle *b)
 			kk->grid = 1 + (int64_t)tu_below((uint64_t)b->arena_bytes);
 			kk->block = i ? 256 : 1;
 			kk->shared = ptx && tu_below(2) ? (int32_t)tu_below(256 * 1024 + 1) : 0;
+			/* its own code, or (as a kernel of the same IR as one before it) the first's */
+			snprintf(kk->symbol, sizeof kk->symbol, "%s", k && tu_below(2) ? c->train_kernels[0].name : kk->name);
+			kk->nargs = (int32_t)tu_below(BUNDLE_BUFFER_ARGS + 1);
+			for (int a = 0; a < kk->nargs; a++)
+				kk->args[a] = (int64_t)tu_below((uint64_t)b->arena_bytes);
 		}
 	}
 	/* the GPU's roofline; the host's stays zero (measured at run time) */
@@ -148,6 +153,9 @@ static void check_equal(const Bundle *a, const Bundle *b)
 			      x->accum_kernels[k].grid == y->accum_kernels[k].grid, "accum kernel %d", k);
 		for (int k = 0; k < x->ntrain && x->ntrain == y->ntrain; k++)
 			CHECK(strcmp(x->train_kernels[k].name, y->train_kernels[k].name) == 0 &&
+			      strcmp(x->train_kernels[k].symbol, y->train_kernels[k].symbol) == 0 &&
+			      x->train_kernels[k].nargs == y->train_kernels[k].nargs &&
+			      memcmp(x->train_kernels[k].args, y->train_kernels[k].args, sizeof x->train_kernels[k].args) == 0 &&
 			      x->train_kernels[k].grid == y->train_kernels[k].grid &&
 			      x->train_kernels[k].block == y->train_kernels[k].block &&
 			      x->train_kernels[k].shared == y->train_kernels[k].shared, "train kernel %d", k);
@@ -279,8 +287,8 @@ static void expect_grid_refused(const char *path, const char *bad, const Bundle 
 	size_t size;
 	uint8_t *d = slurp(path, &size);
 	size_t rec = find_name(d, size, k->name);
-	CHECK(get_u64(d + rec + 64 + 4) == (uint64_t)k->grid, "kernel record of %s not found", k->name);
-	put_u64(d + rec + 64 + 4, (uint64_t)grid);
+	CHECK(get_u64(d + rec + 64 + 64 + 4) == (uint64_t)k->grid, "kernel record of %s not found", k->name);
+	put_u64(d + rec + 64 + 64 + 4, (uint64_t)grid);
 	reseal(d, a);
 	expect_error(bad, d, size, "has a grid of");
 	free(d);
@@ -293,12 +301,29 @@ static void expect_shared_refused(const char *path, const char *bad, const Bundl
 {
 	size_t size;
 	uint8_t *d = slurp(path, &size);
-	size_t at = find_name(d, size, k->name) + 64 + 4 + 8 + 4;
+	size_t at = find_name(d, size, k->name) + 64 + 64 + 4 + 8 + 4;
 	CHECK((int32_t)(get_u64(d + at) & 0xffffffffu) == k->shared, "kernel record of %s not found", k->name);
 	for (int i = 0; i < 4; i++)
 		d[at + (size_t)i] = (uint8_t)((uint32_t)shared >> (8 * i));
 	reseal(d, a);
 	expect_error(bad, d, size, "bytes of dynamic shared memory");
+	free(d);
+}
+
+/* A kernel's buffer arguments set by hand (nargs, then the first offset): refused past 16 or
+ * outside the arena. */
+static void expect_args_refused(const char *path, const char *bad, const Bundle *a, const BundleKernel *k,
+				int32_t nargs, int64_t arg0)
+{
+	size_t size;
+	uint8_t *d = slurp(path, &size);
+	size_t at = find_name(d, size, k->name) + 64 + 64 + 4 + 8 + 4 + 4;
+	CHECK((int32_t)(get_u64(d + at) & 0xffffffffu) == k->nargs, "kernel record of %s not found", k->name);
+	for (int i = 0; i < 4; i++)
+		d[at + (size_t)i] = (uint8_t)((uint32_t)nargs >> (8 * i));
+	put_u64(d + at + 4, (uint64_t)arg0);
+	reseal(d, a);
+	expect_error(bad, d, size, "buffer arguments");
 	free(d);
 }
 
@@ -410,6 +435,10 @@ static void test_ranges(const char *path, const char *bad, const Bundle *a)
 		expect_grid_refused(path, bad, a, k, 0);
 		expect_shared_refused(path, bad, a, k, -1);
 		expect_shared_refused(path, bad, a, k, a->code[i].kind == CODE_PTX ? 256 * 1024 + 1 : 4096);
+		expect_args_refused(path, bad, a, k, BUNDLE_BUFFER_ARGS + 1, 0);
+		expect_args_refused(path, bad, a, k, -1, 0);
+		expect_args_refused(path, bad, a, k, 1, a->arena_bytes);
+		expect_args_refused(path, bad, a, k, 1, -64);
 	}
 	/* and the hand edit, unchanged, reads back: the test's resealing is right */
 	size_t size;

@@ -65,6 +65,7 @@ static void make_bundle(Bundle *b, int n, int block, const char *arch)
 	c->ntrain = 2;
 	for (int k = 0; k < 2; k++) {
 		snprintf(c->train_kernels[k].name, sizeof c->train_kernels[k].name, k ? "k1_scale" : "k0_axpy");
+		snprintf(c->train_kernels[k].symbol, sizeof c->train_kernels[k].symbol, "%s", c->train_kernels[k].name);
 		c->train_kernels[k].grid = (n + block - 1) / block;
 		c->train_kernels[k].block = block;
 	}
@@ -141,7 +142,7 @@ static void test_errors(const char *arch)
 	Bundle b;
 	char err[1024] = "";
 	make_bundle(&b, 1000, 128, arch);
-	snprintf(b.code->train_kernels[1].name, sizeof b.code->train_kernels[1].name, "k9_missing");
+	snprintf(b.code->train_kernels[1].symbol, sizeof b.code->train_kernels[1].symbol, "k9_missing");
 	Session *s = rt_open(&b, "cuda", 0, err, sizeof err);
 	CHECK(!s && strstr(err, "no kernel 'k9_missing'") && !strchr(err, '\n'), "missing kernel: '%s'", err);
 	rt_close(s);

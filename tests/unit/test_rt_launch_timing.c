@@ -36,9 +36,11 @@ static void say(const char *what, int i)
 	snprintf(dev.log + at, sizeof dev.log - at, "%s%s%d", at ? " " : "", what, i);
 }
 
-static void fake_launch(RtDevice *d, void *kernel, void *arena, int64_t grid, int block, int shared)
+static void fake_launch(RtDevice *d, void *kernel, void *arena, const BundleKernel *k)
 {
 	int i = (int)(intptr_t)kernel;
+	int64_t grid = k->grid;
+	int block = k->block, shared = k->shared;
 	CHECK(grid == 10 + i && block == 64 && shared == 1024 * i, "kernel %d: grid %lld block %d shared %d", i,
 	      (long long)grid, block, shared);
 	if (dev.capturing) {
