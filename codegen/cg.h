@@ -183,9 +183,9 @@ LLVMTypeRef cg_storage_type(Cg *cg, DType t);  /* how the element is stored: hal
 LLVMTypeRef cg_compute_type(Cg *cg, DType t);  /* what arithmetic uses: f32 for f16/bf16/f32 */
 /* Pointer to element index (i64) of node id's buffer. */
 LLVMValueRef cg_ptr(Cg *cg, int id, LLVMValueRef index);
-/* Float32 element index (i64) of the workspace at arena byte offset off (Node.ws_offset: the
- * partial sums of split-K GEMMs and split column sums). */
-LLVMValueRef cg_ws_ptr(Cg *cg, int64_t off, LLVMValueRef index);
+/* Float32 element index (i64) of node owner's workspace (Node.ws_offset: the partial sums of
+ * split-K GEMMs and split column sums). */
+LLVMValueRef cg_ws_ptr(Cg *cg, const Node *owner, LLVMValueRef index);
 /* Element of node id at linear index, in its compute type; a const node yields its constant. */
 LLVMValueRef cg_load(Cg *cg, int id, LLVMValueRef index);
 void cg_store(Cg *cg, int id, LLVMValueRef index, LLVMValueRef value);

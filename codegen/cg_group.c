@@ -12,6 +12,7 @@
 #include "codegen/cg_util.h"
 #include "codegen/lower_table.h"
 #include "ir/ops.h"
+#include "passes/passes.h"
 
 /* Outside a compile (no cg->emit) no group is being emitted. */
 static GroupState *group_of(const Cg *cg)
@@ -71,18 +72,11 @@ LLVMValueRef cg_ptr(Cg *cg, int id, LLVMValueRef index)
 	return LLVMBuildInBoundsGEP2(cg->b, cg_storage_type(cg, n->dtype), base, &index, 1, "");
 }
 
-/* The bytes of the workspace at arena offset off: its node's split-K partial sums. */
-static int64_t workspace_bytes(const Graph *g, int64_t off)
+LLVMValueRef cg_ws_ptr(Cg *cg, const Node *owner, LLVMValueRef index)
 {
-	for (int i = 0; i < g->nnodes; i++)
-		if (g->node[i].ws_offset == off)
-			return (int64_t)ir_split_k(g, &g->node[i]) * shape_numel(&g->node[i].shape) * 4;
-	CG_FAIL("no workspace at arena offset %lld", (long long)off);
-}
-
-LLVMValueRef cg_ws_ptr(Cg *cg, int64_t off, LLVMValueRef index)
-{
-	LLVMValueRef base = buffer_base(cg, off, workspace_bytes(cg->g, off));
+	if (owner->ws_offset < 0)
+		CG_FAIL("node %d (%s) has no workspace", owner->id, owner->name ? owner->name : "?");
+	LLVMValueRef base = buffer_base(cg, owner->ws_offset, liveness_ws_bytes(cg->g, owner->id));
 	return LLVMBuildInBoundsGEP2(cg->b, cg->t_f32, base, &index, 1, "ws");
 }
 

@@ -2307,7 +2307,7 @@ static void split_store(Cg *cg, const GemmSpec *part, LLVMValueRef b, LLVMValueR
 	const GpuSplitK *sk = part->ctx;
 	LLVMValueRef row = LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, b, cg_i64(cg, part->m), ""), m, "");
 	LLVMValueRef idx = LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, row, cg_i64(cg, part->n), ""), n, "");
-	LLVMValueRef store = LLVMBuildStore(cg->b, cg_convert(cg, v, cg->t_f32), cg_ws_ptr(cg, sk->ws_offset, idx));
+	LLVMValueRef store = LLVMBuildStore(cg->b, cg_convert(cg, v, cg->t_f32), cg_ws_ptr(cg, sk->anchor, idx));
 	LLVMSetAlignment(store, 4);
 }
 
@@ -2321,7 +2321,7 @@ static int64_t split_sum(Cg *cg, const GemmSpec *s, const GpuSplitK *sk, int sli
 	LLVMValueRef v = NULL;
 	for (int i = 0; i < slices; i++) {
 		LLVMValueRef idx = LLVMBuildAdd(cg->b, e, cg_i64(cg, (int64_t)i * total), "");
-		LLVMValueRef p = LLVMBuildLoad2(cg->b, cg->t_f32, cg_ws_ptr(cg, sk->ws_offset, idx), "");
+		LLVMValueRef p = LLVMBuildLoad2(cg->b, cg->t_f32, cg_ws_ptr(cg, sk->anchor, idx), "");
 		LLVMSetAlignment(p, 4);
 		v = v ? LLVMBuildFAdd(cg->b, v, p, "") : p;
 	}

@@ -78,8 +78,8 @@ int64_t cg_gemm_gpu(Cg *cg, const GemmSpec *s);
 
 typedef struct {
 	int slices;        /* S from cg_gemm_gpu_slices */
-	int64_t ws_offset; /* the anchor's workspace: S x batch x M x N float32, row-major
-			      (Node.ws_offset) */
+	const Node *anchor; /* whose workspace (Node.ws_offset) holds the partial products: S x batch x
+			       M x N float32, row-major */
 } GpuSplitK;
 
 /* The tiles of the problem split into at most `slices` slices of K: those of one slice's problem

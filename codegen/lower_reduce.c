@@ -284,7 +284,7 @@ static int64_t add_slices(Cg *cg, const Siblings *s, int64_t grid, int64_t m, in
 		LLVMValueRef v = NULL;
 		for (int i = 0; i < slices; i++) {
 			LLVMValueRef at = LLVMBuildNUWAdd(cg->b, e, cg_i64(cg, (int64_t)i * m), "");
-			LLVMValueRef p = LLVMBuildLoad2(cg->b, cg->t_f32, cg_ws_ptr(cg, s->r[k]->ws_offset, at), "");
+			LLVMValueRef p = LLVMBuildLoad2(cg->b, cg->t_f32, cg_ws_ptr(cg, s->r[k], at), "");
 			v = v ? LLVMBuildFAdd(cg->b, v, p, "") : p;
 		}
 		cg_store(cg, s->r[k]->id, e, reduce_finish(cg, s->r[k], cg_convert(cg, v, t), count));
@@ -346,7 +346,7 @@ static int64_t lower_reduce_gpu(Cg *cg, const Siblings *s, const Shape *xs, unsi
 	LLVMValueRef part = slice ? LLVMBuildNUWAdd(cg->b, LLVMBuildNUWMul(cg->b, slice, cg_i64(cg, m), ""), out, "") : NULL;
 	for (int i = 0; i < s->k; i++)
 		if (part)
-			LLVMBuildStore(cg->b, cg_convert(cg, v[i], cg->t_f32), cg_ws_ptr(cg, s->r[i]->ws_offset, part));
+			LLVMBuildStore(cg->b, cg_convert(cg, v[i], cg->t_f32), cg_ws_ptr(cg, s->r[i], part));
 		else
 			cg_store(cg, s->r[i]->id, out, v[i]);
 	return slices > 1 ? add_slices(cg, s, m * slices, m, count, slices) : m;
@@ -421,7 +421,7 @@ static int64_t lower_reduce_columns_gpu(Cg *cg, const Siblings *s, int64_t m, in
 			LLVMValueRef v = LLVMBuildLoad2(cg->b, t, LLVMBuildInBoundsGEP2(cg->b, t, sh[i], &at, 1, ""), "");
 			sum = sum ? LLVMBuildFAdd(cg->b, sum, v, "") : v;
 		}
-		LLVMBuildStore(cg->b, cg_convert(cg, sum, cg->t_f32), cg_ws_ptr(cg, s->r[i]->ws_offset, idx));
+		LLVMBuildStore(cg->b, cg_convert(cg, sum, cg->t_f32), cg_ws_ptr(cg, s->r[i], idx));
 	}
 	LLVMBuildBr(cg->b, done);
 	LLVMPositionBuilderAtEnd(cg->b, done);

@@ -67,6 +67,14 @@ typedef struct {
 	int64_t args[BUNDLE_BUFFER_ARGS];
 } BundleKernel;
 
+/* A kernel's buffer arguments at `arena` (a device address on a GPU): arena + args[i] for i <
+ * nargs, the arena itself past them (codegen/cg.h). */
+static inline void bundle_buffer_args(void *arena, int nargs, const int64_t *args, void *out[BUNDLE_BUFFER_ARGS])
+{
+	for (int i = 0; i < BUNDLE_BUFFER_ARGS; i++)
+		out[i] = i < nargs ? (void *)((uintptr_t)arena + (uintptr_t)args[i]) : arena;
+}
+
 /* What the compiler counts of one fused group of the training program, for `bench --profile`
  * (tools/profile.c) on any machine, one with a runtime-only netc included. */
 typedef struct {

@@ -55,7 +55,7 @@ typedef struct {
 	void *(*get_kernel)(RtDevice *d, void *module, const char *name, int shared, char *err, size_t errlen);
 	/* Queues kernel over k's grid of work-groups of k->block work-items, each with k->shared
 	 * bytes of dynamic shared memory; its arguments are the arena and k's buffer arguments
-	 * (rt_buffer_args). */
+	 * (bundle_buffer_args). */
 	void (*launch)(RtDevice *d, void *kernel, void *arena, const BundleKernel *k);
 	/* Optional graphs (NULL on devices without them): the launches queued between
 	 * capture_begin and capture_end are recorded, not run, and become one graph that replay
@@ -112,13 +112,5 @@ void rt_format_bytes(uint64_t bytes, char *buf, size_t len);
 /* "cuda:0 NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB, 132 SMs)": the one way devices are named in
  * logs and in `netc devices`. */
 void rt_device_line(const RtDeviceOps *ops, int index, const RtDeviceInfo *info, char *buf, size_t len);
-
-/* The addresses of k's buffer arguments in the arena at `arena` (a device address on a GPU): the
- * arena plus k->args[i] for i < k->nargs, the arena itself past them (codegen/cg.h). */
-static inline void rt_buffer_args(void *arena, const BundleKernel *k, void *out[BUNDLE_BUFFER_ARGS])
-{
-	for (int i = 0; i < BUNDLE_BUFFER_ARGS; i++)
-		out[i] = i < k->nargs ? (void *)((uintptr_t)arena + (uintptr_t)k->args[i]) : arena;
-}
 
 #endif

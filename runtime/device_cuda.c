@@ -398,7 +398,7 @@ static void cuda_launch(RtDevice *d, void *kernel, void *arena, const BundleKern
 	 * kernels take the arena alone, codegen/cg.h, and the driver reads no more than a kernel
 	 * declares) */
 	void *ptr[1 + BUNDLE_BUFFER_ARGS] = {arena}, *args[1 + BUNDLE_BUFFER_ARGS];
-	rt_buffer_args(arena, k, ptr + 1);
+	bundle_buffer_args(arena, k->nargs, k->args, ptr + 1);
 	for (int i = 0; i < 1 + BUNDLE_BUFFER_ARGS; i++)
 		args[i] = &ptr[i];
 	fail(d, cu.LaunchKernel(kernel, (unsigned)grid, 1, 1, (unsigned)k->block, 1, 1, (unsigned)k->shared, d->stream,

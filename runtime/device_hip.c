@@ -380,7 +380,7 @@ static void hip_launch(RtDevice *d, void *kernel, void *arena, const BundleKerne
 	}
 	/* the arena, then the buffer arguments: device pointers, each passed by its address */
 	void *ptr[1 + BUNDLE_BUFFER_ARGS] = {arena}, *args[1 + BUNDLE_BUFFER_ARGS];
-	rt_buffer_args(arena, k, ptr + 1);
+	bundle_buffer_args(arena, k->nargs, k->args, ptr + 1);
 	for (int i = 0; i < 1 + BUNDLE_BUFFER_ARGS; i++)
 		args[i] = &ptr[i];
 	fail(d, hip.ModuleLaunchKernel(kernel, (unsigned)grid, 1, 1, (unsigned)block, 1, 1, (unsigned)k->shared, d->stream,

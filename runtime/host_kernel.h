@@ -22,8 +22,7 @@ static inline void rt_host_kernel_call(void *kernel, void *arena, int64_t wg_beg
 	/* dlsym returns functions as data pointers; POSIX guarantees the round trip */
 	memcpy(&fn, &kernel, sizeof fn);
 	void *b[BUNDLE_BUFFER_ARGS];
-	for (int i = 0; i < BUNDLE_BUFFER_ARGS; i++)
-		b[i] = (char *)arena + (i < nargs ? args[i] : 0);
+	bundle_buffer_args(arena, nargs, args, b);
 	fn(arena, wg_begin, wg_end, b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
 	   b[13], b[14], b[15]);
 }
