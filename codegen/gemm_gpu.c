@@ -35,7 +35,8 @@ enum {
 	GPU_REG_TILE = 4,       /* register tile side of tiles up to GPU_SMALL_TILE */
 	GPU_MAX_REG = 8,        /* register tile side of the GPU_TILE-wide tiles */
 	GPU_WANT_GROUPS = 256,  /* shrink tiles until the grid has this many work-groups */
-	GPU_STAGE_BYTES = 8192, /* LDS for one buffer of the A and B tiles; the k-block grows to fill it */
+	GPU_STAGE_BYTES = 8192, /* LDS for both buffers of the A and B tiles; the k-block grows to fill it */
+	GPU_LONG_STAGE_BYTES = 16384, /* the same for most SIMT tiles with a GPU_TILE side (simt_long_kblock) */
 	GPU_MMA_STAGE_BYTES = 16384, /* the same for the matrix units' tiles (NVIDIA) ... */
 	GPU_MMA_STAGED_WORDS = 16, /* ... while a work-item stages at most this many registers of a k-block */
 	GPU_NARROW_STAGE_BYTES = 4096, /* the same without the wide tiles: 4 work-groups of 64 x 64 tiles
@@ -296,6 +297,37 @@ static int64_t staged_words(const GemmSpec *s, const GpuTiles *t, int64_t bk)
 
 static void copy_stages(const GemmSpec *s, GpuTiles *t, int64_t bk, int64_t lds);
 
+/* Whether a float SIMT tile (no packed halves, whose k-block is also their rounding) has a
+ * GPU_TILE side (an 8-wide register tile side): the tiles whose k-blocks hold their last
+ * fragments across the barrier (GpuGemm.hold). */
+static bool simt_long_side(const GpuTiles *t)
+{
+	return !t->mi && t->wide && t->half_math == GPU_HALF_F32 && (t->bm == GPU_TILE || t->bn == GPU_TILE);
+}
+
+/* Whether a wide SIMT tile takes the k-block of GPU_LONG_STAGE_BYTES. Measured on an H200
+ * (docs/performance.md, 2026-12-02): the tiles with a GPU_TILE side gain from k-blocks of 16
+ * (64 x 128 Winograd GEMMs 13-15% faster, 128 x 64 split-K weight gradients 25%), except 128 x
+ * 128 tiles with an operand along m or n, whose 64 accumulators leave no registers for twice the
+ * staging (3-7% slower), and where the longer k-block pads K further (mobilenet_v2's 1 x 1
+ * convolutions of K = 24: a third more products). */
+static bool simt_long_kblock(const GemmSpec *s, const GpuTiles *t)
+{
+	bool square = t->bm == GPU_TILE && t->bn == GPU_TILE;
+	return simt_long_side(t) && (!square || (s->a.along_k && s->b.along_k));
+}
+
+/* The k-block from t's first: doubled while it fills the LDS budget (fewer barriers, more loads
+ * in flight), stays within K rounded up to a power of two and (matrix tiles) the staging
+ * registers; bk > 0: bk. */
+static int64_t grow_kblock(const GemmSpec *s, GpuTiles t, int64_t esize, int64_t budget, int64_t bk)
+{
+	while (bk ? t.bk < bk : (t.bm + t.bn) * t.bk * 2 * esize <= budget && t.bk < s->k &&
+	       (!t.mi || !t.wide || staged_words(s, &t, 2 * t.bk) <= GPU_MMA_STAGED_WORDS))
+		t.bk *= 2;
+	return t.bk;
+}
+
 /* The tiles of a bm x bn work-group tile: register or warp tiles, k-slices, and the k-block: bk,
  * or where bk is 0 the largest the LDS budget allows (copied operands: `lds` bytes). */
 static GpuTiles tiles_of(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, GpuHalfMath hm, int64_t lds, int bm, int bn,
@@ -309,8 +341,7 @@ static GpuTiles tiles_of(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, 
 		t.tn = reg_side(t.bn);
 		t.ks = t.block / ((t.bm / t.tm) * (t.bn / t.tn));
 	}
-	/* the k-block fills the LDS budget (fewer barriers, more loads in flight) but stays within
-	 * K rounded up to a power of two and gives every slice at least 4 steps (mma: one instruction's k) */
+	/* every slice at least 4 steps (mma: one instruction's k) */
 	t.bk = (mi ? mi->k : 4) * t.ks;
 	/* dot2 tiles keep float32's k-blocks: a staged half takes a register as a float does, and AMD's
 	 * 64-VGPR budget at 4 waves has none to spare (twice the k-block spilled in 20 of alexnet's
@@ -320,9 +351,15 @@ static GpuTiles tiles_of(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, 
 	 * docs/codegen.md) */
 	int64_t esize = t.half_math == GPU_HALF_DOT2 ? et_size(s) : lds_esize(s, &t);
 	int64_t budget = !wide ? GPU_NARROW_STAGE_BYTES : mi ? GPU_MMA_STAGE_BYTES : GPU_STAGE_BYTES;
-	while (bk ? t.bk < bk : (t.bm + t.bn) * t.bk * 2 * esize <= budget && t.bk < s->k &&
-	       (!mi || !wide || staged_words(s, &t, 2 * t.bk) <= GPU_MMA_STAGED_WORDS))
-		t.bk *= 2;
+	int64_t first = t.bk;
+	t.bk = grow_kblock(s, t, esize, budget, bk);
+	if (!bk && simt_long_kblock(s, &t)) {
+		GpuTiles l = t;
+		l.bk = first;
+		int64_t longer = grow_kblock(s, l, esize, GPU_LONG_STAGE_BYTES, 0);
+		if (padded(s->k, longer) == padded(s->k, t.bk))
+			t.bk = longer;
+	}
 	t.stages = 2;
 	copy_stages(s, &t, bk, lds);
 	t.nmb = cdiv(s->m, t.bm);
@@ -620,6 +657,8 @@ typedef struct {
 	LdsTile la, lb;              /* how A and B lie in a buffer */
 	GpuPrivate acc;              /* TM x TN accumulators per work-item (mma: its C slots) */
 	GpuPrivate staged;           /* its share of the next k-block's A and B tiles */
+	bool hold;                   /* SIMT: the k-block's last fragments held across the barrier */
+	GpuPrivate held;             /* ... those fragments: TM of A, then TN of B */
 	LLVMValueRef b, m0, n0;      /* this work-group's batch and tile origin (index type) */
 	LLVMValueRef eb;             /* the batch the epilogue sees: split-K's slice * batch + b */
 	LLVMValueRef kbase, kend;    /* the work-group's k range: kbase NULL is 0 */
@@ -1035,32 +1074,93 @@ static LLVMValueRef dot2(Cg *cg, GpuGemm *g, LLVMValueRef a, LLVMValueRef b, LLV
 	return acc;
 }
 
-/* acc[i][j] += sum over this slice's k of As[k][row i] * Bs[k][column j] (dot2: per k-pair word). */
+static int64_t simt_steps(const GpuGemm *g) { return g->t.bk / g->t.ks / g->la.kvec; }
+
+/* The register tile's A and B fragments of step s of this work-item's k-slice, from LDS. */
+static void simt_frags(Cg *cg, GpuGemm *g, const Place *p, int64_t s, LLVMValueRef *a, LLVMValueRef *b)
+{
+	LLVMValueRef k = add(cg, mulc(cg, g, p->slice, simt_steps(g)), ci(g, s));
+	lds_frag(cg, g, g->as, mulc(cg, g, k, g->la.ld), p->ty, g->t.bm, g->t.tm, a);
+	lds_frag(cg, g, g->bs, mulc(cg, g, k, g->lb.ld), p->tx, g->t.bn, g->t.tn, b);
+}
+
+/* acc[i][j] += a[i] . b[j] (dot2: per k-pair word). */
+static void simt_products(Cg *cg, GpuGemm *g, const LLVMValueRef *a, const LLVMValueRef *b, LLVMValueRef *acc)
+{
+	int tn = g->t.tn;
+	for (int i = 0; i < g->t.tm; i++)
+		for (int j = 0; j < tn; j++) {
+			LLVMValueRef *c = &acc[i * tn + j];
+			*c = g->t.half_math == GPU_HALF_DOT2 ? dot2(cg, g, a[i], b[j], *c)
+				       : cg_intrinsic(cg, "fmuladd", g->et, (LLVMValueRef[]){a[i], b[j], *c}, 3);
+		}
+}
+
+/* The accumulators, or the held fragments (a then b), of work-item tid64: loaded into vals, or
+ * (store) from them. */
+static void private_io(Cg *cg, GpuGemm *g, const GpuPrivate *p, LLVMValueRef tid64, LLVMValueRef *vals, bool store)
+{
+	for (int64_t q = 0; q < p->count; q++) {
+		LLVMValueRef at = cg_gpu_private_at(cg, &g->grp, p, tid64, q);
+		if (store)
+			LLVMBuildStore(cg->b, vals[q], at);
+		else
+			vals[q] = LLVMBuildLoad2(cg->b, g->et, at, "");
+	}
+}
+
+/* acc[i][j] += sum over this slice's k of As[k][row i] * Bs[k][column j]. Holding (g->hold), the
+ * k-block's last step is held back: its fragments stay in registers across the next barrier,
+ * and its products are the first thing after it, behind the next block's first LDS reads, so
+ * that they wait for those reads instead of the work-item (the same products in the same
+ * order; held_products adds the last block's). */
 static void accumulate_simt(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
 {
-	int tm = g->t.tm, tn = g->t.tn;
-	int64_t steps = g->t.bk / g->t.ks / g->la.kvec;
+	int tm = g->t.tm;
+	int64_t steps = simt_steps(g);
 	Place p = place_of(cg, g, to_it(cg, g, tid64));
-	LLVMValueRef acc[GPU_MAX_REG * GPU_MAX_REG];
-	for (int i = 0; i < tm; i++)
-		for (int j = 0; j < tn; j++)
-			acc[i * tn + j] = LLVMBuildLoad2(cg->b, g->et, acc_at(cg, g, tid64, i, j), "");
+	LLVMValueRef acc[GPU_MAX_REG * GPU_MAX_REG], cur[2 * GPU_MAX_REG], next[2 * GPU_MAX_REG];
+	private_io(cg, g, &g->acc, tid64, acc, false);
 	/* unrolled: the accumulators stay values, no memory between the steps */
-	for (int64_t s = 0; s < steps; s++) {
-		LLVMValueRef k = add(cg, mulc(cg, g, p.slice, steps), ci(g, s));
-		LLVMValueRef a[GPU_MAX_REG], b[GPU_MAX_REG];
-		lds_frag(cg, g, g->as, mulc(cg, g, k, g->la.ld), p.ty, g->t.bm, tm, a);
-		lds_frag(cg, g, g->bs, mulc(cg, g, k, g->lb.ld), p.tx, g->t.bn, tn, b);
-		for (int i = 0; i < tm; i++)
-			for (int j = 0; j < tn; j++) {
-				LLVMValueRef *c = &acc[i * tn + j];
-				*c = g->t.half_math == GPU_HALF_DOT2 ? dot2(cg, g, a[i], b[j], *c)
-					       : cg_intrinsic(cg, "fmuladd", g->et, (LLVMValueRef[]){a[i], b[j], *c}, 3);
-			}
+	if (g->hold) {
+		LLVMValueRef held[2 * GPU_MAX_REG];
+		private_io(cg, g, &g->held, tid64, held, false);
+		simt_frags(cg, g, &p, 0, cur, cur + tm);
+		simt_products(cg, g, held, held + tm, acc);
+		for (int64_t s = 1; s < steps; s++) {
+			simt_frags(cg, g, &p, s, next, next + tm);
+			simt_products(cg, g, cur, cur + tm, acc);
+			memcpy(cur, next, sizeof cur);
+		}
+		private_io(cg, g, &g->held, tid64, cur, true);
+	} else {
+		for (int64_t s = 0; s < steps; s++) {
+			simt_frags(cg, g, &p, s, cur, cur + tm);
+			simt_products(cg, g, cur, cur + tm, acc);
+		}
 	}
-	for (int i = 0; i < tm; i++)
-		for (int j = 0; j < tn; j++)
-			LLVMBuildStore(cg->b, acc[i * tn + j], acc_at(cg, g, tid64, i, j));
+	private_io(cg, g, &g->acc, tid64, acc, true);
+}
+
+/* Holding: the held fragments zero before the first k-block (0 . 0 adds nothing to the zero
+ * accumulators), or the last k-block's held products added after the loop. */
+static void held_begin(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
+{
+	LLVMValueRef zeros[2 * GPU_MAX_REG];
+	for (int64_t q = 0; q < g->held.count; q++)
+		zeros[q] = LLVMConstNull(g->et);
+	private_io(cg, g, &g->held, tid64, zeros, true);
+}
+
+static void held_products(Cg *cg, GpuGemm *g)
+{
+	LLVMValueRef tid64 = cg_gpu_phase_begin(cg, &g->grp);
+	LLVMValueRef acc[GPU_MAX_REG * GPU_MAX_REG], held[2 * GPU_MAX_REG];
+	private_io(cg, g, &g->acc, tid64, acc, false);
+	private_io(cg, g, &g->held, tid64, held, false);
+	simt_products(cg, g, held, held + g->t.tm, acc);
+	private_io(cg, g, &g->acc, tid64, acc, true);
+	cg_gpu_phase_end(cg, &g->grp, false);
 }
 
 /* GPU_REG_TILE consecutive halves of LDS from idx (a multiple of 4), as one vector. */
@@ -2164,6 +2264,8 @@ static void kblocks(Cg *cg, GpuGemm *g)
 	int64_t nkb = cdiv(g->t.kslice, g->t.bk), ahead = copies_ahead(g);
 	LLVMValueRef tid64 = cg_gpu_phase_begin(cg, &g->grp);
 	stage_regs(cg, g, tid64, ci(g, 0));
+	if (g->hold)
+		held_begin(cg, g, tid64);
 	for (int64_t s = 0; s < ahead && copies(g); s++) {
 		buffer_at(cg, g, ci(g, s), &g->an, &g->bn);
 		stage_copies(cg, g, tid64, ci(g, s * g->t.bk));
@@ -2187,6 +2289,8 @@ static void kblocks(Cg *cg, GpuGemm *g)
 	accumulate(cg, g, tid64);
 	cg_gpu_phase_end(cg, &g->grp, false);
 	cg_for_end(cg, &kb);
+	if (g->hold)
+		held_products(cg, g);
 	/* the copies past the last k-block land in LDS that the slices' partials reuse */
 	if (copies(g))
 		wait_copies(cg, g, 0);
@@ -2246,6 +2350,9 @@ static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 	}
 	g.acc = cg_gpu_private(cg, &g.grp, g.et, accs, "acc");
 	g.staged = cg_gpu_private(cg, &g.grp, g.lt, staged_count(&g, true) + staged_count(&g, false), "staged");
+	g.hold = simt_long_side(&g.t);
+	if (g.hold)
+		g.held = cg_gpu_private(cg, &g.grp, g.et, g.t.tm + g.t.tn, "held");
 	if (g.mi && g.grp.emulated)
 		model_tables(cg, &g);
 	decode(cg, &g, wg);
