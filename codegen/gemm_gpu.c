@@ -305,7 +305,7 @@ static bool simt_long_side(const GpuTiles *t)
 	return !t->mi && t->wide && t->half_math == GPU_HALF_F32 && (t->bm == GPU_TILE || t->bn == GPU_TILE);
 }
 
-/* Whether a wide SIMT tile takes the k-block of GPU_LONG_STAGE_BYTES. Measured on an H200
+/* Whether a wide SIMT tile may take the k-block of GPU_LONG_STAGE_BYTES. Measured on an H200
  * (docs/performance.md, 2026-12-02): the tiles with a GPU_TILE side gain from k-blocks of 16
  * (64 x 128 Winograd GEMMs 13-15% faster, 128 x 64 split-K weight gradients 25%), except 128 x
  * 128 tiles with an operand along m or n, whose 64 accumulators leave no registers for twice the
@@ -351,12 +351,10 @@ static GpuTiles tiles_of(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, 
 	 * docs/codegen.md) */
 	int64_t esize = t.half_math == GPU_HALF_DOT2 ? et_size(s) : lds_esize(s, &t);
 	int64_t budget = !wide ? GPU_NARROW_STAGE_BYTES : mi ? GPU_MMA_STAGE_BYTES : GPU_STAGE_BYTES;
-	int64_t first = t.bk;
 	t.bk = grow_kblock(s, t, esize, budget, bk);
 	if (!bk && simt_long_kblock(s, &t)) {
-		GpuTiles l = t;
-		l.bk = first;
-		int64_t longer = grow_kblock(s, l, esize, GPU_LONG_STAGE_BYTES, 0);
+		/* grown on from the k-block of GPU_STAGE_BYTES, taken where it pads K no further */
+		int64_t longer = grow_kblock(s, t, esize, GPU_LONG_STAGE_BYTES, 0);
 		if (padded(s->k, longer) == padded(s->k, t.bk))
 			t.bk = longer;
 	}
