@@ -451,6 +451,19 @@ static Window conv_window(const Node *n, int src, const Shape *plane, int64_t kh
 	return w;
 }
 
+/* A window that maps every grid position onto the same source element (one tap, unit strides, no
+ * padding, a grid as large as the plane) is a reshape: seen as one row of h*w columns, its vector
+ * path loads runs as long as a plane instead of a row, and its index splits divide once. Called
+ * once the grid is set, before the tap table. */
+static void win_flatten_identity(Window *w)
+{
+	if (w->nhwc || w->kh != 1 || w->kw != 1 || w->sh != 1 || w->sw != 1 || w->ph || w->pw || w->gh != w->h ||
+	    w->gw != w->w)
+		return;
+	w->w *= w->h, w->gw *= w->gh;
+	w->h = w->gh = 1;
+}
+
 /* The vector path needs unit column steps and positions that fit i32 lanes. */
 static GemmVecFn win_vec_for(const Window *w, int64_t positions)
 {
@@ -623,6 +636,7 @@ int64_t cg_lower_conv2d(Cg *cg, const Node *n)
 	int64_t kk = ws->dim[1] * ws->dim[2] * ws->dim[3], p = ys->dim[2] * ys->dim[3];
 	Window x = conv_window(n, n->in[0], xs, ws->dim[2], ws->dim[3]);
 	x.gh = ys->dim[2], x.gw = ys->dim[3], x.q_is_row = true;
+	win_flatten_identity(&x);
 	win_tap_table(cg, &x, kk);
 	Dense w = {.src = n->in[1], .ld = kk};
 	OutMap o = {.out = n->id, .sb = ys->dim[1] * p, .sm = p, .sn = 1};
@@ -666,6 +680,7 @@ int64_t cg_lower_conv2d_grad_input(Cg *cg, const Node *n)
 	int64_t taps = ws->dim[2] * ws->dim[3], hw = xs->dim[2] * xs->dim[3];
 	Window dy = conv_window(n, n->in[0], dys, ws->dim[2], ws->dim[3]);
 	dy.gh = xs->dim[2], dy.gw = xs->dim[3], dy.transposed = true, dy.q_is_row = true;
+	win_flatten_identity(&dy);
 	win_tap_table(cg, &dy, ws->dim[0] * taps);
 	WeightT w = {.src = n->in[1], .cin = ws->dim[1], .taps = taps};
 	if (cg_gpu_paths(cg)) /* the (co, tap) split as a table, as a window's taps */
@@ -690,6 +705,8 @@ int64_t cg_lower_conv2d_grad_weight(Cg *cg, const Node *n)
 	x.gh = dys->dim[2], x.gw = dys->dim[3], x.fold_batch = true, x.q_is_row = true;
 	Window dy = {.src = n->in[0], .chans = dys->dim[1], .h = dys->dim[2], .w = dys->dim[3], .gh = dys->dim[2],
 		     .gw = dys->dim[3], .kh = 1, .kw = 1, .sh = 1, .sw = 1, .dh = 1, .dw = 1, .fold_batch = true};
+	win_flatten_identity(&x);
+	win_flatten_identity(&dy);
 	OutMap o = {.out = n->id, .sb = 0, .sm = 1, .sn = taps};
 	GemmSpec s = spec(cg, n, 1, taps, ws->dim[0], pos, &o);
 	s.a = (GemmOperand){.elem = win_elem, .vec = win_vec_for(&x, pos), .along_k = true, .ctx = &x};

@@ -29,6 +29,9 @@ static const struct {
 } anchor_convs[] __attribute__((unused)) = {
 	/* n cin h w cout kh kw sh sw ph pw dh dw */
 	{{1, 1, 5, 5, 1, 1, 1, 1, 1, 0, 0, 1, 1}, DT_F32},
+	/* 1 x 1, unit stride, no padding: windows read as one row per plane (longer than a vector,
+	 * no multiple of one, several images) */
+	{{3, 5, 7, 9, 6, 1, 1, 1, 1, 0, 0, 1, 1}, DT_F32},
 	{{2, 1, 7, 9, 3, 3, 2, 1, 1, 0, 0, 1, 1}, DT_F32},
 	{{3, 3, 8, 8, 5, 3, 3, 2, 2, 1, 1, 1, 1}, DT_F32},
 	{{2, 3, 11, 10, 4, 2, 3, 2, 1, 2, 1, 2, 1}, DT_F32},
