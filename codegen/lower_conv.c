@@ -451,7 +451,7 @@ static Window conv_window(const Node *n, int src, const Shape *plane, int64_t kh
 	return w;
 }
 
-/* A window that maps every grid position onto the same source element (one tap, unit strides, no
+/* A window that maps grid position (r, c) onto source element (r, c) (one tap, unit strides, no
  * padding, a grid as large as the plane) is a reshape: seen as one row of h*w columns, its vector
  * path loads runs as long as a plane instead of a row, and its index splits divide once. Called
  * once the grid is set, before the tap table. */
