@@ -394,9 +394,40 @@ static GpuTiles tiles(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, Gpu
 /* Whether a tile side suits an extent as small_tile's do: no longer than the extent needs. */
 static bool side_fits(int side, int64_t extent) { return side == GPU_MIN_TILE || side / 2 < extent; }
 
+/* How many doublings take the smaller of a and b past or to the larger. */
+static int doublings(int64_t a, int64_t b)
+{
+	int64_t lo = a < b ? a : b, hi = a < b ? b : a;
+	int n = 0;
+	for (; lo > 0 && lo < hi; lo *= 2)
+		n++;
+	return n;
+}
+
+/* How far tiling t lies from h: the doublings between their sides and k-blocks. */
+static int tiles_apart(const GpuTiles *t, const GpuTiles *h)
+{
+	return doublings(t->bm, h->bm) + doublings(t->bn, h->bn) + doublings(t->bk, h->bk);
+}
+
+/* out[1..n) nearest out[0] first, in their order where as near: `netc tune --max-candidates`
+ * times the first ones, and the heuristic's neighbours (its tile with another k-block, a side
+ * halved or doubled) are the likeliest to beat it on a large GEMM. */
+static void nearest_first(GpuTiles *out, int n)
+{
+	for (int i = 2; i < n; i++) {
+		GpuTiles t = out[i];
+		int d = tiles_apart(&t, &out[0]), j = i;
+		for (; j > 1 && tiles_apart(&out[j - 1], &out[0]) > d; j--)
+			out[j] = out[j - 1];
+		out[j] = t;
+	}
+}
+
 /* Every tiling tiles() makes for some problem, for s: out[0] the heuristic's, then each tile of
  * sides 16 to 64 (with `wide`, float32: 64 and 128 as wide_tile's) that fits the extents, with
- * each k-block from the smallest to the largest the LDS budget allows it. Returns the count. */
+ * each k-block from the smallest to the largest the LDS budget allows it, nearest the
+ * heuristic's first. Returns the count. */
 static int candidates(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, GpuHalfMath hm, int64_t lds, GpuTiles *out,
 		      int max)
 {
@@ -422,6 +453,7 @@ static int candidates(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, Gpu
 					out[n++] = t;
 			}
 		}
+	nearest_first(out, n);
 	return n;
 }
 

@@ -3,7 +3,7 @@
 # Two halves, because the GPU machine has only a runtime-only netc (-DNETC_RUNTIME_ONLY=ON):
 #
 #   here (with the compiler):  scripts/gpu/tune.sh compile DIR [ARCH [MODEL...]]
-#     for every model (default: mnist cifar10_tf nature_cnn alexnet_bench vgg16) writes the
+#     for every model (default: those of tuning/sm_90.tune, docs/tuning.md) writes the
 #     candidate bundles of ARCH (default sm_90) and their manifest into DIR/MODEL/
 #     (`netc tune --emit-candidates`), at most MAX candidate indices each (default 12: every
 #     bundle holds the whole step's code, and DIR travels to the GPU machine);
@@ -24,7 +24,7 @@ case $cmd in
 compile)
 	arch=${3:-sm_90}
 	[ $# -ge 3 ] && shift 3 || shift $#
-	models=${*:-mnist cifar10_tf nature_cnn alexnet_bench vgg16}
+	models=${*:-vgg16 alexnet alexnet_bench googlenet mobilenet_v2 resnet18 nature_cnn cifar10_tf mnist}
 	netc=${NETC:-build/netc}
 	mkdir -p "$dir"
 	for m in $models; do
