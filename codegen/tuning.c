@@ -155,6 +155,48 @@ static bool parse_entry(Line *l, CgTuneEntry *e)
 	return true;
 }
 
+/* FNV-1a over the key's fields, so that a file of thousands of keys is read and searched in linear
+ * time (every GEMM of every unit looks its key up). */
+static uint64_t key_hash(const CgTuneKey *k)
+{
+	uint64_t h = 14695981039346656037u;
+	const char *texts[] = {k->arch, k->cls, k->a, k->b};
+	for (int i = 0; i < 4; i++)
+		for (const char *s = texts[i];; s++) {
+			h = (h ^ (unsigned char)*s) * 1099511628211u;
+			if (!*s)
+				break;
+		}
+	int64_t nums[] = {k->batch, k->m, k->n, k->k, k->split};
+	for (int i = 0; i < 5; i++)
+		for (int b = 0; b < 8; b++)
+			h = (h ^ (uint8_t)(nums[i] >> (8 * b))) * 1099511628211u;
+	return h;
+}
+
+/* The slot of key in t's index: the entry's, or the empty one where it would go. */
+static int *key_slot(const CgTuning *t, const CgTuneKey *key)
+{
+	size_t mask = (size_t)t->nslot - 1;
+	for (size_t i = key_hash(key) & mask;; i = (i + 1) & mask)
+		if (!t->slot[i] || cg_tune_key_equal(&t->e[t->slot[i] - 1].key, key))
+			return &t->slot[i];
+}
+
+/* An index of at least twice the entries' slots. */
+static void reindex(CgTuning *t)
+{
+	free(t->slot);
+	t->nslot = 64;
+	while (t->nslot < 2 * t->n + 2)
+		t->nslot *= 2;
+	t->slot = calloc((size_t)t->nslot, sizeof *t->slot);
+	if (!t->slot)
+		abort();
+	for (int i = 0; i < t->n; i++)
+		*key_slot(t, &t->e[i].key) = i + 1;
+}
+
 static void push(CgTuning *t, const CgTuneEntry *e)
 {
 	if (t->n == t->cap) {
@@ -164,6 +206,10 @@ static void push(CgTuning *t, const CgTuneEntry *e)
 			abort();
 	}
 	t->e[t->n++] = *e;
+	if (t->nslot < 2 * t->n + 2)
+		reindex(t);
+	else
+		*key_slot(t, &e->key) = t->n;
 }
 
 bool cg_tuning_parse(const char *text, size_t len, const char *source, CgTuning *t, char *err, size_t errlen)
@@ -257,16 +303,18 @@ bool cg_tuning_load(const char *path, CgTuning *t, char *err, size_t errlen)
 void cg_tuning_free(CgTuning *t)
 {
 	free(t->e);
+	free(t->slot);
 	t->e = NULL;
-	t->n = t->cap = 0;
+	t->slot = NULL;
+	t->n = t->cap = t->nslot = 0;
 }
 
 const CgTuneEntry *cg_tuning_find(const CgTuning *t, const CgTuneKey *key)
 {
-	for (int i = 0; i < t->n; i++)
-		if (cg_tune_key_equal(&t->e[i].key, key))
-			return &t->e[i];
-	return NULL;
+	if (!t->nslot)
+		return NULL;
+	int i = *key_slot(t, key);
+	return i ? &t->e[i - 1] : NULL;
 }
 
 void cg_tuning_set(CgTuning *t, const CgTuneKey *key, const CgTileConfig *cfg, const char *comment)

@@ -70,6 +70,8 @@ typedef struct CgTuning {
 	char source[256];  /* the file ("tuning/sm_90.tune" for a shipped one) */
 	CgTuneEntry *e;
 	int n, cap;
+	int *slot;         /* an open-addressing index of e by key: entry + 1, 0 where empty */
+	int nslot;         /* a power of two, at least twice n (0: no index yet) */
 } CgTuning;
 
 /* ---- keys and configurations as text ----

@@ -12,7 +12,9 @@
  *   and no table gives the heuristic's tiles.
  * - The keys' precision classes: half operands in f32 registers (f16f32) apart from float32.
  * - Tuning files: the text round-trips, and bad files are errors naming the file, the line and
- *   what was expected. */
+ *   what was expected.
+ * - A table of thousands of keys finds each one's configuration, replaces one set again, and finds
+ *   no key that differs from one of them in a single field. */
 #include <stdlib.h>
 
 #include "codegen/gemm_gpu.h"
@@ -219,10 +221,54 @@ static void files(void)
 		    "bad.tune:3: duplicate key");
 }
 
+/* Keys spread as a model's GEMMs spread theirs: i picks the sizes, the operands and the class. */
+static CgTuneKey many_key(int i)
+{
+	CgTuneKey k = {.batch = 1 + i % 3, .m = 64 + 7 * i, .n = 3136 - i % 97, .k = 27 + 9 * (i % 211), .split = 1 + i % 5};
+	snprintf(k.arch, sizeof k.arch, "%s", i % 4 ? "sm_90" : "gfx906");
+	snprintf(k.cls, sizeof k.cls, "%s", i % 7 ? "f32" : "bf16f32");
+	snprintf(k.a, sizeof k.a, "%c%d", i % 2 ? 'k' : 'm', 1 + i % 4);
+	snprintf(k.b, sizeof k.b, "%c%d", i % 3 ? 'k' : 'n', 4);
+	return k;
+}
+
+static void many_keys(void)
+{
+	enum { N = 5000 };
+	CgTuning t = {.source = "many.tune"};
+	for (int i = 0; i < N; i++) {
+		CgTuneKey k = many_key(i);
+		cg_tuning_set(&t, &k, &(CgTileConfig){16 << (i % 4), 8 + i % 120, 8}, NULL);
+	}
+	CgTuneKey again = many_key(1234);
+	cg_tuning_set(&t, &again, &(CgTileConfig){128, 256, 32}, "again");
+	int wrong = 0, found_near = 0;
+	for (int i = 0; i < N; i++) {
+		CgTuneKey k = many_key(i);
+		const CgTuneEntry *e = cg_tuning_find(&t, &k);
+		int64_t tn = i == 1234 ? 256 : 8 + i % 120;
+		wrong += !e || !cg_tune_key_equal(&e->key, &k) || e->cfg.tn != tn;
+		CgTuneKey near[] = {k, k, k, k};
+		near[0].m += 1;                          /* m = 64 + 7i: never another key's */
+		near[1].split += 5;                      /* beyond every key's 1..5 */
+		near[2].a[0] = k.a[0] == 'k' ? 'x' : 'y'; /* no key's operand */
+		snprintf(near[3].arch, sizeof near[3].arch, "sm_80");
+		for (int j = 0; j < 4; j++)
+			found_near += cg_tuning_find(&t, &near[j]) != NULL;
+	}
+	CHECK(t.n == N && wrong == 0 && found_near == 0,
+	      "a table of %d keys: %d entries, %d keys found wrong or not at all, %d keys found that it does not hold", N,
+	      t.n, wrong, found_near);
+	cg_tuning_free(&t);
+	CgTuneKey k = many_key(0);
+	CHECK(cg_tuning_find(&t, &k) == NULL, "an emptied table finds a key");
+}
+
 int main(void)
 {
 	ch_start("test_cg_tuning");
 	files();
+	many_keys();
 	classes();
 	for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
 		mode = &modes[m];
