@@ -2,8 +2,9 @@
 # tune.sh: tuned GEMM tiles for an NVIDIA (or any) GPU architecture, tuning/ARCH.tune (docs/tuning.md).
 # Two halves, because the GPU machine has only a runtime-only netc (-DNETC_RUNTIME_ONLY=ON):
 #
-#   here (with the compiler):  scripts/gpu/tune.sh compile DIR [ARCH [MODEL...]]
-#     for every model (default: those of tuning/sm_90.tune, docs/tuning.md) writes the
+#   here (with the compiler):  scripts/gpu/tune.sh compile DIR [ARCH [MODEL[:PRECISION]...]]
+#     for every model (default: those of tuning/sm_90.tune, docs/tuning.md; MODEL:tf32 compiles
+#     it with --precision tf32 into DIR/MODEL.tf32/) writes the
 #     candidate bundles of ARCH (default sm_90) and their manifest into DIR/MODEL/
 #     (`netc tune --emit-candidates`), at most MAX candidate indices each (default 12: every
 #     bundle holds the whole step's code, and DIR travels to the GPU machine);
@@ -18,17 +19,23 @@ set -eu
 
 cmd=${1:-}
 dir=${2:-}
-[ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 compile DIR [ARCH [MODEL...]] | run DIR [NETC]" >&2; exit 2; }
+[ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 compile DIR [ARCH [MODEL[:PRECISION]...]] | run DIR [NETC]" >&2; exit 2; }
 
 case $cmd in
 compile)
 	arch=${3:-sm_90}
 	[ $# -ge 3 ] && shift 3 || shift $#
-	models=${*:-vgg16 alexnet alexnet_bench googlenet mobilenet_v2 resnet18 nature_cnn cifar10_tf mnist}
+	models=${*:-vgg16 alexnet alexnet_bench googlenet mobilenet_v2 resnet18 nature_cnn cifar10_tf mnist \
+		vgg16:tf32 vgg16:bf16 alexnet:tf32 alexnet:bf16 alexnet_bench:tf32 alexnet_bench:bf16 \
+		resnet50:tf32 resnet50:bf16 googlenet:tf32 googlenet:bf16 resnet18:tf32 mobilenet_v2:tf32}
 	netc=${NETC:-build/netc}
 	mkdir -p "$dir"
-	for m in $models; do
-		"$netc" tune "models/$m.net" --target "$arch" --max-candidates "${MAX:-12}" --emit-candidates "$dir/$m"
+	for spec in $models; do
+		m=${spec%%:*}
+		case $spec in
+		*:*) p=${spec#*:}; "$netc" tune "models/$m.net" --target "$arch" --precision "$p" --max-candidates "${MAX:-12}" --emit-candidates "$dir/$m.$p" ;;
+		*) "$netc" tune "models/$m.net" --target "$arch" --max-candidates "${MAX:-12}" --emit-candidates "$dir/$m" ;;
+		esac
 	done
 	echo "$arch" > "$dir/arch"
 	du -sh "$dir"
