@@ -31,11 +31,10 @@ compile)
 	netc=${NETC:-build/netc}
 	mkdir -p "$dir"
 	for spec in $models; do
-		m=${spec%%:*}
-		case $spec in
-		*:*) p=${spec#*:}; "$netc" tune "models/$m.net" --target "$arch" --precision "$p" --max-candidates "${MAX:-12}" --emit-candidates "$dir/$m.$p" ;;
-		*) "$netc" tune "models/$m.net" --target "$arch" --max-candidates "${MAX:-12}" --emit-candidates "$dir/$m" ;;
-		esac
+		m=${spec%%:*} p= sub=${spec%%:*}
+		case $spec in *:*) p=${spec#*:} sub=$m.${spec#*:} ;; esac
+		"$netc" tune "models/$m.net" --target "$arch" ${p:+--precision "$p"} --max-candidates "${MAX:-12}" \
+			--emit-candidates "$dir/$sub"
 	done
 	echo "$arch" > "$dir/arch"
 	du -sh "$dir"
