@@ -1,12 +1,12 @@
 /* cg.h: lowering graph nodes to kernels in LLVM IR, and compiling them for a target.
  *
  * Kernel ABI on the host:
- *     void k<ID>_<op>(ptr arena, i64 wg_begin, i64 wg_end, ptr b0, ..., ptr b15)
+ *     void k<ID>_<op>(ptr arena, i64 wg_begin, i64 wg_end, ptr b0, ..., ptr b15, i64 s0, ..., i64 s3)
  * The kernel computes work-groups [wg_begin, wg_end) of its grid. The runtime splits a kernel's
  * grid across its threads; inside a work-group LLVM vectorizes the inner loops.
  *
  * Kernel ABI on GPUs (AMDGPU; NVPTX kernels take the arena alone, CgTargetOps.buffer_args):
- *     kernel void k<ID>_<op>(ptr addrspace(1) arena, ptr addrspace(1) b0, ..., b15)
+ *     kernel void k<ID>_<op>(ptr addrspace(1) arena, ptr addrspace(1) b0, ..., b15, i64 s0, ..., s3)
  * launched over `grid` work-groups of `block` work-items (1-D). A lowering written for GPUs sets
  * cg->gpu_native and cg->block and uses the work-item/work-group ids itself. Any other lowering
  * runs unchanged: the driver gives each work-item one of the lowering's work-groups
@@ -19,7 +19,12 @@
  * where their buffers are have the same IR and are compiled once (codegen/kernel_share.h). A
  * kernel whose buffers overlap at different offsets, or that uses more than 16, and every kernel
  * of a target without buffer arguments, addresses each buffer as arena + its constant offset
- * instead (nargs 0). */
+ * instead (nargs 0).
+ *
+ * Likewise a lowering may take a size (an element count) as a size argument s0..s3 (cg_size),
+ * which the launch passes as CgKernel.sizes[i], so that kernels which differ only in how many
+ * elements they cover are compiled once too; on a target without buffer arguments, and for a
+ * unit lowered with every buffer at its offset, sizes are constants. */
 #ifndef NETC_CG_H
 #define NETC_CG_H
 
@@ -56,8 +61,10 @@ typedef struct {
 			      packed FMAs (--packed-half; codegen/gemm_gpu.h, GPU_HALF_PACKED) */
 } CgTarget;
 
-/* Buffer arguments every kernel takes after its ABI's own (the file comment). */
+/* Buffer arguments every kernel takes after its ABI's own, and size arguments after those (the
+ * file comment). */
 #define CG_BUFFER_ARGS 16
+#define CG_SIZE_ARGS 4
 
 typedef struct {
 	char name[64];     /* k<ID>_<op> */
@@ -70,6 +77,7 @@ typedef struct {
 	CgTileNote tiles;  /* a GEMM's tiles and why it took them (source CG_TILES_NONE: no GEMM) */
 	int nargs;         /* buffer arguments used: b<i> is arena + args[i] (later ones: the arena) */
 	int64_t args[CG_BUFFER_ARGS];
+	int64_t sizes[CG_SIZE_ARGS]; /* s<i>; 0 where unused */
 } CgKernel;
 
 /* Where one target's compile went (--time-passes). The per-unit times are summed over the units,
@@ -116,10 +124,15 @@ typedef struct Cg {
 	/* the kernel being emitted */
 	LLVMValueRef fn, arena, wg_begin, wg_end;
 	LLVMValueRef buffer_arg[CG_BUFFER_ARGS]; /* its b0..b15 (the target's signature sets them) */
+	LLVMValueRef size_arg[CG_SIZE_ARGS];     /* its s0..s3 (likewise) */
 	struct {
 		int n;             /* buffer arguments bound */
 		int64_t begin[CG_BUFFER_ARGS], end[CG_BUFFER_ARGS]; /* their arena byte ranges */
 	} buffers;
+	struct {
+		int n;             /* size arguments bound */
+		int64_t value[CG_SIZE_ARGS];
+	} sizes;
 	bool buffers_clash;  /* a buffer could not have an argument of its own: the unit is lowered
 	                      * again with arena_only */
 	bool arena_only;     /* every buffer as arena + its offset (no buffer arguments) */
@@ -186,6 +199,10 @@ LLVMValueRef cg_ptr(Cg *cg, int id, LLVMValueRef index);
 /* Float32 element index (i64) of node owner's workspace (Node.ws_offset: the partial sums of
  * split-K GEMMs and split column sums). */
 LLVMValueRef cg_ws_ptr(Cg *cg, const Node *owner, LLVMValueRef index);
+/* The i64 size v (an element count, not an offset or a stride that index arithmetic would fold):
+ * its size argument where the kernel can take one (cg.h), else the constant. A lowering uses it
+ * where the size is all that tells two kernels apart. */
+LLVMValueRef cg_size(Cg *cg, int64_t v);
 /* Element of node id at linear index, in its compute type; a const node yields its constant. */
 LLVMValueRef cg_load(Cg *cg, int id, LLVMValueRef index);
 void cg_store(Cg *cg, int id, LLVMValueRef index, LLVMValueRef value);

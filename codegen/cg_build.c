@@ -250,4 +250,10 @@ void cg_buffer_params(Cg *cg, unsigned first, unsigned align)
 		if (align)
 			LLVMAddAttributeAtIndex(cg->fn, first + i + 1, LLVMCreateEnumAttribute(cg->ctx, align_kind, align));
 	}
+	for (unsigned i = 0; i < CG_SIZE_ARGS; i++) {
+		char name[8];
+		int len = snprintf(name, sizeof name, "s%u", i);
+		cg->size_arg[i] = LLVMGetParam(cg->fn, first + CG_BUFFER_ARGS + i);
+		LLVMSetValueName2(cg->size_arg[i], name, (size_t)len);
+	}
 }

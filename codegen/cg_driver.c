@@ -64,6 +64,7 @@ static void kernel_open(Cg *cg, int node, const char *name)
 	cg->block = 0;
 	cg->dyn_shared = 0;
 	cg->buffers.n = 0;
+	cg->sizes.n = 0;
 	ops->signature(cg, k->name);
 	LLVMSetValueName2(cg->arena, "arena", 5);
 	cg_enum_attr(cg, cg->fn, LLVMAttributeFunctionIndex, "nounwind");
@@ -86,6 +87,7 @@ static void kernel_close(Cg *cg, int64_t ret)
 	LLVMBuildRetVoid(cg->b);
 	k->nargs = cg->arena_only ? 0 : cg->buffers.n;
 	memcpy(k->args, cg->buffers.begin, (size_t)k->nargs * sizeof *k->args);
+	memcpy(k->sizes, cg->sizes.value, (size_t)cg->sizes.n * sizeof *k->sizes);
 	cg->target->ops->kernel_finish(cg, k, ret, kst->body);
 	allow_contract(cg->fn);
 }

@@ -52,14 +52,15 @@ LLVMValueRef cg_shared_array(Cg *cg, LLVMTypeRef elem, int64_t count, const char
 
 /* ---- the GPU kernel ABI of cg.h, for the target files (target.h) ---- */
 
-/* (ptr addrspace(1) arena[, b0, ..., b15]): the arena is not noalias (every buffer lives in it),
- * 64-byte aligned as device.h promises of alloc; the buffer arguments where the target takes them. */
+/* (ptr addrspace(1) arena[, b0, ..., b15, i64 s0, ..., s3]): the arena is not noalias (every
+ * buffer lives in it), 64-byte aligned as device.h promises of alloc; the buffer and size
+ * arguments where the target takes them. */
 void cg_gpu_signature(Cg *cg, const char *name, LLVMCallConv cc)
 {
-	LLVMTypeRef params[1 + CG_BUFFER_ARGS];
-	unsigned n = cg->target->ops->buffer_args ? 1 + CG_BUFFER_ARGS : 1;
+	LLVMTypeRef params[1 + CG_BUFFER_ARGS + CG_SIZE_ARGS];
+	unsigned n = cg->target->ops->buffer_args ? 1 + CG_BUFFER_ARGS + CG_SIZE_ARGS : 1;
 	for (unsigned i = 0; i < n; i++)
-		params[i] = LLVMPointerTypeInContext(cg->ctx, 1);
+		params[i] = i <= CG_BUFFER_ARGS ? LLVMPointerTypeInContext(cg->ctx, 1) : cg->t_i64;
 	cg->fn = LLVMAddFunction(cg->mod, name, LLVMFunctionType(cg->t_void, params, n, 0));
 	LLVMSetFunctionCallConv(cg->fn, cc);
 	cg_enum_attr(cg, cg->fn, 1, "nocapture");

@@ -53,6 +53,19 @@ clash:
 	return NULL;
 }
 
+LLVMValueRef cg_size(Cg *cg, int64_t v)
+{
+	if (cg->arena_only)
+		return cg_i64(cg, v);
+	for (int i = 0; i < cg->sizes.n; i++)
+		if (cg->sizes.value[i] == v)
+			return cg->size_arg[i];
+	if (cg->sizes.n == CG_SIZE_ARGS)
+		return cg_i64(cg, v);
+	cg->sizes.value[cg->sizes.n] = v;
+	return cg->size_arg[cg->sizes.n++];
+}
+
 /* The start of the buffer at arena offset off: its buffer argument, or arena + off. */
 static LLVMValueRef buffer_base(Cg *cg, int64_t off, int64_t bytes)
 {

@@ -410,18 +410,36 @@ static Partition partition(int64_t rows, int64_t cols)
 	return p;
 }
 
-/* GPUs: one element per work-item, at the delinearized index (the linear one when flat). */
+/* GPUs: one element per work-item, at the delinearized index (the linear one when flat: then the
+ * element count is all that tells kernels of the same group apart, and is a size argument). */
 static int64_t lower_elemwise_gpu(Cg *cg, const Node *n, int64_t numel, bool flat)
 {
 	cg_gpu_native(cg, CG_GPU_BLOCK);
 	LLVMValueRef i = cg_global_id(cg);
-	cg_gpu_if(cg, LLVMBuildICmp(cg->b, LLVMIntULT, i, cg_i64(cg, numel), ""));
+	LLVMValueRef end = flat ? cg_size(cg, numel) : cg_i64(cg, numel);
+	cg_gpu_if(cg, LLVMBuildICmp(cg->b, LLVMIntULT, i, end, ""));
 	LLVMValueRef idx[IR_MAX_DIMS];
 	if (!flat)
 		cg_delinear(cg, &n->shape, i, idx);
 	ElemIndex at = {.shape = &n->shape, .idx = flat ? NULL : idx, .lin = i};
 	cg_store_outputs(cg, &at);
 	return (numel + CG_GPU_BLOCK - 1) / CG_GPU_BLOCK;
+}
+
+/* The host, flat: work-group w takes elements [w, w + 1) * CG_WG_ELEMENTS of the numel, which is
+ * a size argument (as on GPUs). */
+static int64_t lower_elemwise_flat_host(Cg *cg, const Node *n, int64_t numel)
+{
+	LLVMBuilderRef b = cg->b;
+	CgLoop wg = cg_for_begin(cg, cg->wg_begin, cg->wg_end, "wg");
+	LLVMValueRef lo = LLVMBuildNSWMul(b, wg.i, cg_i64(cg, CG_WG_ELEMENTS), "");
+	LLVMValueRef hi = cg_min_i64(cg, LLVMBuildNSWAdd(b, lo, cg_i64(cg, CG_WG_ELEMENTS), ""), cg_size(cg, numel));
+	CgLoop i = cg_for_begin(cg, lo, hi, "i");
+	ElemIndex at = {.shape = &n->shape, .lin = i.i};
+	cg_store_outputs(cg, &at);
+	cg_for_end(cg, &i);
+	cg_for_end(cg, &wg);
+	return (numel + CG_WG_ELEMENTS - 1) / CG_WG_ELEMENTS;
 }
 
 int64_t cg_lower_elemwise(Cg *cg, const Node *n)
@@ -432,6 +450,8 @@ int64_t cg_lower_elemwise(Cg *cg, const Node *n)
 	bool flat = group_flat(cg, n) || n->shape.rank == 0;
 	if (cg_is_gpu(cg))
 		return lower_elemwise_gpu(cg, n, numel, flat);
+	if (flat)
+		return lower_elemwise_flat_host(cg, n, numel);
 	int64_t cols = flat ? numel : n->shape.dim[n->shape.rank - 1];
 	Partition p = partition(numel / cols, cols);
 	LLVMBuilderRef b = cg->b;

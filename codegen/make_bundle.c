@@ -70,6 +70,7 @@ static void fill_buffer(const Graph *g, const Node *n, bool final_gradient, Bund
 }
 
 _Static_assert(BUNDLE_BUFFER_ARGS == CG_BUFFER_ARGS, "a bundle holds every buffer argument");
+_Static_assert(BUNDLE_SIZE_ARGS == CG_SIZE_ARGS, "a bundle holds every size argument");
 
 static BundleKernel *kernel_list(const Graph *g, const CgOutput *code, unsigned prog, int32_t *count)
 {
@@ -87,6 +88,7 @@ static BundleKernel *kernel_list(const Graph *g, const CgOutput *code, unsigned 
 		list[n].shared = k->shared;
 		list[n].nargs = k->nargs;
 		memcpy(list[n].args, k->args, sizeof list[n].args);
+		memcpy(list[n].sizes, k->sizes, sizeof list[n].sizes);
 		n++;
 	}
 	*count = n;

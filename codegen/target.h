@@ -71,7 +71,8 @@ bool cg_emit_assembly(LLVMTargetMachineRef tm, LLVMModuleRef mod, char **text, c
 void cg_fn_attr(Cg *cg, const char *key, const char *value);
 void cg_enum_attr(Cg *cg, LLVMValueRef fn, unsigned index, const char *name);
 /* The kernel's buffer arguments (cg.h) are its parameters first..first + CG_BUFFER_ARGS - 1:
- * named b0..b15, noalias, nocapture, noundef and, when align > 0, aligned to it. */
+ * named b0..b15, noalias, nocapture, noundef and, when align > 0, aligned to it; its size
+ * arguments s0..s3 follow them. */
 void cg_buffer_params(Cg *cg, unsigned first, unsigned align);
 /* codegen/cg_gpu.c: the GPU kernel signature (ptr addrspace(1) arena) with calling convention cc;
  * wg_begin/wg_end from the ids; a lowering's grid and block, closing the entry block; a call of a

@@ -80,13 +80,16 @@ static void define_bf16_rounding(Cg *cg)
 	define_bf16_rounding_of(cg, "__truncdfbf2", cg->t_f64);
 }
 
-/* (ptr noalias arena, i64 wg_begin, i64 wg_end, ptr noalias b0, ..., b15) */
+/* (ptr noalias arena, i64 wg_begin, i64 wg_end, ptr noalias b0, ..., b15, i64 s0, ..., s3) */
 static void signature(Cg *cg, const char *name)
 {
-	LLVMTypeRef params[3 + CG_BUFFER_ARGS] = {cg->t_ptr, cg->t_i64, cg->t_i64};
+	LLVMTypeRef params[3 + CG_BUFFER_ARGS + CG_SIZE_ARGS] = {cg->t_ptr, cg->t_i64, cg->t_i64};
 	for (int i = 0; i < CG_BUFFER_ARGS; i++)
 		params[3 + i] = cg->t_ptr;
-	cg->fn = LLVMAddFunction(cg->mod, name, LLVMFunctionType(cg->t_void, params, 3 + CG_BUFFER_ARGS, 0));
+	for (int i = 0; i < CG_SIZE_ARGS; i++)
+		params[3 + CG_BUFFER_ARGS + i] = cg->t_i64;
+	cg->fn = LLVMAddFunction(cg->mod, name,
+				 LLVMFunctionType(cg->t_void, params, 3 + CG_BUFFER_ARGS + CG_SIZE_ARGS, 0));
 	cg_enum_attr(cg, cg->fn, 1, "noalias");
 	cg->arena = LLVMGetParam(cg->fn, 0);
 	cg->wg_begin = LLVMGetParam(cg->fn, 1);

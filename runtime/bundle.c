@@ -14,8 +14,8 @@
  *                        u64 size, size bytes, training, evaluation and accumulation kernel lists
  *   kernel list          section: u32 count, count records of KERNEL_RECORD bytes
  *                        (name[64], symbol[64], i32 node, i64 grid, i32 block, i32 shared,
- *                        i32 nargs, 16 i64 args; shared since version 9, symbol, nargs and
- *                        args since 10)
+ *                        i32 nargs, 16 i64 args, 4 i64 sizes; shared since version 9,
+ *                        symbol, nargs and args since 10, sizes since 11)
  *   rooflines            section: u32 count (one per code object, in their order), records of
  *                        ROOF_RECORD bytes (f64 peak_gflops, f64 peak_gbs, peak_of[48]); since
  *                        version 8
@@ -39,7 +39,7 @@
 
 #define BUF_RECORD (96 + 4 * 4 + 8 * BUNDLE_MAX_DIMS + 8 + 8 + 4 + 8 + 4 + 4 * BUNDLE_MAX_DIMS + 4)
 #define NINDICES 10 /* buffer indices in the header: image ... finite */
-#define KERNEL_RECORD (64 + 64 + 4 + 8 + 4 + 4 + 4 + 8 * BUNDLE_BUFFER_ARGS)
+#define KERNEL_RECORD (64 + 64 + 4 + 8 + 4 + 4 + 4 + 8 * BUNDLE_BUFFER_ARGS + 8 * BUNDLE_SIZE_ARGS)
 #define MAX_SHARED (256 * 1024) /* more dynamic shared memory than any GPU gives a block */
 #define ROOF_RECORD (8 + 8 + 48)
 #define GROUP_RECORD (4 + 8 + 8 + 96)
@@ -209,6 +209,8 @@ static void w_kernels(Wr *w, const BundleKernel *k, int32_t n)
 		w_i32(w, k[i].nargs);
 		for (int a = 0; a < BUNDLE_BUFFER_ARGS; a++)
 			w_i64(w, k[i].args[a]);
+		for (int a = 0; a < BUNDLE_SIZE_ARGS; a++)
+			w_i64(w, k[i].sizes[a]);
 	}
 	w_end(w, at);
 }
@@ -665,6 +667,16 @@ static bool args_fit(const Bundle *b, const BundleKernel *k)
 	return true;
 }
 
+/* The size arguments of a kernel: element counts of buffers in the arena, so none is negative
+ * or more than its bytes. */
+static bool sizes_fit(const Bundle *b, const BundleKernel *k)
+{
+	for (int a = 0; a < BUNDLE_SIZE_ARGS; a++)
+		if (k->sizes[a] < 0 || k->sizes[a] > b->arena_bytes)
+			return false;
+	return true;
+}
+
 static void r_kernels(Rd *r, const Bundle *b, const BundleCode *c, const char *what,
 		      BundleKernel **list, int32_t *count)
 {
@@ -685,6 +697,8 @@ static void r_kernels(Rd *r, const Bundle *b, const BundleCode *c, const char *w
 		k->nargs = r_i32(&s, what);
 		for (int a = 0; a < BUNDLE_BUFFER_ARGS; a++)
 			k->args[a] = r_i64(&s, what);
+		for (int a = 0; a < BUNDLE_SIZE_ARGS; a++)
+			k->sizes[a] = r_i64(&s, what);
 		if (s.ok && (!k->name[0] || !k->symbol[0] || k->node < 0 || !block_fits(c, k->block)))
 			r_fail(&s, "malformed bundle: kernel %d of the %s for '%s': name '%s', symbol '%s', "
 			       "node %d, work-group size %d", i, what, c->target, k->name, k->symbol, k->node,
@@ -697,6 +711,9 @@ static void r_kernels(Rd *r, const Bundle *b, const BundleCode *c, const char *w
 			r_fail(&s, "malformed bundle: kernel '%s' of the %s for '%s' has %d buffer arguments "
 			       "(expected 0 to %d, each at an offset inside the arena of %lld bytes)", k->name, what,
 			       c->target, k->nargs, BUNDLE_BUFFER_ARGS, (long long)b->arena_bytes);
+		else if (s.ok && !sizes_fit(b, k))
+			r_fail(&s, "malformed bundle: kernel '%s' of the %s for '%s' has a size argument outside "
+			       "0 to %lld (the arena's bytes)", k->name, what, c->target, (long long)b->arena_bytes);
 		else if (s.ok && (k->grid < 1 || k->grid > max_grid(b, c, k->block)))
 			r_fail(&s, "malformed bundle: kernel '%s' of the %s for '%s' has a grid of %lld "
 			       "work-groups of %d, outside 1 to %lld (the arena has %lld bytes)", k->name,

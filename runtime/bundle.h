@@ -12,9 +12,11 @@
 #include "ir/train_config.h"
 
 #define BUNDLE_MAGIC "NETCBNDL"
-#define BUNDLE_VERSION 10
-/* Buffer arguments every kernel takes after the arena (CG_BUFFER_ARGS, codegen/cg.h). */
+#define BUNDLE_VERSION 11
+/* Buffer arguments every kernel takes after the arena, and size arguments after those
+ * (CG_BUFFER_ARGS and CG_SIZE_ARGS, codegen/cg.h). */
 #define BUNDLE_BUFFER_ARGS 16
+#define BUNDLE_SIZE_ARGS 4
 #define BUNDLE_MAX_DIMS 6
 
 typedef enum {
@@ -65,6 +67,9 @@ typedef struct {
 	 * nargs, the arena itself past them; kernels of the same code take different ones. */
 	int32_t nargs;
 	int64_t args[BUNDLE_BUFFER_ARGS];
+	/* Its size arguments s<i> (element counts; 0 where unused): kernels of the same code may
+	 * cover different numbers of elements. */
+	int64_t sizes[BUNDLE_SIZE_ARGS];
 } BundleKernel;
 
 /* A kernel's buffer arguments at `arena` (a device address on a GPU): arena + args[i] for i <

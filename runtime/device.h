@@ -54,8 +54,8 @@ typedef struct {
 	 * cannot give its launches `shared` bytes of dynamic shared memory (BundleKernel.shared). */
 	void *(*get_kernel)(RtDevice *d, void *module, const char *name, int shared, char *err, size_t errlen);
 	/* Queues kernel over k's grid of work-groups of k->block work-items, each with k->shared
-	 * bytes of dynamic shared memory; its arguments are the arena and k's buffer arguments
-	 * (bundle_buffer_args). */
+	 * bytes of dynamic shared memory; its arguments are the arena, k's buffer arguments
+	 * (bundle_buffer_args) and its size arguments. */
 	void (*launch)(RtDevice *d, void *kernel, void *arena, const BundleKernel *k);
 	/* Optional graphs (NULL on devices without them): the launches queued between
 	 * capture_begin and capture_end are recorded, not run, and become one graph that replay

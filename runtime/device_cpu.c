@@ -162,7 +162,7 @@ typedef struct {
 static void host_range(void *launch, int64_t wg_begin, int64_t wg_end)
 {
 	const HostLaunch *l = launch;
-	rt_host_kernel_call(l->kernel, l->arena, wg_begin, wg_end, l->k->nargs, l->k->args);
+	rt_host_kernel_call(l->kernel, l->arena, wg_begin, wg_end, l->k->nargs, l->k->args, l->k->sizes);
 }
 
 static void cpu_launch(RtDevice *d, void *kernel, void *arena, const BundleKernel *k)

@@ -378,11 +378,14 @@ static void hip_launch(RtDevice *d, void *kernel, void *arena, const BundleKerne
 				 "than the GPU takes (2^32 work-items)", d->index, (long long)grid, block);
 		return;
 	}
-	/* the arena, then the buffer arguments: device pointers, each passed by its address */
-	void *ptr[1 + BUNDLE_BUFFER_ARGS] = {arena}, *args[1 + BUNDLE_BUFFER_ARGS];
+	/* the arena, then the buffer arguments: device pointers, then the size arguments, each passed
+	 * by its address */
+	void *ptr[1 + BUNDLE_BUFFER_ARGS] = {arena}, *args[1 + BUNDLE_BUFFER_ARGS + BUNDLE_SIZE_ARGS];
 	bundle_buffer_args(arena, k->nargs, k->args, ptr + 1);
 	for (int i = 0; i < 1 + BUNDLE_BUFFER_ARGS; i++)
 		args[i] = &ptr[i];
+	for (int i = 0; i < BUNDLE_SIZE_ARGS; i++)
+		args[1 + BUNDLE_BUFFER_ARGS + i] = (void *)&k->sizes[i];
 	fail(d, hip.ModuleLaunchKernel(kernel, (unsigned)grid, 1, 1, (unsigned)block, 1, 1, (unsigned)k->shared, d->stream,
 				       args, NULL), "a kernel launch");
 }

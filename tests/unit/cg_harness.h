@@ -35,10 +35,10 @@
 #define CH_API static __attribute__((unused))
 
 /* Host kernel fn (as dlsym gives it) of CgKernel ker over work-groups [wg_begin, wg_end), with its
- * buffer arguments. */
+ * buffer and size arguments. */
 CH_API void ch_call(void *fn, uint8_t *arena, const CgKernel *ker, int64_t wg_begin, int64_t wg_end)
 {
-	rt_host_kernel_call(fn, arena, wg_begin, wg_end, ker->nargs, ker->args);
+	rt_host_kernel_call(fn, arena, wg_begin, wg_end, ker->nargs, ker->args, ker->sizes);
 }
 
 typedef struct {

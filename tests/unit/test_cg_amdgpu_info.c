@@ -187,7 +187,11 @@ static void test_real(Graph *g, const char *spec, int wave)
 	CHECK(strncmp(code.target, want, strlen(want)) == 0, "%s: amdhsa.target '%s'", spec, code.target);
 	CHECK(code.version[0] == 1 && code.version[1] == 2, "%s: amdhsa.version %d.%d, want 1.2 (v5)", spec,
 	      code.version[0], code.version[1]);
-	CHECK(code.nkernels == out.nkernels, "%s: %d kernels in the metadata, %d compiled", spec, code.nkernels, out.nkernels);
+	/* kernels of the same code launch one symbol (codegen/kernel_share.h) */
+	int symbols = 0;
+	for (int i = 0; i < out.nkernels; i++)
+		symbols += strcmp(out.kernels[i].symbol, out.kernels[i].name) == 0;
+	CHECK(code.nkernels == symbols, "%s: %d kernels in the metadata, %d compiled", spec, code.nkernels, symbols);
 	CgAmdChip chip;
 	CHECK(cg_amd_chip(t.arch, t.wave, &chip), "%s: no chip limits", spec);
 	for (int i = 0; i < out.nkernels; i++) {

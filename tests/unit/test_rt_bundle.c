@@ -98,6 +98,8 @@ static void make_bundle(Bundle *b)
 			kk->nargs = (int32_t)tu_below(BUNDLE_BUFFER_ARGS + 1);
 			for (int a = 0; a < kk->nargs; a++)
 				kk->args[a] = (int64_t)tu_below((uint64_t)b->arena_bytes);
+			for (int a = 0; a < BUNDLE_SIZE_ARGS; a++)
+				kk->sizes[a] = (int64_t)tu_below((uint64_t)b->arena_bytes + 1);
 		}
 	}
 	/* the GPU's roofline; the host's stays zero (measured at run time) */
@@ -156,6 +158,7 @@ static void check_equal(const Bundle *a, const Bundle *b)
 			      strcmp(x->train_kernels[k].symbol, y->train_kernels[k].symbol) == 0 &&
 			      x->train_kernels[k].nargs == y->train_kernels[k].nargs &&
 			      memcmp(x->train_kernels[k].args, y->train_kernels[k].args, sizeof x->train_kernels[k].args) == 0 &&
+			      memcmp(x->train_kernels[k].sizes, y->train_kernels[k].sizes, sizeof x->train_kernels[k].sizes) == 0 &&
 			      x->train_kernels[k].grid == y->train_kernels[k].grid &&
 			      x->train_kernels[k].block == y->train_kernels[k].block &&
 			      x->train_kernels[k].shared == y->train_kernels[k].shared, "train kernel %d", k);
@@ -327,6 +330,20 @@ static void expect_args_refused(const char *path, const char *bad, const Bundle 
 	free(d);
 }
 
+/* A kernel's size argument `which` set by hand: refused when negative or past the arena's bytes. */
+static void expect_size_refused(const char *path, const char *bad, const Bundle *a, const BundleKernel *k,
+				int which, int64_t size_arg)
+{
+	size_t size;
+	uint8_t *d = slurp(path, &size);
+	size_t at = find_name(d, size, k->name) + 64 + 64 + 4 + 8 + 4 + 4 + 4 + 8 * BUNDLE_BUFFER_ARGS + 8 * (size_t)which;
+	CHECK((int64_t)get_u64(d + at) == k->sizes[which], "kernel record of %s not found", k->name);
+	put_u64(d + at, (uint64_t)size_arg);
+	reseal(d, a);
+	expect_error(bad, d, size, "size argument");
+	free(d);
+}
+
 /* A bundle written with one field changed: the writer seals it, the reader must refuse it. */
 static void expect_field_refused(const char *path, const char *bad, const Bundle *c, const char *want)
 {
@@ -439,6 +456,8 @@ static void test_ranges(const char *path, const char *bad, const Bundle *a)
 		expect_args_refused(path, bad, a, k, -1, 0);
 		expect_args_refused(path, bad, a, k, 1, a->arena_bytes);
 		expect_args_refused(path, bad, a, k, 1, -64);
+		expect_size_refused(path, bad, a, k, (int)tu_below(BUNDLE_SIZE_ARGS), -1);
+		expect_size_refused(path, bad, a, k, (int)tu_below(BUNDLE_SIZE_ARGS), a->arena_bytes + 1);
 	}
 	/* and the hand edit, unchanged, reads back: the test's resealing is right */
 	size_t size;
