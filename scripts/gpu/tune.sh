@@ -28,7 +28,7 @@ compile)
 	models=${*:-vgg16 alexnet alexnet_bench googlenet mobilenet_v2 resnet18 nature_cnn cifar10_tf mnist \
 		vgg16:tf32 vgg16:bf16 alexnet:tf32 alexnet:bf16 alexnet_bench:tf32 alexnet_bench:bf16 \
 		resnet50:tf32 resnet50:bf16 googlenet:tf32 googlenet:bf16 resnet18:tf32 mobilenet_v2:tf32 \
-		resnet50 resnet20 resnet18:bf16}
+		resnet50 resnet20 resnet18:bf16 mobilenet_v2:bf16}
 	netc=${NETC:-build/netc}
 	mkdir -p "$dir"
 	for spec in $models; do
