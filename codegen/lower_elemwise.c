@@ -452,7 +452,7 @@ int64_t cg_lower_elemwise(Cg *cg, const Node *n)
 		return lower_elemwise_gpu(cg, n, numel, flat);
 	if (flat)
 		return lower_elemwise_flat_host(cg, n, numel);
-	int64_t cols = flat ? numel : n->shape.dim[n->shape.rank - 1];
+	int64_t cols = n->shape.dim[n->shape.rank - 1];
 	Partition p = partition(numel / cols, cols);
 	LLVMBuilderRef b = cg->b;
 
@@ -467,13 +467,12 @@ int64_t cg_lower_elemwise(Cg *cg, const Node *n)
 	CgLoop row = cg_for_begin(cg, row_lo, row_hi, "row");
 	LLVMValueRef idx[IR_MAX_DIMS];
 	Shape outer = n->shape;
-	outer.rank = flat ? 0 : n->shape.rank - 1;
+	outer.rank = n->shape.rank - 1;
 	cg_delinear(cg, &outer, row.i, idx);
 	LLVMValueRef base = LLVMBuildNSWMul(b, row.i, cg_i64(cg, cols), "");
 	CgLoop col = cg_for_begin(cg, col_lo, col_hi, "col");
-	if (!flat)
-		idx[n->shape.rank - 1] = col.i;
-	ElemIndex at = {.shape = &n->shape, .idx = flat ? NULL : idx, .lin = LLVMBuildNSWAdd(b, base, col.i, "")};
+	idx[n->shape.rank - 1] = col.i;
+	ElemIndex at = {.shape = &n->shape, .idx = idx, .lin = LLVMBuildNSWAdd(b, base, col.i, "")};
 	cg_store_outputs(cg, &at);
 	cg_for_end(cg, &col);
 	cg_for_end(cg, &row);
