@@ -11,6 +11,8 @@ set -eu
 cd "$(dirname "$0")/.."
 netc=${NETC:-build/netc}
 archs=${*:-gfx803 gfx900 gfx906 gfx1030}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
 models=${MODELS:-mnist cifar_simple cifar10_tf nature_cnn alexnet_bench alexnet vgg16 googlenet resnet18 resnet50 mobilenet_v2 resnet20 vit unet}
 echo "| target | precision | GEMM kernels | spilling: heuristic | spilling: tuned | starved: heuristic | starved: tuned | VGPRs (tuned) |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
@@ -22,17 +24,16 @@ for arch in $archs; do
 			for m in $models; do
 				# shellcheck disable=SC2086
 				"$netc" info "models/$m.net" --target "$arch" --precision "$p" $opt ${OPTIONS:-} | grep "^    $arch: block"
-			done > "/tmp/amd_gemm_report.$tuning"
+			done > "$tmp/$tuning"
 		done
 		awk -v arch="$arch" -v p="$p" '
-			FILENAME ~ /none$/ { n++; if (/B scratch/) s0++; if (/starved/) w0++ }
-			FILENAME ~ /default$/ {
+			FILENAME ~ /\/none$/ { n++; if (/B scratch/) s0++; if (/starved/) w0++ }
+			FILENAME ~ /\/default$/ {
 				if (/B scratch/) s1++; if (/starved/) w1++
 				v = $0; sub(/.*block [0-9]+, /, "", v); v += 0
 				if (lo == "" || v < lo) lo = v; if (v > hi) hi = v
 			}
 			END { printf "| %s | %s | %d | %d | %d | %d | %d | %d-%d |\n", arch, p, n, s0, s1, w0, w1, lo, hi }
-		' /tmp/amd_gemm_report.none /tmp/amd_gemm_report.default
+		' "$tmp/none" "$tmp/default"
 	done
 done
-rm -f /tmp/amd_gemm_report.none /tmp/amd_gemm_report.default
