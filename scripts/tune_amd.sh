@@ -6,7 +6,8 @@
 # tuned together in each precision of PRECISIONS (default "fp32 fp16 bf16": a key's cost summed over
 # every kernel that has it, in every model), and the precisions' files of one architecture merged
 # (scripts/merge_tuning.sh). With KEEP=1 the entries tuning/ARCH.tune has already are kept (the
-# new precisions' keys added to them). OPTIONS are more options for netc tune (--packed-half: the
+# new precisions' keys added to them); with KEEP=new they are kept where the new files have no line
+# for their key (the keys tuned again take the new tiles). OPTIONS are more options for netc tune (--packed-half: the
 # packed tiles' keys, f16x2). NETC names the netc (default build/netc). Rebuild netc
 # afterwards: the files are built into it. The kernel cache should hold every candidate of an
 # architecture (NETC_CACHE_MAX_MB: the default 2 GiB evicts them between precisions).
@@ -20,10 +21,16 @@ trap 'rm -rf "$tmp"' EXIT
 for arch in $archs; do
 	files=
 	kept=
+	last=
 	if [ -n "${KEEP:-}" ] && [ -f "tuning/$arch.tune" ]; then
 		cp "tuning/$arch.tune" "$tmp/$arch.kept.tune"
-		files="$tmp/$arch.kept.tune"
-		kept=" (added to the entries of the file before)"
+		if [ "$KEEP" = new ]; then
+			last="$tmp/$arch.kept.tune"
+			kept=" (before the entries of the file before)"
+		else
+			files="$tmp/$arch.kept.tune"
+			kept=" (added to the entries of the file before)"
+		fi
 	fi
 	for p in ${PRECISIONS:-fp32 fp16 bf16}; do
 		out="$tmp/$arch.$p.tune"
@@ -38,6 +45,6 @@ for arch in $archs; do
 		echo "$arch $p: $(tail -1 "$tmp/log")"
 	done
 	# shellcheck disable=SC2086
-	scripts/merge_tuning.sh "tuning/$arch.tune" "scripts/tune_amd.sh: netc tune --cost-model ${OPTIONS:-}, $(date +%F); precisions: ${PRECISIONS:-fp32 fp16 bf16}$kept; models: $models" $files
+	scripts/merge_tuning.sh "tuning/$arch.tune" "scripts/tune_amd.sh: netc tune --cost-model ${OPTIONS:-}, $(date +%F); precisions: ${PRECISIONS:-fp32 fp16 bf16}$kept; models: $models" $files $last
 	echo "wrote tuning/$arch.tune: $(grep -vc '^#' "tuning/$arch.tune") lines"
 done
