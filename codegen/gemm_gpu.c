@@ -43,6 +43,7 @@ enum {
 					  (8.5 KiB of LDS each with the padding) fit AMD's 64 KiB per CU */
 	GPU_WARP = 32,          /* lanes that stage a half tile warp by warp (warp_major) */
 	GPU_WAVES = 4,          /* waves per SIMD the widest tiles ask for (cg_gpu_waves) */
+	GPU_MIN_KBLOCKS = 4,    /* AMD asks for GPU_WAVES only with more k-blocks than this */
 	GPU_COPY_STAGES = 3,    /* LDS buffers where the operands go by cp.async (copy_stages) */
 	GPU_COPY_LDS = 48 * 1024, /* ... within the static shared memory a kernel may declare */
 	GPU_DEEP_STAGES = 4,    /* ... or, on wgmma's targets, for forward GEMMs (copy_stages), */
@@ -2318,7 +2319,7 @@ static void kblocks(Cg *cg, GpuGemm *g)
 	accumulate(cg, g, tid64);
 	cg_gpu_phase_end(cg, &g->grp, false);
 	cg_for_end(cg, &kb);
-	/* AMD's one-slice tiles: rolled, within the 4 waves per SIMD that emit_tiles asks for */
+	/* AMD's one-slice tiles: rolled however few the k-blocks (emit_tiles) */
 	if (!wide_tiles(cg) && g->t.ks == 1)
 		cg_loop_no_unroll(cg, &kb);
 	if (g->hold)
@@ -2354,11 +2355,13 @@ static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 	 * Smaller tiles fit twice already, and capping them only made ptxas schedule worse (mnist
 	 * 0.444 -> 0.456 ms). AMD's tiles (at most 4 x 4) ask for 4 waves per SIMD where the kernel
 	 * is the k-block loop of one slice: the backend's own choice (83-131 VGPRs on gfx906) left a
-	 * SIMD 1 to 3 waves to switch between. With k-slices (their partial sums) 64 VGPRs made the
-	 * backend spill. A loop of a few k-blocks stays a loop there (kblocks): unrolled into
-	 * straight-line code, four k-blocks of a 64 x 64 tile took all 256 VGPRs of gfx803. */
+	 * SIMD 1 to 3 waves to switch between. With k-slices (their partial sums) or a few k-blocks 64
+	 * VGPRs made the backend spill (a K of 9 on gfx906), so those leave the choice to it; a loop
+	 * of a few k-blocks stays a loop there all the same (kblocks): unrolled into straight-line
+	 * code, four k-blocks of a 64 x 64 tile took all 256 VGPRs of gfx803. */
 	int64_t accs = g.mi ? (int64_t)(g.t.wm / g.mi->m) * (g.t.wn / g.mi->n) * g.mi->c_per_lane : (int64_t)g.t.tm * g.t.tn;
-	if (accs == GPU_MAX_REG * GPU_MAX_REG || (!wide_tiles(cg) && g.t.ks == 1))
+	bool loop = g.t.ks == 1 && g.t.kslice > GPU_MIN_KBLOCKS * g.t.bk;
+	if (accs == GPU_MAX_REG * GPU_MAX_REG || (!wide_tiles(cg) && loop))
 		cg_gpu_waves(cg, GPU_WAVES);
 	/* the slices' partial tiles reuse the staging LDS once the last k-block is done */
 	int64_t stage = g.t.stages * (tile_span(&g, &g.la) + tile_span(&g, &g.lb)), red = g.t.ks > 1 ? (int64_t)g.t.ks * g.t.bm * g.t.bn : 0;
