@@ -81,8 +81,9 @@ void cg_gpu_signature(Cg *cg, const char *name, LLVMCallConv cc);
 void cg_gpu_kernel_entry(Cg *cg);
 void cg_gpu_launch(Cg *cg, CgKernel *k, int64_t ret, LLVMBasicBlockRef body);
 LLVMValueRef cg_call_intrinsic0(Cg *cg, const char *name);
-/* codegen/target_spec.c: whether name[0..len) is one of the comma-separated words of list;
- * whether a --wave value is 0 (the default), 32 or 64. */
+/* codegen/target_spec.c: where name[0..len) is one of the comma-separated words of list (NULL:
+ * it is not), and whether it is; whether a --wave value is 0 (the default), 32 or 64. */
+const char *cg_target_find_in_list(const char *list, const char *name, size_t len);
 bool cg_target_in_list(const char *list, const char *name, size_t len);
 bool cg_target_check_wave(int wave, char *err, size_t errlen);
 /* codegen/targets.c: the LLVM target machine of t (its ops register the LLVM target), or NULL

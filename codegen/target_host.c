@@ -27,9 +27,9 @@ bool cg_target_host(CgTarget *t)
 	 * the fp16 kernels' half operations in half, where every other host computes them through
 	 * float32, and mnist's fp16 training diverged on such a CPU (loss 2.5 -> 625 in 80 steps, the
 	 * same run falling to 0.51 with the feature off; tests/lit/precision/train.test). */
-	char *fp16 = strstr(t->features, "+avx512fp16");
-	if (fp16 && (fp16[11] == ',' || fp16[11] == 0))
-		*fp16 = '-';
+	const char *fp16 = cg_target_find_in_list(t->features, "+avx512fp16", 11);
+	if (fp16)
+		t->features[fp16 - t->features] = '-';
 	/* "+avx512f" must not match "+avx512fp16" alone: look for the name followed by ',' or end */
 	bool avx512 = cg_target_in_list(t->features, "+avx512f", 8);
 	bool avx = cg_target_in_list(t->features, "+avx2", 5) || cg_target_in_list(t->features, "+avx", 4);

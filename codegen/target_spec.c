@@ -5,15 +5,20 @@
 
 #include "codegen/target.h"
 
-bool cg_target_in_list(const char *list, const char *name, size_t len)
+const char *cg_target_find_in_list(const char *list, const char *name, size_t len)
 {
 	for (const char *p = list; *p;) {
 		size_t n = strcspn(p, ",");
 		if (n == len && !strncmp(p, name, len))
-			return true;
+			return p;
 		p += n + (p[n] == ',');
 	}
-	return false;
+	return NULL;
+}
+
+bool cg_target_in_list(const char *list, const char *name, size_t len)
+{
+	return cg_target_find_in_list(list, name, len) != NULL;
 }
 
 bool cg_target_check_wave(int wave, char *err, size_t errlen)
