@@ -87,6 +87,8 @@ typedef struct {
 	int copies;                         /* units that launch another's kernels, compiling nothing
 	                                     * (codegen/kernel_share.h) */
 	int o3_shared;                      /* units that took a class mate's O3 (codegen/o3_share.h) */
+	int unbudgeted;                     /* units compiled again without their occupancy request,
+	                                     * under which they spilled (codegen/cg_driver.c) */
 	char twin_of[32];                   /* the target whose code object it took, renamed
 	                                     * (codegen/isa_twins.h); "": its own */
 	double lower_s, optimize_s, emit_s; /* building (and hashing) the IR, O3, code generation */
@@ -143,6 +145,7 @@ typedef struct Cg {
 			      sub-partition), so the register allocator leaves room for them (0: any) */
 	int dyn_shared;    /* the kernel's dynamic shared memory bytes (cg_shared_array), 0: none */
 	struct CgEmission *emit; /* the fused group and kernels being emitted (codegen/cg_emission.h) */
+	char llvm_error[256]; /* the first error LLVM diagnosed in the unit's context, "" none */
 } Cg;
 
 /* A lowering emits node n's kernel body into cg->fn (builder positioned in its body, after the

@@ -229,6 +229,20 @@ void cg_fn_attr(Cg *cg, const char *key, const char *value)
 	LLVMAddAttributeAtIndex(cg->fn, LLVMAttributeFunctionIndex, a);
 }
 
+bool cg_module_has_fn_attr(LLVMModuleRef mod, const char *key)
+{
+	for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn))
+		if (LLVMGetStringAttributeAtIndex(fn, LLVMAttributeFunctionIndex, key, (unsigned)strlen(key)))
+			return true;
+	return false;
+}
+
+void cg_module_drop_fn_attr(LLVMModuleRef mod, const char *key)
+{
+	for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn))
+		LLVMRemoveStringAttributeAtIndex(fn, LLVMAttributeFunctionIndex, key, (unsigned)strlen(key));
+}
+
 void cg_enum_attr(Cg *cg, LLVMValueRef fn, unsigned index, const char *name)
 {
 	unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));

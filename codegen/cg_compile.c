@@ -31,7 +31,7 @@
 /* Part of every kernel-cache key. Bump it when a change of netc alters the code of a kernel
  * without altering its LLVM IR before O3: the pass pipeline and its options, emit_unit, join,
  * the target machine's options. */
-#define NETC_CODEGEN_VERSION "netc-codegen-2"
+#define NETC_CODEGEN_VERSION "netc-codegen-3"
 
 typedef struct Work Work;
 typedef struct {
@@ -429,6 +429,7 @@ static bool collect(Work *w)
 			tm->cached += units[i].cached;
 			tm->copies += units[i].copy_of >= 0;
 			tm->o3_shared += units[i].o3_shared;
+			tm->unbudgeted += units[i].unbudgeted;
 			tm->lower_s += units[i].lower_s;
 			tm->optimize_s += units[i].optimize_s;
 			tm->emit_s += units[i].emit_s;

@@ -2,6 +2,7 @@
  * by the template's lowering, closed) in a module of their own, the kernel cache looked up by the
  * module's IR, else the O3 pipeline and the target's code. What differs by target is its ops
  * (codegen/target.h); codegen/cg_compile.c runs the units and joins their code. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -118,12 +119,27 @@ static void emit_kernel(Cg *cg, const Node *n)
 	kernel_close(cg, ret);
 }
 
+/* LLVM's diagnostics in the unit's context: its first error fails the unit (optimize_and_emit);
+ * warnings, remarks and notes are not the user's to act on (an AMD kernel's "failed to meet
+ * occupancy target" among them: netc info reports each kernel's waves). Without a handler LLVM
+ * printed them all, and exited on an error. */
+static void diagnostic(LLVMDiagnosticInfoRef info, void *ctx)
+{
+	Cg *cg = ctx;
+	if (LLVMGetDiagInfoSeverity(info) != LLVMDSError || cg->llvm_error[0])
+		return;
+	char *msg = LLVMGetDiagInfoDescription(info);
+	snprintf(cg->llvm_error, sizeof cg->llvm_error, "%s", msg && msg[0] ? msg : "?");
+	LLVMDisposeMessage(msg);
+}
+
 static void cg_init(Cg *cg, const Graph *g, const CgTarget *t, LLVMTargetMachineRef tm)
 {
 	memset(cg, 0, sizeof *cg);
 	cg->g = g;
 	cg->target = t;
 	cg->ctx = LLVMContextCreate();
+	LLVMContextSetDiagnosticHandler(cg->ctx, diagnostic, cg);
 	cg->mod = LLVMModuleCreateWithNameInContext(g->name[0] ? g->name : "netc", cg->ctx);
 	LLVMSetTarget(cg->mod, t->triple);
 	LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
@@ -246,27 +262,77 @@ static bool optimize_unit(Cg *cg, LLVMTargetMachineRef tm, const CgUnitJob *job,
 	return m != NULL;
 }
 
+/* The optimized module mod as the target's code into u, with the text forms where asked for. */
+static bool emit_forms(const CgTargetOps *ops, LLVMTargetMachineRef tm, LLVMModuleRef mod, bool want_ir, CgUnit *u,
+		       char *err, size_t errlen)
+{
+	bool ok = true;
+	if (want_ir) {
+		char *ir = LLVMPrintModuleToString(mod);
+		u->ir = strdup(ir);
+		LLVMDisposeMessage(ir);
+		/* where the code object is the assembly (PTX), it is emitted once */
+		if (!ops->code_is_text)
+			ok = cg_emit_assembly(tm, mod, &u->assembly, err, errlen);
+	}
+	ok = ok && ops->emit_unit(tm, mod, &u->code, err, errlen);
+	if (ok && want_ir && ops->code_is_text)
+		u->assembly = strndup((const char *)u->code.data, u->code.size);
+	return ok;
+}
+
+static void swap_forms(CgUnit *a, CgUnit *b)
+{
+	CgBlob code = a->code;
+	char *ir = a->ir, *assembly = a->assembly;
+	a->code = b->code, a->ir = b->ir, a->assembly = b->assembly;
+	b->code = code, b->ir = ir, b->assembly = assembly;
+}
+
+/* The unit's code. Kernels that ask for an occupancy (cg_gpu_waves: AMD's GEMM tiles, 4 waves
+ * per SIMD) give the register allocator a budget, which some tiles overrun: a unit whose code
+ * then spills is compiled again from its optimized module without the request, and the code
+ * with less scratch is kept (the spills' scratch traffic on every k-block costs more than the
+ * waves the backend's own register count loses). Code generation changes the module it runs
+ * on, so the second try starts from a copy taken before the first. */
+static bool emit_code(Cg *cg, LLVMTargetMachineRef tm, bool want_ir, CgUnit *u, char *err, size_t errlen)
+{
+	const CgTargetOps *ops = cg->target->ops;
+	LLVMModuleRef spare = ops->occupancy_attr && cg_module_has_fn_attr(cg->mod, ops->occupancy_attr)
+				      ? LLVMCloneModule(cg->mod) : NULL;
+	bool ok = emit_forms(ops, tm, cg->mod, want_ir, u, err, errlen);
+	int64_t scratch = ok && spare ? ops->scratch_bytes(&u->code) : 0;
+	if (scratch > 0) {
+		CgUnit again = {0};
+		cg_module_drop_fn_attr(spare, ops->occupancy_attr);
+		ok = emit_forms(ops, tm, spare, want_ir, &again, err, errlen);
+		if (ok && ops->scratch_bytes(&again.code) < scratch) {
+			swap_forms(u, &again);
+			u->unbudgeted = true;
+		}
+		free(again.code.data);
+		free(again.ir);
+		free(again.assembly);
+	}
+	if (spare)
+		LLVMDisposeModule(spare);
+	return ok;
+}
+
 /* O3 and the target's code, with the text forms where asked for. */
 static bool optimize_and_emit(Cg *cg, LLVMTargetMachineRef tm, const CgUnitJob *job, CgUnit *u, char *err,
 			      size_t errlen)
 {
-	bool want_ir = job->want_ir;
 	double t0 = rt_clock_s();
 	bool ok = optimize_unit(cg, tm, job, u, err, errlen);
 	double t1 = rt_clock_s();
 	u->optimize_s += t1 - t0;
-	if (ok && want_ir) {
-		char *ir = LLVMPrintModuleToString(cg->mod);
-		u->ir = strdup(ir);
-		LLVMDisposeMessage(ir);
-		/* where the code object is the assembly (PTX), it is emitted once */
-		if (!cg->target->ops->code_is_text)
-			ok = cg_emit_assembly(tm, cg->mod, &u->assembly, err, errlen);
-	}
-	ok = ok && cg->target->ops->emit_unit(tm, cg->mod, &u->code, err, errlen);
-	if (ok && want_ir && cg->target->ops->code_is_text)
-		u->assembly = strndup((const char *)u->code.data, u->code.size);
+	ok = ok && emit_code(cg, tm, job->want_ir, u, err, errlen);
 	u->emit_s += rt_clock_s() - t1;
+	if (ok && cg->llvm_error[0]) {
+		snprintf(err, errlen, "internal error: LLVM: %s", cg->llvm_error);
+		ok = false;
+	}
 	return ok;
 }
 

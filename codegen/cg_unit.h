@@ -37,6 +37,7 @@ struct CgUnit {
 	uint8_t *o3;
 	size_t o3_size;
 	bool o3_shared;      /* its O3 was a class mate's */
+	bool unbudgeted;     /* compiled again without its kernels' occupancy request, which spilled */
 };
 
 /* Lowers group leader's unit (leader -1: an empty module, for a graph with no kernel) for t with

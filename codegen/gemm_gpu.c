@@ -43,7 +43,6 @@ enum {
 					  (8.5 KiB of LDS each with the padding) fit AMD's 64 KiB per CU */
 	GPU_WARP = 32,          /* lanes that stage a half tile warp by warp (warp_major) */
 	GPU_WAVES = 4,          /* waves per SIMD the widest tiles ask for (cg_gpu_waves) */
-	GPU_MIN_KBLOCKS = 4,    /* AMD asks for GPU_WAVES only with more k-blocks than this */
 	GPU_COPY_STAGES = 3,    /* LDS buffers where the operands go by cp.async (copy_stages) */
 	GPU_COPY_LDS = 48 * 1024, /* ... within the static shared memory a kernel may declare */
 	GPU_DEEP_STAGES = 4,    /* ... or, on wgmma's targets, for forward GEMMs (copy_stages), */
@@ -2353,15 +2352,14 @@ static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 	 * work-items; a second resident work-group (4 warps per sub-partition) overlaps one's barrier
 	 * waits and loads with the other's multiply-adds (vgg16's step on an H100: 251 -> 234 ms).
 	 * Smaller tiles fit twice already, and capping them only made ptxas schedule worse (mnist
-	 * 0.444 -> 0.456 ms). AMD's tiles (at most 4 x 4) ask for 4 waves per SIMD where the kernel
-	 * is the k-block loop of one slice: the backend's own choice (83-131 VGPRs on gfx906) left a
-	 * SIMD 1 to 3 waves to switch between. With k-slices (their partial sums) or a few k-blocks 64
-	 * VGPRs made the backend spill (a K of 9 on gfx906), so those leave the choice to it; a loop
-	 * of a few k-blocks stays a loop there all the same (kblocks): unrolled into straight-line
-	 * code, four k-blocks of a 64 x 64 tile took all 256 VGPRs of gfx803. */
+	 * 0.444 -> 0.456 ms). AMD's tiles (at most 4 x 4) all ask for 4 waves per SIMD: the
+	 * backend's own choice (83-131 VGPRs on gfx906) left a SIMD 1 to 3 waves to switch between.
+	 * Some overrun the budget (k-slices' partial sums, a K of 9 on gfx906): a unit that then
+	 * spills is compiled again without asking (CgTargetOps.occupancy_attr, cg_driver.c). A loop
+	 * of a few k-blocks stays a loop there (kblocks): unrolled into straight-line code, four
+	 * k-blocks of a 64 x 64 tile took all 256 VGPRs of gfx803. */
 	int64_t accs = g.mi ? (int64_t)(g.t.wm / g.mi->m) * (g.t.wn / g.mi->n) * g.mi->c_per_lane : (int64_t)g.t.tm * g.t.tn;
-	bool loop = g.t.ks == 1 && g.t.kslice > GPU_MIN_KBLOCKS * g.t.bk;
-	if (accs == GPU_MAX_REG * GPU_MAX_REG || (!wide_tiles(cg) && loop))
+	if (accs == GPU_MAX_REG * GPU_MAX_REG || !wide_tiles(cg))
 		cg_gpu_waves(cg, GPU_WAVES);
 	/* the slices' partial tiles reuse the staging LDS once the last k-block is done */
 	int64_t stage = g.t.stages * (tile_span(&g, &g.la) + tile_span(&g, &g.lb)), red = g.t.ks > 1 ? (int64_t)g.t.ks * g.t.bm * g.t.bn : 0;

@@ -52,6 +52,11 @@ typedef struct CgTargetOps {
 	bool (*emit_unit)(LLVMTargetMachineRef tm, LLVMModuleRef mod, CgBlob *code, char *err, size_t errlen);
 	/* The units' code, in kernel order, joined into the code object in out->code. */
 	bool (*join)(const CgBlob *units, int n, CgOutput *out, char *err, size_t errlen);
+	/* The function attribute by which a kernel asks for an occupancy (cg_gpu_waves), and the
+	 * scratch bytes per work-item of one unit's code summed over its kernels: a unit that asked
+	 * and spilled is compiled again without asking (codegen/cg_driver.c). NULL: none. */
+	const char *occupancy_attr;
+	int64_t (*scratch_bytes)(const CgBlob *code);
 } CgTargetOps;
 
 extern const CgTargetOps cg_target_host_ops;   /* codegen/target_host.c */
@@ -70,6 +75,9 @@ bool cg_emit_assembly(LLVMTargetMachineRef tm, LLVMModuleRef mod, char **text, c
 /* codegen/cg_build.c: a string function attribute on cg->fn; an enum attribute. */
 void cg_fn_attr(Cg *cg, const char *key, const char *value);
 void cg_enum_attr(Cg *cg, LLVMValueRef fn, unsigned index, const char *name);
+/* Whether a function of mod has the string attribute key; removes it from every function. */
+bool cg_module_has_fn_attr(LLVMModuleRef mod, const char *key);
+void cg_module_drop_fn_attr(LLVMModuleRef mod, const char *key);
 /* The kernel's buffer arguments (cg.h) are its parameters first..first + CG_BUFFER_ARGS - 1:
  * named b0..b15, noalias, nocapture, noundef and, when align > 0, aligned to it; its size
  * arguments s0..s3 follow them. */

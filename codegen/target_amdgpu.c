@@ -9,6 +9,7 @@
 #include <llvm-c/Linker.h>
 #include <llvm-c/Target.h>
 
+#include "codegen/amdgpu_info.h"
 #include "codegen/amdgpu_notes.h"
 #include "codegen/target.h"
 #include "runtime/bundle.h"
@@ -173,6 +174,20 @@ static void barrier(Cg *cg)
 	LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(cg->ctx, kind, 0));
 }
 
+/* The scratch bytes per work-item of a unit's object, summed over its kernels (its metadata note). */
+static int64_t scratch_bytes(const CgBlob *code)
+{
+	CgAmdCode c;
+	char why[256];
+	if (!cg_amd_read(code->data, code->size, &c, why, sizeof why))
+		return 0;
+	int64_t sum = 0;
+	for (int i = 0; i < c.nkernels; i++)
+		sum += c.kernels[i].scratch;
+	cg_amd_free(&c);
+	return sum;
+}
+
 /* objects -> .hsaco, with one metadata note for all their kernels */
 static bool join(const CgBlob *units, int n, CgOutput *out, char *err, size_t errlen)
 {
@@ -200,4 +215,6 @@ const CgTargetOps cg_target_amdgpu_ops = {
 	.barrier = barrier,
 	.emit_unit = cg_emit_object,
 	.join = join,
+	.occupancy_attr = "amdgpu-waves-per-eu",
+	.scratch_bytes = scratch_bytes,
 };

@@ -418,12 +418,12 @@ static void print_compile_times(const CgTarget *tg, const CgOutput *outs, int n,
 {
 	fprintf(stderr, "compile: %.3f s wall on %d thread%s, kernel cache %s\n", wall, jobs, jobs == 1 ? "" : "s",
 		cache ? kc_dir(cache) : "off");
-	fprintf(stderr, "  %-16s %6s %6s %6s %6s %9s %9s %9s %9s  %s\n", "target", "units", "cached", "copies", "O3 of",
-		"lower", "optimize", "codegen", "link", "twin of");
+	fprintf(stderr, "  %-16s %6s %6s %6s %6s %6s %9s %9s %9s %9s  %s\n", "target", "units", "cached", "copies",
+		"O3 of", "again", "lower", "optimize", "codegen", "link", "twin of");
 	for (int i = 0; i < n; i++) {
 		const CgCompileTimes *t = &outs[i].times;
-		fprintf(stderr, "  %-16s %6d %6d %6d %6d %9.3f %9.3f %9.3f %9.3f  %s\n", tg[i].name, t->units, t->cached,
-			t->copies, t->o3_shared, t->lower_s, t->optimize_s, t->emit_s, t->join_s, t->twin_of[0] ? t->twin_of : "-");
+		fprintf(stderr, "  %-16s %6d %6d %6d %6d %6d %9.3f %9.3f %9.3f %9.3f  %s\n", tg[i].name, t->units, t->cached,
+			t->copies, t->o3_shared, t->unbudgeted, t->lower_s, t->optimize_s, t->emit_s, t->join_s, t->twin_of[0] ? t->twin_of : "-");
 	}
 	if (cache) {
 		KernelCacheStats st = kc_stats(cache);
