@@ -23,10 +23,12 @@ bool cg_target_host(CgTarget *t)
 	snprintf(t->triple, sizeof t->triple, "%s", triple);
 	snprintf(t->cpu, sizeof t->cpu, "%s", cpu);
 	snprintf(t->features, sizeof t->features, "%s", features);
-	/* Without native half arithmetic: with AVX512-FP16 (Sapphire Rapids and later) LLVM computes
-	 * the fp16 kernels' half operations in half, where every other host computes them through
-	 * float32, and mnist's fp16 training diverged on such a CPU (loss 2.5 -> 625 in 80 steps, the
-	 * same run falling to 0.51 with the feature off; tests/lit/precision/train.test). */
+	/* Without AVX512-FP16 (Sapphire Rapids and later): LLVM 19's X86 backend miscompiles a masked
+	 * compare of half vectors whose operands it commutes to fold a load (VCMPPH*rrik, predicate
+	 * not swapped; llvm/llvm-project#159723, fixed by #160304 after LLVM 19). The ReLU gradient
+	 * fused into mnist's dense-layer GEMM compared y < 0 where its IR says y > 0, and fp16
+	 * training diverged on such a CPU (loss 2.5 -> 625 in 80 steps; 0.51 with the feature off;
+	 * tests/lit/precision/train.test). */
 	const char *fp16 = cg_target_find_in_list(t->features, "+avx512fp16", 11);
 	if (fp16)
 		t->features[fp16 - t->features] = '-';
