@@ -59,6 +59,13 @@ static const Pool anchor_pools[] __attribute__((unused)) = {
 };
 #define ANCHOR_NPOOLS (sizeof anchor_pools / sizeof *anchor_pools)
 
+/* Errors of the GEMM-shaped anchors are relative to at least 1 (CgHarness.scale), the scale of
+ * one product of the harness's values (+-[0.1, 1]): an output of a few products may cancel to far
+ * below them, and its rounding error does not (a 1x1 weight gradient over 25 positions summed to
+ * 1.4e-4 with a float32 error of 3e-8, 2.3e-4 of itself). A wrong index or tile still misses by a
+ * product. */
+#define ANCHOR_SCALE 1.0
+
 CH_API int anchor_conv_out(int in, int k, int s, int p, int d) { return (in + 2 * p - d * (k - 1) - 1) / s + 1; }
 
 /* conv2d forward, grad_input and grad_weight over one geometry, in one graph, in a layout (NCHW
@@ -71,6 +78,7 @@ CH_API CgHarness *anchor_conv_in(Conv c, DType dt, int layout)
 	snprintf(name, sizeof name, "conv x[%d,%d,%d,%d] w[%d,%d,%d,%d] s%dx%d p%dx%d d%dx%d %s%s", c.n, c.cin, c.h, c.w,
 		 c.cout, c.cin, c.kh, c.kw, c.sh, c.sw, c.ph, c.pw, c.dh, c.dw, dtype_name(dt), nhwc ? " nhwc" : "");
 	CgHarness *h = ch_new(name);
+	h->scale = ANCHOR_SCALE;
 	if (nhwc)
 		snprintf(dims, sizeof dims, "%d,%d,%d,%d", c.n, c.h, c.w, c.cin);
 	else
@@ -177,6 +185,7 @@ CH_API CgHarness *anchor_matmul_of(int m, int n, int k, unsigned flags, DType dt
 	char name[96], da[32], db[32];
 	snprintf(name, sizeof name, "%s matmul %dx%dx%d flags 0x%x", dtype_name(dt), m, n, k, flags);
 	CgHarness *h = ch_new(name);
+	h->scale = ANCHOR_SCALE;
 	for (int t = 0; t < 4; t++) {
 		if (!(flags >> t & 1))
 			continue;
