@@ -57,6 +57,7 @@ typedef struct {
 	int code_object_version; /* AMD: 4, 5 or 6 */
 	const char *o3_class; /* targets that share O3 (codegen/o3_share.h); NULL: none */
 	const char *isa_class; /* targets that share machine code (codegen/isa_twins.h); NULL: none */
+	bool flush_f32_denormals; /* code generation flushes float32 denormals (CgTargetInfo's) */
 	bool packed_half;  /* half GEMMs without a matrix unit may sum a k-block in the half type on
 			      packed FMAs (--packed-half; codegen/gemm_gpu.h, GPU_HALF_PACKED) */
 } CgTarget;

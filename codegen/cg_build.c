@@ -243,6 +243,16 @@ void cg_module_drop_fn_attr(LLVMModuleRef mod, const char *key)
 		LLVMRemoveStringAttributeAtIndex(fn, LLVMAttributeFunctionIndex, key, (unsigned)strlen(key));
 }
 
+void cg_module_set_fn_attr(LLVMModuleRef mod, const char *key, const char *value)
+{
+	LLVMContextRef ctx = LLVMGetModuleContext(mod);
+	for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn))
+		if (!LLVMIsDeclaration(fn))
+			LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+						LLVMCreateStringAttribute(ctx, key, (unsigned)strlen(key), value,
+									  (unsigned)strlen(value)));
+}
+
 void cg_enum_attr(Cg *cg, LLVMValueRef fn, unsigned index, const char *name)
 {
 	unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));

@@ -31,7 +31,7 @@
 /* Part of every kernel-cache key. Bump it when a change of netc alters the code of a kernel
  * without altering its LLVM IR before O3: the pass pipeline and its options, emit_unit, join,
  * the target machine's options. */
-#define NETC_CODEGEN_VERSION "netc-codegen-3"
+#define NETC_CODEGEN_VERSION "netc-codegen-4"
 
 typedef struct Work Work;
 typedef struct {
@@ -355,9 +355,9 @@ static void target_key(const CgTarget *t, Sha256 *s)
 	unsigned major, minor, patch;
 	LLVMGetVersion(&major, &minor, &patch);
 	char head[256];
-	int n = snprintf(head, sizeof head, "%s\nllvm %u.%u.%u\n%d %d %d %d %d\n", NETC_CODEGEN_VERSION, major, minor,
-			 patch, (int)t->ops->code_kind, (int)t->ops->reloc, t->wave, t->code_object_version,
-			 (int)cg_kernel_sharing());
+	int n = snprintf(head, sizeof head, "%s\nllvm %u.%u.%u\n%d %d %d %d %d %d\n", NETC_CODEGEN_VERSION, major,
+			 minor, patch, (int)t->ops->code_kind, (int)t->ops->reloc, t->wave, t->code_object_version,
+			 (int)cg_kernel_sharing(), (int)t->flush_f32_denormals);
 	sha256_init(s);
 	sha256_update(s, head, (size_t)n);
 	const char *fields[] = {t->name, t->triple, t->cpu, t->features};

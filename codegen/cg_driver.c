@@ -319,12 +319,26 @@ static bool emit_code(Cg *cg, LLVMTargetMachineRef tm, bool want_ir, CgUnit *u, 
 	return ok;
 }
 
+/* The float mode of the target's code (CgTarget.flush_f32_denormals: gfx8, whose only full-rate
+ * float32 multiply-add, v_mad_f32/v_mac_f32, flushes denormals; with IEEE denormals LLVM splits
+ * every multiply-add into v_mul_f32 and v_add_f32, half the rate). Set on the optimized module:
+ * O3 stays IEEE's, so class mates still share it (codegen/o3_share.h), and code that is right
+ * with IEEE denormals is right where they may be flushed (LLVM LangRef, denormal-fp-math: a
+ * flushing mode allows flushing, it does not require it). */
+static void float_mode(const CgTarget *t, LLVMModuleRef mod)
+{
+	if (t->flush_f32_denormals)
+		cg_module_set_fn_attr(mod, "denormal-fp-math-f32", "preserve-sign,preserve-sign");
+}
+
 /* O3 and the target's code, with the text forms where asked for. */
 static bool optimize_and_emit(Cg *cg, LLVMTargetMachineRef tm, const CgUnitJob *job, CgUnit *u, char *err,
 			      size_t errlen)
 {
 	double t0 = rt_clock_s();
 	bool ok = optimize_unit(cg, tm, job, u, err, errlen);
+	if (ok)
+		float_mode(cg->target, cg->mod);
 	double t1 = rt_clock_s();
 	u->optimize_s += t1 - t0;
 	ok = ok && emit_code(cg, tm, job->want_ir, u, err, errlen);

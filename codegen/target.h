@@ -75,9 +75,11 @@ bool cg_emit_assembly(LLVMTargetMachineRef tm, LLVMModuleRef mod, char **text, c
 /* codegen/cg_build.c: a string function attribute on cg->fn; an enum attribute. */
 void cg_fn_attr(Cg *cg, const char *key, const char *value);
 void cg_enum_attr(Cg *cg, LLVMValueRef fn, unsigned index, const char *name);
-/* Whether a function of mod has the string attribute key; removes it from every function. */
+/* Whether a function of mod has the string attribute key; removes it from every function; sets
+ * it to value on every function that mod defines. */
 bool cg_module_has_fn_attr(LLVMModuleRef mod, const char *key);
 void cg_module_drop_fn_attr(LLVMModuleRef mod, const char *key);
+void cg_module_set_fn_attr(LLVMModuleRef mod, const char *key, const char *value);
 /* The kernel's buffer arguments (cg.h) are its parameters first..first + CG_BUFFER_ARGS - 1:
  * named b0..b15, noalias, nocapture, noundef and, when align > 0, aligned to it; its size
  * arguments s0..s3 follow them. */

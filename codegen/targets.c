@@ -39,7 +39,8 @@ static const CgTargetInfo table[] = {
 	{.name = "gfx803", .aliases = "rx550,rx470,rx580", AMD, .family = "GCN 4 (Polaris, Fiji)",
 	 .notes = "RX 550/560/470/480/570/580/590, R9 Fury/Nano; ROCm dropped it (community builds still run it)",
 	 GCN64, .features = "", GFX9_REGS, .matrix = CG_MATRIX_NONE,
-	 .peak_gflops = 6175, .peak_gbs = 256, .peak_of = "RX 580", .cus = 36, .o3_class = "gcn"},
+	 .peak_gflops = 6175, .peak_gbs = 256, .peak_of = "RX 580", .cus = 36, .o3_class = "gcn",
+	 .flush_f32_denormals = true},
 	/* roofline: RX Vega 64 (AMD: 12.66 TFLOP/s, 484 GB/s) */
 	{.name = "gfx900", .aliases = "vega56,vega64", AMD, .family = "GCN 5 (Vega 10)",
 	 .notes = "RX Vega 56/64, Vega Frontier Edition, MI25; ROCm dropped it after 4.5",
@@ -229,6 +230,7 @@ bool cg_target_lookup(const char *spec, const CgTargetOptions *o, CgTarget *t, c
 	t->lds_max = ti->shared_optin > ti->lds_bytes ? ti->shared_optin : ti->lds_bytes;
 	t->o3_class = ti->o3_class;
 	t->isa_class = ti->isa_class;
+	t->flush_f32_denormals = ti->flush_f32_denormals;
 	snprintf(t->arch, sizeof t->arch, "%s", ti->name);
 	snprintf(t->cpu, sizeof t->cpu, "%s", ti->name);
 	return t->ops->configure(ti, spec, o, t, err, errlen);

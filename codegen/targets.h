@@ -44,6 +44,10 @@ typedef struct CgTargetInfo {
 	 * same subtarget features and scheduling model, so their code objects differ only in the
 	 * target's name (codegen/isa_twins.h; tests/lit/targets/isa_twins.test); NULL: alone. */
 	const char *isa_class;
+	/* Its code flushes float32 denormals to zero: where the only full-rate float32 multiply-add
+	 * (v_mad_f32, v_mac_f32) flushes them and v_fma_f32 is slow (gfx8), as clang's AMDGPU
+	 * driver defaults to for such chips; elsewhere IEEE (codegen/cg_driver.c). */
+	bool flush_f32_denormals;
 } CgTargetInfo;
 
 /* The peak FLOP/s that bounds t's GEMM kernels under precision p (whose element type the ops
