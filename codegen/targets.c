@@ -37,7 +37,8 @@
 static const CgTargetInfo table[] = {
 	/* roofline: RX 580 (AMD: 6.17 TFLOP/s fp32, 256 GB/s) */
 	{.name = "gfx803", .aliases = "rx550,rx470,rx580", AMD, .family = "GCN 4 (Polaris, Fiji)",
-	 .notes = "RX 550/560/470/480/570/580/590, R9 Fury/Nano; ROCm dropped it (community builds still run it)",
+	 .notes = "RX 550/560/470/480/570/580/590, R9 Fury/Nano; ROCm dropped it (community builds still run it); "
+		  "float32 denormals flushed to zero, so multiply-adds are full-rate v_mac_f32",
 	 GCN64, .features = "", GFX9_REGS, .matrix = CG_MATRIX_NONE,
 	 .peak_gflops = 6175, .peak_gbs = 256, .peak_of = "RX 580", .cus = 36, .o3_class = "gcn",
 	 .flush_f32_denormals = true},
