@@ -139,7 +139,7 @@ static GemmTiles choose_tiles(Cg *cg, const GemmSpec *s)
 	CgTileConfig cfg[MAX_CANDIDATES];
 	int n = cg_gemm_candidates(cg->target, s, cand, MAX_CANDIDATES);
 	for (int i = 0; i < n; i++)
-		cfg[i] = (CgTileConfig){cand[i].mb, cand[i].nb, cand[i].kb};
+		cfg[i] = (CgTileConfig){.tm = cand[i].mb, .tn = cand[i].nb, .kb = cand[i].kb};
 	CgTuneKey key;
 	cg_gemm_tune_key(cg, s, LLVMGetTypeKind(s->type) == LLVMDoubleTypeKind ? "f64" : "f32", 1, &key);
 	return cand[cg_tuning_choose(cg, &key, cfg, n)];

@@ -33,6 +33,7 @@ enum {
 	GPU_SMALL_TILE = 64,    /* largest side of the 4 x 4 register tiles */
 	GPU_MIN_TILE = 16,      /* smallest tile side */
 	GPU_REG_TILE = 4,       /* register tile side of tiles up to GPU_SMALL_TILE */
+	GPU_SMALL_REG = 2,      /* ... or of a GPU_MIN_TILE side, where a tuning picks it (small_regs) */
 	GPU_MAX_REG = 8,        /* register tile side of the GPU_TILE-wide tiles */
 	GPU_WANT_GROUPS = 256,  /* shrink tiles until the grid has this many work-groups */
 	GPU_STAGE_BYTES = 8192, /* LDS for both buffers of the A and B tiles; the k-block grows to fill it */
@@ -192,6 +193,17 @@ static bool is_double(const GemmSpec *s) { return s->type && LLVMGetTypeKind(s->
  * of 4), else 4. */
 static int reg_side(int side) { return side > GPU_SMALL_TILE ? GPU_MAX_REG : GPU_REG_TILE; }
 
+/* Whether a bm x bn tile may take GPU_SMALL_REG-wide register tiles along its GPU_MIN_TILE sides:
+ * float32 SIMT tiles without the wide tiles (AMD). A 16 x 16 tile of 4 x 4 register tiles has 16
+ * work-items per k-slice, so 16 k-slices of at least 4 steps each, whose fragments and staging
+ * kept resnet20's 16-wide GEMMs at 76 to 87 VGPRs, 2 or 3 waves per SIMD (docs/performance.md,
+ * 2026-12-06); 2 x 2 register tiles give 4 k-slices and half the registers. Not the heuristic's:
+ * a candidate, that AMD's tile cost model takes where the 4-wide tiles starve. */
+static bool small_regs_fit(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, GpuHalfMath hm, int bm, int bn)
+{
+	return !mi && !wide && hm == GPU_HALF_F32 && !is_double(s) && (bm == GPU_MIN_TILE || bn == GPU_MIN_TILE);
+}
+
 /* Relative cost of one multiply-add on a tm x tn register tile: the LDS reads and the staging
  * (index arithmetic included) per multiply-add go as 1/tm + 1/tn. */
 static double fma_cost(int tm, int tn) { return 1.0 + 1.0 / tm + 1.0 / tn; }
@@ -330,14 +342,15 @@ static int64_t grow_kblock(const GemmSpec *s, GpuTiles t, int64_t esize, int64_t
 /* The tiles of a bm x bn work-group tile: register or warp tiles, k-slices, and the k-block: bk,
  * or where bk is 0 the largest the LDS budget allows (copied operands: `lds` bytes). */
 static GpuTiles tiles_of(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, GpuHalfMath hm, int64_t lds, int bm, int bn,
-			 int64_t bk)
+			 int64_t bk, bool small_regs)
 {
 	GpuTiles t = {.block = CG_GPU_BLOCK, .wide = wide, .half_math = mi ? GPU_HALF_F32 : hm, .bm = bm, .bn = bn};
 	if (mi) {
 		warp_tiles(&t, mi);
 	} else {
-		t.tm = reg_side(t.bm);
-		t.tn = reg_side(t.bn);
+		bool small = small_regs && small_regs_fit(s, mi, wide, hm, bm, bn);
+		t.tm = small && bm == GPU_MIN_TILE ? GPU_SMALL_REG : reg_side(t.bm);
+		t.tn = small && bn == GPU_MIN_TILE ? GPU_SMALL_REG : reg_side(t.bn);
 		t.ks = t.block / ((t.bm / t.tm) * (t.bn / t.tn));
 	}
 	/* every slice at least 4 steps (mma: one instruction's k) */
@@ -381,9 +394,9 @@ static GpuTiles tiles(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, Gpu
 	GpuTiles t = {.wide = wide};
 	small_tile(s, &t);
 	wide_tile(s, &t);
-	GpuTiles w = tiles_of(s, mi, wide, hm, lds, t.bm, t.bn, 0);
+	GpuTiles w = tiles_of(s, mi, wide, hm, lds, t.bm, t.bn, 0, false);
 	if (w.stages == GPU_DEEP_STAGES && long_tile(s, &w, lds)) {
-		GpuTiles l = tiles_of(s, mi, wide, hm, lds, GPU_TILE, GPU_LONG_TILE, 0);
+		GpuTiles l = tiles_of(s, mi, wide, hm, lds, GPU_TILE, GPU_LONG_TILE, 0, false);
 		if (l.stages == GPU_DEEP_STAGES)
 			return l;
 	}
@@ -425,8 +438,9 @@ static void nearest_first(GpuTiles *out, int n)
 
 /* Every tiling tiles() makes for some problem, for s: out[0] the heuristic's, then each tile of
  * sides 16 to 64 (with `wide`, float32: 64 and 128 as wide_tile's) that fits the extents, with
- * each k-block from the smallest to the largest the LDS budget allows it, nearest the
- * heuristic's first. Returns the count. */
+ * each k-block from the smallest to the largest the LDS budget allows it, and the same with
+ * GPU_SMALL_REG-wide register tiles where small_regs_fit, nearest the heuristic's first. Returns
+ * the count. */
 static int candidates(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, GpuHalfMath hm, int64_t lds, GpuTiles *out,
 		      int max)
 {
@@ -443,13 +457,19 @@ static int candidates(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, Gpu
 			 * unit's warp tiles (SIMT register tiles of 128 x 256 leave no k-slice) */
 			if (bn > top && (bm != GPU_TILE || lds <= GPU_COPY_LDS))
 				continue;
-			GpuTiles most = tiles_of(s, mi, wide, hm, lds, bm, bn, 0);
-			if (bn > top && most.stages != GPU_DEEP_STAGES)
-				continue;
-			for (int64_t bk = tiles_of(s, mi, wide, hm, lds, bm, bn, 1).bk; bk <= most.bk && n < max; bk *= 2) {
-				GpuTiles t = tiles_of(s, mi, wide, hm, lds, bm, bn, bk);
-				if (t.bm != out[0].bm || t.bn != out[0].bn || t.bk != out[0].bk)
-					out[n++] = t;
+			for (int small = 0; small < 2; small++) {
+				if (small && !small_regs_fit(s, mi, wide, hm, bm, bn))
+					continue;
+				GpuTiles most = tiles_of(s, mi, wide, hm, lds, bm, bn, 0, small);
+				if (bn > top && most.stages != GPU_DEEP_STAGES)
+					continue;
+				for (int64_t bk = tiles_of(s, mi, wide, hm, lds, bm, bn, 1, small).bk; bk <= most.bk && n < max;
+				     bk *= 2) {
+					GpuTiles t = tiles_of(s, mi, wide, hm, lds, bm, bn, bk, small);
+					if (t.bm != out[0].bm || t.bn != out[0].bn || t.bk != out[0].bk || t.tm != out[0].tm ||
+					    t.tn != out[0].tn)
+						out[n++] = t;
+				}
 			}
 		}
 	nearest_first(out, n);
@@ -1055,6 +1075,8 @@ static Place place_of(Cg *cg, GpuGemm *g, LLVMValueRef tid)
  * with register tile side `reg`. */
 static LLVMValueRef tile_at(Cg *cg, GpuGemm *g, LLVMValueRef t, int side, int reg, int i)
 {
+	if (reg < GPU_REG_TILE)
+		return add(cg, mulc(cg, g, t, reg), ci(g, i));
 	int64_t stride = (int64_t)side / (reg / GPU_REG_TILE);
 	return add(cg, mulc(cg, g, t, GPU_REG_TILE), ci(g, (i / GPU_REG_TILE) * stride + i % GPU_REG_TILE));
 }
@@ -1067,14 +1089,15 @@ static LLVMValueRef acc_at(Cg *cg, GpuGemm *g, LLVMValueRef tid64, int i, int j)
 	return cg_gpu_private_at(cg, &g->grp, &g->acc, tid64, (int64_t)i * g->t.tn + j);
 }
 
-/* GPU_REG_TILE consecutive LDS elements from idx (a multiple of 4) as scalars. */
-static void lds_quad(Cg *cg, GpuGemm *g, LLVMValueRef base, LLVMValueRef idx, LLVMValueRef *out)
+/* n (GPU_REG_TILE, or GPU_SMALL_REG of float32) consecutive LDS elements from idx (a multiple
+ * of n) as scalars. */
+static void lds_quad(Cg *cg, GpuGemm *g, LLVMValueRef base, LLVMValueRef idx, int n, LLVMValueRef *out)
 {
-	LLVMTypeRef vt = LLVMVectorType(g->et, GPU_REG_TILE);
+	LLVMTypeRef vt = LLVMVectorType(g->et, (unsigned)n);
 	LLVMValueRef v = LLVMBuildLoad2(cg->b, vt, lds_at(cg, g, base, idx), "");
-	/* the arrays are 16-byte aligned, the row pitches and idx multiples of 4 */
-	LLVMSetAlignment(v, 16);
-	for (int l = 0; l < GPU_REG_TILE; l++)
+	/* the arrays are 16-byte aligned, the row pitches multiples of 4 and idx of n */
+	LLVMSetAlignment(v, n == GPU_REG_TILE ? 16 : (unsigned)n * 4);
+	for (int l = 0; l < n; l++)
 		out[l] = LLVMBuildExtractElement(cg->b, v, cg_i32(cg, l), "");
 }
 
@@ -1082,8 +1105,9 @@ static void lds_quad(Cg *cg, GpuGemm *g, LLVMValueRef base, LLVMValueRef idx, LL
 static void lds_frag(Cg *cg, GpuGemm *g, LLVMValueRef base, LLVMValueRef krow, LLVMValueRef t, int side, int reg,
 		     LLVMValueRef *out)
 {
-	for (int q = 0; q < reg; q += GPU_REG_TILE)
-		lds_quad(cg, g, base, add(cg, krow, tile_at(cg, g, t, side, reg, q)), out + q);
+	int n = reg < GPU_REG_TILE ? reg : GPU_REG_TILE;
+	for (int q = 0; q < reg; q += n)
+		lds_quad(cg, g, base, add(cg, krow, tile_at(cg, g, t, side, reg, q)), n, out + q);
 }
 
 /* acc + a . b for k-pairs of halves (words read as f32): v_dot2_f32_f16; emulated, its products
@@ -2426,8 +2450,10 @@ static GpuTiles choose_tiles(Cg *cg, const GemmSpec *s, int slices)
 	GemmSpec one = slice_of(s, slices);
 	const CgMatrixInstr *mi = mma_of(cg, s);
 	int n = candidates(&one, mi, wide_tiles(cg), half_math_of(cg, s), copy_lds(cg, mi), cand, MAX_CANDIDATES);
-	for (int i = 0; i < n; i++)
-		cfg[i] = (CgTileConfig){cand[i].bm, cand[i].bn, cand[i].bk};
+	for (int i = 0; i < n; i++) {
+		bool own = cand[i].mi || (cand[i].tm == reg_side(cand[i].bm) && cand[i].tn == reg_side(cand[i].bn));
+		cfg[i] = (CgTileConfig){cand[i].bm, cand[i].bn, cand[i].bk, own ? 0 : cand[i].tm, own ? 0 : cand[i].tn};
+	}
 	CgTuneKey key;
 	cg_gemm_tune_key(cg, s, class_of(s, &cand[0]), slices, &key);
 	GpuTiles t = cand[cg_tuning_choose(cg, &key, cfg, n)];

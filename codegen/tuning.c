@@ -20,7 +20,9 @@ void cg_tune_key_text(const CgTuneKey *k, char *buf, size_t len)
 
 void cg_tile_config_text(const CgTileConfig *c, char *buf, size_t len)
 {
-	snprintf(buf, len, "tile=%lldx%lld kb=%lld", (long long)c->tm, (long long)c->tn, (long long)c->kb);
+	int n = snprintf(buf, len, "tile=%lldx%lld kb=%lld", (long long)c->tm, (long long)c->tn, (long long)c->kb);
+	if (c->rm && n > 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, " reg=%lldx%lld", (long long)c->rm, (long long)c->rn);
 }
 
 bool cg_tune_key_equal(const CgTuneKey *a, const CgTuneKey *b)
@@ -114,6 +116,22 @@ static bool operand(Line *l, const char *name, char other, bool shared_ok, char 
 	return true;
 }
 
+/* The optional `reg=RMxRN` after the k-block: a register tile other than the template's own. */
+static bool register_tile(Line *l, CgTileConfig *c)
+{
+	const char *want = "`reg=RMxRN` or a comment (#) after the k-block";
+	char w[64];
+	if (!word(l, w, sizeof w) || strncmp(w, "reg=", 4) != 0)
+		return fail(l, "expected %s", want);
+	char *x = strchr(w + 4, 'x');
+	if (!x)
+		return fail(l, "expected %s", want);
+	*x = 0;
+	if (!positive(w + 4, &c->rm) || !positive(x + 1, &c->rn))
+		return fail(l, "expected %s", "`reg=RMxRN` (RM and RN positive integers)");
+	return true;
+}
+
 static bool parse_entry(Line *l, CgTuneEntry *e)
 {
 	memset(e, 0, sizeof *e);
@@ -148,6 +166,9 @@ static bool parse_entry(Line *l, CgTuneEntry *e)
 	if (!positive(w + 5, &e->cfg.tm) || !positive(x + 1, &e->cfg.tn))
 		return fail(l, "expected %s", "`tile=MxN` (M and N positive integers)");
 	if (!field(l, "kb", &e->cfg.kb))
+		return false;
+	skip_space(l);
+	if (l->p < l->end && !register_tile(l, &e->cfg))
 		return false;
 	skip_space(l);
 	if (l->p < l->end)
@@ -375,7 +396,8 @@ static void note_seen(int n)
 static int find_config(const CgTileConfig *cand, int n, const CgTileConfig *c)
 {
 	for (int i = 0; i < n; i++)
-		if (cand[i].tm == c->tm && cand[i].tn == c->tn && cand[i].kb == c->kb)
+		if (cand[i].tm == c->tm && cand[i].tn == c->tn && cand[i].kb == c->kb && cand[i].rm == c->rm &&
+		    cand[i].rn == c->rn)
 			return i;
 	return -1;
 }

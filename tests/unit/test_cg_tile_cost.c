@@ -30,7 +30,7 @@ static void test_terms(void)
 		in.key.split = (int)draw(1, 4);
 		bool shared = tu_below(2);
 		snprintf(in.key.a, sizeof in.key.a, shared ? "k1s" : "k4");
-		in.cfg = (CgTileConfig){16 << draw(0, 2), 16 << draw(0, 2), 4 << draw(0, 4)};
+		in.cfg = (CgTileConfig){.tm = 16 << draw(0, 2), .tn = 16 << draw(0, 2), .kb = 4 << draw(0, 4)};
 		in.kernel = (CgAmdKernel){.vgpr = (int)draw(20, 120), .sgpr = (int)draw(10, 90), .wave = 64, .max_wg = 256};
 		in.kernel.lds = (uint32_t)draw(0, 32768);
 		CgCost c;

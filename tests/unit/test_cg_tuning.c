@@ -119,7 +119,7 @@ static void run_table(CgHarness *h)
 	CHECK(ir0 && ir1 && strcmp(ir0, ir1) != 0, "%s [%s]: a tuned configuration left the IR as it was", h->name,
 	      mode->name);
 	/* a configuration the GEMM has no candidate for is ignored */
-	CgTileConfig bogus = {3, 5, 7};
+	CgTileConfig bogus = {.tm = 3, .tn = 5, .kb = 7};
 	cg_tuning_set(&t, &before[0].key, &bogus, NULL);
 	notes_of(h, after, 16);
 	CHECK(after[0].source == CG_TILES_HEURISTIC && strstr(after[0].why, "no candidate"),
@@ -156,6 +156,78 @@ static void class_is(const Mode *m, CgHarness *h, DType dt, const char *want)
 	ch_free(h);
 }
 
+/* gfx906's narrow float32 tiles with a side of 16 have candidates of 2-wide register tiles
+ * (`reg=2x2` and the like; every candidate's values are checked in run()): a GEMM of M = 16 lists
+ * some, a table entry naming one is taken, and the same entry without its `reg=` is another
+ * configuration (taken as that candidate where there is one, else no candidate). NVIDIA's SIMT
+ * tiles and fp16's matrix tiles have none. */
+static void small_registers(void)
+{
+	mode = &modes[2];
+	CgHarness *h = anchor_matmul(16, 40, 300, 1);
+	CgTileNote notes[16], seen[96];
+	cg_tuning_reset_seen();
+	notes_of(h, notes, 16);
+	int n = cg_tuning_candidates_seen(), small = -1, nsmall = 0;
+	n = n < 96 ? n : 96;
+	for (int i = 0; i < n; i++) {
+		cg_tuning_candidate(i);
+		CHECK(notes_of(h, notes, 16) > 0, "matmul m=16: candidate %d noted no GEMM", i);
+		cg_tuning_candidate(-1);
+		seen[i] = notes[0];
+		if (seen[i].cfg.rm == 2 && seen[i].cfg.rn == 2) {
+			small = i;
+			nsmall++;
+		}
+	}
+	CHECK(small > 0, "matmul m=16 on gfx906: no candidate of 2 x 2 register tiles among %d", n);
+	if (small > 0) {
+		CgTileConfig plain = seen[small].cfg;
+		plain.rm = plain.rn = 0;
+		int twin = -1;
+		for (int i = 0; i < n; i++)
+			if (!seen[i].cfg.rm && seen[i].cfg.tm == plain.tm && seen[i].cfg.tn == plain.tn && seen[i].cfg.kb == plain.kb)
+				twin = i;
+		for (int v = 0; v < 2; v++) {
+			CgTuning t = {.source = "reg.tune"};
+			cg_tuning_set(&t, &seen[small].key, v ? &plain : &seen[small].cfg, NULL);
+			const CgTuning *use = &t;
+			cg_tuning_use(&use, 1);
+			bool got = notes_of(h, notes, 16) > 0;
+			if (!v)
+				CHECK(got && notes[0].source == CG_TILES_TUNED && notes[0].index == small && notes[0].cfg.rm == 2,
+				      "matmul m=16: the entry of candidate %d (reg=2x2) was not taken: %s", small, notes[0].why);
+			else if (twin >= 0)
+				CHECK(got && notes[0].source == CG_TILES_TUNED && notes[0].index == twin && notes[0].cfg.rm == 0,
+				      "matmul m=16: the entry without reg= took candidate %d, not %d", notes[0].index, twin);
+			else
+				CHECK(got && notes[0].source == CG_TILES_HEURISTIC && strstr(notes[0].why, "no candidate"),
+				      "matmul m=16: the entry without reg= is no candidate, yet: %s", notes[0].why);
+			cg_tuning_use(NULL, 0);
+			cg_tuning_free(&t);
+		}
+	}
+	printf("matmul 16x40x300 [%s]: %d of %d candidates with 2 x 2 register tiles\n", mode->name, nsmall, n);
+	ch_free(h);
+	static const int others[] = {1, 3}; /* NVIDIA's SIMT tiles; sm_80's mma (fp16) */
+	for (size_t m = 0; m < sizeof others / sizeof *others; m++) {
+		mode = &modes[others[m]];
+		h = anchor_matmul_of(16, 40, 300, 1, mode->fp16_only ? DT_F16 : DT_F32);
+		h->g->train.precision = mode->fp16_only ? PREC_FP16 : PREC_FP32;
+		cg_tuning_reset_seen();
+		notes_of(h, notes, 16);
+		n = cg_tuning_candidates_seen();
+		int other = 0;
+		for (int i = 0; i < n; i++) {
+			cg_tuning_candidate(i);
+			other += notes_of(h, notes, 16) > 0 && notes[0].cfg.rm != 0;
+			cg_tuning_candidate(-1);
+		}
+		CHECK(other == 0, "matmul m=16 [%s]: %d candidates with other register tiles", mode->name, other);
+		ch_free(h);
+	}
+}
+
 /* Half operands multiplied in f32 registers (the GPU SIMT template) are keyed apart from float32
  * ones: their conversions take other registers, so their tiles are tuned apart. */
 static void classes(void)
@@ -184,11 +256,13 @@ static void files(void)
 {
 	const char *text = CG_TUNING_HEADER "\n# comment\n\n"
 			   "sm_90 f32 batch=2 m=19 n=143 k=45 a=m1 b=n4 split=1 : tile=32x64 kb=16  # 0.1 ms\n"
-			   "host-skylake f64 batch=3 m=7 n=9 k=11 a=k1s b=k2 split=1 : tile=8x16 kb=12\n";
+			   "host-skylake f64 batch=3 m=7 n=9 k=11 a=k1s b=k2 split=1 : tile=8x16 kb=12\n"
+			   "gfx906 f32 batch=36 m=16 n=16 k=8192 a=k4 b=k4 split=16 : tile=16x16 kb=32 reg=2x2  # x\n";
 	CgTuning t;
 	char err[512];
 	CHECK(cg_tuning_parse(text, strlen(text), "ok.tune", &t, err, sizeof err), "%s", err);
-	CHECK(t.n == 2 && t.e[0].line == 4 && t.e[0].cfg.tm == 32 && t.e[0].cfg.tn == 64 && t.e[0].cfg.kb == 16 &&
+	CHECK(t.n == 3 && t.e[0].line == 4 && t.e[0].cfg.rm == 0 && t.e[2].cfg.rm == 2 && t.e[2].cfg.rn == 2 &&
+	      strcmp(t.e[2].comment, "x") == 0 && t.e[0].cfg.tm == 32 && t.e[0].cfg.tn == 64 && t.e[0].cfg.kb == 16 &&
 	      strcmp(t.e[0].comment, "0.1 ms") == 0 && strcmp(t.e[1].key.a, "k1s") == 0 && t.e[1].key.batch == 3,
 	      "the file's entries read back wrong");
 	char *buf = NULL;
@@ -198,7 +272,8 @@ static void files(void)
 	fclose(f);
 	CgTuning back;
 	CHECK(cg_tuning_parse(buf, len, "back.tune", &back, err, sizeof err), "%s", err);
-	CHECK(back.n == 2 && cg_tune_key_equal(&back.e[1].key, &t.e[1].key) && back.e[1].cfg.kb == 12,
+	CHECK(back.n == 3 && cg_tune_key_equal(&back.e[1].key, &t.e[1].key) && back.e[1].cfg.kb == 12 &&
+	      back.e[1].cfg.rm == 0 && back.e[2].cfg.rm == 2 && back.e[2].cfg.rn == 2 && strstr(buf, "kb=32 reg=2x2"),
 	      "the written file reads back wrong:\n%s", buf);
 	free(buf);
 	cg_tuning_free(&back);
@@ -215,6 +290,12 @@ static void files(void)
 	parse_fails(CG_TUNING_HEADER "\nsm_90 f32 batch=1 m=1 n=1 k=1 a=m1 b=n1 split=1 : tile=64 kb=1\n",
 		    "bad.tune:2: expected `tile=MxN`");
 	parse_fails(CG_TUNING_HEADER "\nsm_90 f32 batch=1 m=1 n=1 k=1 a=m1 b=n1 split=1 : tile=1x1 kb=1 x\n",
+		    "bad.tune:2: expected `reg=RMxRN` or a comment (#) after the k-block");
+	parse_fails(CG_TUNING_HEADER "\nsm_90 f32 batch=1 m=1 n=1 k=1 a=m1 b=n1 split=1 : tile=1x1 kb=1 reg=2\n",
+		    "bad.tune:2: expected `reg=RMxRN` or a comment");
+	parse_fails(CG_TUNING_HEADER "\nsm_90 f32 batch=1 m=1 n=1 k=1 a=m1 b=n1 split=1 : tile=1x1 kb=1 reg=0x2\n",
+		    "bad.tune:2: expected `reg=RMxRN` (RM and RN positive integers)");
+	parse_fails(CG_TUNING_HEADER "\nsm_90 f32 batch=1 m=1 n=1 k=1 a=m1 b=n1 split=1 : tile=1x1 kb=1 reg=2x2 y\n",
 		    "bad.tune:2: unexpected");
 	parse_fails(CG_TUNING_HEADER "\nsm_90 f32 batch=1 m=1 n=1 k=1 a=m1 b=n1 split=1 : tile=1x1 kb=1\n"
 				     "sm_90 f32 batch=1 m=1 n=1 k=1 a=m1 b=n1 split=1 : tile=2x1 kb=1\n",
@@ -238,10 +319,10 @@ static void many_keys(void)
 	CgTuning t = {.source = "many.tune"};
 	for (int i = 0; i < N; i++) {
 		CgTuneKey k = many_key(i);
-		cg_tuning_set(&t, &k, &(CgTileConfig){16 << (i % 4), 8 + i % 120, 8}, NULL);
+		cg_tuning_set(&t, &k, &(CgTileConfig){.tm = 16 << (i % 4), .tn = 8 + i % 120, .kb = 8}, NULL);
 	}
 	CgTuneKey again = many_key(1234);
-	cg_tuning_set(&t, &again, &(CgTileConfig){128, 256, 32}, "again");
+	cg_tuning_set(&t, &again, &(CgTileConfig){.tm = 128, .tn = 256, .kb = 32}, "again");
 	int wrong = 0, found_near = 0;
 	for (int i = 0; i < N; i++) {
 		CgTuneKey k = many_key(i);
@@ -270,6 +351,7 @@ int main(void)
 	files();
 	many_keys();
 	classes();
+	small_registers();
 	for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
 		mode = &modes[m];
 		for (int half = 0; half < 2; half++) {
