@@ -64,7 +64,11 @@ static LLVMValueRef emit_forward(Cg *cg, const Lrn *p, const Node *n, LLVMValueR
 	return LLVMBuildFMul(cg->b, x, lrn_pow(cg, lrn_scale(cg, p, sq, p->r), -p->beta), "");
 }
 
-/* dx = dy s^-beta - 2 alpha beta x sum_k dy[k] x[k] s[k]^(-beta-1), over k in the window of c */
+/* dx = dy s^-beta - 2 alpha beta x sum_k dy[k] x[k] s[k]^(-beta-1), over k in the window of c.
+ * Each window's s^(-beta-1) is one power (for beta 0.75: two square roots and one division), and
+ * the centre's s^-beta its product with s: with s^-beta and a division by s per window, the
+ * correctly rounded divisions and square roots made alexnet's LRN gradients arithmetic-bound on
+ * an H100 (docs/performance.md, 2026-12-06). */
 static LLVMValueRef emit_grad(Cg *cg, const Lrn *p, const Node *n, LLVMValueRef lin, LLVMValueRef c)
 {
 	int64_t span = 4 * p->r + 1, mid = 2 * p->r;
@@ -76,11 +80,11 @@ static LLVMValueRef emit_grad(Cg *cg, const Lrn *p, const Node *n, LLVMValueRef 
 	}
 	LLVMValueRef acc = cg_real(cg, p->t, 0), own = NULL;
 	for (int64_t j = mid - p->r; j <= mid + p->r; j++) {
-		LLVMValueRef s = lrn_scale(cg, p, sq, j), pw = lrn_pow(cg, s, -p->beta);
+		LLVMValueRef s = lrn_scale(cg, p, sq, j), over_s = lrn_pow(cg, s, -p->beta - 1);
 		if (j == mid)
-			own = pw;
+			own = LLVMBuildFMul(cg->b, over_s, s, "");
 		/* dy and x are 0 outside the channels, so the term vanishes there */
-		LLVMValueRef term = LLVMBuildFMul(cg->b, LLVMBuildFMul(cg->b, dy[j], x[j], ""), LLVMBuildFDiv(cg->b, pw, s, ""), "");
+		LLVMValueRef term = LLVMBuildFMul(cg->b, LLVMBuildFMul(cg->b, dy[j], x[j], ""), over_s, "");
 		acc = LLVMBuildFAdd(cg->b, acc, term, "");
 	}
 	LLVMValueRef k = cg_real(cg, p->t, 2 * p->alpha * p->beta);
