@@ -67,7 +67,7 @@ static LLVMValueRef emit_forward(Cg *cg, const Lrn *p, const Node *n, LLVMValueR
 /* dx = dy s^-beta - 2 alpha beta x sum_k dy[k] x[k] s[k]^(-beta-1), over k in the window of c.
  * Each window's s^(-beta-1) is one power (for beta 0.75: two square roots and one division), and
  * the centre's s^-beta its product with s: with s^-beta and a division by s per window, the
- * correctly rounded divisions and square roots made alexnet's LRN gradients arithmetic-bound on
+ * correctly rounded divisions and square roots made alexnet_bench's LRN gradients arithmetic-bound on
  * an H100 (docs/performance.md, 2026-12-06). */
 static LLVMValueRef emit_grad(Cg *cg, const Lrn *p, const Node *n, LLVMValueRef lin, LLVMValueRef c)
 {
