@@ -521,6 +521,12 @@ static bool wide_tiles(const Cg *cg)
 	return !t || t->ops->gemm_wide_tiles;
 }
 
+bool cg_gpu_winograd_windows(const Cg *cg)
+{
+	const CgTarget *t = unit_target(cg);
+	return !t || t->ops->winograd_windows;
+}
+
 /* Whether wgmma has a form for the row's operand type: f16, bf16 and tf32. */
 static bool wgmma_elem(const CgMatrixInstr *mi)
 {

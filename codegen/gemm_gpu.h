@@ -96,6 +96,9 @@ int64_t cg_gemm_gpu_split_k(Cg *cg, const GemmSpec *s, const GpuSplitK *sk);
 
 /* Whether lowerings take their GPU paths: a GPU target, or the host under emulation. */
 bool cg_gpu_paths(const Cg *cg);
+/* Whether Winograd's transforms stage their windows in shared memory (CgTargetOps; emulated: as
+ * the emulated unit's target does, else as NVIDIA does). */
+bool cg_gpu_winograd_windows(const Cg *cg);
 /* Turns emulation on or off for this process (tests use it; the host path is the default). */
 void cg_gpu_emulation(bool on);
 /* Whether emulated GEMMs split K as GPU ones do (off by default: harnesses that compare a node

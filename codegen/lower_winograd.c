@@ -5,9 +5,11 @@
  * The input and output transforms work a tile at a time: alpha^2 loads, the transform with the
  * constant coefficients of ir/winograd.h (zeros skipped, +-1 as additions), alpha^2 (or m^2)
  * stores. On the host a work-group takes a block of planes and loops over their tiles; on GPUs
- * each work-item takes one tile. The output transform stores through the group's epilogue
- * (cg_group_epilogue), so the bias and activation after a convolution cost no extra pass; on
- * GPUs it stages a work-group's outputs in shared memory first, so that the stores coalesce.
+ * each work-item takes one tile, and a work-group whole rows of tiles, whose windows the input
+ * transform and the output gradient's stage in shared memory first, so that the loads coalesce.
+ * The output transform stores through the group's epilogue (cg_group_epilogue), so the bias and
+ * activation after a convolution cost no extra pass; on GPUs it stages a work-group's outputs in
+ * shared memory first, so that the stores coalesce.
  *
  * The weight transform is an elemental emitter writing U in order: done a filter at a time, its
  * alpha^2 stores go to alpha^2 streams K*C apart, which measured twice as slow (2026-11-24). The
@@ -185,27 +187,67 @@ static void store_points(Cg *cg, const Node *n, const Wino *q, LLVMValueRef img,
 		}
 }
 
-/* V[t][c][p] = (B^T d B)[t] for tile (th, tw) of plane (img, c) of x, zero outside the plane */
-static void input_tile(Cg *cg, const Node *n, const Wino *q, LLVMValueRef plane, LLVMValueRef th, LLVMValueRef tw)
+/* The window a tile's transform reads: win x win values of a plane of h x w, the tile at (th, tw)
+ * starting at (th * m - ph, tw * m - pw); zero outside the plane. */
+typedef struct {
+	int win;
+	int64_t ph, pw, h, w;
+} Window;
+
+static Window window_of(const Node *n, const Wino *q)
 {
-	const WinogradTile *wt = q->wt;
-	LLVMValueRef img = udiv(cg, plane, q->chans), c = urem(cg, plane, q->chans);
-	LLVMValueRef r0 = LLVMBuildSub(cg->b, mulc(cg, th, wt->m), c64(cg, q->ph), "");
-	LLVMValueRef c0 = LLVMBuildSub(cg->b, mulc(cg, tw, wt->m), c64(cg, q->pw), "");
-	LLVMValueRef base = mulc(cg, plane, q->h * q->w), zero = cg_real(cg, q->t, 0);
-	LLVMValueRef d[WINO_MAX_ALPHA][WINO_MAX_ALPHA], v[WINO_MAX_ALPHA][WINO_MAX_ALPHA];
-	for (int i = 0; i < wt->alpha; i++) {
+	if (n->op == OP_winograd_input)
+		return (Window){q->wt->alpha, q->ph, q->pw, q->h, q->w};
+	return (Window){q->wt->m, 0, 0, q->oh, q->ow}; /* winograd_output_grad: dy's m x m tiles */
+}
+
+/* On GPUs a work-group stages the windows of its tile rows in shared memory: `stage` is
+ * [rows][win][wp], wp the columns a tile row's windows span; `row` the work-item's tile row in it. */
+typedef struct {
+	LLVMValueRef stage, row;
+	int64_t wp;
+} Staged;
+
+/* d[i][j] = the window of tile (th, tw) of `plane`: from the stage when there is one, else from
+ * global memory with the plane's bounds checked */
+static void load_window(Cg *cg, const Node *n, const Wino *q, const Staged *s, LLVMValueRef plane, LLVMValueRef th,
+			LLVMValueRef tw, LLVMValueRef d[WINO_MAX_ALPHA][WINO_MAX_ALPHA])
+{
+	Window w = window_of(n, q);
+	int m = q->wt->m;
+	if (s) {
+		LLVMValueRef base = add(cg, mulc(cg, s->row, w.win * s->wp), mulc(cg, tw, m));
+		for (int i = 0; i < w.win; i++)
+			for (int j = 0; j < w.win; j++) {
+				LLVMValueRef at = add(cg, base, c64(cg, i * s->wp + j));
+				d[i][j] = LLVMBuildLoad2(cg->b, q->t, LLVMBuildGEP2(cg->b, q->t, s->stage, &at, 1, ""), "");
+			}
+		return;
+	}
+	LLVMValueRef r0 = LLVMBuildSub(cg->b, mulc(cg, th, m), c64(cg, w.ph), "");
+	LLVMValueRef c0 = LLVMBuildSub(cg->b, mulc(cg, tw, m), c64(cg, w.pw), "");
+	LLVMValueRef base = mulc(cg, plane, w.h * w.w), zero = cg_real(cg, q->t, 0);
+	for (int i = 0; i < w.win; i++) {
 		LLVMValueRef r = add(cg, r0, c64(cg, i));
-		LLVMValueRef okr = LLVMBuildICmp(cg->b, LLVMIntULT, r, c64(cg, q->h), ""); /* r < 0 wraps past h */
-		for (int j = 0; j < wt->alpha; j++) {
+		LLVMValueRef okr = LLVMBuildICmp(cg->b, LLVMIntULT, r, c64(cg, w.h), ""); /* r < 0 wraps past h */
+		for (int j = 0; j < w.win; j++) {
 			LLVMValueRef col = add(cg, c0, c64(cg, j));
-			LLVMValueRef ok = LLVMBuildAnd(cg->b, okr, LLVMBuildICmp(cg->b, LLVMIntULT, col, c64(cg, q->w), ""), "");
-			LLVMValueRef at = LLVMBuildSelect(cg->b, ok, add(cg, base, add(cg, mulc(cg, r, q->w), col)), c64(cg, 0), "");
+			LLVMValueRef ok = LLVMBuildAnd(cg->b, okr, LLVMBuildICmp(cg->b, LLVMIntULT, col, c64(cg, w.w), ""), "");
+			LLVMValueRef at = LLVMBuildSelect(cg->b, ok, add(cg, base, add(cg, mulc(cg, r, w.w), col)), c64(cg, 0), "");
 			d[i][j] = LLVMBuildSelect(cg->b, ok, cg_load(cg, n->in[0], at), zero, "");
 		}
 	}
+}
+
+/* V[t][c][p] = (B^T d B)[t] for tile (th, tw) of plane (img, c) of x, zero outside the plane */
+static void input_tile(Cg *cg, const Node *n, const Wino *q, const Staged *s, LLVMValueRef plane, LLVMValueRef th,
+		       LLVMValueRef tw)
+{
+	const WinogradTile *wt = q->wt;
+	LLVMValueRef d[WINO_MAX_ALPHA][WINO_MAX_ALPHA], v[WINO_MAX_ALPHA][WINO_MAX_ALPHA];
+	load_window(cg, n, q, s, plane, th, tw, d);
 	sandwich(cg, q->t, &wt->bt[0][0], wt->alpha, &wt->bt[0][0], wt->alpha, wt->alpha, WINO_MAX_ALPHA, d, v);
-	store_points(cg, n, q, img, c, th, tw, v);
+	store_points(cg, n, q, udiv(cg, plane, q->chans), urem(cg, plane, q->chans), th, tw, v);
 }
 
 /* y[i][j] of tile (th, tw) of plane (img, k) = A^T m A of the points M[t][k][p] */
@@ -264,41 +306,34 @@ static void stage_sink(Cg *cg, const Node *n, LLVMValueRef at, LLVMValueRef v, L
 }
 
 /* y tile (th, tw) of plane (img, k) through the group's epilogue */
-static void output_tile(Cg *cg, const Node *n, const Wino *q, LLVMValueRef plane, LLVMValueRef th, LLVMValueRef tw)
+static void output_tile(Cg *cg, const Node *n, const Wino *q, const Staged *s, LLVMValueRef plane, LLVMValueRef th,
+			LLVMValueRef tw)
 {
+	(void)s;
 	LLVMValueRef y[WINO_MAX_ALPHA][WINO_MAX_ALPHA];
 	output_values(cg, n, q, plane, th, tw, y);
 	tile_outputs(cg, n, q, plane, th, tw, y, c64(cg, 0), epilogue_sink, NULL);
 }
 
 /* dM[t][k][p] = (A dY A^T)[t] for tile (th, tw) of plane (img, k) of dy, zero past the plane's edge */
-static void output_grad_tile(Cg *cg, const Node *n, const Wino *q, LLVMValueRef plane, LLVMValueRef th, LLVMValueRef tw)
+static void output_grad_tile(Cg *cg, const Node *n, const Wino *q, const Staged *s, LLVMValueRef plane, LLVMValueRef th,
+			     LLVMValueRef tw)
 {
 	const WinogradTile *wt = q->wt;
 	int m = wt->m;
-	LLVMValueRef img = udiv(cg, plane, q->chans), k = urem(cg, plane, q->chans);
-	LLVMValueRef y0 = mulc(cg, th, m), x0 = mulc(cg, tw, m), base = mulc(cg, plane, q->oh * q->ow);
-	LLVMValueRef d[WINO_MAX_ALPHA][WINO_MAX_ALPHA], v[WINO_MAX_ALPHA][WINO_MAX_ALPHA], zero = cg_real(cg, q->t, 0);
-	for (int i = 0; i < m; i++) {
-		LLVMValueRef y = add(cg, y0, c64(cg, i));
-		LLVMValueRef oky = LLVMBuildICmp(cg->b, LLVMIntULT, y, c64(cg, q->oh), "");
-		for (int j = 0; j < m; j++) {
-			LLVMValueRef x = add(cg, x0, c64(cg, j));
-			LLVMValueRef ok = LLVMBuildAnd(cg->b, oky, LLVMBuildICmp(cg->b, LLVMIntULT, x, c64(cg, q->ow), ""), "");
-			LLVMValueRef at = LLVMBuildSelect(cg->b, ok, add(cg, base, add(cg, mulc(cg, y, q->ow), x)), c64(cg, 0), "");
-			d[i][j] = LLVMBuildSelect(cg->b, ok, cg_load(cg, n->in[0], at), zero, "");
-		}
-	}
+	LLVMValueRef d[WINO_MAX_ALPHA][WINO_MAX_ALPHA], v[WINO_MAX_ALPHA][WINO_MAX_ALPHA];
+	load_window(cg, n, q, s, plane, th, tw, d);
 	/* A = (A^T)^T, alpha x m */
 	double a[WINO_MAX_ALPHA][WINO_MAX_ALPHA];
 	for (int r = 0; r < wt->alpha; r++)
 		for (int i = 0; i < m; i++)
 			a[r][i] = wt->at[i][r];
 	sandwich(cg, q->t, &a[0][0], wt->alpha, &a[0][0], wt->alpha, m, WINO_MAX_ALPHA, d, v);
-	store_points(cg, n, q, img, k, th, tw, v);
+	store_points(cg, n, q, udiv(cg, plane, q->chans), urem(cg, plane, q->chans), th, tw, v);
 }
 
-typedef void (*TileFn)(Cg *cg, const Node *n, const Wino *q, LLVMValueRef plane, LLVMValueRef th, LLVMValueRef tw);
+typedef void (*TileFn)(Cg *cg, const Node *n, const Wino *q, const Staged *s, LLVMValueRef plane, LLVMValueRef th,
+		       LLVMValueRef tw);
 
 /* Every tile of every plane: on GPUs one per work-item, on the host blocks of planes per
  * work-group with their tiles in row order (the loop over a tile row is what LLVM vectorizes). */
@@ -310,7 +345,7 @@ static int64_t over_tiles(Cg *cg, const Node *n, TileFn tile)
 		GpuGroup g;
 		LLVMValueRef e = cg_gpu_elements_begin(cg, &g, q.planes * tiles, &grid);
 		LLVMValueRef r = urem(cg, e, tiles);
-		tile(cg, n, &q, udiv(cg, e, tiles), udiv(cg, r, q.tw), urem(cg, r, q.tw));
+		tile(cg, n, &q, NULL, udiv(cg, e, tiles), udiv(cg, r, q.tw), urem(cg, r, q.tw));
 		cg_gpu_elements_end(cg, &g);
 		return grid;
 	}
@@ -322,7 +357,7 @@ static int64_t over_tiles(Cg *cg, const Node *n, TileFn tile)
 	CgLoop pl = cg_for_begin(cg, lo, cg_min_i64(cg, add(cg, lo, c64(cg, per)), c64(cg, q.planes)), "plane");
 	CgLoop th = cg_for_begin(cg, c64(cg, 0), c64(cg, q.th), "th");
 	CgLoop tw = cg_for_begin(cg, c64(cg, 0), c64(cg, q.tw), "tw");
-	tile(cg, n, &q, pl.i, th.i, tw.i);
+	tile(cg, n, &q, NULL, pl.i, th.i, tw.i);
 	cg_for_end(cg, &tw);
 	cg_for_end(cg, &th);
 	cg_for_end(cg, &pl);
@@ -330,9 +365,110 @@ static int64_t over_tiles(Cg *cg, const Node *n, TileFn tile)
 	return grid;
 }
 
-int64_t cg_lower_winograd_input(Cg *cg, const Node *n) { return over_tiles(cg, n, input_tile); }
 /* The outputs a GPU work-group stages in shared memory: 16 KiB of float32 */
 enum { STAGED_OUTPUTS = 4096 };
+/* The window values a GPU work-group stages: 24 KiB of float32 */
+enum { STAGED_WINDOWS = 6144 };
+/* Staged only where a tile row has this many tiles: with 4 (12x12 to 14x14 planes) a row of
+ * windows is little wider than one window, the stage saves few loads and its barrier cost 2-35%
+ * on an H100; rows of 7 tiles and more ran 2-16% faster (2026-12-06, docs/performance.md). */
+enum { STAGED_MIN_ROW_TILES = 6 };
+
+/* Whole tile rows per GPU work-group, one tile per work-item, when `per_row` values of a tile row
+ * are staged in at most `limit`; 0 when one row does not fit */
+static int64_t rows_per_group(const Wino *q, int64_t per_row, int64_t limit)
+{
+	int64_t rows = CG_GPU_BLOCK / q->tw, fits = limit / per_row, total = q->planes * q->th;
+	rows = rows < fits ? rows : fits;
+	return rows < total ? rows : total;
+}
+
+/* Work-item tid's share of the stage of tile rows [first, past) (of `rows` at most): value e of
+ * the stage for e = tid, tid + block, ..., every load issued before any store, so that they are
+ * all in flight at once (one at a time in a loop, alexnet's 13x13 input transforms took 0.046 ms
+ * on an H100, all at once 0.040). Index arithmetic in 32 bits (the caller checked that tile rows and
+ * plane offsets fit): a GPU divides those by a constant in a few instructions, 64-bit ones in
+ * many. */
+static void fill_windows(Cg *cg, const Node *n, const Wino *q, const Staged *s, LLVMValueRef tid, LLVMValueRef first,
+			 LLVMValueRef past, int64_t rows)
+{
+	Window w = window_of(n, q);
+	int64_t per_row = w.win * s->wp, size = rows * per_row, sweeps = (size + CG_GPU_BLOCK - 1) / CG_GPU_BLOCK;
+	LLVMValueRef v[STAGED_WINDOWS / CG_GPU_BLOCK], zero = cg_real(cg, q->t, 0);
+	LLVMValueRef tid32 = LLVMBuildTrunc(cg->b, tid, cg->t_i32, ""), first32 = LLVMBuildTrunc(cg->b, first, cg->t_i32, "");
+	LLVMValueRef count = LLVMBuildTrunc(cg->b, mulc(cg, LLVMBuildSub(cg->b, past, first, ""), per_row), cg->t_i32, "");
+	for (int64_t u = 0; u < sweeps; u++) {
+		LLVMValueRef e = LLVMBuildAdd(cg->b, tid32, cg_i32(cg, u * CG_GPU_BLOCK), "");
+		LLVMValueRef rem = LLVMBuildURem(cg->b, e, cg_i32(cg, per_row), "");
+		LLVMValueRef row = LLVMBuildAdd(cg->b, first32, LLVMBuildUDiv(cg->b, e, cg_i32(cg, per_row), ""), "");
+		LLVMValueRef th = LLVMBuildURem(cg->b, row, cg_i32(cg, q->th), "");
+		LLVMValueRef r = LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, th, cg_i32(cg, q->wt->m), ""),
+					      LLVMBuildUDiv(cg->b, rem, cg_i32(cg, s->wp), ""), "");
+		r = LLVMBuildSub(cg->b, r, cg_i32(cg, w.ph), "");
+		LLVMValueRef col = LLVMBuildSub(cg->b, LLVMBuildURem(cg->b, rem, cg_i32(cg, s->wp), ""), cg_i32(cg, w.pw), "");
+		LLVMValueRef ok = LLVMBuildAnd(cg->b, LLVMBuildICmp(cg->b, LLVMIntULT, e, count, ""),
+					       LLVMBuildICmp(cg->b, LLVMIntULT, r, cg_i32(cg, w.h), ""), ""); /* r < 0 wraps */
+		ok = LLVMBuildAnd(cg->b, ok, LLVMBuildICmp(cg->b, LLVMIntULT, col, cg_i32(cg, w.w), ""), "");
+		LLVMValueRef in_plane = LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, r, cg_i32(cg, w.w), ""), col, "");
+		LLVMValueRef plane = LLVMBuildZExt(cg->b, LLVMBuildUDiv(cg->b, row, cg_i32(cg, q->th), ""), cg->t_i64, "");
+		LLVMValueRef at = add(cg, mulc(cg, plane, w.h * w.w), LLVMBuildZExt(cg->b, in_plane, cg->t_i64, ""));
+		v[u] = LLVMBuildSelect(cg->b, ok, cg_load(cg, n->in[0], LLVMBuildSelect(cg->b, ok, at, c64(cg, 0), "")), zero, "");
+	}
+	for (int64_t u = 0; u < sweeps; u++) {
+		LLVMValueRef e = LLVMBuildZExt(cg->b, LLVMBuildAdd(cg->b, tid32, cg_i32(cg, u * CG_GPU_BLOCK), ""), cg->t_i64, "");
+		bool last = (u + 1) * CG_GPU_BLOCK > size; /* only the last sweep can pass the stage's end */
+		CgLoop in;
+		if (last)
+			in = cg_for_begin(cg, c64(cg, 0), LLVMBuildZExt(cg->b, LLVMBuildICmp(cg->b, LLVMIntULT, e, c64(cg, size), ""), cg->t_i64, ""), "in");
+		LLVMBuildStore(cg->b, v[u], LLVMBuildGEP2(cg->b, q->t, s->stage, &e, 1, ""));
+		if (last)
+			cg_for_end(cg, &in);
+	}
+}
+
+/* The input transform and the output gradient's on GPUs: a work-group takes `rows` whole tile
+ * rows, one tile per work-item; first every work-item copies the windows of those rows to shared
+ * memory, neighbours at neighbouring values of the plane, then each transforms its tile from
+ * there. Read straight from global memory, a warp's loads were m values apart and one sector
+ * in four was used: alexnet_bench's 27x27 F(3x3,5x5) input transform at 38% of an H100's
+ * bandwidth (Nsight Compute, 2026-12-06); a fused producer was also computed for every tile
+ * that reads its value, (alpha/m)^2 times, where a row of windows takes it alpha/m times. */
+static int64_t windows_staged(Cg *cg, const Node *n, TileFn tile)
+{
+	Wino q = wino_of(cg, n);
+	Window w = window_of(n, &q);
+	int m = q.wt->m;
+	int64_t wp = (q.tw - 1) * m + w.win, per_row = w.win * wp;
+	int64_t rows = rows_per_group(&q, per_row, STAGED_WINDOWS), total = q.planes * q.th;
+	if (q.tw < STAGED_MIN_ROW_TILES || rows < 1 || total >= INT32_MAX || w.h * w.w >= INT32_MAX)
+		return over_tiles(cg, n, tile);
+	GpuGroup g;
+	LLVMValueRef wg = cg_gpu_group_begin(cg, &g, CG_GPU_BLOCK);
+	Staged s = {.stage = cg_gpu_shared(cg, &g, q.t, rows * per_row, "winograd_windows"), .wp = wp};
+	LLVMValueRef first = mulc(cg, wg, rows), past = cg_min_i64(cg, add(cg, first, c64(cg, rows)), c64(cg, total));
+
+	LLVMValueRef tid = cg_gpu_phase_begin(cg, &g);
+	fill_windows(cg, n, &q, &s, tid, first, past, rows);
+	cg_gpu_phase_end(cg, &g, true);
+
+	tid = cg_gpu_phase_begin(cg, &g);
+	s.row = udiv(cg, tid, q.tw);
+	LLVMValueRef tile_row = add(cg, first, s.row);
+	LLVMValueRef mine = LLVMBuildAnd(cg->b, LLVMBuildICmp(cg->b, LLVMIntULT, tid, c64(cg, rows * q.tw), ""),
+					 LLVMBuildICmp(cg->b, LLVMIntULT, tile_row, past, ""), "");
+	CgLoop one = cg_for_begin(cg, c64(cg, 0), LLVMBuildZExt(cg->b, mine, cg->t_i64, ""), "tile");
+	tile(cg, n, &q, &s, udiv(cg, tile_row, q.th), urem(cg, tile_row, q.th), urem(cg, tid, q.tw));
+	cg_for_end(cg, &one);
+	cg_gpu_phase_end(cg, &g, false);
+	cg_gpu_group_end(cg, &g);
+	return (total + rows - 1) / rows;
+}
+
+int64_t cg_lower_winograd_input(Cg *cg, const Node *n)
+{
+	return cg_gpu_paths(cg) && cg_gpu_winograd_windows(cg) ? windows_staged(cg, n, input_tile)
+							       : over_tiles(cg, n, input_tile);
+}
 
 /* Index in y of the first output of tile row `row` (of every plane's tile rows in order): the
  * tile rows of consecutive planes cover y without gaps. */
@@ -349,11 +485,9 @@ static LLVMValueRef row_start(Cg *cg, const Wino *q, LLVMValueRef row)
 static int64_t output_staged(Cg *cg, const Node *n)
 {
 	Wino q = wino_of(cg, n);
-	int64_t rows = CG_GPU_BLOCK / q.tw, fits = STAGED_OUTPUTS / (q.wt->m * q.ow), total = q.planes * q.th;
-	rows = rows < fits ? rows : fits;
+	int64_t rows = rows_per_group(&q, q.wt->m * q.ow, STAGED_OUTPUTS), total = q.planes * q.th;
 	if (rows < 1)
 		return over_tiles(cg, n, output_tile);
-	rows = rows < total ? rows : total;
 	GpuGroup g;
 	LLVMValueRef wg = cg_gpu_group_begin(cg, &g, CG_GPU_BLOCK);
 	LLVMValueRef stage = cg_gpu_shared(cg, &g, q.t, rows * q.wt->m * q.ow, "winograd_output");
@@ -386,4 +520,8 @@ int64_t cg_lower_winograd_output(Cg *cg, const Node *n)
 {
 	return cg_gpu_paths(cg) ? output_staged(cg, n) : over_tiles(cg, n, output_tile);
 }
-int64_t cg_lower_winograd_output_grad(Cg *cg, const Node *n) { return over_tiles(cg, n, output_grad_tile); }
+int64_t cg_lower_winograd_output_grad(Cg *cg, const Node *n)
+{
+	return cg_gpu_paths(cg) && cg_gpu_winograd_windows(cg) ? windows_staged(cg, n, output_grad_tile)
+							       : over_tiles(cg, n, output_grad_tile);
+}

@@ -203,6 +203,7 @@ const CgTargetOps cg_target_amdgpu_ops = {
 	.amd_options = true,
 	.shared_addrspace = 3, /* LDS */
 	.gemm_wide_tiles = false,
+	.winograd_windows = false,
 	.reloc = LLVMRelocPIC,
 	.init_llvm = init_llvm,
 	.configure = configure,

@@ -111,6 +111,7 @@ const CgTargetOps cg_target_nvptx_ops = {
 	.code_is_text = true,
 	.shared_addrspace = 3, /* shared memory */
 	.gemm_wide_tiles = true,
+	.winograd_windows = true,
 	.reloc = LLVMRelocDefault,
 	.init_llvm = init_llvm,
 	.configure = configure,

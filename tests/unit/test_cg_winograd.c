@@ -4,7 +4,8 @@
  * (to rounding of float64). Then every kernel of the rewritten graph, on the host template and the GPU templates
  * emulated, against the float64 interpreter on random inputs: padding 0, 1 and 2 (the input
  * gradient of padding 0), odd and even planes, tiles crossing the border, batch > 1, channel
- * counts that are multiples of nothing, within each tile's tolerance (ir/winograd.h). Last, that
+ * counts that are multiples of nothing, planes wide enough that the GPU template stages a row of
+ * tiles' windows in shared memory, within each tile's tolerance (ir/winograd.h). Last, that
  * tolerance against measured error: N(0,1) inputs, 256 channels, and a weight gradient summed over
  * 16 images' tiles.
  * Half precision (f16 and bf16 operands, as --precision fp16|bf16 makes them): the pass takes
@@ -50,6 +51,12 @@ static const Case cases[] = {
 	{"5x5 grad_weight pad 2", 2, 3, 5, 7, 9, 2, 5, 1, GRAD_WEIGHT},
 	{"5x5 grad_weight pad 0", 3, 5, 4, 8, 6, 0, 5, 1, GRAD_WEIGHT},
 	{"5x5 grad_weight pad 1, wide channels", 3, 37, 19, 10, 11, 1, 5, 1, GRAD_WEIGHT},
+	/* rows of 8 tiles and more: the GPU template stages their windows, several work-groups */
+	{"pad 1, wide plane", 2, 5, 4, 20, 33, 1, 3, 1, FORWARD},
+	{"grad_input pad 1, wide plane", 2, 4, 5, 20, 33, 1, 3, 1, GRAD_INPUT},
+	{"grad_weight pad 1, wide plane", 2, 4, 5, 20, 33, 1, 3, 1, GRAD_WEIGHT},
+	{"5x5 pad 2, wide plane", 2, 5, 4, 19, 34, 2, 5, 1, FORWARD},
+	{"5x5 grad_weight pad 2, wide plane", 2, 4, 5, 19, 34, 2, 5, 1, GRAD_WEIGHT},
 	{"11x11 stride 4 pad 2", 2, 3, 5, 27, 23, 2, 11, 4, FORWARD},
 	{"11x11 stride 4 pad 2 grad_input", 2, 3, 5, 27, 23, 2, 11, 4, GRAD_INPUT},
 	{"11x11 stride 4 pad 2 grad_weight", 2, 3, 5, 27, 23, 2, 11, 4, GRAD_WEIGHT},
