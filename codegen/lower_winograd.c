@@ -208,6 +208,9 @@ typedef struct {
 	int64_t wp;
 } Staged;
 
+/* a - b, no instruction for b = 0 */
+static LLVMValueRef minus(Cg *cg, LLVMValueRef a, int64_t b) { return b ? LLVMBuildSub(cg->b, a, c64(cg, b), "") : a; }
+
 /* d[i][j] = the window of tile (th, tw) of `plane`: from the stage when there is one, else from
  * global memory with the plane's bounds checked */
 static void load_window(Cg *cg, const Node *n, const Wino *q, const Staged *s, LLVMValueRef plane, LLVMValueRef th,
@@ -224,8 +227,7 @@ static void load_window(Cg *cg, const Node *n, const Wino *q, const Staged *s, L
 			}
 		return;
 	}
-	LLVMValueRef r0 = LLVMBuildSub(cg->b, mulc(cg, th, m), c64(cg, w.ph), "");
-	LLVMValueRef c0 = LLVMBuildSub(cg->b, mulc(cg, tw, m), c64(cg, w.pw), "");
+	LLVMValueRef r0 = minus(cg, mulc(cg, th, m), w.ph), c0 = minus(cg, mulc(cg, tw, m), w.pw);
 	LLVMValueRef base = mulc(cg, plane, w.h * w.w), zero = cg_real(cg, q->t, 0);
 	for (int i = 0; i < w.win; i++) {
 		LLVMValueRef r = add(cg, r0, c64(cg, i));
@@ -244,10 +246,11 @@ static void input_tile(Cg *cg, const Node *n, const Wino *q, const Staged *s, LL
 		       LLVMValueRef tw)
 {
 	const WinogradTile *wt = q->wt;
+	LLVMValueRef img = udiv(cg, plane, q->chans), c = urem(cg, plane, q->chans);
 	LLVMValueRef d[WINO_MAX_ALPHA][WINO_MAX_ALPHA], v[WINO_MAX_ALPHA][WINO_MAX_ALPHA];
 	load_window(cg, n, q, s, plane, th, tw, d);
 	sandwich(cg, q->t, &wt->bt[0][0], wt->alpha, &wt->bt[0][0], wt->alpha, wt->alpha, WINO_MAX_ALPHA, d, v);
-	store_points(cg, n, q, udiv(cg, plane, q->chans), urem(cg, plane, q->chans), th, tw, v);
+	store_points(cg, n, q, img, c, th, tw, v);
 }
 
 /* y[i][j] of tile (th, tw) of plane (img, k) = A^T m A of the points M[t][k][p] */
@@ -321,6 +324,7 @@ static void output_grad_tile(Cg *cg, const Node *n, const Wino *q, const Staged 
 {
 	const WinogradTile *wt = q->wt;
 	int m = wt->m;
+	LLVMValueRef img = udiv(cg, plane, q->chans), k = urem(cg, plane, q->chans);
 	LLVMValueRef d[WINO_MAX_ALPHA][WINO_MAX_ALPHA], v[WINO_MAX_ALPHA][WINO_MAX_ALPHA];
 	load_window(cg, n, q, s, plane, th, tw, d);
 	/* A = (A^T)^T, alpha x m */
@@ -329,7 +333,7 @@ static void output_grad_tile(Cg *cg, const Node *n, const Wino *q, const Staged 
 		for (int i = 0; i < m; i++)
 			a[r][i] = wt->at[i][r];
 	sandwich(cg, q->t, &a[0][0], wt->alpha, &a[0][0], wt->alpha, m, WINO_MAX_ALPHA, d, v);
-	store_points(cg, n, q, udiv(cg, plane, q->chans), urem(cg, plane, q->chans), th, tw, v);
+	store_points(cg, n, q, img, k, th, tw, v);
 }
 
 typedef void (*TileFn)(Cg *cg, const Node *n, const Wino *q, const Staged *s, LLVMValueRef plane, LLVMValueRef th,
