@@ -26,9 +26,10 @@ typedef struct CgTargetOps {
 	 * tiles stay at most 64 wide (4 x 4) so that 4 waves fit a SIMD without spilling. */
 	bool gemm_wide_tiles;
 	/* Winograd's input and output-gradient transforms stage a work-group's windows in shared
-	 * memory (codegen/lower_winograd.c): NVIDIA yes (measured faster on an H100, 228 KiB of it
-	 * per SM); AMD no: 24 KiB a work-group leaves 2 waves per SIMD of a CU's 64 KiB of LDS, and
-	 * no AMD GPU is at hand to measure whether that wins. */
+	 * memory, and work-groups take the planes channel by channel (codegen/lower_winograd.c):
+	 * NVIDIA yes (measured faster on an H100, 228 KiB of shared memory per SM); AMD no: 24 KiB a
+	 * work-group leaves 2 waves per SIMD of a CU's 64 KiB of LDS, and no AMD GPU is at hand to
+	 * measure whether either wins. */
 	bool winograd_windows;
 	LLVMRelocMode reloc;
 
