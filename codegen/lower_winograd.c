@@ -5,8 +5,10 @@
  * The input and output transforms work a tile at a time: alpha^2 loads, the transform with the
  * constant coefficients of ir/winograd.h (zeros skipped, +-1 as additions), alpha^2 (or m^2)
  * stores. On the host a work-group takes a block of planes and loops over their tiles; on GPUs
- * each work-item takes one tile, and a work-group whole rows of tiles, whose windows the input
- * transform and the output gradient's stage in shared memory first, so that the loads coalesce.
+ * each work-item takes one tile. On NVIDIA (CgTargetOps.winograd_windows) a work-group of the
+ * input transform or the output gradient's takes whole rows of tiles and stages their windows in
+ * shared memory first, so that the loads coalesce, and work-groups take the planes channel by
+ * channel, so that their stores of transform points run long.
  * The output transform stores through the group's epilogue (cg_group_epilogue), so the bias and
  * activation after a convolution cost no extra pass; on GPUs it stages a work-group's outputs in
  * shared memory first, so that the stores coalesce.
