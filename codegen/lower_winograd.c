@@ -213,6 +213,12 @@ typedef struct {
 /* a - b, no instruction for b = 0 */
 static LLVMValueRef minus(Cg *cg, LLVMValueRef a, int64_t b) { return b ? LLVMBuildSub(cg->b, a, c64(cg, b), "") : a; }
 
+/* x[at] where ok (an i1), else 0: a lane outside the plane loads x[0] and drops it, so no branch */
+static LLVMValueRef load_or_zero(Cg *cg, const Node *n, LLVMValueRef ok, LLVMValueRef at, LLVMValueRef zero)
+{
+	return LLVMBuildSelect(cg->b, ok, cg_load(cg, n->in[0], LLVMBuildSelect(cg->b, ok, at, c64(cg, 0), "")), zero, "");
+}
+
 /* d[i][j] = the window of tile (th, tw) of `plane`: from the stage when there is one, else from
  * global memory with the plane's bounds checked */
 static void load_window(Cg *cg, const Node *n, const Wino *q, const Staged *s, LLVMValueRef plane, LLVMValueRef th,
@@ -237,8 +243,7 @@ static void load_window(Cg *cg, const Node *n, const Wino *q, const Staged *s, L
 		for (int j = 0; j < w.win; j++) {
 			LLVMValueRef col = add(cg, c0, c64(cg, j));
 			LLVMValueRef ok = LLVMBuildAnd(cg->b, okr, LLVMBuildICmp(cg->b, LLVMIntULT, col, c64(cg, w.w), ""), "");
-			LLVMValueRef at = LLVMBuildSelect(cg->b, ok, add(cg, base, add(cg, mulc(cg, r, w.w), col)), c64(cg, 0), "");
-			d[i][j] = LLVMBuildSelect(cg->b, ok, cg_load(cg, n->in[0], at), zero, "");
+			d[i][j] = load_or_zero(cg, n, ok, add(cg, base, add(cg, mulc(cg, r, w.w), col)), zero);
 		}
 	}
 }
@@ -406,7 +411,7 @@ static int64_t rows_per_group(const Wino *q, int64_t per_row, int64_t limit)
 
 /* Work-item tid's share of the stage of tile rows [first, past) (of `rows` at most): value e of
  * the stage for e = tid, tid + block, ..., every load issued before any store, so that they are
- * all in flight at once (one at a time in a loop, alexnet's 13x13 input transforms took 0.046 ms
+ * all in flight at once (one at a time in a loop, alexnet_bench's 13x13 input transforms took 0.046 ms
  * on an H100, all at once 0.040). Index arithmetic in 32 bits (the caller checked that tile rows and
  * plane offsets fit): a GPU divides those by a constant in a few instructions, 64-bit ones in
  * many. */
@@ -433,7 +438,7 @@ static void fill_windows(Cg *cg, const Node *n, const Wino *q, const Staged *s, 
 		LLVMValueRef in_plane = LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, r, cg_i32(cg, w.w), ""), col, "");
 		LLVMValueRef plane = LLVMBuildZExt(cg->b, plane_in_order(cg, q, LLVMBuildUDiv(cg->b, row, cg_i32(cg, q->th), "")), cg->t_i64, "");
 		LLVMValueRef at = add(cg, mulc(cg, plane, w.h * w.w), LLVMBuildZExt(cg->b, in_plane, cg->t_i64, ""));
-		v[u] = LLVMBuildSelect(cg->b, ok, cg_load(cg, n->in[0], LLVMBuildSelect(cg->b, ok, at, c64(cg, 0), "")), zero, "");
+		v[u] = load_or_zero(cg, n, ok, at, zero);
 	}
 	for (int64_t u = 0; u < sweeps; u++) {
 		LLVMValueRef e = LLVMBuildZExt(cg->b, LLVMBuildAdd(cg->b, tid32, cg_i32(cg, u * CG_GPU_BLOCK), ""), cg->t_i64, "");
