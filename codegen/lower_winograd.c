@@ -436,7 +436,8 @@ static void fill_windows(Cg *cg, const Node *n, const Wino *q, const Staged *s, 
 					       LLVMBuildICmp(cg->b, LLVMIntULT, r, cg_i32(cg, w.h), ""), ""); /* r < 0 wraps */
 		ok = LLVMBuildAnd(cg->b, ok, LLVMBuildICmp(cg->b, LLVMIntULT, col, cg_i32(cg, w.w), ""), "");
 		LLVMValueRef in_plane = LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, r, cg_i32(cg, w.w), ""), col, "");
-		LLVMValueRef plane = LLVMBuildZExt(cg->b, plane_in_order(cg, q, LLVMBuildUDiv(cg->b, row, cg_i32(cg, q->th), "")), cg->t_i64, "");
+		LLVMValueRef plane = plane_in_order(cg, q, LLVMBuildUDiv(cg->b, row, cg_i32(cg, q->th), ""));
+		plane = LLVMBuildZExt(cg->b, plane, cg->t_i64, "");
 		LLVMValueRef at = add(cg, mulc(cg, plane, w.h * w.w), LLVMBuildZExt(cg->b, in_plane, cg->t_i64, ""));
 		v[u] = load_or_zero(cg, n, ok, at, zero);
 	}
@@ -444,8 +445,10 @@ static void fill_windows(Cg *cg, const Node *n, const Wino *q, const Staged *s, 
 		LLVMValueRef e = LLVMBuildZExt(cg->b, LLVMBuildAdd(cg->b, tid32, cg_i32(cg, u * CG_GPU_BLOCK), ""), cg->t_i64, "");
 		bool last = (u + 1) * CG_GPU_BLOCK > size; /* only the last sweep can pass the stage's end */
 		CgLoop in;
-		if (last)
-			in = cg_for_begin(cg, c64(cg, 0), LLVMBuildZExt(cg->b, LLVMBuildICmp(cg->b, LLVMIntULT, e, c64(cg, size), ""), cg->t_i64, ""), "in");
+		if (last) {
+			LLVMValueRef inside = LLVMBuildICmp(cg->b, LLVMIntULT, e, c64(cg, size), "");
+			in = cg_for_begin(cg, c64(cg, 0), LLVMBuildZExt(cg->b, inside, cg->t_i64, ""), "in");
+		}
 		LLVMBuildStore(cg->b, v[u], LLVMBuildGEP2(cg->b, q->t, s->stage, &e, 1, ""));
 		if (last)
 			cg_for_end(cg, &in);
