@@ -396,8 +396,8 @@ enum { STAGED_OUTPUTS = 4096 };
 /* The window values a GPU work-group stages: 24 KiB of float32 */
 enum { STAGED_WINDOWS = 6144 };
 /* Staged only where a tile row has this many tiles: with 4 (12x12 to 14x14 planes) a row of
- * windows is little wider than one window, the stage saves few loads and its barrier cost 2-35%
- * on an H100; rows of 7 tiles and more ran 2-16% faster (2026-12-06, docs/performance.md). */
+ * windows is little wider than one window, the stage saves few loads and its barrier cost up to
+ * 39% on an H100; rows of 7 tiles and more ran 1.7-16% faster (2026-12-06, docs/performance.md). */
 enum { STAGED_MIN_ROW_TILES = 6 };
 
 /* Whole tile rows per GPU work-group, one tile per work-item, when `per_row` values of a tile row
