@@ -711,6 +711,8 @@ typedef struct {
 	LLVMValueRef an, bn;         /* the buffer the copies in flight go into */
 	LdsTile la, lb;              /* how A and B lie in a buffer */
 	GpuPrivate acc;              /* TM x TN accumulators per work-item (mma: its C slots) */
+	bool out_lds;                /* the finished tile goes out through LDS (out_through_lds) */
+	int64_t out_pitch;           /* ... in rows of this many words */
 	GpuPrivate staged;           /* its share of the next k-block's A and B tiles */
 	bool hold;                   /* SIMT: the k-block's last fragments held across the barrier */
 	GpuPrivate held;             /* ... those fragments: TM of A, then TN of B */
@@ -2086,20 +2088,43 @@ static void store_tiles(Cg *cg, GpuGemm *g)
 	cg_gpu_phase_end(cg, &g->grp, false);
 }
 
-/* Several slices: partial tiles to LDS, then each work-item sums some outputs in slice order. */
+/* Whether the finished tile goes out through LDS, and its rows there (g->out_lds, out_pitch):
+ * always where k-slices sum their partials. The fragments of NVIDIA's matrix instructions hold
+ * two neighbouring columns on each of 8 rows of a warp, so stores straight from them write 8
+ * bytes of a row's 32-byte sector per instruction (vgg16 bf16's first convolution on an H100,
+ * Nsight Compute: 15.1 of 32 bytes a sector used); through LDS the work-items of a warp store
+ * consecutive columns. Those tiles take it where their rows, padded by 8 words (the 8 rows of a
+ * fragment's store then fall into distinct bank quarters), fit the LDS the kernel has anyway, and
+ * on wgmma's targets, whose deep pipelines have LDS to spare, always. */
+static void out_through_lds(const Cg *cg, GpuGemm *g, int64_t stage_words)
+{
+	int64_t slices = (int64_t)g->t.ks * g->t.bm, padded = g->t.bn + 8;
+	g->out_lds = g->t.ks > 1;
+	g->out_pitch = g->t.bn;
+	if (!g->mi || !(g->mi->caps & (CG_MATRIX_MMA | CG_MATRIX_WGMMA)))
+		return;
+	int64_t room = g->t.ks > 1 && slices * g->t.bn > stage_words ? slices * g->t.bn : stage_words;
+	if (copy_lds(cg, g->mi) > GPU_COPY_LDS || slices * padded <= room) {
+		g->out_lds = true;
+		g->out_pitch = padded;
+	}
+}
+
+/* The tile's outputs through LDS (out_through_lds): each work-item puts its
+ * accumulators in LDS, then sums some outputs in slice order and stores them. */
 static void reduce_tiles(Cg *cg, GpuGemm *g)
 {
-	int64_t tile = (int64_t)g->t.bm * g->t.bn;
+	int64_t tile = (int64_t)g->t.bm * g->t.bn, pitch = g->out_pitch, span = g->t.bm * pitch;
 	/* the partials overwrite the LDS buffers, which the last k-block may still be reading */
 	if (!g->grp.emulated)
 		cg_barrier(cg);
 	LLVMValueRef tid64 = cg_gpu_phase_begin(cg, &g->grp);
 	Place p = place_of(cg, g, to_it(cg, g, tid64));
-	LLVMValueRef base = mulc(cg, g, p.slice, tile);
+	LLVMValueRef base = mulc(cg, g, p.slice, span);
 	for (int64_t q = 0; q < g->acc.count; q++) {
 		LLVMValueRef r, c;
 		acc_place(cg, g, &p, q, &r, &c);
-		LLVMValueRef at = add(cg, base, add(cg, mulc(cg, g, r, g->t.bn), c));
+		LLVMValueRef at = add(cg, base, add(cg, mulc(cg, g, r, pitch), c));
 		LLVMValueRef v = LLVMBuildLoad2(cg->b, g->et, cg_gpu_private_at(cg, &g->grp, &g->acc, tid64, q), "");
 		LLVMBuildStore(cg->b, v, lds_at(cg, g, g->lds, at));
 	}
@@ -2111,10 +2136,19 @@ static void reduce_tiles(Cg *cg, GpuGemm *g)
 		/* consecutive work-items take consecutive columns: coalesced stores */
 		LLVMValueRef e = add(cg, tid, ci(g, q * g->t.block));
 		LLVMBasicBlockRef done = (q + 1) * g->t.block > tile ? begin_if(cg, ltc(cg, g, e, tile)) : NULL;
-		LLVMValueRef v = LLVMBuildLoad2(cg->b, g->et, lds_at(cg, g, g->lds, e), "");
+		/* unpadded rows (AMD's k-slices) find e's row and column after the loads, as they did
+		 * before padded rows existed, so that their code objects stayed as they were */
+		LLVMValueRef r = NULL, c = NULL, at = e;
+		if (pitch != g->t.bn) {
+			r = divc(cg, g, e, g->t.bn), c = remc(cg, g, e, g->t.bn);
+			at = add(cg, mulc(cg, g, r, pitch), c);
+		}
+		LLVMValueRef v = LLVMBuildLoad2(cg->b, g->et, lds_at(cg, g, g->lds, at), "");
 		for (int s = 1; s < g->t.ks; s++)
-			v = LLVMBuildFAdd(cg->b, v, LLVMBuildLoad2(cg->b, g->et, lds_at(cg, g, g->lds, add(cg, e, ci(g, s * tile))), ""), "");
-		store_c(cg, g, divc(cg, g, e, g->t.bn), remc(cg, g, e, g->t.bn), v);
+			v = LLVMBuildFAdd(cg->b, v, LLVMBuildLoad2(cg->b, g->et, lds_at(cg, g, g->lds, add(cg, at, ci(g, s * span))), ""), "");
+		if (!r)
+			c = remc(cg, g, e, g->t.bn), r = divc(cg, g, e, g->t.bn);
+		store_c(cg, g, r, c, v);
 		if (done)
 			end_if(cg, done);
 	}
@@ -2392,7 +2426,9 @@ static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 	if (accs == GPU_MAX_REG * GPU_MAX_REG || !wide_tiles(cg))
 		cg_gpu_waves(cg, GPU_WAVES);
 	/* the slices' partial tiles reuse the staging LDS once the last k-block is done */
-	int64_t stage = g.t.stages * (tile_span(&g, &g.la) + tile_span(&g, &g.lb)), red = g.t.ks > 1 ? (int64_t)g.t.ks * g.t.bm * g.t.bn : 0;
+	int64_t stage = g.t.stages * (tile_span(&g, &g.la) + tile_span(&g, &g.lb));
+	out_through_lds(cg, &g, stage);
+	int64_t red = g.out_lds ? (int64_t)g.t.ks * g.t.bm * g.out_pitch : 0;
 	g.lds = cg_gpu_shared(cg, &g.grp, g.et, stage > red ? stage : red, "gemm_lds");
 	g.t.wgmma = wgmma_fits(cg, &g);
 	/* a k-block's products in flight past the next barrier cost the copies one buffer */
@@ -2421,7 +2457,7 @@ static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 	decode(cg, &g, wg);
 	zero_acc(cg, &g);
 	kblocks(cg, &g);
-	if (g.t.ks > 1)
+	if (g.out_lds)
 		reduce_tiles(cg, &g);
 	else
 		store_tiles(cg, &g);
