@@ -185,6 +185,25 @@ int cg_group_first(const Graph *g, int leader)
 	return leader;
 }
 
+bool cg_group_reads_alongside(const Cg *cg, int anchor)
+{
+	GroupState *cur = group_of(cg);
+	if (cur->cg != cg || cur->leader < 0)
+		return false;
+	const Graph *g = cg->g;
+	int64_t size = shape_numel(&g->node[anchor].shape);
+	for (int j = cur->first; j <= cur->leader; j++) {
+		if (j == anchor || !is_member(g, j, cur->leader))
+			continue;
+		for (int k = 0; k < g->node[j].nin; k++) {
+			int in = g->node[j].in[k];
+			if (in != anchor && !is_member(g, in, cur->leader) && shape_numel(&g->node[in].shape) >= size)
+				return true;
+		}
+	}
+	return false;
+}
+
 LLVMValueRef cg_memo_get(Cg *cg, int id, LLVMValueRef lin)
 {
 	GroupState *cur = group_of(cg);

@@ -92,6 +92,10 @@ bool cg_group_alone(const Cg *cg);
 int cg_group_outputs(const Cg *cg, const int **ids);
 /* The first member of leader's group (the anchor of an anchor group). */
 int cg_group_first(const Graph *g, int leader);
+/* Whether a member of the kernel's group other than `anchor` reads, element for element, a tensor
+ * from outside the group at least as large as anchor's result (relu_grad's forward output): the
+ * epilogue then loads as it stores. */
+bool cg_group_reads_alongside(const Cg *cg, int anchor);
 /* Element values already emitted: node id's element at linear index lin, valid in the block the
  * builder is in (NULL when none). Keeps a value used twice from being computed twice. */
 LLVMValueRef cg_memo_get(Cg *cg, int id, LLVMValueRef lin);

@@ -72,6 +72,8 @@ struct GemmSpec {
 	DType half;         /* DT_F16 or DT_BF16: both operands are of that type (--precision fp16,
 			       bf16), which the GPU template multiplies on matrix units where the
 			       target has them (else in `type`); DT_F32 otherwise */
+	bool epilogue_loads; /* the epilogue loads full-size tensors as it stores (a fused relu_grad's
+				forward output): the GPU template then stores from its fragments */
 	const void *ctx;    /* the lowering's, for the epilogue */
 };
 

@@ -2088,20 +2088,26 @@ static void store_tiles(Cg *cg, GpuGemm *g)
 	cg_gpu_phase_end(cg, &g->grp, false);
 }
 
+static void split_store(Cg *cg, const GemmSpec *part, LLVMValueRef b, LLVMValueRef m, LLVMValueRef n, LLVMValueRef v);
+
 /* Whether the finished tile goes out through LDS, and its rows there (g->out_lds, out_pitch):
  * always where k-slices sum their partials. The fragments of NVIDIA's matrix instructions hold
  * two neighbouring columns on each of 8 rows of a warp, so stores straight from them write 8
- * bytes of a row's 32-byte sector per instruction (vgg16 bf16's first convolution on an H100,
- * Nsight Compute: 15.1 of 32 bytes a sector used); through LDS the work-items of a warp store
- * consecutive columns. Those tiles take it where their rows, padded by 8 words (the 8 rows of a
- * fragment's store then fall into distinct bank quarters), fit the LDS the kernel has anyway, and
- * on wgmma's targets, whose deep pipelines have LDS to spare, always. */
+ * bytes of a row's 32-byte sector per instruction where the outputs are halves (vgg16 bf16's
+ * first convolution on an H100, Nsight Compute: 15.1 of 32 bytes a sector used); through LDS the
+ * work-items of a warp store consecutive columns. Those tiles take it where their rows, padded by
+ * 8 words (the 8 rows of a fragment's store then fall into distinct bank quarters), fit the LDS
+ * the kernel has anyway, and on wgmma's targets, whose deep pipelines have LDS to spare, always;
+ * but not where the epilogue loads full-size tensors as it stores (the input gradients' fused
+ * relu_grad: 30-70% slower through LDS on an H100), nor split-K's float32 partials, whose pairs
+ * already store as whole 8-byte words (8% slower through LDS). */
 static void out_through_lds(const Cg *cg, GpuGemm *g, int64_t stage_words)
 {
 	int64_t slices = (int64_t)g->t.ks * g->t.bm, padded = g->t.bn + 8;
 	g->out_lds = g->t.ks > 1;
 	g->out_pitch = g->t.bn;
-	if (!g->mi || !(g->mi->caps & (CG_MATRIX_MMA | CG_MATRIX_WGMMA)))
+	if (!g->mi || !(g->mi->caps & (CG_MATRIX_MMA | CG_MATRIX_WGMMA)) || g->s->epilogue_loads ||
+	    g->s->epilogue == split_store)
 		return;
 	int64_t room = g->t.ks > 1 && slices * g->t.bn > stage_words ? slices * g->t.bn : stage_words;
 	if (copy_lds(cg, g->mi) > GPU_COPY_LDS || slices * padded <= room) {
@@ -2433,13 +2439,16 @@ static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 	g.t.wgmma = wgmma_fits(cg, &g);
 	/* a k-block's products in flight past the next barrier cost the copies one buffer */
 	g.t.lag = g.t.wgmma && g.t.stages > GPU_COPY_STAGES;
+	const char *out_note = g.out_lds && g.t.ks == 1 ? ", outputs through LDS" : "";
 	if (g.t.wgmma) {
-		char instr[64];
+		char instr[96];
 		int kib = (int)((tile_span(&g, &g.la) + tile_span(&g, &g.lb)) * et_size(s) / 1024);
-		snprintf(instr, sizeof instr, "wgmma m64n%dk%d %s, %d stages of %d KiB", wg_n(&g) % 1024, (int)wg_k(&g) % 100,
-			 wg_type(&g), g.t.stages % 100, kib % 1024);
+		snprintf(instr, sizeof instr, "wgmma m64n%dk%d %s, %d stages of %d KiB%s", wg_n(&g) % 1024,
+			 (int)wg_k(&g) % 100, wg_type(&g), g.t.stages % 100, kib % 1024, out_note);
 		cg_tuning_note_instr(cg, instr);
 		LLVMSetAlignment(g.lds, WG_ALIGN);
+	} else if (*out_note) {
+		cg_tuning_note_instr(cg, "mma.sync, outputs through LDS");
 	}
 	if (g.t.half_math == GPU_HALF_PACKED) {
 		char instr[64];

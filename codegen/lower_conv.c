@@ -485,7 +485,7 @@ static GemmSpec spec(Cg *cg, const Node *n, int64_t batch, int64_t m, int64_t nn
 {
 	GemmSpec s = {.batch = batch, .m = m, .n = nn, .k = k, .epilogue = out_store, .ctx = o,
 		      .type = cg_compute_type(cg, n->dtype), .tf32 = cg->g->train.precision == PREC_TF32,
-		      .half = half_operands(cg, n)};
+		      .half = half_operands(cg, n), .epilogue_loads = cg_group_reads_alongside(cg, o->out)};
 	return s;
 }
 
