@@ -2109,7 +2109,7 @@ static void out_through_lds(const Cg *cg, GpuGemm *g, int64_t stage_words)
 	if (!g->mi || !(g->mi->caps & (CG_MATRIX_MMA | CG_MATRIX_WGMMA)) || g->s->epilogue_loads ||
 	    g->s->epilogue == split_store)
 		return;
-	int64_t room = g->t.ks > 1 && slices * g->t.bn > stage_words ? slices * g->t.bn : stage_words;
+	int64_t partials = g->t.ks > 1 ? slices * g->t.bn : 0, room = partials > stage_words ? partials : stage_words;
 	if (copy_lds(cg, g->mi) > GPU_COPY_LDS || slices * padded <= room) {
 		g->out_lds = true;
 		g->out_pitch = padded;
@@ -2142,18 +2142,12 @@ static void reduce_tiles(Cg *cg, GpuGemm *g)
 		/* consecutive work-items take consecutive columns: coalesced stores */
 		LLVMValueRef e = add(cg, tid, ci(g, q * g->t.block));
 		LLVMBasicBlockRef done = (q + 1) * g->t.block > tile ? begin_if(cg, ltc(cg, g, e, tile)) : NULL;
-		/* unpadded rows (AMD's k-slices) find e's row and column after the loads, as they did
-		 * before padded rows existed, so that their code objects stayed as they were */
-		LLVMValueRef r = NULL, c = NULL, at = e;
-		if (pitch != g->t.bn) {
-			r = divc(cg, g, e, g->t.bn), c = remc(cg, g, e, g->t.bn);
-			at = add(cg, mulc(cg, g, r, pitch), c);
-		}
+		LLVMValueRef at = pitch == g->t.bn ? e : add(cg, mulc(cg, g, divc(cg, g, e, g->t.bn), pitch), remc(cg, g, e, g->t.bn));
 		LLVMValueRef v = LLVMBuildLoad2(cg->b, g->et, lds_at(cg, g, g->lds, at), "");
 		for (int s = 1; s < g->t.ks; s++)
 			v = LLVMBuildFAdd(cg->b, v, LLVMBuildLoad2(cg->b, g->et, lds_at(cg, g, g->lds, add(cg, at, ci(g, s * span))), ""), "");
-		if (!r)
-			c = remc(cg, g, e, g->t.bn), r = divc(cg, g, e, g->t.bn);
+		/* the column before the row, as the unpadded rows' code always had it */
+		LLVMValueRef c = remc(cg, g, e, g->t.bn), r = divc(cg, g, e, g->t.bn);
 		store_c(cg, g, r, c, v);
 		if (done)
 			end_if(cg, done);
