@@ -487,10 +487,11 @@ void grad_sqrt(GradContext *gc, const Node *n, int dy)
 	gc_accumulate(gc, x, emit2(gc, OP_mul, dy, emit2(gc, OP_div, half, y)));
 }
 
+/* From the output, as PyTorch's threshold_backward(grad, result, 0): relu(x) > 0 exactly where
+ * x > 0 (NaN and -0 included), and a fused conv + bias + relu then need not store its input. */
 void grad_relu(GradContext *gc, const Node *n, int dy)
 {
-	int x = n->in[0];
-	gc_accumulate(gc, x, emit2(gc, OP_relu_grad, dy, x));
+	gc_accumulate(gc, n->in[0], emit2(gc, OP_relu_grad, dy, n->id));
 }
 
 void grad_copy(GradContext *gc, const Node *n, int dy)
