@@ -9,7 +9,7 @@
  *   phase 3  multi-output fusion, which a post-dominator cannot see: elementwise groups joined by
  *            an edge merge (each parameter's optimizer update ends with several assigns, so no
  *            node of it post-dominates the rest), then elementwise groups join the anchor group
- *            they read (conv + bias_add + relu where bias_add also feeds relu_grad), and
+ *            they read (conv + bias_add + leaky_relu where bias_add also feeds leaky_relu_grad), and
  *            update groups that read the same state (an accumulator's reset and its reader),
  *            and sibling reductions (sums and means over one shape and the same axes) that read a
  *            value in common, one kernel with an accumulator each.

@@ -11,7 +11,7 @@
  * from other groups come from groups evaluation takes as well, and whose values that evaluation
  * reads outside the group training stores already. So training's groups, and its kernels, stay
  * as they were: only evaluation changes, which now also writes what a training group stores for
- * backward (a pre-activation value, say). The two programs may fuse the shared part differently,
+ * backward (a ReLU output that a dropout then masks, say). The two programs may fuse the shared part differently,
  * so an evaluation group is given up whole or not at all: where training would take only some of
  * its members (a weight's reshape fused into a batch norm that evaluation computes otherwise),
  * the training groups of those stay training's. plan-memory keeps a shared value in one block
