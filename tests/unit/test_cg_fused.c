@@ -84,17 +84,19 @@ static void pool_epilogue(int k, int s, int pad)
 	check(h);
 }
 
-/* relu_grad(max_pool2d_grad(dy, x), z): tiled (k = s) and gathering windows. */
-static void pool_grad_epilogue(int k, int s)
+/* relu_grad(max_pool2d_grad(dy, x), z): tiled (k = s; h 8: every row in a window, h 9: the last
+ * row in none) and gathering windows. */
+static void pool_grad_epilogue(int k, int s, int hgt)
 {
-	char name[64];
-	snprintf(name, sizeof name, "max_pool2d_grad+relu_grad k%d s%d", k, s);
+	char name[64], dims[32];
+	snprintf(name, sizeof name, "max_pool2d_grad+relu_grad k%d s%d h%d", k, s, hgt);
 	CgHarness *h = ch_new(name);
-	int x = ch_param(h, DT_F32, "2,3,9,10");
+	snprintf(dims, sizeof dims, "2,3,%d,10", hgt);
+	int x = ch_param(h, DT_F32, dims);
 	double pa[IR_MAX_ATTRS] = {k, k, s, s, 0, 0};
 	int y = ch_op(h, OP_max_pool2d, pa, x); /* a group of its own: dy's shape */
 	int dy = ch_op(h, OP_neg, NULL, y);
-	int z = ch_param(h, DT_F32, "2,3,9,10");
+	int z = ch_param(h, DT_F32, dims);
 	int g = ir_max_pool2d_backward(h->g, x, pa, dy);
 	int rg = op2(h, OP_relu_grad, g, z);
 	cf_group(h, (int[]){g, rg}, 2);
@@ -241,8 +243,9 @@ int main(void)
 	matmul_bias(33, 70, 129, 1, true);
 	pool_epilogue(2, 2, 0);
 	pool_epilogue(3, 2, 1);
-	pool_grad_epilogue(2, 2);
-	pool_grad_epilogue(3, 2);
+	pool_grad_epilogue(2, 2, 8);
+	pool_grad_epilogue(2, 2, 9);
+	pool_grad_epilogue(3, 2, 9);
 	adadelta("37,29");
 	adadelta("5000");
 	broadcast_member();
