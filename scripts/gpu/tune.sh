@@ -13,7 +13,8 @@
 #     default 5) into DIR/MODEL.tune (`netc tune --candidates`), then merges them into
 #     DIR/ARCH.tune, the first model's line winning where two models share a key.
 #
-# Copy DIR/ARCH.tune to tuning/ARCH.tune and rebuild: netc then uses it for ARCH by default
+# Copy DIR/ARCH.tune to tuning/ARCH.tune (or, for some keys tuned again, put it in with
+# scripts/update_tuning.sh) and rebuild: netc then uses it for ARCH by default
 # (`--tuning none` turns it off). `netc info MODEL.net --target ARCH` shows each kernel's tiles.
 set -eu
 
@@ -56,7 +57,7 @@ run)
 	arch=$(grep -v '^#' "$dir/merged.tune" | grep -v '^netc-tuning' | awk 'NR == 1 { print $1 }')
 	mv "$dir/merged.tune" "$dir/${arch:-$(cat "$dir/arch")}.tune"
 	arch=${arch:-$(cat "$dir/arch")}
-	echo "wrote $dir/$arch.tune: $(grep -vc '^#' "$dir/$arch.tune") lines; copy it to tuning/$arch.tune"
+	echo "wrote $dir/$arch.tune: $(grep -vc '^#' "$dir/$arch.tune") lines; copy it to tuning/$arch.tune, or put it in with scripts/update_tuning.sh"
 	;;
 *)
 	echo "usage: $0 compile DIR [ARCH [MODEL...]] | run DIR [NETC]" >&2
