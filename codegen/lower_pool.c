@@ -4,10 +4,10 @@
  * host a work-group takes a block of (n, c) planes (NCHW) or of (n, row) rows of all channels
  * (NHWC); on GPUs each work-item takes one output element (forward, argmax, and the max gradient
  * of windows that tile the plane) or one input element (other gradients), consecutive work-items
- * consecutive elements of the layout, so NHWC reads and writes channel runs. A plane's elements are cs apart (1, or C in NHWC); the argmax stores the
- * spatial position ih * w + iw in both layouts. The gradients are gathers: each input
- * element sums what the windows containing it send it, in window order, so no two threads write
- * one element. The max gradient reads the argmax's i32 per window, not x: a window is scanned
+ * consecutive elements of the layout, so NHWC reads and writes channel runs. A plane's elements
+ * are cs apart (1, or C in NHWC); the argmax stores the spatial position ih * w + iw in both
+ * layouts. The gradients are gathers: each input element sums what the windows containing it
+ * send it, in window order, so no two threads write one element. The max gradient reads the argmax's i32 per window, not x: a window is scanned
  * once (by the argmax kernel), not once per element it contains. Every store is the group's
  * epilogue (cg_group_epilogue): fused elementwise consumers follow it. */
 #include "codegen/cg_util.h"
@@ -260,6 +260,16 @@ static LLVMValueRef window_argmax(Cg *cg, const Node *n, const Pool *p, LLVMValu
 	return LLVMBuildSExt(cg->b, cg_load(cg, n->in[1], add(cg, ybase, mulc(cg, o, p->cs))), cg->t_i64, "");
 }
 
+/* Element `at` of a window of the plane at base gets the window's dy where the window's argmax
+ * pos names it, else zero (the tiled max gradients: each element is in one window). */
+static void store_window_elem(Cg *cg, const Node *n, const Pool *p, LLVMValueRef base, LLVMValueRef at,
+			      LLVMValueRef pos, LLVMValueRef dy)
+{
+	LLVMValueRef mine = LLVMBuildICmp(cg->b, LLVMIntEQ, at, pos, "");
+	LLVMValueRef zero = cg_real(cg, cg_compute_type(cg, n->dtype), 0);
+	cg_group_epilogue(cg, n->id, add(cg, base, mulc(cg, at, p->cs)), LLVMBuildSelect(cg->b, mine, dy, zero, ""));
+}
+
 /* Max gradient when windows tile the plane without overlap or padding (kernel = stride, the
  * common 2x2/2): each element belongs to at most one window, so each window writes its own
  * elements once; rows and columns past the last window get zero first. */
@@ -283,8 +293,7 @@ static int64_t lower_max_grad_tiled(Cg *cg, const Node *n, const Pool *p)
 	CgLoop i = cg_for_begin(cg, c64(cg, 0), c64(cg, p->kh), "wi");
 	CgLoop j = cg_for_begin(cg, c64(cg, 0), c64(cg, p->kw), "wj");
 	LLVMValueRef at = add(cg, mulc(cg, add(cg, mulc(cg, oh.i, p->sh), i.i), p->w), add(cg, mulc(cg, ow.i, p->sw), j.i));
-	LLVMValueRef mine = LLVMBuildICmp(cg->b, LLVMIntEQ, at, pos, "");
-	cg_group_epilogue(cg, n->id, add(cg, base, at), LLVMBuildSelect(cg->b, mine, g, cg_real(cg, ct, 0), ""));
+	store_window_elem(cg, n, p, base, at, pos, g);
 	close2(cg, &j, &i);
 	close2(cg, &ow, &oh);
 	close2(cg, &pl, &wg);
@@ -358,7 +367,6 @@ static void grad_elem(Cg *cg, const Node *n, const Pool *p, const Gather *ga, LL
  * element (the gather ran at 45% of an H100's bandwidth on vgg16's 224 x 224 pool gradient). */
 static int64_t lower_max_grad_tiled_gpu(Cg *cg, const Node *n, const Pool *p)
 {
-	LLVMTypeRef ct = cg_compute_type(cg, n->dtype);
 	GpuGroup g;
 	int64_t grid;
 	LLVMValueRef e = cg_gpu_elements_begin(cg, &g, p->planes * p->oh * p->ow, &grid), oh, ow;
@@ -368,12 +376,8 @@ static int64_t lower_max_grad_tiled_gpu(Cg *cg, const Node *n, const Pool *p)
 	LLVMValueRef pos = window_argmax(cg, n, p, pl.ybase, o);
 	LLVMValueRef corner = add(cg, mulc(cg, mulc(cg, oh, p->sh), p->w), mulc(cg, ow, p->sw));
 	for (int64_t i = 0; i < p->kh; i++)
-		for (int64_t j = 0; j < p->kw; j++) {
-			LLVMValueRef at = add(cg, corner, c64(cg, i * p->w + j));
-			LLVMValueRef mine = LLVMBuildICmp(cg->b, LLVMIntEQ, at, pos, "");
-			cg_group_epilogue(cg, n->id, add(cg, pl.base, mulc(cg, at, p->cs)),
-					  LLVMBuildSelect(cg->b, mine, dy, cg_real(cg, ct, 0), ""));
-		}
+		for (int64_t j = 0; j < p->kw; j++)
+			store_window_elem(cg, n, p, pl.base, add(cg, corner, c64(cg, i * p->w + j)), pos, dy);
 	cg_gpu_elements_end(cg, &g);
 	return grid;
 }
