@@ -34,12 +34,20 @@ bool ir_gemm_shape(const Graph *g, const Node *n, int64_t *batch, int64_t *m, in
 	}
 }
 
-#define SPLIT_MAX 32
+#define SPLIT_MAX 128
 #define SPLIT_MIN_K 512    /* each slice keeps at least this much of K */
 /* Outputs at least this large fill a GPU with tiles on their own. The weight gradients of 224x224
  * convolutions (300k-660k outputs, K up to 93312) are far below it: split, they ran 2x faster on an
  * H200 (alexnet_bench conv2: 6.87 -> 3.51 ms, 2026-11-21). */
 #define SPLIT_MAX_MN (1 << 24)
+/* K is split until the output's 128 x 128 tiles and their slices make about this many work-groups
+ * (four per SM of an H100), no further: each slice writes a float32 copy of the output that a
+ * second kernel reads back. vgg16's 512 x 4608 weight gradients had been split 32 ways (302 MB of
+ * partials each), while its 64 x 576 one (five such tiles, K = 3.2M) ran 1.81 ms split 32 ways and
+ * 1.24 ms split 128 ways on an H100. Of 256, 512 and 1024 work-groups, 512 gave the fastest steps
+ * over vgg16, alexnet, alexnet_bench, resnet50 and googlenet (docs/performance.md, 2026-12-06). */
+#define SPLIT_GROUPS 512
+#define SPLIT_TILE 128
 
 int ir_split_k(const Graph *g, const Node *n)
 {
@@ -51,6 +59,9 @@ int ir_split_k(const Graph *g, const Node *n)
 	if (!ir_gemm_shape(g, n, &batch, &m, &nn, &k) || (batch != 1 && n->op != OP_winograd_weight_gemm) ||
 	    batch * m * nn >= SPLIT_MAX_MN)
 		return 1;
-	int64_t split = k / SPLIT_MIN_K;
+	int64_t tiles = batch * ((m + SPLIT_TILE - 1) / SPLIT_TILE) * ((nn + SPLIT_TILE - 1) / SPLIT_TILE);
+	int64_t split = k / SPLIT_MIN_K, enough = (SPLIT_GROUPS + tiles - 1) / tiles;
+	if (split > enough)
+		split = enough;
 	return split < 1 ? 1 : split > SPLIT_MAX ? SPLIT_MAX : (int)split;
 }

@@ -8,14 +8,19 @@
 set -eu
 [ $# -eq 3 ] || { echo "usage: $0 SHIPPED NEW ABOUT" >&2; exit 2; }
 shipped=$1 new=$2 about=$3
-for f in "$shipped" "$new"; do
-	head -1 "$f" | grep -qx 'netc-tuning 1' || { echo "$0: $f: not a tuning file (its first line is not 'netc-tuning 1')" >&2; exit 1; }
+tmp=$(mktemp) copy=$(mktemp)
+trap 'rm -f "$tmp" "$copy"' EXIT
+# NEW read once (it may be a pipe), and its entries told apart by file name: an empty NEW must not
+# make the shipped file's lines look like its own
+cat "$new" > "$copy"
+for f in "$shipped" "$copy"; do
+	name=$f
+	[ "$f" = "$copy" ] && name=$new
+	head -1 "$f" | grep -qx 'netc-tuning 1' || { echo "$0: $name: not a tuning file (its first line is not 'netc-tuning 1')" >&2; exit 1; }
 done
-tmp=$(mktemp)
-trap 'rm -f "$tmp"' EXIT
 awk -F ' : ' -v about="# $about" '
 	function entry(line) { return line !~ /^#/ && line !~ /^netc-tuning/ && line ~ / : / }
-	NR == FNR { if (entry($0) && !($1 in line)) { line[$1] = $0; order[++nkeys] = $1 } next }
+	FILENAME == ARGV[1] { if (entry($0) && !($1 in line)) { line[$1] = $0; order[++nkeys] = $1 } next }
 	!said && FNR > 1 && ($0 !~ /^#/ || $0 ~ /^# from /) { print about; said = 1 }
 	entry($0) && ($1 in line) { print line[$1]; used[$1] = 1; replaced++; next }
 	{ print }
@@ -23,5 +28,5 @@ awk -F ' : ' -v about="# $about" '
 		if (!said) print about
 		for (i = 1; i <= nkeys; i++) if (!(order[i] in used)) { print line[order[i]]; added++ }
 		printf "%d lines replaced, %d added\n", replaced, added > "/dev/stderr"
-	}' "$new" "$shipped" > "$tmp"
+	}' "$copy" "$shipped" > "$tmp"
 cat "$tmp" > "$shipped"

@@ -18,6 +18,7 @@
 #include "codegen/cg_util.h"
 #include "codegen/make_bundle.h"
 #include "tests/unit/cg_fused_harness.h"
+#include "tests/unit/test_ir_util.h"
 
 static const char *const gpu_targets[] = {"gfx906", "gfx1100", "sm_90"};
 
@@ -319,9 +320,46 @@ static void tiles(void)
 	}
 }
 
+/* How many slices ir_split_k gives a lone matmul of m x n x k (a transposed: the weight
+ * gradients' layout); only shapes are built, no data. */
+static int split_of(int m, int n, int k)
+{
+	Graph *g = ir_graph_new("split");
+	int a = ir_leaf(g, OP_param, NULL, S(2, k, m), DT_F32, NULL), b = ir_leaf(g, OP_param, NULL, S(2, k, n), DT_F32, NULL);
+	int in[2] = {a, b}, mm = tu_add(g, OP_matmul, in, A(1, 0));
+	int split = ir_split_k(g, &g->node[mm]);
+	ir_graph_free(g);
+	return split;
+}
+
+/* The split rule: K is cut into slices of at least 512 until the output's 128 x 128 tiles and
+ * their slices make about 512 work-groups, at most 128 slices; outputs that fill a GPU alone and
+ * short K stay whole. */
+static void split_rule(void)
+{
+	static const struct {
+		int m, n, k, want;
+	} cases[] = {
+		{512, 4608, 12544, 4},    /* vgg16's 14x14 weight gradients: 144 tiles, ceil(512 / 144) */
+		{256, 2304, 200704, 15},  /* vgg16's 56x56 ones: 36 tiles */
+		{64, 576, 3211264, 103},  /* vgg16's 224x224 one: 5 tiles */
+		{64, 72, 3211264, 128},   /* its first layer's: one tile, at most 128 slices */
+		{9, 32, 43264, 84},       /* MNIST conv1 at batch 64: K / 512 */
+		{40, 24, 1500, 2},
+		{64, 64, 1000, 1},        /* K under two slices' worth */
+		{4096, 4096, 65536, 1},   /* 2^24 outputs: enough tiles alone */
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		int got = split_of(cases[i].m, cases[i].n, cases[i].k);
+		CHECK(got == cases[i].want, "split of %dx%dx%d: %d, want %d", cases[i].m, cases[i].n, cases[i].k, got,
+		      cases[i].want);
+	}
+}
+
 int main(void)
 {
 	ch_start("test_cg_splitk");
+	split_rule();
 	tiles();
 	/* MNIST conv1 (1 -> 32 channels, 28x28) and conv2 (32 -> 64, 26x26) at batches 3 and 2 */
 	grad_weight(3, 1, 28, 32, false, false);
