@@ -7,9 +7,10 @@
  * consecutive elements of the layout, so NHWC reads and writes channel runs. A plane's elements
  * are cs apart (1, or C in NHWC); the argmax stores the spatial position ih * w + iw in both
  * layouts. The gradients are gathers: each input element sums what the windows containing it
- * send it, in window order, so no two threads write one element. The max gradient reads the argmax's i32 per window, not x: a window is scanned
- * once (by the argmax kernel), not once per element it contains. Every store is the group's
- * epilogue (cg_group_epilogue): fused elementwise consumers follow it. */
+ * send it, in window order, so no two threads write one element. The max gradient reads the
+ * argmax's i32 per window, not x: a window is scanned once (by the argmax kernel), not once per
+ * element it contains. Every store is the group's epilogue (cg_group_epilogue): fused elementwise
+ * consumers follow it. */
 #include "codegen/cg_util.h"
 #include "codegen/gemm_gpu.h"
 #include "ir/ops.h"

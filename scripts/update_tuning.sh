@@ -13,11 +13,12 @@ trap 'rm -f "$tmp" "$copy"' EXIT
 # NEW read once (it may be a pipe), and its entries told apart by file name: an empty NEW must not
 # make the shipped file's lines look like its own
 cat "$new" > "$copy"
-for f in "$shipped" "$copy"; do
-	name=$f
-	[ "$f" = "$copy" ] && name=$new
-	head -1 "$f" | grep -qx 'netc-tuning 1' || { echo "$0: $name: not a tuning file (its first line is not 'netc-tuning 1')" >&2; exit 1; }
-done
+# check FILE NAME: FILE (read as NAME) starts as a tuning file does
+check() {
+	head -1 "$1" | grep -qx 'netc-tuning 1' || { echo "$0: $2: not a tuning file (its first line is not 'netc-tuning 1')" >&2; exit 1; }
+}
+check "$shipped" "$shipped"
+check "$copy" "$new"
 awk -F ' : ' -v about="# $about" '
 	function entry(line) { return line !~ /^#/ && line !~ /^netc-tuning/ && line ~ / : / }
 	FILENAME == ARGV[1] { if (entry($0) && !($1 in line)) { line[$1] = $0; order[++nkeys] = $1 } next }
