@@ -44,6 +44,27 @@ typedef LLVMValueRef (*GemmRunFn)(Cg *cg, const GemmOperand *op, LLVMValueRef b,
 typedef LLVMValueRef (*GemmAtFn)(Cg *cg, const GemmOperand *op, LLVMValueRef b, LLVMValueRef row, LLVMValueRef col,
 				 LLVMValueRef *inside);
 
+/* A's window as padded rows, for the GPU template's halo tiles (codegen/gemm_gpu.c, "padded
+ * rows"): a stride-1 window over an NHWC source whose k is (tap, channel), channel fastest, and
+ * whose m is the position (img, y, x) on a gh x gw output grid, the batch folded in. Tap t reads
+ * the source pixel (y + dy[t], x + dx[t]) (zero outside the source). On the padded grid of ph x pw
+ * positions per image (gh and gw grown by the spans of dy and dx) every tap is a constant shift
+ * of the position, so one staged run of padded positions serves every tap. */
+enum { GEMM_ROWS_MAX_TAPS = 25 };
+typedef struct {
+	int64_t images, chans;   /* the source's N and C */
+	int64_t h, w;            /* its H and W */
+	int64_t gh, gw;          /* the output grid (m = (img * gh + y) * gw + x) */
+	int64_t ph, pw;          /* the padded grid */
+	int64_t dy0, dx0;        /* the least dy and dx: padded position (Y, X) is source (Y + dy0, X + dx0) */
+	int taps;
+	int64_t dy[GEMM_ROWS_MAX_TAPS], dx[GEMM_ROWS_MAX_TAPS];
+	/* where channel `chan` of source pixel (img, y, x) lies (i64 values; y and x may lie outside
+	 * the source, where the address is any readable one) */
+	LLVMValueRef (*at)(Cg *cg, const GemmOperand *op, LLVMValueRef img, LLVMValueRef y, LLVMValueRef x,
+			   LLVMValueRef chan);
+} GemmRows;
+
 struct GemmOperand {
 	GemmElemFn elem;
 	GemmVecFn vec;
@@ -55,6 +76,7 @@ struct GemmOperand {
 	DType stored;       /* with at: the storage type of the run's elements */
 	bool along_k;       /* consecutive k lie next to each other in memory (else m for A, n for B) */
 	bool batch_free;    /* A only: A does not depend on b, so a packed A serves every b */
+	const GemmRows *rows; /* A only, optional: the window as padded rows */
 	const void *ctx;    /* the lowering's */
 };
 

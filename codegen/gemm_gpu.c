@@ -307,6 +307,7 @@ static int64_t staged_words(const GemmSpec *s, const GpuTiles *t, int64_t bk)
 }
 
 static void copy_stages(const GemmSpec *s, GpuTiles *t, int64_t bk, int64_t lds);
+static int rows_candidates(const GemmSpec *s, const CgMatrixInstr *mi, int64_t lds, GpuTiles *out, int max);
 
 /* Whether a float SIMT tile (no packed halves, whose k-block is also their rounding) has a
  * GPU_TILE side (an 8-wide register tile side): the tiles whose k-blocks hold their last
@@ -473,7 +474,15 @@ static int candidates(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, Gpu
 			}
 		}
 	nearest_first(out, n);
-	return n;
+	/* the padded rows' tiles right after the heuristic's, so that the first few candidates that
+	 * netc tune times include them */
+	GpuTiles rows[16];
+	int nr = mi ? rows_candidates(s, mi, lds, rows, max - 1 < 16 ? max - 1 : 16) : 0;
+	if (n + nr > max)
+		n = max - nr;
+	memmove(out + 1 + nr, out + 1, (size_t)(n - 1) * sizeof *out);
+	memcpy(out + 1, rows, (size_t)nr * sizeof *out);
+	return n + nr;
 }
 
 GpuTiles cg_gemm_gpu_tiles(const GemmSpec *s, bool wide) { return tiles(s, NULL, wide, GPU_HALF_F32, GPU_COPY_LDS); }
@@ -938,8 +947,28 @@ static void store_run(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef r, LLVMValueRe
 	}
 }
 
+/* 16 bytes from src into LDS at dst: cp.async; where inside (i1, or NULL: always) is false, no
+ * bytes read and 16 zeros written. Emulated: a load and a store. */
+static void copy16(Cg *cg, GpuGemm *g, LLVMValueRef dst, LLVMValueRef src, LLVMValueRef inside)
+{
+	if (!g->grp.emulated && !inside) {
+		cg_intrinsic_call(cg, "llvm.nvvm.cp.async.cg.shared.global.16", (LLVMValueRef[]){dst, src}, 2);
+	} else if (!g->grp.emulated) {
+		LLVMValueRef bytes = LLVMBuildSelect(cg->b, inside, cg_i32(cg, 16), cg_i32(cg, 0), "");
+		cg_intrinsic_call(cg, "llvm.nvvm.cp.async.cg.shared.global.16.s", (LLVMValueRef[]){dst, src, bytes}, 3);
+	} else {
+		LLVMTypeRef vt = LLVMVectorType(cg->t_i8, 16);
+		LLVMValueRef v = LLVMBuildLoad2(cg->b, vt, src, "");
+		LLVMSetAlignment(v, 16);
+		if (inside)
+			v = LLVMBuildSelect(cg->b, inside, v, LLVMConstNull(vt), "");
+		LLVMSetAlignment(LLVMBuildStore(cg->b, v, dst), 16);
+	}
+}
+
 /* Run (r, k) of the k-block at k0 into the copies' buffer (an, bn): cp.async of its 16 bytes
- * where it is whole, else its elements one by one, zero outside (stored at once). */
+ * where it is whole (none read where it lies in the padding), else its elements one by one, zero
+ * outside (stored at once). */
 static void copy_run(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef r, LLVMValueRef k, LLVMValueRef k0, int lanes)
 {
 	const GemmOperand *op = is_a ? &g->s->a : &g->s->b;
@@ -954,21 +983,7 @@ static void copy_run(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef r, LLVMValueRef
 	LLVMValueRef bb = to_i64(cg, g, g->b), mn = to_i64(cg, g, row), k64 = to_i64(cg, g, kk);
 	LLVMValueRef inside = NULL;
 	LLVMValueRef src = is_a ? op->at(cg, op, bb, mn, k64, &inside) : op->at(cg, op, bb, k64, mn, &inside);
-	LLVMValueRef dst = lds_elem(cg, g, t, base, k, r);
-	if (!g->grp.emulated && !inside) {
-		cg_intrinsic_call(cg, "llvm.nvvm.cp.async.cg.shared.global.16", (LLVMValueRef[]){dst, src}, 2);
-	} else if (!g->grp.emulated) {
-		/* a run in the padding: no bytes read, 16 zeros written */
-		LLVMValueRef bytes = LLVMBuildSelect(cg->b, inside, cg_i32(cg, 16), cg_i32(cg, 0), "");
-		cg_intrinsic_call(cg, "llvm.nvvm.cp.async.cg.shared.global.16.s", (LLVMValueRef[]){dst, src, bytes}, 3);
-	} else {
-		LLVMTypeRef vt = LLVMVectorType(cg->t_i8, 16);
-		LLVMValueRef v = LLVMBuildLoad2(cg->b, vt, src, "");
-		LLVMSetAlignment(v, 16);
-		if (inside)
-			v = LLVMBuildSelect(cg->b, inside, v, LLVMConstNull(vt), "");
-		LLVMSetAlignment(LLVMBuildStore(cg->b, v, dst), 16);
-	}
+	copy16(cg, g, lds_elem(cg, g, t, base, k, r), src, inside);
 	LLVMBuildBr(cg->b, done);
 	LLVMPositionBuilderAtEnd(cg->b, elems);
 	for (int l = 0; l < lanes; l++) {
@@ -1799,9 +1814,13 @@ static int wg_swizzle(const GpuGemm *g, const LdsTile *t)
 	return row_bytes == 128 ? 1 : row_bytes == 64 ? 2 : row_bytes == 32 ? 3 : 0;
 }
 
-/* Whether the warpgroups split the tile's rows (128 rows: upper and lower halves) rather than
- * its columns (64 rows: left and right halves). */
-static bool wg_tall(const GpuGemm *g) { return g->t.bm == 2 * WG_M; }
+/* Whether the warpgroups split the tile's rows (128 rows: upper and lower halves; padded rows'
+ * tiles: halves of 1, 2 or 4 m64 blocks each) rather than its columns (64 rows: left and right
+ * halves). */
+static bool wg_tall(const GpuGemm *g) { return g->t.bm == 2 * WG_M || g->t.rows; }
+
+/* The m64 blocks of each warpgroup's rows: one wgmma per block and k16. */
+static int wg_blocks(const GpuGemm *g) { return wg_tall(g) ? g->t.bm / (2 * WG_M) : 1; }
 
 /* The n extent of one warpgroup's part of the tile. */
 static int wg_n(const GpuGemm *g) { return wg_tall(g) ? g->t.bn : g->t.bn / 2; }
@@ -1821,30 +1840,38 @@ static bool wgmma_fits(const Cg *cg, const GpuGemm *g)
 	       (g->la.kmajor || WG_M % wg_atom(&g->la) == 0) && (g->lb.kmajor || tall || n % wg_atom(&g->lb) == 0);
 }
 
+/* The accumulators of a work-item: n / 2 per block. */
+static int wg_accs(const GpuGemm *g) { return wg_blocks(g) * wg_n(g) / 2; }
+
 /* The warpgroup's origin in the tile: its first row (A) and column (B). */
 static void wg_origin(Cg *cg, GpuGemm *g, LLVMValueRef group, LLVMValueRef *row0, LLVMValueRef *col0)
 {
-	*row0 = wg_tall(g) ? mulc(cg, g, group, WG_M) : ci(g, 0);
+	*row0 = wg_tall(g) ? mulc(cg, g, group, g->t.bm / 2) : ci(g, 0);
 	*col0 = wg_tall(g) ? ci(g, 0) : mulc(cg, g, group, wg_n(g));
+}
+
+/* The descriptor of LDS element idx (of the LDS type) from `tile`: byte offsets lbo and sbo,
+ * swizzle mode `swizzle`. The address is shared memory's; emulated, the offset from the LDS's
+ * start (both aligned to WG_ALIGN). */
+static LLVMValueRef wg_desc_at(Cg *cg, GpuGemm *g, LLVMValueRef tile, LLVMValueRef idx, int64_t lbo, int64_t sbo, int swizzle)
+{
+	LLVMValueRef at = LLVMBuildPtrToInt(cg->b, LLVMBuildGEP2(cg->b, g->lt, tile, &idx, 1, ""), cg->t_i64, "");
+	if (g->grp.emulated)
+		at = LLVMBuildSub(cg->b, at, LLVMBuildPtrToInt(cg->b, g->lds, cg->t_i64, ""), "");
+	uint64_t fixed = (uint64_t)(lbo >> 4) << 16 | (uint64_t)(sbo >> 4) << 32 | (uint64_t)swizzle << 62;
+	LLVMValueRef start = LLVMBuildLShr(cg->b, LLVMBuildAnd(cg->b, at, cg_i64(cg, 0x3ffff), ""), cg_i64(cg, 4), "");
+	return LLVMBuildOr(cg->b, start, LLVMConstInt(cg->t_i64, fixed, 0), "");
 }
 
 /* The descriptor of the tile at `tile` from its m or n `mn` and k `k0` on (k0 a multiple of wg_k).
  * K-major: rows of m or n, 8-row groups SBO apart, k0 bytes into the rows (LBO unused: 1).
- * MN-major: rows of k in groups of 8, SBO apart, each row's atoms LBO apart (lds_elem's atoms).
- * The address is shared memory's; emulated, the offset from the LDS's start (both aligned to
- * WG_ALIGN). */
+ * MN-major: rows of k in groups of 8, SBO apart, each row's atoms LBO apart (lds_elem's atoms). */
 static LLVMValueRef wg_desc(Cg *cg, GpuGemm *g, const LdsTile *t, LLVMValueRef tile, LLVMValueRef mn, int64_t k0)
 {
 	int64_t esize = lds_esize(g->s, &g->t), atom = wg_atom(t);
 	LLVMValueRef idx = t->kmajor ? add(cg, mulc(cg, g, mn, t->ld), ci(g, k0))
 				     : add(cg, mulc(cg, g, divc(cg, g, mn, atom), 8 * atom), ci(g, k0 / 8 * 8 * t->ld));
-	LLVMValueRef at = LLVMBuildPtrToInt(cg->b, LLVMBuildGEP2(cg->b, g->lt, tile, &idx, 1, ""), cg->t_i64, "");
-	if (g->grp.emulated)
-		at = LLVMBuildSub(cg->b, at, LLVMBuildPtrToInt(cg->b, g->lds, cg->t_i64, ""), "");
-	int64_t sbo = 8 * t->ld * esize, lbo = t->kmajor ? 16 : 8 * atom * esize;
-	uint64_t fixed = (uint64_t)(lbo >> 4) << 16 | (uint64_t)(sbo >> 4) << 32 | (uint64_t)wg_swizzle(g, t) << 62;
-	LLVMValueRef start = LLVMBuildLShr(cg->b, LLVMBuildAnd(cg->b, at, cg_i64(cg, 0x3ffff), ""), cg_i64(cg, 4), "");
-	return LLVMBuildOr(cg->b, start, LLVMConstInt(cg->t_i64, fixed, 0), "");
+	return wg_desc_at(cg, g, tile, idx, t->kmajor ? 16 : 8 * atom * esize, 8 * t->ld * esize, wg_swizzle(g, t));
 }
 
 /* Inline PTX with side effects: text, its constraints, the operands; returns its result. */
@@ -1892,7 +1919,7 @@ static void asm_on_accs(Cg *cg, const char *text, const char *extra, LLVMValueRe
  * made by an arithmetic instruction keep the pipeline. */
 static void wgmma_wait(Cg *cg, GpuGemm *g, LLVMValueRef tid64, LLVMValueRef *acc, int pending)
 {
-	int count = wg_n(g) / 2;
+	int count = wg_accs(g);
 	char text[48 + 40 * WG_MAX_ACC];
 	size_t len = (size_t)snprintf(text, sizeof text, "wgmma.wait_group.sync.aligned %d;", pending);
 	for (int q = 0; q < count && g->t.lag && !pending; q++)
@@ -1906,7 +1933,7 @@ static void wgmma_wait(Cg *cg, GpuGemm *g, LLVMValueRef tid64, LLVMValueRef *acc
 static void wgmma_drain(Cg *cg, GpuGemm *g)
 {
 	LLVMValueRef tid64 = cg_gpu_phase_begin(cg, &g->grp), acc[WG_MAX_ACC];
-	for (int q = 0; q < wg_n(g) / 2; q++)
+	for (int q = 0; q < wg_accs(g); q++)
 		acc[q] = LLVMBuildLoad2(cg->b, g->et, cg_gpu_private_at(cg, &g->grp, &g->acc, tid64, q), "");
 	wgmma_wait(cg, g, tid64, acc, 0);
 	cg_gpu_phase_end(cg, &g->grp, false);
@@ -1918,28 +1945,41 @@ static const char *wg_type(const GpuGemm *g)
 	return g->mi->elem == CG_MELEM_BF16 ? "bf16" : g->mi->elem == CG_MELEM_TF32 ? "tf32" : "f16";
 }
 
+/* One wgmma of the warpgroup's n on `count` accumulators $0.., descriptors after them and the
+ * scale-d flag: its text (asm_on_accs with ",l,l,r"). The transpose flags (halves only: tf32's
+ * operands are K-major): 1 where the operand's rows run along m or n (MN-major). */
+static void wg_text(const GpuGemm *g, bool a_kmajor, bool b_kmajor, char *text, size_t size)
+{
+	int n = wg_n(g), count = n / 2;
+	const char *type = wg_type(g);
+	size_t len = (size_t)snprintf(text, size, "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\n"
+					   "wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {", 2 * count + 2, n, (int)wg_k(g), type, type);
+	for (int q = 0; q < count; q++)
+		len += (size_t)snprintf(text + len, size - len, "%s$%d", q ? ", " : "", q);
+	if (g->mi->elem == CG_MELEM_TF32)
+		snprintf(text + len, size - len, "}, $%d, $%d, p, 1, 1;\n}", 2 * count, 2 * count + 1);
+	else
+		snprintf(text + len, size - len, "}, $%d, $%d, p, 1, 1, %d, %d;\n}", 2 * count, 2 * count + 1, !a_kmajor,
+			 !b_kmajor);
+}
+
+/* The work-item's accumulators, loaded. */
+static void wg_load_accs(Cg *cg, GpuGemm *g, LLVMValueRef tid64, LLVMValueRef *acc)
+{
+	for (int q = 0; q < wg_accs(g); q++)
+		acc[q] = LLVMBuildLoad2(cg->b, g->et, cg_gpu_private_at(cg, &g->grp, &g->acc, tid64, q), "");
+}
+
 /* acc += A B over the k-block, wg_k by wg_k, then waits for the warpgroup's products. */
 static void accumulate_wgmma(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
 {
-	int n = wg_n(g), count = n / 2;
+	int count = wg_n(g) / 2;
 	LLVMValueRef tid = to_it(cg, g, tid64), row0, col0, acc[WG_MAX_ACC];
 	wg_origin(cg, g, divc(cg, g, tid, WG_ITEMS), &row0, &col0);
-	for (int q = 0; q < count; q++)
-		acc[q] = LLVMBuildLoad2(cg->b, g->et, cg_gpu_private_at(cg, &g->grp, &g->acc, tid64, q), "");
-	const char *type = wg_type(g);
+	wg_load_accs(cg, g, tid64, acc);
 	int64_t k = wg_k(g);
 	char text[2048];
-	size_t len = (size_t)snprintf(text, sizeof text, "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\n"
-					   "wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {", 2 * count + 2, n, (int)k, type, type);
-	for (int q = 0; q < count; q++)
-		len += (size_t)snprintf(text + len, sizeof text - len, "%s$%d", q ? ", " : "", q);
-	/* the transpose flags (halves only: tf32's operands are K-major): 1 where the operand's rows run
-	 * along m or n (MN-major) */
-	if (g->mi->elem == CG_MELEM_TF32)
-		snprintf(text + len, sizeof text - len, "}, $%d, $%d, p, 1, 1;\n}", 2 * count, 2 * count + 1);
-	else
-		snprintf(text + len, sizeof text - len, "}, $%d, $%d, p, 1, 1, %d, %d;\n}", 2 * count, 2 * count + 1,
-			 !g->la.kmajor, !g->lb.kmajor);
+	wg_text(g, g->la.kmajor, g->lb.kmajor, text, sizeof text);
 	ptx_asm(cg, NULL, "wgmma.fence.sync.aligned;", "", NULL, 0);
 	for (int64_t s = 0; s < g->t.bk / k; s++) {
 		LLVMValueRef d[3] = {wg_desc(cg, g, &g->la, g->as, row0, s * k), wg_desc(cg, g, &g->lb, g->bs, col0, s * k),
@@ -1955,9 +1995,12 @@ static void wg_acc_at(Cg *cg, GpuGemm *g, LLVMValueRef tid, int64_t idx, LLVMVal
 {
 	LLVMValueRef row0, col0, in_group = remc(cg, g, tid, WG_ITEMS);
 	wg_origin(cg, g, divc(cg, g, tid, WG_ITEMS), &row0, &col0);
-	frag_at(cg, g, g->mi->c_at, remc(cg, g, tid, GPU_WARP), (int)(idx % 4), row, col);
+	int64_t per_block = wg_n(g) / 2, block = idx / per_block, q = idx % per_block;
+	frag_at(cg, g, g->mi->c_at, remc(cg, g, tid, GPU_WARP), (int)(q % 4), row, col);
+	if (block)
+		row0 = add(cg, row0, ci(g, block * WG_M));
 	*row = add(cg, *row, add(cg, row0, mulc(cg, g, divc(cg, g, in_group, GPU_WARP), 16)));
-	*col = add(cg, *col, add(cg, col0, ci(g, idx / 4 * 8)));
+	*col = add(cg, *col, add(cg, col0, ci(g, q / 4 * 8)));
 }
 
 /* A 14-bit field of a descriptor, times 16 (bytes). */
@@ -1968,24 +2011,33 @@ static LLVMValueRef desc_field(Cg *cg, LLVMValueRef desc, int shift)
 }
 
 /* Element (mn, k) of the operand a descriptor names, as the hardware finds it (PTX ISA, "Shared
- * Memory Matrix Layout"): swizzle rows of 128, 64 or 32 bytes (mode 1, 2, 3) in atoms of 8 rows.
- * K-major: row mn % 8 of 8-row group mn / 8 (SBO apart), k along the row. MN-major (trans): row
- * k % 8 of k-group k / 8 (SBO apart), mn along the rows of atom mn / row (LBO apart). Then bits 4..
- * of the address XOR bits 7.. (the swizzle). */
+ * Memory Matrix Layout"): swizzle rows of 128, 64 or 32 bytes (mode 1, 2, 3) in atoms of 8 rows,
+ * or without swizzle (mode 0) core matrices of 8 rows of 16 bytes, each 128 bytes in one piece.
+ * K-major: row mn % 8 of 8-row group mn / 8 (SBO apart), k along the row (without swizzle: k in
+ * 16-byte pieces, the core matrices along k LBO apart). MN-major (trans): row k % 8 of k-group
+ * k / 8 (SBO apart), mn along the rows of atom mn / row (LBO apart). Then bits 4.. of the address
+ * XOR bits 7.. (the swizzle). */
 static LLVMValueRef wg_model_elem(Cg *cg, GpuGemm *g, LLVMValueRef desc, bool trans, LLVMValueRef mn, LLVMValueRef k)
 {
 	LLVMValueRef start = desc_field(cg, desc, 0), lbo = desc_field(cg, desc, 16), sbo = desc_field(cg, desc, 32);
 	LLVMValueRef mode = LLVMBuildLShr(cg->b, desc, cg_i64(cg, 62), "");
-	LLVMValueRef width = LLVMBuildLShr(cg->b, cg_i64(cg, 256), mode, "");
-	LLVMValueRef mask = LLVMBuildSub(cg->b, LLVMBuildLShr(cg->b, cg_i64(cg, 16), mode, ""), cg_i64(cg, 1), "");
+	LLVMValueRef plain = LLVMBuildICmp(cg->b, LLVMIntEQ, mode, cg_i64(cg, 0), "");
+	LLVMValueRef width = LLVMBuildSelect(cg->b, plain, cg_i64(cg, 16), LLVMBuildLShr(cg->b, cg_i64(cg, 256), mode, ""), "");
+	LLVMValueRef mask = LLVMBuildSelect(cg->b, plain, cg_i64(cg, 0),
+					    LLVMBuildSub(cg->b, LLVMBuildLShr(cg->b, cg_i64(cg, 16), mode, ""), cg_i64(cg, 1), ""), "");
 	LLVMValueRef esize = cg_i64(cg, lds_esize(g->s, &g->t)), eight = cg_i64(cg, 8);
 	LLVMValueRef row = trans ? k : mn, along = trans ? mn : k;
 	LLVMValueRef addr = LLVMBuildAdd(cg->b, start, LLVMBuildMul(cg->b, LLVMBuildUDiv(cg->b, row, eight, ""), sbo, ""), "");
 	addr = LLVMBuildAdd(cg->b, addr, LLVMBuildMul(cg->b, LLVMBuildURem(cg->b, row, eight, ""), width, ""), "");
+	LLVMValueRef per_row = LLVMBuildUDiv(cg->b, width, esize, "");
+	LLVMValueRef pieces = LLVMBuildAdd(cg->b, addr, LLVMBuildMul(cg->b, LLVMBuildUDiv(cg->b, along, per_row, ""), lbo, ""), "");
+	LLVMValueRef within = LLVMBuildURem(cg->b, along, per_row, "");
 	if (trans) {
-		LLVMValueRef per_row = LLVMBuildUDiv(cg->b, width, esize, "");
-		addr = LLVMBuildAdd(cg->b, addr, LLVMBuildMul(cg->b, LLVMBuildUDiv(cg->b, along, per_row, ""), lbo, ""), "");
-		along = LLVMBuildURem(cg->b, along, per_row, "");
+		addr = pieces;
+		along = within;
+	} else {
+		addr = LLVMBuildSelect(cg->b, plain, pieces, addr, "");
+		along = LLVMBuildSelect(cg->b, plain, within, along, "");
 	}
 	addr = LLVMBuildAdd(cg->b, addr, LLVMBuildMul(cg->b, along, esize, ""), "");
 	LLVMValueRef swz = LLVMBuildAnd(cg->b, LLVMBuildLShr(cg->b, addr, cg_i64(cg, 7), ""), mask, "");
@@ -2000,40 +2052,245 @@ static LLVMValueRef wg_model_elem(Cg *cg, GpuGemm *g, LLVMValueRef desc, bool tr
 	return LLVMBuildBitCast(cg->b, bits, g->et, "");
 }
 
-/* Emulated: the work-item's slots += A B over the k-block, each slot at the D element the lane
- * model puts there, A and B through the descriptors. */
+/* Emulated: one wgmma of the work-item's warpgroup from descriptors da and db (trans: MN-major)
+ * into its slots slot0..: each slot += A B over one wg_k at the D element the lane model puts it. */
+static void wgmma_emulated(Cg *cg, GpuGemm *g, LLVMValueRef tid64, LLVMValueRef da, bool a_trans, LLVMValueRef db,
+			   bool b_trans, int64_t slot0)
+{
+	LLVMValueRef in_group = LLVMBuildURem(cg->b, tid64, cg_i64(cg, WG_ITEMS), "");
+	LLVMValueRef lane = LLVMBuildURem(cg->b, tid64, cg_i64(cg, GPU_WARP), "");
+	LLVMValueRef warp_row = LLVMBuildMul(cg->b, LLVMBuildUDiv(cg->b, in_group, cg_i64(cg, GPU_WARP), ""), cg_i64(cg, 16), "");
+	/* the slots in a loop too: unrolled, 128 of them (n = 256) took LLVM half a minute */
+	CgLoop q = cg_for_begin(cg, cg_i64(cg, 0), cg_i64(cg, wg_n(g) / 2), "q");
+	LLVMValueRef q4 = LLVMBuildURem(cg->b, q.i, cg_i64(cg, 4), "");
+	LLVMValueRef e = cg_table_load(cg, g->model_d, LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, lane, cg_i64(cg, 4), ""), q4, ""));
+	LLVMValueRef m = LLVMBuildAdd(cg->b, warp_row, LLVMBuildUDiv(cg->b, e, cg_i64(cg, MODEL_DIM), ""), "");
+	LLVMValueRef n = LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, LLVMBuildUDiv(cg->b, q.i, cg_i64(cg, 4), ""), cg_i64(cg, 8), ""),
+				      LLVMBuildURem(cg->b, e, cg_i64(cg, MODEL_DIM), ""), "");
+	LLVMValueRef slot = LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, tid64, cg_i64(cg, g->acc.count), ""),
+					 LLVMBuildAdd(cg->b, q.i, cg_i64(cg, slot0), ""), "");
+	LLVMValueRef at = LLVMBuildGEP2(cg->b, g->acc.elem, g->acc.base, &slot, 1, "");
+	CgLoop kk = cg_for_begin(cg, cg_i64(cg, 0), cg_i64(cg, wg_k(g)), "kk");
+	LLVMValueRef args[3] = {wg_model_elem(cg, g, da, a_trans, m, kk.i), wg_model_elem(cg, g, db, b_trans, n, kk.i),
+				LLVMBuildLoad2(cg->b, g->et, at, "")};
+	LLVMBuildStore(cg->b, cg_intrinsic(cg, "fmuladd", g->et, args, 3), at);
+	cg_for_end(cg, &kk);
+	cg_for_end(cg, &q);
+}
+
+/* Emulated: the work-item's slots += A B over the k-block, A and B through the descriptors. */
 static void accumulate_wgmma_emulated(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
 {
 	LLVMValueRef tid = to_it(cg, g, tid64), row0, col0;
 	wg_origin(cg, g, divc(cg, g, tid, WG_ITEMS), &row0, &col0);
-	LLVMValueRef in_group = LLVMBuildURem(cg->b, tid64, cg_i64(cg, WG_ITEMS), "");
-	LLVMValueRef lane = LLVMBuildURem(cg->b, tid64, cg_i64(cg, GPU_WARP), "");
-	LLVMValueRef warp_row = LLVMBuildMul(cg->b, LLVMBuildUDiv(cg->b, in_group, cg_i64(cg, GPU_WARP), ""), cg_i64(cg, 16), "");
 	int64_t k = wg_k(g);
-	for (int64_t s = 0; s < g->t.bk / k; s++) {
-		LLVMValueRef da = wg_desc(cg, g, &g->la, g->as, row0, s * k);
-		LLVMValueRef db = wg_desc(cg, g, &g->lb, g->bs, col0, s * k);
-		/* the slots in a loop too: unrolled, 128 of them (n = 256) took LLVM half a minute */
-		CgLoop q = cg_for_begin(cg, cg_i64(cg, 0), cg_i64(cg, wg_n(g) / 2), "q");
-		LLVMValueRef q4 = LLVMBuildURem(cg->b, q.i, cg_i64(cg, 4), "");
-		LLVMValueRef e = cg_table_load(cg, g->model_d, LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, lane, cg_i64(cg, 4), ""), q4, ""));
-		LLVMValueRef m = LLVMBuildAdd(cg->b, warp_row, LLVMBuildUDiv(cg->b, e, cg_i64(cg, MODEL_DIM), ""), "");
-		LLVMValueRef n = LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, LLVMBuildUDiv(cg->b, q.i, cg_i64(cg, 4), ""), cg_i64(cg, 8), ""),
-					      LLVMBuildURem(cg->b, e, cg_i64(cg, MODEL_DIM), ""), "");
-		LLVMValueRef slot = LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, tid64, cg_i64(cg, g->acc.count), ""), q.i, "");
-		LLVMValueRef at = LLVMBuildGEP2(cg->b, g->acc.elem, g->acc.base, &slot, 1, "");
-		CgLoop kk = cg_for_begin(cg, cg_i64(cg, 0), cg_i64(cg, k), "kk");
-		LLVMValueRef args[3] = {wg_model_elem(cg, g, da, !g->la.kmajor, m, kk.i),
-					wg_model_elem(cg, g, db, !g->lb.kmajor, n, kk.i), LLVMBuildLoad2(cg->b, g->et, at, "")};
-		LLVMBuildStore(cg->b, cg_intrinsic(cg, "fmuladd", g->et, args, 3), at);
-		cg_for_end(cg, &kk);
-		cg_for_end(cg, &q);
+	for (int64_t s = 0; s < g->t.bk / k; s++)
+		wgmma_emulated(cg, g, tid64, wg_desc(cg, g, &g->la, g->as, row0, s * k), !g->la.kmajor,
+			       wg_desc(cg, g, &g->lb, g->bs, col0, s * k), !g->lb.kmajor, 0);
+}
+
+/* ---- padded rows: a stride-1 window staged once for all its taps (sm_90's wgmma) ----
+ *
+ * An implicit GEMM gathers a convolution's window once per tap: with 3 x 3 taps each source
+ * element is staged 9 times per tile, through L2, which bounds vgg16's 224 x 224 x 64 layers to
+ * 20-28% of an H100's bf16 peak (docs/performance.md). Where A is a stride-1 window over an NHWC
+ * source (GemmRows: forward convolutions and their input gradients), its positions may run over
+ * the padded grid instead (ph x pw per image: the output grid grown by the taps' spans), on which
+ * tap t is the constant shift rows_shift(t) of the position. A tile of bm padded positions then
+ * stages, per k-block of bk channels, the bm + largest shift padded positions of the source once
+ * (the halo; zeros where a padded position lies outside the source) and one B tile per tap
+ * (k = tap * C + c0..), and tap t's wgmmas read A from the halo at t's shift. The halo takes no
+ * swizzle (mode 0): K-major core matrices of 8 positions x 16 bytes, each one piece, so that any
+ * position can start one; the planes of 8 channels lie LBO = halo_positions x 16 bytes apart.
+ * Padded positions outside the output grid are computed and not stored (store_c): ph pw / gh gw
+ * times the products (1.02 at 224 x 224, 1.31 at 14 x 14).
+ *
+ * The warpgroups take the upper and lower halves of the tile's rows, 1, 2 or 4 m64 blocks each.
+ * The halo and the B tiles go by cp.async into copy_stages' deep pipeline (4 buffers where they
+ * fit, a k-block's products in flight). Tuning chooses these tiles (`rows` in a configuration:
+ * netc tune offers them first after the heuristic's, which never takes them). */
+
+static LdsTile lds_layout(const GemmSpec *s, const GpuTiles *gt, bool is_a);
+static bool copyable(const GemmSpec *s, const GpuTiles *t, bool is_a);
+
+/* The shift of tap t on the padded grid. */
+static int64_t rows_shift(const GemmRows *r, int t) { return (r->dy[t] - r->dy0) * r->pw + r->dx[t] - r->dx0; }
+
+/* The padded positions a tile of bm stages: bm and the largest shift, in whole core matrices. */
+static int64_t halo_positions(const GemmRows *r, int64_t bm)
+{
+	int64_t most = 0;
+	for (int t = 0; t < r->taps; t++)
+		most = rows_shift(r, t) > most ? rows_shift(r, t) : most;
+	return padded(bm + most, 8);
+}
+
+/* The LDS bytes of the halo, and of one tap's B tile: each a whole number of WG_ALIGN (the B
+ * tiles' swizzle repeats on the address bits). */
+static int64_t halo_bytes(const GemmSpec *s, const GpuTiles *t)
+{
+	return padded(halo_positions(s->a.rows, t->bm) * t->bk * lds_esize(s, t), WG_ALIGN);
+}
+static int64_t tap_bytes(const GemmSpec *s, const GpuTiles *t)
+{
+	return padded(lds_layout(s, t, false).elems * lds_esize(s, t), WG_ALIGN);
+}
+
+/* Padded rows' tiles of bm x bn and k-blocks of bk, or bm 0 where they cannot be: A no window as
+ * rows, no wgmma of halves, channels not in whole k-blocks, B not copied into wgmma's rows, too
+ * little LDS for two buffers. As many buffers as fit, up to GPU_DEEP_STAGES. */
+static GpuTiles rows_tiles(const GemmSpec *s, const CgMatrixInstr *mi, int64_t lds, int bm, int bn, int64_t bk)
+{
+	const GemmRows *r = s->a.rows;
+	GpuTiles t = {.block = 2 * WG_ITEMS, .wide = true, .bm = bm, .bn = bn, .bk = (int)bk, .rows = true,
+		      .slices = 1, .kslice = s->k, .copied = {false, true}};
+	bool fits = r && mi && (mi->elem == CG_MELEM_F16 || mi->elem == CG_MELEM_BF16) && mi->c_per_lane == 4 &&
+		    lds > GPU_COPY_LDS && s->batch == 1 && s->k == r->taps * r->chans && s->a.at &&
+		    s->a.stored == s->half && s->a.runs * 2 == 16 && r->chans % bk == 0 && bk % (WG_K_BYTES / 2) == 0 &&
+		    bm % (2 * WG_M) == 0 && bm / (2 * WG_M) * bn / 2 <= WG_MAX_ACC && bn % 16 == 0;
+	if (!fits)
+		return (GpuTiles){0};
+	warp_tiles(&t, mi);
+	t.copied[0] = copyable(s, &t, false);
+	GpuGemm probe = {.s = s, .t = t};
+	LdsTile lb = lds_layout(s, &t, false);
+	if (!t.copied[0] || !wg_swizzle(&probe, &lb))
+		return (GpuTiles){0};
+	for (t.stages = GPU_DEEP_STAGES; t.stages >= 2; t.stages--)
+		if (t.stages * (halo_bytes(s, &t) + r->taps * tap_bytes(s, &t)) <= lds)
+			break;
+	if (t.stages < 2)
+		return (GpuTiles){0};
+	t.nmb = cdiv(r->images * r->ph * r->pw, bm);
+	t.nnb = cdiv(s->n, bn);
+	return t;
+}
+
+/* The padded rows' tilings of s, at most max into out, the longest tiles and k-blocks of 16
+ * first; none where A is no window as rows. */
+static int rows_candidates(const GemmSpec *s, const CgMatrixInstr *mi, int64_t lds, GpuTiles *out, int max)
+{
+	int n = 0;
+	for (int bm = 8 * WG_M; bm >= 2 * WG_M; bm /= 2)
+		for (int bn = 64; bn <= GPU_LONG_TILE; bn *= 2)
+			for (int64_t bk = WG_K_BYTES / 2; bk <= 2 * WG_K_BYTES / 2; bk *= 2) {
+				GpuTiles t = side_fits(bn, s->n) && n < max ? rows_tiles(s, mi, lds, bm, bn, bk) : (GpuTiles){0};
+				if (t.bm)
+					out[n++] = t;
+			}
+	return n;
+}
+
+/* Tap t's B tile among the buffer's B tiles from b. */
+static LLVMValueRef tap_tile(Cg *cg, GpuGemm *g, LLVMValueRef b, int t)
+{
+	return lds_at(cg, g, b, ci(g, t * tap_bytes(g->s, &g->t) / et_size(g->s)));
+}
+
+/* The halo of k-block c0 (its first channel) into the copies' buffer an: run e of the 16-byte
+ * runs (8 channels) of each padded position, consecutive work-items along a position's channels
+ * and then the positions, which lie apart by the channel count in memory. */
+static void copy_halo(Cg *cg, GpuGemm *g, LLVMValueRef tid64, LLVMValueRef c0)
+{
+	const GemmRows *r = g->s->a.rows;
+	int64_t units = g->t.bk / 8, hp = halo_positions(r, g->t.bm), total = hp * units, plane = r->ph * r->pw;
+	LLVMValueRef tid = to_it(cg, g, tid64);
+	for (int64_t i = 0; i < cdiv(total, g->t.block); i++) {
+		LLVMValueRef e = add(cg, tid, ci(g, i * g->t.block));
+		LLVMBasicBlockRef done = (i + 1) * g->t.block > total ? begin_if(cg, ltc(cg, g, e, total)) : NULL;
+		LLVMValueRef pos = divc(cg, g, e, units), unit = remc(cg, g, e, units);
+		LLVMValueRef p = to_i64(cg, g, add(cg, g->m0, pos)), in_plane = LLVMBuildURem(cg->b, p, cg_i64(cg, plane), "");
+		LLVMValueRef img = LLVMBuildUDiv(cg->b, p, cg_i64(cg, plane), "");
+		LLVMValueRef y = LLVMBuildAdd(cg->b, LLVMBuildUDiv(cg->b, in_plane, cg_i64(cg, r->pw), ""), cg_i64(cg, r->dy0), "");
+		LLVMValueRef x = LLVMBuildAdd(cg->b, LLVMBuildURem(cg->b, in_plane, cg_i64(cg, r->pw), ""), cg_i64(cg, r->dx0), "");
+		/* y and x below zero wrap to large unsigned values; the k-blocks past the last that the
+		 * pipeline copies read nothing */
+		LLVMValueRef inside = LLVMBuildAnd(cg->b, LLVMBuildAnd(cg->b, ltc(cg, g, c0, r->chans),
+			LLVMBuildICmp(cg->b, LLVMIntULT, img, cg_i64(cg, r->images), ""), ""),
+			LLVMBuildAnd(cg->b, LLVMBuildICmp(cg->b, LLVMIntULT, y, cg_i64(cg, r->h), ""),
+				     LLVMBuildICmp(cg->b, LLVMIntULT, x, cg_i64(cg, r->w), ""), ""), "");
+		LLVMValueRef zero = cg_i64(cg, 0), chan = to_i64(cg, g, add(cg, c0, mulc(cg, g, unit, 8)));
+		LLVMValueRef src = r->at(cg, &g->s->a, LLVMBuildSelect(cg->b, inside, img, zero, ""),
+					 LLVMBuildSelect(cg->b, inside, y, zero, ""), LLVMBuildSelect(cg->b, inside, x, zero, ""), chan);
+		LLVMValueRef dst = lds_at(cg, g, g->an, mulc(cg, g, add(cg, mulc(cg, g, unit, hp), pos), 16 / et_size(g->s)));
+		copy16(cg, g, dst, src, inside);
+		if (done)
+			end_if(cg, done);
 	}
+}
+
+/* K-block c0's copies into the copies' buffer: each tap's B tile (k from tap * C + c0) from bn,
+ * then the halo at an. */
+static void copy_rows(Cg *cg, GpuGemm *g, LLVMValueRef tid64, LLVMValueRef c0)
+{
+	const GemmRows *r = g->s->a.rows;
+	LLVMValueRef taps = g->bn;
+	for (int t = 0; t < r->taps; t++) {
+		g->bn = tap_tile(cg, g, taps, t);
+		stage(cg, g, false, tid64, add(cg, c0, ci(g, t * r->chans)));
+	}
+	g->bn = taps;
+	copy_halo(cg, g, tid64, c0);
+}
+
+/* The descriptor of the halo at padded position pos (from the tile's first) and 8-channel plane
+ * `plane`: mode 0, core matrices of 8 positions 128 bytes apart, planes LBO apart. */
+static LLVMValueRef halo_desc(Cg *cg, GpuGemm *g, LLVMValueRef pos, int64_t plane)
+{
+	int64_t hp = halo_positions(g->s->a.rows, g->t.bm), per16 = 16 / lds_esize(g->s, &g->t);
+	LLVMValueRef idx = mulc(cg, g, add(cg, pos, ci(g, plane * hp)), per16);
+	return wg_desc_at(cg, g, g->as, idx, hp * 16, 8 * 16, 0);
+}
+
+/* acc += A B over k-block: per tap, per k16 of the k-block, one wgmma per m64 block of the
+ * warpgroup's rows, A from the halo at the tap's shift (emulated: through the lane model). */
+static void accumulate_rows(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
+{
+	const GemmRows *r = g->s->a.rows;
+	int count = wg_n(g) / 2;
+	int64_t k = wg_k(g), per16 = 16 / lds_esize(g->s, &g->t);
+	LLVMValueRef tid = to_it(cg, g, tid64), row0, col0, acc[WG_MAX_ACC];
+	wg_origin(cg, g, divc(cg, g, tid, WG_ITEMS), &row0, &col0);
+	char text[2048];
+	if (!g->grp.emulated) {
+		wg_load_accs(cg, g, tid64, acc);
+		wg_text(g, true, g->lb.kmajor, text, sizeof text);
+		ptx_asm(cg, NULL, "wgmma.fence.sync.aligned;", "", NULL, 0);
+	}
+	for (int t = 0; t < r->taps; t++)
+		for (int64_t s = 0; s < g->t.bk / k; s++)
+			for (int j = 0; j < wg_blocks(g); j++) {
+				LLVMValueRef da = halo_desc(cg, g, add(cg, row0, ci(g, j * WG_M + rows_shift(r, t))), s * k / per16);
+				LLVMValueRef db = wg_desc(cg, g, &g->lb, tap_tile(cg, g, g->bs, t), col0, s * k);
+				if (g->grp.emulated) {
+					wgmma_emulated(cg, g, tid64, da, false, db, !g->lb.kmajor, (int64_t)j * count);
+					continue;
+				}
+				LLVMValueRef d[3] = {da, db, cg_i32(cg, 1)};
+				asm_on_accs(cg, text, ",l,l,r", acc + j * count, count, d, 3);
+			}
+	if (!g->grp.emulated) {
+		ptx_asm(cg, NULL, "wgmma.commit_group.sync.aligned;", "", NULL, 0);
+		wgmma_wait(cg, g, tid64, acc, g->t.lag);
+	}
+}
+
+/* Padded position m of the tile's output as the GEMM's row (*ok: whether the output grid has it). */
+static LLVMValueRef rows_output(Cg *cg, GpuGemm *g, LLVMValueRef m, LLVMValueRef *ok)
+{
+	const GemmRows *r = g->s->a.rows;
+	int64_t plane = r->ph * r->pw;
+	LLVMValueRef img = divc(cg, g, m, plane), in_plane = remc(cg, g, m, plane);
+	LLVMValueRef y = divc(cg, g, in_plane, r->pw), x = remc(cg, g, in_plane, r->pw);
+	*ok = LLVMBuildAnd(cg->b, ltc(cg, g, img, r->images), LLVMBuildAnd(cg->b, ltc(cg, g, y, r->gh), ltc(cg, g, x, r->gw), ""), "");
+	return add(cg, mulc(cg, g, add(cg, mulc(cg, g, img, r->gh), y), r->gw), x);
 }
 
 static void accumulate(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
 {
-	if (g->t.wgmma && g->grp.emulated)
+	if (g->t.rows)
+		accumulate_rows(cg, g, tid64);
+	else if (g->t.wgmma && g->grp.emulated)
 		accumulate_wgmma_emulated(cg, g, tid64);
 	else if (g->t.wgmma)
 		accumulate_wgmma(cg, g, tid64);
@@ -2067,8 +2324,11 @@ static void acc_place(Cg *cg, GpuGemm *g, const Place *p, int64_t idx, LLVMValue
 /* C[b][m0 + r][n0 + c] = v where it lies inside M x N. */
 static void store_c(Cg *cg, GpuGemm *g, LLVMValueRef r, LLVMValueRef c, LLVMValueRef v)
 {
-	LLVMValueRef m = add(cg, g->m0, r), n = add(cg, g->n0, c);
-	LLVMValueRef ok = LLVMBuildAnd(cg->b, ltc(cg, g, m, g->s->m), ltc(cg, g, n, g->s->n), "");
+	LLVMValueRef m = add(cg, g->m0, r), n = add(cg, g->n0, c), on_grid = NULL;
+	/* padded rows: the padded position's output, where it has one */
+	if (g->t.rows)
+		m = rows_output(cg, g, m, &on_grid);
+	LLVMValueRef ok = LLVMBuildAnd(cg->b, on_grid ? on_grid : ltc(cg, g, m, g->s->m), ltc(cg, g, n, g->s->n), "");
 	LLVMBasicBlockRef done = begin_if(cg, ok);
 	g->s->epilogue(cg, g->s, to_i64(cg, g, g->eb), to_i64(cg, g, m), to_i64(cg, g, n), v);
 	end_if(cg, done);
@@ -2306,7 +2566,9 @@ static bool copies(const GpuGemm *g) { return g->t.copied[0] || g->t.copied[1]; 
  * work-item (an empty one where nothing is copied, so that the waits count k-blocks). */
 static void stage_copies(Cg *cg, GpuGemm *g, LLVMValueRef tid64, LLVMValueRef k0)
 {
-	for (int is_a = 1; is_a >= 0; is_a--)
+	if (g->t.rows)
+		copy_rows(cg, g, tid64, k0);
+	for (int is_a = 1; is_a >= 0 && !g->t.rows; is_a--)
 		if (g->t.copied[is_a])
 			stage(cg, g, is_a, tid64, k0);
 	if (!g->grp.emulated)
@@ -2323,11 +2585,22 @@ static void wait_copies(Cg *cg, GpuGemm *g, int pending)
 /* The elements of et that a tile takes in LDS (whole ones: the half tiles' sizes are even). */
 static int64_t tile_span(const GpuGemm *g, const LdsTile *t) { return t->elems * lds_esize(g->s, &g->t) / et_size(g->s); }
 
+/* The elements of et that one buffer's A tile and its B tiles take (padded rows: the halo, and
+ * one B tile per tap). */
+static int64_t a_span(const GpuGemm *g)
+{
+	return g->t.rows ? halo_bytes(g->s, &g->t) / et_size(g->s) : tile_span(g, &g->la);
+}
+static int64_t b_span(const GpuGemm *g)
+{
+	return g->t.rows ? g->s->a.rows->taps * tap_bytes(g->s, &g->t) / et_size(g->s) : tile_span(g, &g->lb);
+}
+
 /* A's and B's tiles in LDS buffer `buffer` (index type) of t.stages. */
 static void buffer_at(Cg *cg, GpuGemm *g, LLVMValueRef buffer, LLVMValueRef *a, LLVMValueRef *b)
 {
-	*a = lds_at(cg, g, g->lds, mulc(cg, g, buffer, tile_span(g, &g->la) + tile_span(g, &g->lb)));
-	*b = lds_at(cg, g, *a, ci(g, tile_span(g, &g->la)));
+	*a = lds_at(cg, g, g->lds, mulc(cg, g, buffer, a_span(g) + b_span(g)));
+	*b = lds_at(cg, g, *a, ci(g, a_span(g)));
 }
 
 /* The k-blocks whose copies are in flight ahead of the one being accumulated: every buffer but
@@ -2354,7 +2627,8 @@ static void pick_buffer(Cg *cg, GpuGemm *g, LLVMValueRef kb)
  * is free: the copies stay one buffer further behind. */
 static void kblocks(Cg *cg, GpuGemm *g)
 {
-	int64_t nkb = cdiv(g->t.kslice, g->t.bk), ahead = copies_ahead(g);
+	/* padded rows: k-blocks of bk channels, each over every tap */
+	int64_t nkb = cdiv(g->t.rows ? g->s->a.rows->chans : g->t.kslice, g->t.bk), ahead = copies_ahead(g);
 	LLVMValueRef tid64 = cg_gpu_phase_begin(cg, &g->grp);
 	stage_regs(cg, g, tid64, ci(g, 0));
 	if (g->hold)
@@ -2405,9 +2679,12 @@ static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 	g.lt = g.ht ? g.ht : g.et;
 	g.la = lds_layout(s, &g.t, true);
 	g.lb = lds_layout(s, &g.t, false);
+	if (t.rows)
+		g.la = (LdsTile){.kmajor = true}; /* the halo (halo_desc) */
 	int64_t grid = (int64_t)t.slices * s->batch * g.t.nmb * g.t.nnb;
-	/* every index of the kernel, padded tiles included, fits i32 or all is i64 */
-	bool narrow = s->m + g.t.bm < INT32_MAX && s->n + g.t.bn < INT32_MAX && s->k + 2 * g.t.bk < INT32_MAX &&
+	/* every index of the kernel, padded tiles (padded rows' halo) included, fits i32 or all is i64 */
+	int64_t rows_m = t.rows ? g.t.nmb * g.t.bm + halo_positions(s->a.rows, g.t.bm) : 0;
+	bool narrow = s->m + g.t.bm < INT32_MAX && rows_m < INT32_MAX && s->n + g.t.bn < INT32_MAX && s->k + 2 * g.t.bk < INT32_MAX &&
 		      (int64_t)t.slices * t.kslice + 2 * g.t.bk < INT32_MAX && grid < INT32_MAX;
 	g.it = narrow ? cg->t_i32 : cg->t_i64;
 
@@ -2426,19 +2703,20 @@ static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 	if (accs == GPU_MAX_REG * GPU_MAX_REG || !wide_tiles(cg))
 		cg_gpu_waves(cg, GPU_WAVES);
 	/* the slices' partial tiles reuse the staging LDS once the last k-block is done */
-	int64_t stage = g.t.stages * (tile_span(&g, &g.la) + tile_span(&g, &g.lb));
+	int64_t stage = g.t.stages * (a_span(&g) + b_span(&g));
 	out_through_lds(cg, &g, stage);
 	int64_t red = g.out_lds ? (int64_t)g.t.ks * g.t.bm * g.out_pitch : 0;
 	g.lds = cg_gpu_shared(cg, &g.grp, g.et, stage > red ? stage : red, "gemm_lds");
-	g.t.wgmma = wgmma_fits(cg, &g);
+	g.t.wgmma = t.rows || wgmma_fits(cg, &g);
 	/* a k-block's products in flight past the next barrier cost the copies one buffer */
 	g.t.lag = g.t.wgmma && g.t.stages > GPU_COPY_STAGES;
 	const char *out_note = g.out_lds && g.t.ks == 1 ? ", outputs through LDS" : "";
 	if (g.t.wgmma) {
 		char instr[96];
-		int kib = (int)((tile_span(&g, &g.la) + tile_span(&g, &g.lb)) * et_size(s) / 1024);
-		snprintf(instr, sizeof instr, "wgmma m64n%dk%d %s, %d stages of %d KiB%s", wg_n(&g) % 1024,
-			 (int)wg_k(&g) % 100, wg_type(&g), g.t.stages % 100, kib % 1024, out_note);
+		int kib = (int)((a_span(&g) + b_span(&g)) * et_size(s) / 1024);
+		snprintf(instr, sizeof instr, "wgmma m64n%dk%d %s%s, %d stages of %d KiB%s", wg_n(&g) % 1024,
+			 (int)wg_k(&g) % 100, wg_type(&g), t.rows ? " on padded rows" : "", g.t.stages % 100, kib % 1024,
+			 out_note);
 		cg_tuning_note_instr(cg, instr);
 		LLVMSetAlignment(g.lds, WG_ALIGN);
 	} else if (*out_note) {
@@ -2497,7 +2775,8 @@ static GpuTiles choose_tiles(Cg *cg, const GemmSpec *s, int slices)
 	int n = candidates(&one, mi, wide_tiles(cg), half_math_of(cg, s), copy_lds(cg, mi), cand, MAX_CANDIDATES);
 	for (int i = 0; i < n; i++) {
 		bool own = cand[i].mi || (cand[i].tm == reg_side(cand[i].bm) && cand[i].tn == reg_side(cand[i].bn));
-		cfg[i] = (CgTileConfig){cand[i].bm, cand[i].bn, cand[i].bk, own ? 0 : cand[i].tm, own ? 0 : cand[i].tn};
+		cfg[i] = (CgTileConfig){cand[i].bm, cand[i].bn, cand[i].bk, own ? 0 : cand[i].tm, own ? 0 : cand[i].tn,
+					cand[i].rows};
 	}
 	CgTuneKey key;
 	cg_gemm_tune_key(cg, s, class_of(s, &cand[0]), slices, &key);

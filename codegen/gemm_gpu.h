@@ -62,6 +62,8 @@ typedef struct {
 	bool copied[2];   /* operand B [0], A [1] goes from memory into LDS by cp.async (NVIDIA) */
 	bool wgmma;       /* two warpgroups multiply by sm_90's wgmma from LDS (the kernel decides) */
 	int lag;          /* wgmma: k-blocks whose products stay in flight past the next barrier (0, 1) */
+	bool rows;        /* A's window staged as padded rows (GemmOperand.rows; gemm_gpu.c, "padded
+			     rows"): bm padded positions, k-blocks of bk channels over every tap */
 } GpuTiles;
 
 /* Tile sizes for a problem: large tiles where there are enough of them, smaller ones (with more

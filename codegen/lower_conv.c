@@ -522,14 +522,51 @@ static GemmOperand with_runs(Cg *cg, GemmOperand op, int src, int64_t pitch, con
 /* Runs along channels pay for a vector load only when they are long enough. */
 static GemmVecFn nhwc_vec_for(const Window *w) { return w->chans >= 8 ? win_nhwc_vec : NULL; }
 
+/* Channel chan of source pixel (img, y, x) of a window's NHWC source (GemmRows.at). */
+static LLVMValueRef rows_at(Cg *cg, const GemmOperand *op, LLVMValueRef img, LLVMValueRef y, LLVMValueRef x,
+			    LLVMValueRef chan)
+{
+	const Window *w = op->ctx;
+	return cg_ptr(cg, w->src, win_nhwc_index(cg, w, img, y, x, chan));
+}
+
+/* Fills r with window w as padded rows (GemmRows) where it is one: stride 1 (forward or
+ * transposed), q along k, a few taps, the batch folded into the positions. */
+static const GemmRows *nhwc_rows(const Window *w, GemmRows *r)
+{
+	int taps = (int)(w->kh * w->kw);
+	if (w->sh != 1 || w->sw != 1 || w->q_is_row || !w->fold_batch || taps > GEMM_ROWS_MAX_TAPS)
+		return NULL;
+	*r = (GemmRows){.chans = w->chans, .h = w->h, .w = w->w, .gh = w->gh, .gw = w->gw, .taps = taps, .at = rows_at};
+	int64_t dy1 = INT64_MIN, dx1 = INT64_MIN;
+	r->dy0 = r->dx0 = INT64_MAX;
+	for (int t = 0; t < taps; t++) {
+		int64_t i = t / w->kw, j = t % w->kw;
+		r->dy[t] = w->transposed ? w->ph - i * w->dh : i * w->dh - w->ph;
+		r->dx[t] = w->transposed ? w->pw - j * w->dw : j * w->dw - w->pw;
+		r->dy0 = r->dy[t] < r->dy0 ? r->dy[t] : r->dy0, dy1 = r->dy[t] > dy1 ? r->dy[t] : dy1;
+		r->dx0 = r->dx[t] < r->dx0 ? r->dx[t] : r->dx0, dx1 = r->dx[t] > dx1 ? r->dx[t] : dx1;
+	}
+	r->ph = w->gh + dy1 - r->dy0;
+	r->pw = w->gw + dx1 - r->dx0;
+	return r;
+}
+
 /* An NHWC window operand (q along k, or along n): elements, vectors for the host template, and
  * where the GEMM's matrix path takes them (matrix_runs: it stages runs, gemm_gpu.c) aligned runs
  * of one pixel's channels, which a channel count that is a multiple of the run keeps inside
- * one tap: one vector load or cp.async each, zeros where the pixel lies in the padding. */
-static GemmOperand nhwc_operand(Cg *cg, const Window *w, bool along_k, const GemmSpec *s)
+ * one tap: one vector load or cp.async each, zeros where the pixel lies in the padding. With
+ * rows (A's windows only), the window as padded rows too where it is one. */
+static GemmOperand nhwc_operand(Cg *cg, const Window *w, bool along_k, const GemmSpec *s, GemmRows *rows)
 {
 	GemmOperand op = {.elem = win_elem, .vec = nhwc_vec_for(w), .along_k = along_k, .ctx = w};
-	return with_runs(cg, op, w->src, w->chans, s, win_run, win_at);
+	op = with_runs(cg, op, w->src, w->chans, s, win_run, win_at);
+	if (rows && op.runs) {
+		op.rows = nhwc_rows(w, rows);
+		if (op.rows)
+			rows->images = cg->g->node[w->src].shape.dim[0];
+	}
+	return op;
 }
 
 /* y (N*Ho*Wo x Cout) = window(x) (N*Ho*Wo x KH*KW*Cin) * w^T, w [Cout, KH, KW, Cin] */
@@ -542,7 +579,8 @@ static int64_t lower_conv2d_nhwc(Cg *cg, const Node *n)
 	Dense w = {.src = n->in[1], .ld = kk, .t = true};
 	OutMap o = {.out = n->id, .sm = ys->dim[3], .sn = 1};
 	GemmSpec s = spec(cg, n, 1, pos, ys->dim[3], kk, &o);
-	s.a = nhwc_operand(cg, &x, true, &s);
+	GemmRows rows;
+	s.a = nhwc_operand(cg, &x, true, &s, &rows);
 	s.b = dense_operand(cg, &w, true, true);
 	return gemm(cg, &s, n);
 }
@@ -608,7 +646,8 @@ static int64_t lower_conv2d_grad_input_nhwc(Cg *cg, const Node *n)
 	WeightNhwc w = {.src = n->in[1], .cout = ws->dim[0], .cin = ws->dim[3], .taps = taps};
 	OutMap o = {.out = n->id, .sm = xs->dim[3], .sn = 1};
 	GemmSpec s = spec(cg, n, 1, pos, xs->dim[3], taps * ws->dim[0], &o);
-	s.a = nhwc_operand(cg, &dy, true, &s);
+	GemmRows rows;
+	s.a = nhwc_operand(cg, &dy, true, &s, &rows);
 	s.b = wn_operand(cg, &w, &s);
 	return gemm(cg, &s, n);
 }
@@ -623,7 +662,7 @@ static int64_t lower_conv2d_grad_weight_nhwc(Cg *cg, const Node *n)
 	OutMap o = {.out = n->id, .sm = q, .sn = 1};
 	GemmSpec s = spec(cg, n, 1, ws->dim[0], q, pos, &o);
 	s.a = dense_operand(cg, &dy, false, false);
-	s.b = nhwc_operand(cg, &x, false, &s);
+	s.b = nhwc_operand(cg, &x, false, &s, NULL);
 	return gemm(cg, &s, n);
 }
 

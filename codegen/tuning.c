@@ -22,7 +22,9 @@ void cg_tile_config_text(const CgTileConfig *c, char *buf, size_t len)
 {
 	int n = snprintf(buf, len, "tile=%lldx%lld kb=%lld", (long long)c->tm, (long long)c->tn, (long long)c->kb);
 	if (c->rm && n > 0 && (size_t)n < len)
-		snprintf(buf + n, len - (size_t)n, " reg=%lldx%lld", (long long)c->rm, (long long)c->rn);
+		n += snprintf(buf + n, len - (size_t)n, " reg=%lldx%lld", (long long)c->rm, (long long)c->rn);
+	if (c->rows && n > 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, " rows");
 }
 
 bool cg_tune_key_equal(const CgTuneKey *a, const CgTuneKey *b)
@@ -116,12 +118,21 @@ static bool operand(Line *l, const char *name, char other, bool shared_ok, char 
 	return true;
 }
 
-/* The optional `reg=RMxRN` after the k-block: a register tile other than the template's own. */
-static bool register_tile(Line *l, CgTileConfig *c)
+/* The optional words after the k-block: `reg=RMxRN`, a register tile other than the template's
+ * own, then `rows`, the halo tiles. */
+static bool tile_options(Line *l, CgTileConfig *c)
 {
-	const char *want = "`reg=RMxRN` or a comment (#) after the k-block";
+	const char *want = "`reg=RMxRN`, `rows` or a comment (#) after the k-block";
 	char w[64];
-	if (!word(l, w, sizeof w) || strncmp(w, "reg=", 4) != 0)
+	if (!word(l, w, sizeof w))
+		return fail(l, "expected %s", want);
+	if (strcmp(w, "rows") == 0) {
+		c->rows = true;
+		return true;
+	}
+	if (c->rm)
+		return fail(l, "unexpected `%s` after the configuration (a comment starts with #)", "text");
+	if (strncmp(w, "reg=", 4) != 0)
 		return fail(l, "expected %s", want);
 	char *x = strchr(w + 4, 'x');
 	if (!x)
@@ -168,9 +179,11 @@ static bool parse_entry(Line *l, CgTuneEntry *e)
 	if (!field(l, "kb", &e->cfg.kb))
 		return false;
 	skip_space(l);
-	if (l->p < l->end && !register_tile(l, &e->cfg))
-		return false;
-	skip_space(l);
+	for (int words = 0; words < 2 && l->p < l->end && !e->cfg.rows; words++) {
+		if (!tile_options(l, &e->cfg))
+			return false;
+		skip_space(l);
+	}
 	if (l->p < l->end)
 		return fail(l, "unexpected `%s` after the configuration (a comment starts with #)", "text");
 	return true;
@@ -397,7 +410,7 @@ static int find_config(const CgTileConfig *cand, int n, const CgTileConfig *c)
 {
 	for (int i = 0; i < n; i++)
 		if (cand[i].tm == c->tm && cand[i].tn == c->tn && cand[i].kb == c->kb && cand[i].rm == c->rm &&
-		    cand[i].rn == c->rn)
+		    cand[i].rn == c->rn && cand[i].rows == c->rows)
 			return i;
 	return -1;
 }

@@ -38,10 +38,13 @@ typedef struct {
 
 /* What a template varies: the work-group tile (GPU: BM x BN; host: MB x NB) and the k-block; on
  * the GPU's narrow SIMT tiles also the register tile, where it is not the template's own for the
- * tile (rm, rn 0: the template's; the text's `reg=RMxRN`). */
+ * tile (rm, rn 0: the template's; the text's `reg=RMxRN`); on wgmma's targets whether a
+ * convolution's window is staged as padded rows. */
 typedef struct {
 	int64_t tm, tn, kb;
 	int64_t rm, rn;
+	bool rows;         /* the GPU template's halo tiles of a stride-1 NHWC window (the text's
+			      `rows`; codegen/gemm_gpu.c, "padded rows") */
 } CgTileConfig;
 
 typedef enum {
@@ -81,6 +84,7 @@ typedef struct CgTuning {
  *
  *     sm_90 f32 batch=1 m=64 n=3136 k=800 a=m1 b=n4 split=1 : tile=64x128 kb=16  # figures
  *     gfx906 f32 batch=36 m=16 n=16 k=8192 a=k4 b=k4 split=16 : tile=16x16 kb=32 reg=2x2
+ *     sm_90 bf16 batch=1 m=3211264 n=64 k=576 a=k8 b=k8 split=1 : tile=256x64 kb=16 rows
  */
 void cg_tune_key_text(const CgTuneKey *k, char *buf, size_t len);
 void cg_tile_config_text(const CgTileConfig *c, char *buf, size_t len);

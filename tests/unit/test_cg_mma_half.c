@@ -199,6 +199,60 @@ static void deep_candidates(int m, int n, int k, unsigned ts, int kb)
 	CHECK(ran > 0, "no candidate of matmul %dx%dx%d (transposes %u) takes wgmma", m, n, k, ts);
 }
 
+/* The GEMM kernels of h (compiled emulated) on padded rows' tiles (codegen/gemm_gpu.c). */
+static int rows_kernels(CgHarness *h)
+{
+	CgOutput out;
+	emulate(true);
+	bool ok = ch_compile(h, false, &out);
+	emulate(false);
+	int rows = 0;
+	for (int i = 0; ok && i < out.nkernels; i++)
+		rows += out.kernels[i].tiles.cfg.rows && strstr(out.kernels[i].tiles.instr, "on padded rows") != NULL;
+	if (ok)
+		cg_output_free(&out);
+	else
+		tu_failures++;
+	return rows;
+}
+
+/* Padded rows: a stride-1 NHWC convolution's forward and input-gradient GEMMs on the halo tiles,
+ * the first `most` of every `stride`-th candidate index that give some of its kernels those tiles
+ * (listed by m64 blocks per warpgroup, 4, 2, 1, then k-blocks of 16 and 32 channels), emulated
+ * against the reference: the halo's copies
+ * with zeros outside the source, the taps' shifts, the mode-0 descriptors (read by the hardware's
+ * rules in wg_model_elem) and the padded positions' outputs. */
+static void rows_candidates(Conv c, int want, int most, int stride)
+{
+	CgHarness *h = anchor_conv_in(c, mode->type, LAYOUT_NHWC);
+	h->g->train.precision = mode->precision;
+	cg_tuning_reset_seen();
+	rows_kernels(h);
+	int seen = cg_tuning_candidates_seen(), ran = 0;
+	ch_free(h);
+	for (int i = 1; i < seen && ran < most; i += stride) {
+		h = anchor_conv_in(c, mode->type, LAYOUT_NHWC);
+		h->g->train.precision = mode->precision;
+		cg_tuning_candidate(i);
+		int rows = rows_kernels(h);
+		if (rows) {
+			emulate(true);
+			int bad = ch_run(h);
+			emulate(false);
+			CHECK(!bad, "%s: candidate %d (%d kernels on padded rows)", h->name, i, rows);
+			tu_failures += bad;
+			/* the first such candidate's PTX through ptxas (wgmma with mode-0 descriptors) */
+			if (!bad && !ran++)
+				nvidia_targets(h);
+		}
+		cg_tuning_candidate(-1);
+		ch_free(h);
+	}
+	printf("%s nhwc conv %dx%d cin %d cout %d: %d candidates on padded rows\n", dtype_name(mode->type), c.kh, c.kw,
+	       c.cin, c.cout, ran);
+	CHECK(ran >= want, "%d candidates of a %dx%d convolution on padded rows, expected %d", ran, c.kh, c.kw, want);
+}
+
 /* dw = conv2d_grad_weight(dy, x) of a 3x3 convolution, split over K at these sizes, with
  * w + dw * s fused after it: every kernel runs emulated, each group checked after its last. */
 static void grad_weight_split(int n, int cin, int hw, int cout)
@@ -264,6 +318,15 @@ int main(void)
 				 * A stored k x m, along m (an MN-major A, as the gradients have) */
 				deep_candidates(128, 256, 392, 1u << 2, 64);
 				deep_candidates(128, 256, 200, 1u << 1, 32);
+				/* padded rows (bf16 only: f16 takes the same code): 3 x 3 same (forward: 64
+				 * channels out; input gradient: 48 in; 4, 2 and 1 blocks per warpgroup), 5 x 5
+				 * without padding, 3 x 3 dilated by 2 down the rows across two images (k-blocks
+				 * of 16 and 32) */
+				if (mode->type == DT_BF16) {
+					rows_candidates((Conv){2, 48, 7, 10, 64, 3, 3, 1, 1, 1, 1, 1, 1}, 3, 3, 2);
+					rows_candidates((Conv){1, 16, 9, 12, 64, 5, 5, 1, 1, 0, 0, 1, 1}, 1, 1, 1);
+					rows_candidates((Conv){2, 32, 6, 9, 128, 3, 3, 1, 1, 2, 1, 2, 1}, 2, 2, 1);
+				}
 				continue;
 			}
 			if (!unit_instr || seen(u, unit_instr))
