@@ -2172,13 +2172,23 @@ static int rows_candidates(const GemmSpec *s, const CgMatrixInstr *mi, int64_t l
 {
 	int n = 0;
 	for (int bm = 8 * WG_M; bm >= 2 * WG_M; bm /= 2)
-		for (int bn = 64; bn <= GPU_LONG_TILE; bn *= 2)
-			for (int64_t bk = WG_K_BYTES / 2; bk <= 2 * WG_K_BYTES / 2; bk *= 2) {
-				GpuTiles t = side_fits(bn, s->n) && n < max ? rows_tiles(s, mi, lds, bm, bn, bk) : (GpuTiles){0};
+		for (int bn = 64; bn <= GPU_LONG_TILE && side_fits(bn, s->n); bn *= 2)
+			for (int64_t bk = WG_K_BYTES / 2; bk <= WG_K_BYTES && n < max; bk *= 2) {
+				GpuTiles t = rows_tiles(s, mi, lds, bm, bn, bk);
 				if (t.bm)
 					out[n++] = t;
 			}
 	return n;
+}
+
+/* Padded position p (index type) as its image, row and column on the padded grid. */
+static void padded_place(Cg *cg, GpuGemm *g, LLVMValueRef p, LLVMValueRef *img, LLVMValueRef *y, LLVMValueRef *x)
+{
+	const GemmRows *r = g->s->a.rows;
+	LLVMValueRef in_plane = remc(cg, g, p, r->ph * r->pw);
+	*img = divc(cg, g, p, r->ph * r->pw);
+	*y = divc(cg, g, in_plane, r->pw);
+	*x = remc(cg, g, in_plane, r->pw);
 }
 
 /* Tap t's B tile among the buffer's B tiles from b. */
@@ -2193,16 +2203,17 @@ static LLVMValueRef tap_tile(Cg *cg, GpuGemm *g, LLVMValueRef b, int t)
 static void copy_halo(Cg *cg, GpuGemm *g, LLVMValueRef tid64, LLVMValueRef c0)
 {
 	const GemmRows *r = g->s->a.rows;
-	int64_t units = g->t.bk / 8, hp = halo_positions(r, g->t.bm), total = hp * units, plane = r->ph * r->pw;
+	int64_t units = g->t.bk / 8, hp = halo_positions(r, g->t.bm), total = hp * units;
 	LLVMValueRef tid = to_it(cg, g, tid64);
 	for (int64_t i = 0; i < cdiv(total, g->t.block); i++) {
 		LLVMValueRef e = add(cg, tid, ci(g, i * g->t.block));
 		LLVMBasicBlockRef done = (i + 1) * g->t.block > total ? begin_if(cg, ltc(cg, g, e, total)) : NULL;
 		LLVMValueRef pos = divc(cg, g, e, units), unit = remc(cg, g, e, units);
-		LLVMValueRef p = to_i64(cg, g, add(cg, g->m0, pos)), in_plane = LLVMBuildURem(cg->b, p, cg_i64(cg, plane), "");
-		LLVMValueRef img = LLVMBuildUDiv(cg->b, p, cg_i64(cg, plane), "");
-		LLVMValueRef y = LLVMBuildAdd(cg->b, LLVMBuildUDiv(cg->b, in_plane, cg_i64(cg, r->pw), ""), cg_i64(cg, r->dy0), "");
-		LLVMValueRef x = LLVMBuildAdd(cg->b, LLVMBuildURem(cg->b, in_plane, cg_i64(cg, r->pw), ""), cg_i64(cg, r->dx0), "");
+		LLVMValueRef img, y, x;
+		padded_place(cg, g, add(cg, g->m0, pos), &img, &y, &x);
+		img = to_i64(cg, g, img);
+		y = LLVMBuildAdd(cg->b, to_i64(cg, g, y), cg_i64(cg, r->dy0), "");
+		x = LLVMBuildAdd(cg->b, to_i64(cg, g, x), cg_i64(cg, r->dx0), "");
 		/* y and x below zero wrap to large unsigned values; the k-blocks past the last that the
 		 * pipeline copies read nothing */
 		LLVMValueRef inside = LLVMBuildAnd(cg->b, LLVMBuildAnd(cg->b, ltc(cg, g, c0, r->chans),
@@ -2279,9 +2290,8 @@ static void accumulate_rows(Cg *cg, GpuGemm *g, LLVMValueRef tid64)
 static LLVMValueRef rows_output(Cg *cg, GpuGemm *g, LLVMValueRef m, LLVMValueRef *ok)
 {
 	const GemmRows *r = g->s->a.rows;
-	int64_t plane = r->ph * r->pw;
-	LLVMValueRef img = divc(cg, g, m, plane), in_plane = remc(cg, g, m, plane);
-	LLVMValueRef y = divc(cg, g, in_plane, r->pw), x = remc(cg, g, in_plane, r->pw);
+	LLVMValueRef img, y, x;
+	padded_place(cg, g, m, &img, &y, &x);
 	*ok = LLVMBuildAnd(cg->b, ltc(cg, g, img, r->images), LLVMBuildAnd(cg->b, ltc(cg, g, y, r->gh), ltc(cg, g, x, r->gw), ""), "");
 	return add(cg, mulc(cg, g, add(cg, mulc(cg, g, img, r->gh), y), r->gw), x);
 }
