@@ -2138,8 +2138,9 @@ static int64_t tap_bytes(const GemmSpec *s, const GpuTiles *t)
 
 /* Padded rows' tiles of bm x bn and k-blocks of bk, or bm 0 where they cannot be: A no window as
  * rows, no wgmma of halves, channels not in whole k-blocks, B not copied into wgmma's rows, too
- * little LDS for two buffers. As many buffers as fit, up to GPU_DEEP_STAGES. */
-static GpuTiles rows_tiles(const GemmSpec *s, const CgMatrixInstr *mi, int64_t lds, int bm, int bn, int64_t bk)
+ * little LDS for the buffers. `stages` buffers, or (0) as many as fit up to GPU_DEEP_STAGES. */
+static GpuTiles rows_tiles(const GemmSpec *s, const CgMatrixInstr *mi, int64_t lds, int bm, int bn, int64_t bk,
+			   int stages)
 {
 	const GemmRows *r = s->a.rows;
 	GpuTiles t = {.block = 2 * WG_ITEMS, .wide = true, .bm = bm, .bn = bn, .bk = (int)bk, .rows = true,
@@ -2156,27 +2157,36 @@ static GpuTiles rows_tiles(const GemmSpec *s, const CgMatrixInstr *mi, int64_t l
 	LdsTile lb = lds_layout(s, &t, false);
 	if (!t.copied[0] || !wg_swizzle(&probe, &lb))
 		return (GpuTiles){0};
-	for (t.stages = GPU_DEEP_STAGES; t.stages >= 2; t.stages--)
+	for (t.stages = stages ? stages : GPU_DEEP_STAGES; t.stages >= 2; t.stages--)
 		if (t.stages * (halo_bytes(s, &t) + r->taps * tap_bytes(s, &t)) <= lds)
 			break;
-	if (t.stages < 2)
+	if (t.stages < 2 || (stages && t.stages != stages))
 		return (GpuTiles){0};
+	t.rows_stages = stages;
 	t.nmb = cdiv(r->images * r->ph * r->pw, bm);
 	t.nnb = cdiv(s->n, bn);
 	return t;
 }
 
 /* The padded rows' tilings of s, at most max into out, the longest tiles and k-blocks of 16
- * first; none where A is no window as rows. */
+ * first; none where A is no window as rows. Tiles of at most ROWS_SHARED_ACCS accumulators per
+ * work-item come also with two buffers (`stages=2`), whose LDS lets a second work-group share
+ * the SM: on an H100 the 256 x 64 tiles of vgg16 bf16's input gradients took 4-22% less time
+ * with two buffers than with three or four, most of its forward convolutions 10-26% less
+ * (docs/performance.md, 2026-12-07). */
+enum { ROWS_SHARED_ACCS = 64 };
 static int rows_candidates(const GemmSpec *s, const CgMatrixInstr *mi, int64_t lds, GpuTiles *out, int max)
 {
 	int n = 0;
 	for (int bm = 8 * WG_M; bm >= 2 * WG_M; bm /= 2)
 		for (int bn = 64; bn <= GPU_LONG_TILE && side_fits(bn, s->n); bn *= 2)
-			for (int64_t bk = WG_K_BYTES / 2; bk <= WG_K_BYTES && n < max; bk *= 2) {
-				GpuTiles t = rows_tiles(s, mi, lds, bm, bn, bk);
-				if (t.bm)
+			for (int64_t bk = WG_K_BYTES / 2; bk <= WG_K_BYTES; bk *= 2) {
+				GpuTiles t = rows_tiles(s, mi, lds, bm, bn, bk, 0);
+				if (t.bm && n < max)
 					out[n++] = t;
+				bool shared = t.bm && t.stages > 2 && bm / (2 * WG_M) * bn / 2 <= ROWS_SHARED_ACCS;
+				if (shared && n < max)
+					out[n++] = rows_tiles(s, mi, lds, bm, bn, bk, 2);
 			}
 	return n;
 }
@@ -2530,6 +2540,12 @@ static void copy_stages(const GemmSpec *s, GpuTiles *t, int64_t bk, int64_t lds)
 		return;
 	while (!bk && c.bk < s->k && 2 * c.bk <= most_bk && c.stages * stage_bytes(s, c, 2 * c.bk) <= lds)
 		c.bk *= 2;
+	/* no more buffers than k-blocks (at least two): the rest would only hold LDS that a second
+	 * work-group on the SM could use (the first convolution's K of 72, 1x1 convolutions of 64
+	 * to 192 channels) */
+	int64_t kblocks = cdiv(s->k, c.bk);
+	if (deep && kblocks < c.stages)
+		c.stages = kblocks < 2 ? 2 : (int)kblocks;
 	*t = c;
 }
 
@@ -2786,7 +2802,7 @@ static GpuTiles choose_tiles(Cg *cg, const GemmSpec *s, int slices)
 	for (int i = 0; i < n; i++) {
 		bool own = cand[i].mi || (cand[i].tm == reg_side(cand[i].bm) && cand[i].tn == reg_side(cand[i].bn));
 		cfg[i] = (CgTileConfig){cand[i].bm, cand[i].bn, cand[i].bk, own ? 0 : cand[i].tm, own ? 0 : cand[i].tn,
-					cand[i].rows};
+					cand[i].rows, cand[i].rows_stages};
 	}
 	CgTuneKey key;
 	cg_gemm_tune_key(cg, s, class_of(s, &cand[0]), slices, &key);

@@ -64,6 +64,7 @@ typedef struct {
 	int lag;          /* wgmma: k-blocks whose products stay in flight past the next barrier (0, 1) */
 	bool rows;        /* A's window staged as padded rows (GemmOperand.rows; gemm_gpu.c, "padded
 			     rows"): bm padded positions, k-blocks of bk channels over every tap */
+	int rows_stages;  /* padded rows: the buffers a configuration asked for (0: as many as fit) */
 } GpuTiles;
 
 /* Tile sizes for a problem: large tiles where there are enough of them, smaller ones (with more

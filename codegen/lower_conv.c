@@ -19,7 +19,7 @@
  * and zero outside the plane. */
 typedef struct {
 	int src;
-	int64_t chans, h, w;
+	int64_t images, chans, h, w;
 	int64_t gh, gw;
 	int64_t kh, kw, sh, sw, ph, pw, dh, dw;
 	bool transposed;
@@ -50,6 +50,8 @@ typedef struct {
 } OutMap;
 
 static LLVMValueRef c64(Cg *cg, int64_t v) { return cg_i64(cg, v); }
+/* v as a constant of like's type (the window's index math runs in i32 or i64, win_index) */
+static LLVMValueRef cof(LLVMValueRef like, int64_t v) { return LLVMConstInt(LLVMTypeOf(like), (unsigned long long)v, 1); }
 static LLVMValueRef add(Cg *cg, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildAdd(cg->b, a, b, ""); }
 static LLVMValueRef sub(Cg *cg, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSub(cg->b, a, b, ""); }
 static LLVMValueRef mul(Cg *cg, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildMul(cg->b, a, b, ""); }
@@ -64,19 +66,19 @@ static LLVMValueRef win_coord(Cg *cg, bool transposed, LLVMValueRef r, LLVMValue
 			      int64_t dil, int64_t n, LLVMValueRef *ok)
 {
 	if (!transposed) {
-		LLVMValueRef x = add(cg, sub(cg, mul(cg, r, c64(cg, s)), c64(cg, pad)), mul(cg, i, c64(cg, dil)));
-		*ok = ult(cg, x, c64(cg, n));
+		LLVMValueRef x = add(cg, sub(cg, mul(cg, r, cof(r, s)), cof(r, pad)), mul(cg, i, cof(r, dil)));
+		*ok = ult(cg, x, cof(r, n));
 		return x;
 	}
-	LLVMValueRef t = sub(cg, add(cg, r, c64(cg, pad)), mul(cg, i, c64(cg, dil)));
-	LLVMValueRef pos = LLVMBuildICmp(cg->b, LLVMIntSGE, t, c64(cg, 0), "");
+	LLVMValueRef t = sub(cg, add(cg, r, cof(r, pad)), mul(cg, i, cof(r, dil)));
+	LLVMValueRef pos = LLVMBuildICmp(cg->b, LLVMIntSGE, t, cof(r, 0), "");
 	if (s == 1) {
-		*ok = and(cg, pos, ult(cg, t, c64(cg, n)));
+		*ok = and(cg, pos, ult(cg, t, cof(r, n)));
 		return t;
 	}
-	LLVMValueRef x = udiv(cg, t, c64(cg, s));
-	LLVMValueRef exact = LLVMBuildICmp(cg->b, LLVMIntEQ, urem(cg, t, c64(cg, s)), c64(cg, 0), "");
-	*ok = and(cg, and(cg, pos, exact), ult(cg, x, c64(cg, n)));
+	LLVMValueRef x = udiv(cg, t, cof(r, s));
+	LLVMValueRef exact = LLVMBuildICmp(cg->b, LLVMIntEQ, urem(cg, t, cof(r, s)), cof(r, 0), "");
+	*ok = and(cg, and(cg, pos, exact), ult(cg, x, cof(r, n)));
 	return x;
 }
 
@@ -84,30 +86,30 @@ static LLVMValueRef win_coord(Cg *cg, bool transposed, LLVMValueRef r, LLVMValue
 static void win_q(Cg *cg, const Window *w, LLVMValueRef q, LLVMValueRef *chan, LLVMValueRef *i, LLVMValueRef *j)
 {
 	if (w->nhwc) {
-		LLVMValueRef tap = udiv(cg, q, c64(cg, w->chans));
-		*chan = urem(cg, q, c64(cg, w->chans));
-		*i = udiv(cg, tap, c64(cg, w->kw));
-		*j = urem(cg, tap, c64(cg, w->kw));
+		LLVMValueRef tap = udiv(cg, q, cof(q, w->chans));
+		*chan = urem(cg, q, cof(q, w->chans));
+		*i = udiv(cg, tap, cof(q, w->kw));
+		*j = urem(cg, tap, cof(q, w->kw));
 		return;
 	}
-	LLVMValueRef taps = c64(cg, w->kh * w->kw);
+	LLVMValueRef taps = cof(q, w->kh * w->kw);
 	*chan = udiv(cg, q, taps);
 	LLVMValueRef ij = urem(cg, q, taps);
-	*i = udiv(cg, ij, c64(cg, w->kw));
-	*j = urem(cg, ij, c64(cg, w->kw));
+	*i = udiv(cg, ij, cof(q, w->kw));
+	*j = urem(cg, ij, cof(q, w->kw));
 }
 
 static LLVMValueRef win_plane(Cg *cg, const Window *w, LLVMValueRef img, LLVMValueRef chan)
 {
-	return mul(cg, add(cg, mul(cg, img, c64(cg, w->chans)), chan), c64(cg, w->h * w->w));
+	return mul(cg, add(cg, mul(cg, img, cof(img, w->chans)), chan), cof(img, w->h * w->w));
 }
 
 /* Element (img, row, col, chan) of an NHWC source. */
 static LLVMValueRef win_nhwc_index(Cg *cg, const Window *w, LLVMValueRef img, LLVMValueRef r, LLVMValueRef c,
 				   LLVMValueRef chan)
 {
-	LLVMValueRef pix = add(cg, mul(cg, add(cg, mul(cg, img, c64(cg, w->h)), r), c64(cg, w->w)), c);
-	return add(cg, mul(cg, pix, c64(cg, w->chans)), chan);
+	LLVMValueRef pix = add(cg, mul(cg, add(cg, mul(cg, img, cof(img, w->h)), r), cof(img, w->w)), c);
+	return add(cg, mul(cg, pix, cof(img, w->chans)), chan);
 }
 
 /* ---- tap tables ----
@@ -201,6 +203,18 @@ static LLVMValueRef win_index_tabled(Cg *cg, const Window *w, LLVMValueRef img, 
 	return LLVMBuildSelect(cg->b, *ok, idx, c64(cg, 0), "");
 }
 
+/* Whether the window's index math fits i32: every source element, position and q (with a
+ * tile's overrun past the ends) below 2^30. In i32 the gathers of the weight gradients (q along n,
+ * no tap table) took 9% less time on an H100 (vgg16 bf16, docs/performance.md 2026-12-07): the
+ * 64-bit products and sums are several instructions each, and those kernels issue about as many
+ * address instructions per k-block as their products take cycles. */
+static bool win_narrow(const Window *w)
+{
+	int64_t most = (int64_t)1 << 30;
+	return w->images * w->chans * w->h * w->w < most && w->images * w->gh * w->gw < most &&
+	       w->chans * w->kh * w->kw < most;
+}
+
 /* The source index of the window's element (row, col) of batch b (0 outside the plane; *ok
  * whether it is inside). */
 static LLVMValueRef win_index(Cg *cg, const Window *w, LLVMValueRef b, LLVMValueRef row, LLVMValueRef col,
@@ -215,17 +229,25 @@ static LLVMValueRef win_index(Cg *cg, const Window *w, LLVMValueRef b, LLVMValue
 		}
 		return win_index_tabled(cg, w, img, p, q, ok);
 	}
+	bool narrow = win_narrow(w);
+	if (narrow) {
+		b = LLVMBuildTrunc(cg->b, b, cg->t_i32, "");
+		p = LLVMBuildTrunc(cg->b, p, cg->t_i32, "");
+		q = LLVMBuildTrunc(cg->b, q, cg->t_i32, "");
+	}
 	LLVMValueRef chan, i, j, img = b, okr, okc;
 	win_q(cg, w, q, &chan, &i, &j);
 	if (w->fold_batch) {
-		img = udiv(cg, p, c64(cg, w->gh * w->gw));
-		p = urem(cg, p, c64(cg, w->gh * w->gw));
+		img = udiv(cg, p, cof(p, w->gh * w->gw));
+		p = urem(cg, p, cof(p, w->gh * w->gw));
 	}
-	LLVMValueRef sr = win_coord(cg, w->transposed, udiv(cg, p, c64(cg, w->gw)), i, w->sh, w->ph, w->dh, w->h, &okr);
-	LLVMValueRef sc = win_coord(cg, w->transposed, urem(cg, p, c64(cg, w->gw)), j, w->sw, w->pw, w->dw, w->w, &okc);
+	LLVMValueRef sr = win_coord(cg, w->transposed, udiv(cg, p, cof(p, w->gw)), i, w->sh, w->ph, w->dh, w->h, &okr);
+	LLVMValueRef sc = win_coord(cg, w->transposed, urem(cg, p, cof(p, w->gw)), j, w->sw, w->pw, w->dw, w->w, &okc);
 	*ok = and(cg, okr, okc);
 	LLVMValueRef idx = w->nhwc ? win_nhwc_index(cg, w, img, sr, sc, chan)
-				   : add(cg, win_plane(cg, w, img, chan), add(cg, mul(cg, sr, c64(cg, w->w)), sc));
+				   : add(cg, win_plane(cg, w, img, chan), add(cg, mul(cg, sr, cof(sr, w->w)), sc));
+	if (narrow)
+		idx = LLVMBuildSExt(cg->b, idx, cg->t_i64, "");
 	return LLVMBuildSelect(cg->b, *ok, idx, c64(cg, 0), "");
 }
 
@@ -446,7 +468,7 @@ static const Shape *shape_of(Cg *cg, const Node *n, int i) { return &cg->g->node
 static Window conv_window(const Node *n, int src, const Shape *plane, int64_t kh, int64_t kw)
 {
 	ConvGeom c = ir_conv_geom(n);
-	Window w = {.src = src, .chans = plane->dim[1], .h = plane->dim[2], .w = plane->dim[3], .kh = kh, .kw = kw,
+	Window w = {.src = src, .images = plane->dim[0], .chans = plane->dim[1], .h = plane->dim[2], .w = plane->dim[3], .kh = kh, .kw = kw,
 		    .sh = c.sh, .sw = c.sw, .ph = c.ph, .pw = c.pw, .dh = c.dh, .dw = c.dw};
 	return w;
 }
@@ -495,7 +517,7 @@ static GemmSpec spec(Cg *cg, const Node *n, int64_t batch, int64_t m, int64_t nn
 static Window nhwc_window(const Node *n, int src, const Shape *s, int64_t kh, int64_t kw, int64_t gh, int64_t gw)
 {
 	ConvGeom c = ir_conv_geom(n);
-	Window w = {.src = src, .chans = s->dim[3], .h = s->dim[1], .w = s->dim[2], .gh = gh, .gw = gw, .kh = kh,
+	Window w = {.src = src, .images = s->dim[0], .chans = s->dim[3], .h = s->dim[1], .w = s->dim[2], .gh = gh, .gw = gw, .kh = kh,
 		    .kw = kw, .sh = c.sh, .sw = c.sw, .ph = c.ph, .pw = c.pw, .dh = c.dh, .dw = c.dw,
 		    .fold_batch = true, .nhwc = true};
 	return w;

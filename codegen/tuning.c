@@ -24,7 +24,9 @@ void cg_tile_config_text(const CgTileConfig *c, char *buf, size_t len)
 	if (c->rm && n > 0 && (size_t)n < len)
 		n += snprintf(buf + n, len - (size_t)n, " reg=%lldx%lld", (long long)c->rm, (long long)c->rn);
 	if (c->rows && n > 0 && (size_t)n < len)
-		snprintf(buf + n, len - (size_t)n, " rows");
+		n += snprintf(buf + n, len - (size_t)n, " rows");
+	if (c->rows && c->stages && n > 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, " stages=%lld", (long long)c->stages);
 }
 
 bool cg_tune_key_equal(const CgTuneKey *a, const CgTuneKey *b)
@@ -182,6 +184,18 @@ static bool parse_entry(Line *l, CgTuneEntry *e)
 	for (int words = 0; words < 2 && l->p < l->end && !e->cfg.rows; words++) {
 		if (!tile_options(l, &e->cfg))
 			return false;
+		skip_space(l);
+	}
+	if (e->cfg.rows && l->p < l->end) {
+		if (strncmp(l->p, "stages=", 7) != 0)
+			return fail(l, "expected %s", "`stages=N` or a comment (#) after `rows`");
+		if (!field(l, "stages", &e->cfg.stages))
+			return false;
+		if (e->cfg.stages < 2 || e->cfg.stages > 8) {
+			char n[24];
+			snprintf(n, sizeof n, "%lld", (long long)e->cfg.stages);
+			return fail(l, "stages=%s: padded rows take 2 to 8 buffers", n);
+		}
 		skip_space(l);
 	}
 	if (l->p < l->end)
@@ -410,7 +424,7 @@ static int find_config(const CgTileConfig *cand, int n, const CgTileConfig *c)
 {
 	for (int i = 0; i < n; i++)
 		if (cand[i].tm == c->tm && cand[i].tn == c->tn && cand[i].kb == c->kb && cand[i].rm == c->rm &&
-		    cand[i].rn == c->rn && cand[i].rows == c->rows)
+		    cand[i].rn == c->rn && cand[i].rows == c->rows && cand[i].stages == c->stages)
 			return i;
 	return -1;
 }

@@ -39,12 +39,14 @@ typedef struct {
 /* What a template varies: the work-group tile (GPU: BM x BN; host: MB x NB) and the k-block; on
  * the GPU's narrow SIMT tiles also the register tile, where it is not the template's own for the
  * tile (rm, rn 0: the template's; the text's `reg=RMxRN`); on wgmma's targets whether a
- * convolution's window is staged as padded rows. */
+ * convolution's window is staged as padded rows, and in how many buffers. */
 typedef struct {
 	int64_t tm, tn, kb;
 	int64_t rm, rn;
 	bool rows;         /* the GPU template's halo tiles of a stride-1 NHWC window (the text's
 			      `rows`; codegen/gemm_gpu.c, "padded rows") */
+	int64_t stages;    /* padded rows: their LDS buffers (0: as many as fit; the text's
+			      `stages=N` after `rows`) */
 } CgTileConfig;
 
 typedef enum {

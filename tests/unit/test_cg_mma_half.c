@@ -199,22 +199,30 @@ static void deep_candidates(int m, int n, int k, unsigned ts, int kb)
 	CHECK(ran > 0, "no candidate of matmul %dx%dx%d (transposes %u) takes wgmma", m, n, k, ts);
 }
 
-/* The GEMM kernels of h (compiled emulated) on padded rows' tiles (codegen/gemm_gpu.c). */
-static int rows_kernels(CgHarness *h)
+/* The GEMM kernels of h (compiled emulated) on padded rows' tiles (codegen/gemm_gpu.c); *two
+ * (where not NULL) counts those of two buffers (`rows stages=2`). */
+static int rows_kernels(CgHarness *h, int *two)
 {
 	CgOutput out;
 	emulate(true);
 	bool ok = ch_compile(h, false, &out);
 	emulate(false);
 	int rows = 0;
-	for (int i = 0; ok && i < out.nkernels; i++)
-		rows += out.kernels[i].tiles.cfg.rows && strstr(out.kernels[i].tiles.instr, "on padded rows") != NULL;
+	for (int i = 0; ok && i < out.nkernels; i++) {
+		const CgTileNote *t = &out.kernels[i].tiles;
+		bool on_rows = t->cfg.rows && strstr(t->instr, "on padded rows") != NULL;
+		rows += on_rows;
+		if (two && on_rows && t->cfg.stages == 2)
+			*two += strstr(t->instr, "2 stages of") != NULL;
+	}
 	if (ok)
 		cg_output_free(&out);
 	else
 		tu_failures++;
 	return rows;
 }
+
+static int rows_two_buffers; /* kernels of rows_candidates' runs in two buffers */
 
 /* Padded rows: a stride-1 NHWC convolution's forward and input-gradient GEMMs on the halo tiles,
  * the first `most` of every `stride`-th candidate index that give some of its kernels those tiles
@@ -227,15 +235,16 @@ static void rows_candidates(Conv c, int want, int most, int stride)
 	CgHarness *h = anchor_conv_in(c, mode->type, LAYOUT_NHWC);
 	h->g->train.precision = mode->precision;
 	cg_tuning_reset_seen();
-	rows_kernels(h);
-	int seen = cg_tuning_candidates_seen(), ran = 0;
+	rows_kernels(h, NULL);
+	int seen = cg_tuning_candidates_seen(), ran = 0, two = 0;
 	ch_free(h);
 	for (int i = 1; i < seen && ran < most; i += stride) {
 		h = anchor_conv_in(c, mode->type, LAYOUT_NHWC);
 		h->g->train.precision = mode->precision;
 		cg_tuning_candidate(i);
-		int rows = rows_kernels(h);
+		int two_here = 0, rows = rows_kernels(h, &two_here);
 		if (rows) {
+			two += two_here;
 			emulate(true);
 			int bad = ch_run(h);
 			emulate(false);
@@ -248,8 +257,9 @@ static void rows_candidates(Conv c, int want, int most, int stride)
 		cg_tuning_candidate(-1);
 		ch_free(h);
 	}
-	printf("%s nhwc conv %dx%d cin %d cout %d: %d candidates on padded rows\n", dtype_name(mode->type), c.kh, c.kw,
-	       c.cin, c.cout, ran);
+	printf("%s nhwc conv %dx%d cin %d cout %d: %d candidates on padded rows (%d kernels in two buffers)\n",
+	       dtype_name(mode->type), c.kh, c.kw, c.cin, c.cout, ran, two);
+	rows_two_buffers += two;
 	CHECK(ran >= want, "%d candidates of a %dx%d convolution on padded rows, expected %d", ran, c.kh, c.kw, want);
 }
 
@@ -319,13 +329,15 @@ int main(void)
 				deep_candidates(128, 256, 392, 1u << 2, 64);
 				deep_candidates(128, 256, 200, 1u << 1, 32);
 				/* padded rows (bf16 only: f16 takes the same code): 3 x 3 same (forward: 64
-				 * channels out; input gradient: 48 in; 4, 2 and 1 blocks per warpgroup), 5 x 5
+				 * channels out; input gradient: 48 in; 4, 2 and 1 blocks per warpgroup, some
+				 * in two buffers), 5 x 5
 				 * without padding, 3 x 3 dilated by 2 down the rows across two images (k-blocks
 				 * of 16 and 32) */
 				if (mode->type == DT_BF16) {
 					rows_candidates((Conv){2, 48, 7, 10, 64, 3, 3, 1, 1, 1, 1, 1, 1}, 3, 3, 2);
 					rows_candidates((Conv){1, 16, 9, 12, 64, 5, 5, 1, 1, 0, 0, 1, 1}, 1, 1, 1);
 					rows_candidates((Conv){2, 32, 6, 9, 128, 3, 3, 1, 1, 2, 1, 2, 1}, 2, 2, 1);
+					CHECK(rows_two_buffers > 0, "no padded-rows kernel in two buffers (`stages=2`) ran");
 				}
 				continue;
 			}
