@@ -2157,10 +2157,11 @@ static GpuTiles rows_tiles(const GemmSpec *s, const CgMatrixInstr *mi, int64_t l
 	LdsTile lb = lds_layout(s, &t, false);
 	if (!t.copied[0] || !wg_swizzle(&probe, &lb))
 		return (GpuTiles){0};
-	for (t.stages = stages ? stages : GPU_DEEP_STAGES; t.stages >= 2; t.stages--)
-		if (t.stages * (halo_bytes(s, &t) + r->taps * tap_bytes(s, &t)) <= lds)
-			break;
-	if (t.stages < 2 || (stages && t.stages != stages))
+	int64_t per_stage = halo_bytes(s, &t) + r->taps * tap_bytes(s, &t);
+	t.stages = stages ? stages : GPU_DEEP_STAGES;
+	while (!stages && t.stages > 2 && t.stages * per_stage > lds)
+		t.stages--;
+	if (t.stages * per_stage > lds)
 		return (GpuTiles){0};
 	t.rows_stages = stages;
 	t.nmb = cdiv(r->images * r->ph * r->pw, bm);

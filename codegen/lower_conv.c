@@ -61,7 +61,8 @@ static LLVMValueRef and(Cg *cg, LLVMValueRef a, LLVMValueRef b) { return LLVMBui
 static LLVMValueRef ult(Cg *cg, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildICmp(cg->b, LLVMIntULT, a, b, ""); }
 
 /* Source coordinate along one axis for grid coordinate r and kernel tap i; *ok when it is inside
- * the plane (extent n). Scalar i64 only: the vector path keeps columns unit-strided. */
+ * the plane (extent n). Scalars only (i64, or i32 where win_narrow): the vector path keeps
+ * columns unit-strided. */
 static LLVMValueRef win_coord(Cg *cg, bool transposed, LLVMValueRef r, LLVMValueRef i, int64_t s, int64_t pad,
 			      int64_t dil, int64_t n, LLVMValueRef *ok)
 {
