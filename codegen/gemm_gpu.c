@@ -966,9 +966,18 @@ static void copy16(Cg *cg, GpuGemm *g, LLVMValueRef dst, LLVMValueRef src, LLVMV
 	}
 }
 
-/* Run (r, k) of the k-block at k0 into the copies' buffer (an, bn): cp.async of its 16 bytes
- * where it is whole (none read where it lies in the padding), else its elements one by one, zero
- * outside (stored at once). */
+/* The cp.async of run (r, k) into the copies' buffer (an, bn) from the operand at (row, kk), where
+ * the run is whole (run_whole); none read where it lies in the padding. */
+static void copy_whole(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef r, LLVMValueRef k, LLVMValueRef row, LLVMValueRef kk)
+{
+	const GemmOperand *op = is_a ? &g->s->a : &g->s->b;
+	LLVMValueRef bb = to_i64(cg, g, g->b), mn = to_i64(cg, g, row), k64 = to_i64(cg, g, kk), inside = NULL;
+	LLVMValueRef src = is_a ? op->at(cg, op, bb, mn, k64, &inside) : op->at(cg, op, bb, k64, mn, &inside);
+	copy16(cg, g, lds_elem(cg, g, lds_tile(g, is_a), is_a ? g->an : g->bn, k, r), src, inside);
+}
+
+/* Run (r, k) of the k-block at k0 into the copies' buffer: cp.async of its 16 bytes where it is
+ * whole, else its elements one by one, zero outside (stored at once). */
 static void copy_run(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef r, LLVMValueRef k, LLVMValueRef k0, int lanes)
 {
 	const GemmOperand *op = is_a ? &g->s->a : &g->s->b;
@@ -980,10 +989,7 @@ static void copy_run(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef r, LLVMValueRef
 	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "copy_done");
 	LLVMBuildCondBr(cg->b, run_whole(cg, g, is_a, row, kk, lanes), whole, elems);
 	LLVMPositionBuilderAtEnd(cg->b, whole);
-	LLVMValueRef bb = to_i64(cg, g, g->b), mn = to_i64(cg, g, row), k64 = to_i64(cg, g, kk);
-	LLVMValueRef inside = NULL;
-	LLVMValueRef src = is_a ? op->at(cg, op, bb, mn, k64, &inside) : op->at(cg, op, bb, k64, mn, &inside);
-	copy16(cg, g, lds_elem(cg, g, t, base, k, r), src, inside);
+	copy_whole(cg, g, is_a, r, k, row, kk);
 	LLVMBuildBr(cg->b, done);
 	LLVMPositionBuilderAtEnd(cg->b, elems);
 	for (int l = 0; l < lanes; l++) {
@@ -993,6 +999,31 @@ static void copy_run(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef r, LLVMValueRef
 		LLVMValueRef lr = op->along_k || !l ? r : add(cg, r, ci(g, l)), lk = op->along_k && l ? add(cg, k, ci(g, l)) : k;
 		LLVMBuildStore(cg->b, v, lds_elem(cg, g, t, base, lk, lr));
 	}
+	LLVMBuildBr(cg->b, done);
+	LLVMPositionBuilderAtEnd(cg->b, done);
+}
+
+/* Runs r[0] < ... < r[n-1] of one k of the k-block at k0: where the last is whole all are, and
+ * their copies share one block, in which LLVM computes the operand's address math of that k
+ * once (a window's position: image, row and column); else run by run. */
+static void copy_runs_at_k(Cg *cg, GpuGemm *g, bool is_a, const LLVMValueRef *r, int n, LLVMValueRef k,
+			   LLVMValueRef k0, int lanes)
+{
+	LLVMValueRef row, kk;
+	run_origin(cg, g, is_a, r[n - 1], k, k0, &row, &kk);
+	LLVMBasicBlockRef whole = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "copies");
+	LLVMBasicBlockRef apart = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "copies_apart");
+	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "copies_done");
+	LLVMBuildCondBr(cg->b, run_whole(cg, g, is_a, row, kk, lanes), whole, apart);
+	LLVMPositionBuilderAtEnd(cg->b, whole);
+	for (int i = 0; i < n; i++) {
+		run_origin(cg, g, is_a, r[i], k, k0, &row, &kk);
+		copy_whole(cg, g, is_a, r[i], k, row, kk);
+	}
+	LLVMBuildBr(cg->b, done);
+	LLVMPositionBuilderAtEnd(cg->b, apart);
+	for (int i = 0; i < n; i++)
+		copy_run(cg, g, is_a, r[i], k, k0, lanes);
 	LLVMBuildBr(cg->b, done);
 	LLVMPositionBuilderAtEnd(cg->b, done);
 }
@@ -1010,6 +1041,24 @@ static bool warp_major(const GpuGemm *g, bool is_a)
 	       rows % GPU_WARP == 0 && g->t.bk % warps == 0;
 }
 
+/* How many runs a work-item copies of one k of an operand's tile that runs along its rows (not
+ * k), where its rounds can take runs of one k: the rounds fill the tile exactly, and each row at k
+ * splits into as many runs per work-item as there are rounds. Their copies share the address math
+ * of k (copy_runs_at_k): a weight gradient's window along n splits its k, the position, into
+ * image, row and column for every run. 0 where the rounds take runs as stage's rounds do.
+ * Only on tiles of 128 rows or more that the operand's rows fill: measured on an H100 (vgg16
+ * bf16, docs/performance.md, 2026-12-07), 64-row tiles and tiles the rows end inside (whose
+ * last run fails the shared test, so every run takes its own) were up to 2x slower with it. */
+static int64_t runs_at_one_k(const GpuGemm *g, bool is_a)
+{
+	const GemmOperand *op = is_a ? &g->s->a : &g->s->b;
+	int lanes = run_lanes(g, is_a);
+	int64_t rows = is_a ? g->t.bm : g->t.bn, n = rounds(g, is_a), extent = is_a ? g->s->m : g->s->n;
+	if (!g->t.copied[is_a] || op->along_k || lanes == 1 || n < 2 || n > 16 || rows < 128 || extent % rows)
+		return 0;
+	return rows / lanes % n == 0 && rows * g->t.bk / lanes == n * g->t.block ? n : 0;
+}
+
 /* Work-item tid's share of one tile, rows x bk (rows along M for A, N for B): loaded from the
  * operand at k-block k0 into its staging registers, or (k0 NULL) from them into the LDS tile. Run
  * e = tid + i*block (run_lanes elements along the operand's contiguous index: k when the operand
@@ -1021,6 +1070,17 @@ static void stage(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef tid64, LLVMValueRe
 {
 	const GemmOperand *op = is_a ? &g->s->a : &g->s->b;
 	int lanes = run_lanes(g, is_a);
+	int64_t at_k = runs_at_one_k(g, is_a);
+	if (at_k) {
+		/* per_k work-items share a row of the tile at k; work-item tid takes every per_k-th run */
+		int64_t per_k = (is_a ? g->t.bm : g->t.bn) / lanes / at_k;
+		LLVMValueRef tid = to_it(cg, g, tid64), k = divc(cg, g, tid, per_k), r[16];
+		LLVMValueRef first = mulc(cg, g, remc(cg, g, tid, per_k), lanes);
+		for (int64_t i = 0; i < at_k; i++)
+			r[i] = add(cg, first, ci(g, i * per_k * lanes));
+		copy_runs_at_k(cg, g, is_a, r, (int)at_k, k, k0, lanes);
+		return;
+	}
 	int64_t rows = is_a ? g->t.bm : g->t.bn, bk = g->t.bk, total = rows * bk / lanes;
 	int64_t reg0 = is_a ? 0 : staged_count(g, true);
 	/* runs per row of the tile along the contiguous index */
@@ -2850,19 +2910,35 @@ static int64_t split_sum(Cg *cg, const GemmSpec *s, const GpuSplitK *sk, int sli
 	return grid;
 }
 
-int cg_gemm_gpu_slices(const Cg *cg, const Node *anchor, const GemmSpec *s)
+GpuSplitK cg_gemm_gpu_split(const Cg *cg, const Node *anchor, const GemmSpec *s)
 {
 	bool paths = cg_is_gpu(cg) || (emulation && emulation_split_k);
 	/* the workspace holds float32 partials of every output element */
 	bool fits = anchor->ws_offset >= 0 && s->type == cg->t_f32 &&
 		    s->batch * s->m * s->n == shape_numel(&anchor->shape);
-	return paths && fits ? ir_split_k(cg->g, anchor) : 1;
+	if (!paths || !fits)
+		return (GpuSplitK){.slices = 1, .most = 1, .anchor = anchor};
+	return (GpuSplitK){.slices = ir_split_k(cg->g, anchor), .most = ir_split_k_most(cg->g, anchor), .anchor = anchor};
+}
+
+/* t (split into sk's slices) with as many times more slices as its tile has outputs beyond
+ * IR_SPLIT_TILE x IR_SPLIT_TILE, where the workspace holds them all: ir_split_k counts the
+ * work-groups of those tiles, and a 128 x 256 tile makes half as many (vgg16 bf16's 56 x 56 x 256
+ * weight gradient split 15 ways: 270 work-groups, two per SM on an H100's 132, a second wave of
+ * 6). A part of the factor would make neither count: alexnet tf32's first dense layer (K 9216, 18
+ * slices at most) took 288 work-groups of 128 x 256 for 256 and was 13% slower (H100, 2026-12-07). */
+static GpuTiles widened(const GemmSpec *s, const GpuSplitK *sk, GpuTiles t)
+{
+	int64_t wide = (int64_t)t.bm * t.bn / (IR_SPLIT_TILE * IR_SPLIT_TILE), slices = (int64_t)sk->slices * wide;
+	if (wide < 2 || t.slices < 2 || slices > sk->most)
+		return t;
+	return sliced(s, (int)slices, t);
 }
 
 int64_t cg_gemm_gpu_split_k(Cg *cg, const GemmSpec *s, const GpuSplitK *sk)
 {
-	GpuTiles t = choose_tiles(cg, s, sk->slices > 1 ? sk->slices : 1);
-	if (t.slices < 2 || t.slices > sk->slices)
+	GpuTiles t = widened(s, sk, choose_tiles(cg, s, sk->slices > 1 ? sk->slices : 1));
+	if (t.slices < 2 || t.slices > sk->most)
 		return emit_tiles(cg, s, choose_tiles(cg, s, 1));
 	GemmSpec part = *s;
 	part.epilogue = split_store;

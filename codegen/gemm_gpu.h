@@ -80,7 +80,8 @@ int64_t cg_gemm_gpu(Cg *cg, const GemmSpec *s);
 /* ---- split-K ---- */
 
 typedef struct {
-	int slices;        /* S from cg_gemm_gpu_slices */
+	int slices;        /* S from cg_gemm_gpu_split (ir_split_k: the tuning key's) */
+	int most;          /* the most slices the workspace holds (ir_split_k_most) */
 	const Node *anchor; /* whose workspace (Node.ws_offset) holds the partial products: S x batch x
 			       M x N float32, row-major */
 } GpuSplitK;
@@ -88,9 +89,10 @@ typedef struct {
 /* The tiles of the problem split into at most `slices` slices of K: those of one slice's problem
  * with the slices counted as work-groups; kslice whole k-blocks, so t.slices may come out fewer. */
 GpuTiles cg_gemm_gpu_split_tiles(const GemmSpec *s, int slices, bool wide);
-/* How many slices the GEMM of anchor node n takes: ir_split_k on a GPU target (or emulated with
- * cg_gpu_emulation_split_k) when plan-memory gave it a workspace and it computes in float32; else 1. */
-int cg_gemm_gpu_slices(const Cg *cg, const Node *anchor, const GemmSpec *s);
+/* How the GEMM of anchor node n splits K: into ir_split_k's slices (at most ir_split_k_most) on a
+ * GPU target (or emulated with cg_gpu_emulation_split_k) when plan-memory gave it a workspace and
+ * it computes in float32; else 1. */
+GpuSplitK cg_gemm_gpu_split(const Cg *cg, const Node *anchor, const GemmSpec *s);
 /* Emits the GEMM split over K: the partials kernel, cg_kernel_next, the sum kernel; returns the
  * sum kernel's grid. Where the tiles leave fewer than 2 slices it is cg_gemm_gpu. */
 int64_t cg_gemm_gpu_split_k(Cg *cg, const GemmSpec *s, const GpuSplitK *sk);

@@ -459,7 +459,7 @@ static int64_t gemm(Cg *cg, const GemmSpec *s, const Node *n)
 {
 	if (!cg_gpu_paths(cg))
 		return cg_gemm(cg, s);
-	GpuSplitK sk = {.slices = cg_gemm_gpu_slices(cg, n, s), .anchor = n};
+	GpuSplitK sk = cg_gemm_gpu_split(cg, n, s);
 	return sk.slices > 1 ? cg_gemm_gpu_split_k(cg, s, &sk) : cg_gemm_gpu(cg, s);
 }
 

@@ -47,7 +47,9 @@ bool ir_gemm_shape(const Graph *g, const Node *n, int64_t *batch, int64_t *m, in
  * 1.24 ms split 128 ways on an H100. Of 256, 512 and 1024 work-groups, 512 gave the fastest steps
  * over vgg16, alexnet, alexnet_bench, resnet50 and googlenet (docs/performance.md, 2026-12-06). */
 #define SPLIT_GROUPS 512
-#define SPLIT_TILE 128
+/* Tiles of more outputs than IR_SPLIT_TILE x IR_SPLIT_TILE make fewer work-groups; they may take up
+ * to this many times ir_split_k's slices (ir_split_k_most), which the workspace holds. */
+#define SPLIT_WIDE 2
 
 int ir_split_k(const Graph *g, const Node *n)
 {
@@ -59,9 +61,20 @@ int ir_split_k(const Graph *g, const Node *n)
 	if (!ir_gemm_shape(g, n, &batch, &m, &nn, &k) || (batch != 1 && n->op != OP_winograd_weight_gemm) ||
 	    batch * m * nn >= SPLIT_MAX_MN)
 		return 1;
-	int64_t tiles = batch * ((m + SPLIT_TILE - 1) / SPLIT_TILE) * ((nn + SPLIT_TILE - 1) / SPLIT_TILE);
+	int64_t tiles = batch * ((m + IR_SPLIT_TILE - 1) / IR_SPLIT_TILE) * ((nn + IR_SPLIT_TILE - 1) / IR_SPLIT_TILE);
 	int64_t split = k / SPLIT_MIN_K, enough = (SPLIT_GROUPS + tiles - 1) / tiles;
 	if (split > enough)
 		split = enough;
 	return split < 1 ? 1 : split > SPLIT_MAX ? SPLIT_MAX : (int)split;
+}
+
+int ir_split_k_most(const Graph *g, const Node *n)
+{
+	int64_t batch, m, nn, k;
+	int split = ir_split_k(g, n);
+	if (split < 2 || !ir_gemm_shape(g, n, &batch, &m, &nn, &k))
+		return split;
+	int64_t most = (int64_t)split * SPLIT_WIDE, longest = k / SPLIT_MIN_K;
+	most = most < longest ? most : longest;
+	return most > SPLIT_MAX ? SPLIT_MAX : most < split ? split : (int)most;
 }

@@ -224,6 +224,12 @@ bool ir_gemm_shape(const Graph *g, const Node *n, int64_t *batch, int64_t *m, in
  * workspace (split * m * n floats, batch 1 only) and are added in a fixed order. Column
  * reductions are split the same way (ir_reduce_slices). */
 int ir_split_k(const Graph *g, const Node *n);
+/* The side of the square tiles whose work-groups ir_split_k counts. */
+enum { IR_SPLIT_TILE = 128 };
+/* The most slices a GPU kernel of n may sum, which its workspace holds (most * m * n floats):
+ * ir_split_k's for 128 x 128 tiles, up to twice that for wider ones, which make fewer
+ * work-groups per slice (codegen/gemm_gpu.c); the same as ir_split_k's where that is 1. */
+int ir_split_k_most(const Graph *g, const Node *n);
 /* How many slices a GPU sums a sum or mean in, with partials of split * outputs floats in the
  * node's workspace (ir/ops_reduce.c); 1: no split. Column reductions (ir_reduce_columns: the
  * reduced axes lead, the kept ones contiguous, as the bias gradients of NHWC convolutions) split

@@ -24,7 +24,7 @@ int64_t liveness_bytes(const Graph *g, int id)
 int64_t liveness_ws_bytes(const Graph *g, int id)
 {
 	const Node *n = &g->node[id];
-	int split = n->programs ? ir_split_k(g, n) : 1;
+	int split = n->programs ? ir_split_k_most(g, n) : 1;
 	return split > 1 ? (int64_t)split * shape_numel(&n->shape) * 4 : 0;
 }
 

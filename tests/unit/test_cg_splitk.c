@@ -356,11 +356,109 @@ static void split_rule(void)
 	}
 }
 
+/* The most slices a lone matmul's workspace holds (ir_split_k_most): twice the split, at most K /
+ * 512 and 128, none past 1 where it does not split. */
+static int most_of(int m, int n, int k)
+{
+	Graph *g = ir_graph_new("most");
+	int a = ir_leaf(g, OP_param, NULL, S(2, k, m), DT_F32, NULL), b = ir_leaf(g, OP_param, NULL, S(2, k, n), DT_F32, NULL);
+	int in[2] = {a, b}, mm = tu_add(g, OP_matmul, in, A(1, 0));
+	int most = ir_split_k_most(g, &g->node[mm]);
+	ir_graph_free(g);
+	return most;
+}
+
+static void split_most(void)
+{
+	static const struct {
+		int m, n, k, want;
+	} cases[] = {
+		{512, 4608, 12544, 8},   /* split 4 */
+		{256, 2304, 200704, 30}, /* split 15 */
+		{64, 576, 3211264, 128}, /* split 103, at most 128 */
+		{9, 32, 43264, 84},      /* split 84 = K / 512 already */
+		{64, 64, 1000, 1},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		int got = most_of(cases[i].m, cases[i].n, cases[i].k);
+		CHECK(got == cases[i].want, "most slices of %dx%dx%d: %d, want %d", cases[i].m, cases[i].n, cases[i].k, got,
+		      cases[i].want);
+	}
+}
+
+/* A split m x n x k matmul on sm_90 in tf32 (wgmma) under each of its candidate tilings: a tile of
+ * 128 x 256 outputs takes twice ir_split_k's slices (codegen/gemm_gpu.c widened) where the
+ * workspace holds them (ir_split_k_most), so that its partials kernel makes as many work-groups as
+ * 128 x 128 tiles do; the others, and every tile where it does not, take ir_split_k's. Compiled
+ * only: the slices' numerics are the other cases'. Counts the wide tilings that took twice the
+ * slices (*widened) and those that could not (*kept). */
+static void wide_tiles(int m, int n, int k, int want_split, int *widened, int *kept)
+{
+	CgHarness *h = cf_matmul_case("wide ", m, n, k, 0, 1, false, false);
+	h->g->train.precision = PREC_TF32;
+	int split = 0, most = 0, narrow = 0;
+	if (!cf_plan(h)) {
+		tu_failures++;
+		ch_free(h);
+		return;
+	}
+	for (int i = 0; i < h->g->nnodes; i++)
+		if (h->g->node[i].op == OP_matmul) {
+			split = ir_split_k(h->g, &h->g->node[i]);
+			most = ir_split_k_most(h->g, &h->g->node[i]);
+		}
+	CHECK(split == want_split, "%s %dx%dx%d: split %d, want %d", h->name, m, n, k, split, want_split);
+	cg_tuning_reset_seen();
+	CgOutput out;
+	if (cf_compile(h, "sm_90", &out))
+		cg_output_free(&out);
+	int seen = cg_tuning_candidates_seen();
+	for (int c = 0; c < seen; c++) {
+		cg_tuning_candidate(c);
+		bool ok = cf_compile(h, "sm_90", &out);
+		cg_tuning_candidate(-1);
+		if (!ok) {
+			tu_failures++;
+			continue;
+		}
+		for (int i = 0; i < out.nkernels; i++) {
+			const CgTileConfig *t = &out.kernels[i].tiles.cfg;
+			if (!is_partials(&out, i))
+				continue;
+			int64_t outputs = (int64_t)t->tm * t->tn, tiles = (m + t->tm - 1) / t->tm * ((n + t->tn - 1) / t->tn);
+			bool wide = outputs > 128 * 128, doubled = wide && 2 * split <= most;
+			/* each slice a whole number of k-blocks: K 9216 in 16 takes 15 of 640 on kb 128 */
+			int64_t asked = doubled ? 2 * split : split, per = (k + asked - 1) / asked;
+			per = (per + t->kb - 1) / t->kb * t->kb;
+			int64_t slices = (k + per - 1) / per;
+			CHECK(out.kernels[i].grid == tiles * slices, "%s %dx%dx%d: candidate %d (%dx%d): %lld work-groups, want %lld",
+			      h->name, m, n, k, c, (int)t->tm, (int)t->tn, (long long)out.kernels[i].grid,
+			      (long long)(tiles * slices));
+			*widened += doubled;
+			*kept += wide && !doubled;
+			narrow += !wide;
+		}
+		cg_output_free(&out);
+	}
+	CHECK(narrow > 0, "%s %dx%dx%d: no split tiling of 128 x 128 outputs or fewer among %d candidates", h->name, m, n, k,
+	      seen);
+	ch_free(h);
+}
+
 int main(void)
 {
 	ch_start("test_cg_splitk");
 	split_rule();
+	split_most();
 	tiles();
+	/* K 131072: 128 slices at most, twice 64; K 9216 (alexnet's first dense layer): 18 at most,
+	 * under twice 16 */
+	int widened = 0, kept = 0;
+	wide_tiles(256, 512, 131072, 64, &widened, &kept);
+	CHECK(widened > 0 && kept == 0, "256x512x131072: %d wide tilings widened, %d kept", widened, kept);
+	widened = kept = 0;
+	wide_tiles(128, 4096, 9216, 16, &widened, &kept);
+	CHECK(widened == 0 && kept > 0, "128x4096x9216: %d wide tilings widened, %d kept", widened, kept);
 	/* MNIST conv1 (1 -> 32 channels, 28x28) and conv2 (32 -> 64, 26x26) at batches 3 and 2 */
 	grad_weight(3, 1, 28, 32, false, false);
 	grad_weight(2, 32, 26, 64, false, false);

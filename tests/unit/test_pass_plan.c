@@ -121,7 +121,7 @@ static void collect(Checker *c)
 	for (int i = 0; i < g->nnodes; i++) {
 		const Node *n = &g->node[i];
 		if (n->ws_offset >= 0) {
-			int64_t bytes = (int64_t)ir_split_k(g, n) * shape_numel(&n->shape) * 4;
+			int64_t bytes = (int64_t)ir_split_k_most(g, n) * shape_numel(&n->shape) * 4;
 			bool one = n->programs == PROG_TRAIN || n->programs == PROG_EVAL;
 			int step = one ? c->step[n->programs == PROG_TRAIN ? 0 : 1][i] : 0;
 			c->buf[c->nbuf++] = (Buf){i, true, one ? n->programs : 0, step, step, n->ws_offset, bytes};
