@@ -353,25 +353,76 @@ static int64_t lower_reduce_gpu(Cg *cg, const Siblings *s, const Shape *xs, unsi
 }
 
 /* A column reduction (ir_reduce_slices: rows x m, the m outputs contiguous) in two kernels. The
- * first gives each work-group COLUMN_WIDTH consecutive outputs and a slice of the rows: lane l of
- * warp w sums rows w, w + warps, ... of its slice (GPU_REDUCE_LANES in flight) for output l, so a
- * warp reads one row's consecutive outputs; the warps' sums go through LDS, warp 0 adds them in
- * warp order and stores the slice's partial. The second adds each output's partials in slice
- * order. */
+ * first gives each work-group a band of COLUMN_WIDTH consecutive outputs (fewer where m is) and a
+ * slice of the rows. A work-item reads `vec` consecutive outputs of a row at once (16 bytes where
+ * the inputs allow it, column_vec), a row of the band takes `across` work-items, and a warp reads
+ * 32 / across rows side by side: lane l of warp w sums rows (w * per_warp + l / across) + k * warps * per_warp of its
+ * slice (GPU_REDUCE_LANES in flight). The sums go through LDS, and the band's first work-items add
+ * them, one output each, in warp and row order and store the slice's partial. The second kernel
+ * adds each output's partials in slice order. One 2-byte load per work-item read vgg16 bf16's
+ * 224 x 224 x 64 bias gradient at 52% of an H100's bandwidth, 16 bytes at 89%; bands of 256
+ * outputs left alexnet's 256-channel ones 21 work-groups (docs/performance.md, 2026-12-07). */
 #define COLUMN_WIDTH 32
 #define COLUMN_WARPS 8
+#define COLUMN_BYTES 16
+
+/* Outputs a work-item reads of a row: as many as fill COLUMN_BYTES of each input where every
+ * input is a stored buffer that those runs keep aligned (m a multiple, a block's start), else 1. */
+static int column_vec(Cg *cg, const Siblings *s, int64_t m)
+{
+	int vec = COLUMN_BYTES;
+	for (int i = 0; i < s->k; i++) {
+		const Node *x = &cg->g->node[s->r[i]->in[0]];
+		int size = (int)dtype_size(x->dtype);
+		if (cg_in_group(cg, x->id) || x->op == OP_const || x->offset < 0 || size > COLUMN_BYTES)
+			return 1;
+		if (COLUMN_BYTES / size < vec)
+			vec = COLUMN_BYTES / size;
+	}
+	for (int i = 0; i < s->k; i++) {
+		const Node *x = &cg->g->node[s->r[i]->in[0]];
+		if (m % vec || x->offset % (vec * (int64_t)dtype_size(x->dtype)))
+			return 1;
+	}
+	return vec;
+}
+
+/* Reduction r's terms of outputs off .. off + vec - 1 of a row (zeros where !in): one aligned
+ * vector load where vec > 1. */
+static void column_terms(Cg *cg, const Node *r, LLVMValueRef off, LLVMValueRef in, int vec, LLVMTypeRef t,
+			 LLVMValueRef *terms)
+{
+	LLVMValueRef zero = cg_real(cg, t, 0);
+	if (vec == 1) {
+		terms[0] = LLVMBuildSelect(cg->b, in, term_at(cg, r, off, NULL, t), zero, "");
+		return;
+	}
+	const Node *x = &cg->g->node[r->in[0]];
+	LLVMTypeRef st = cg_storage_type(cg, x->dtype);
+	LLVMValueRef v = LLVMBuildLoad2(cg->b, LLVMVectorType(st, (unsigned)vec), cg_ptr(cg, x->id, off), "");
+	LLVMSetAlignment(v, (unsigned)(vec * (int)dtype_size(x->dtype)));
+	for (int e = 0; e < vec; e++) {
+		LLVMValueRef elem = LLVMBuildExtractElement(cg->b, v, LLVMConstInt(cg->t_i32, (unsigned)e, 0), "");
+		terms[e] = LLVMBuildSelect(cg->b, in, reduce_term(cg, r, cg_convert(cg, elem, t)), zero, "");
+	}
+}
 
 static int64_t lower_reduce_columns_gpu(Cg *cg, const Siblings *s, int64_t m, int64_t rows, int slices)
 {
 	LLVMTypeRef t = cg_compute_type(cg, s->r[0]->dtype);
-	int64_t bands = (m + COLUMN_WIDTH - 1) / COLUMN_WIDTH, per = (rows + slices - 1) / slices;
+	int vec = column_vec(cg, s, m);
+	int64_t across = 1;
+	while (across * vec < COLUMN_WIDTH && across * vec < m)
+		across *= 2;
+	int64_t per_warp = COLUMN_WIDTH / across, width = across * vec, step = COLUMN_WARPS * per_warp;
+	int64_t bands = (m + width - 1) / width, per = (rows + slices - 1) / slices;
 	GpuGroup grp;
 	LLVMValueRef wg = cg_gpu_group_begin(cg, &grp, COLUMN_WIDTH * COLUMN_WARPS);
 	LLVMValueRef sh[IR_MAX_GROUP_REDUCTIONS];
 	for (int i = 0; i < s->k; i++)
-		sh[i] = cg_gpu_shared(cg, &grp, t, grp.block, "columns");
+		sh[i] = cg_gpu_shared(cg, &grp, t, grp.block * vec, "columns");
 	LLVMValueRef slice = LLVMBuildUDiv(cg->b, wg, cg_i64(cg, bands), "");
-	LLVMValueRef col0 = LLVMBuildNUWMul(cg->b, LLVMBuildURem(cg->b, wg, cg_i64(cg, bands), ""), cg_i64(cg, COLUMN_WIDTH), "");
+	LLVMValueRef col0 = LLVMBuildNUWMul(cg->b, LLVMBuildURem(cg->b, wg, cg_i64(cg, bands), ""), cg_i64(cg, width), "");
 	LLVMValueRef lo = LLVMBuildNUWMul(cg->b, slice, cg_i64(cg, per), "");
 	LLVMValueRef hi = LLVMBuildNUWAdd(cg->b, lo, cg_i64(cg, per), "");
 	hi = LLVMBuildSelect(cg->b, LLVMBuildICmp(cg->b, LLVMIntULT, hi, cg_i64(cg, rows), ""), hi, cg_i64(cg, rows), "");
@@ -379,35 +430,47 @@ static int64_t lower_reduce_columns_gpu(Cg *cg, const Siblings *s, int64_t m, in
 	LLVMValueRef tid = cg_gpu_phase_begin(cg, &grp);
 	LLVMValueRef lane = LLVMBuildURem(cg->b, tid, cg_i64(cg, COLUMN_WIDTH), "");
 	LLVMValueRef warp = LLVMBuildUDiv(cg->b, tid, cg_i64(cg, COLUMN_WIDTH), "");
-	LLVMValueRef col = LLVMBuildNUWAdd(cg->b, col0, lane, "col");
+	LLVMValueRef first_row = LLVMBuildNUWAdd(cg->b, LLVMBuildNUWMul(cg->b, warp, cg_i64(cg, per_warp), ""),
+						 LLVMBuildUDiv(cg->b, lane, cg_i64(cg, across), ""), "");
+	LLVMValueRef sub = LLVMBuildURem(cg->b, lane, cg_i64(cg, across), "");
+	LLVMValueRef col = LLVMBuildNUWAdd(cg->b, col0, LLVMBuildNUWMul(cg->b, sub, cg_i64(cg, vec), ""), "col");
 	LLVMValueRef col_ok = LLVMBuildICmp(cg->b, LLVMIntULT, col, cg_i64(cg, m), "");
-	LLVMValueRef acc[GPU_REDUCE_LANES][IR_MAX_GROUP_REDUCTIONS];
+	LLVMValueRef acc[GPU_REDUCE_LANES][IR_MAX_GROUP_REDUCTIONS][COLUMN_BYTES];
 	for (int u = 0; u < GPU_REDUCE_LANES; u++)
 		for (int i = 0; i < s->k; i++)
-			acc[u][i] = acc_new(cg, t, 0);
-	/* lane u of a step takes row r + u * warps (zero past the slice or the outputs) */
-	CgLoop r = cg_for_begin(cg, LLVMBuildNUWAdd(cg->b, lo, warp, ""), hi, "r");
+			for (int e = 0; e < vec; e++)
+				acc[u][i][e] = acc_new(cg, t, 0);
+	/* lane u of a step takes row r + u * step (zero past the slice or the outputs) */
+	CgLoop r = cg_for_begin(cg, LLVMBuildNUWAdd(cg->b, lo, first_row, ""), hi, "r");
 	for (int u = 0; u < GPU_REDUCE_LANES; u++) {
-		LLVMValueRef ru = LLVMBuildNUWAdd(cg->b, r.i, cg_i64(cg, (int64_t)u * COLUMN_WARPS), "");
+		LLVMValueRef ru = LLVMBuildNUWAdd(cg->b, r.i, cg_i64(cg, (int64_t)u * step), "");
 		LLVMValueRef in = LLVMBuildAnd(cg->b, LLVMBuildICmp(cg->b, LLVMIntULT, ru, hi, ""), col_ok, "");
 		LLVMValueRef off = LLVMBuildNUWAdd(cg->b, LLVMBuildNUWMul(cg->b, ru, cg_i64(cg, m), ""), col, "");
 		off = LLVMBuildSelect(cg->b, in, off, cg_i64(cg, 0), "");
-		for (int i = 0; i < s->k; i++)
-			acc_add(cg, acc[u][i], LLVMBuildSelect(cg->b, in, term_at(cg, s->r[i], off, NULL, t), cg_real(cg, t, 0), ""));
+		for (int i = 0; i < s->k; i++) {
+			LLVMValueRef terms[COLUMN_BYTES];
+			column_terms(cg, s->r[i], off, in, vec, t, terms);
+			for (int e = 0; e < vec; e++)
+				acc_add(cg, acc[u][i][e], terms[e]);
+		}
 	}
-	cg_for_end_step(cg, &r, cg_i64(cg, (int64_t)COLUMN_WARPS * GPU_REDUCE_LANES));
-	for (int i = 0; i < s->k; i++) {
-		LLVMValueRef total = acc_get(cg, acc[0][i]);
-		for (int u = 1; u < GPU_REDUCE_LANES; u++)
-			total = LLVMBuildFAdd(cg->b, total, acc_get(cg, acc[u][i]), "");
-		LLVMBuildStore(cg->b, total, LLVMBuildInBoundsGEP2(cg->b, t, sh[i], &tid, 1, ""));
-	}
+	cg_for_end_step(cg, &r, cg_i64(cg, step * GPU_REDUCE_LANES));
+	for (int i = 0; i < s->k; i++)
+		for (int e = 0; e < vec; e++) {
+			LLVMValueRef total = acc_get(cg, acc[0][i][e]);
+			for (int u = 1; u < GPU_REDUCE_LANES; u++)
+				total = LLVMBuildFAdd(cg->b, total, acc_get(cg, acc[u][i][e]), "");
+			LLVMValueRef at = LLVMBuildNUWAdd(cg->b, LLVMBuildNUWMul(cg->b, tid, cg_i64(cg, vec), ""), cg_i64(cg, e), "");
+			LLVMBuildStore(cg->b, total, LLVMBuildInBoundsGEP2(cg->b, t, sh[i], &at, 1, ""));
+		}
 	cg_gpu_phase_end(cg, &grp, true);
 
-	/* the first warp adds the warps' sums of its output in warp order */
+	/* output c of the band: work-item c adds the sums of its column in warp and row order; the
+	 * work-item that read it in row q of warp w stored it at ((w * 32 + q * across + c / vec) * vec
+	 * + c % vec), that is at c + (w * 32 + q * across) * vec */
 	tid = cg_gpu_phase_begin(cg, &grp);
 	col = LLVMBuildNUWAdd(cg->b, col0, tid, "col");
-	LLVMValueRef first = LLVMBuildAnd(cg->b, LLVMBuildICmp(cg->b, LLVMIntULT, tid, cg_i64(cg, COLUMN_WIDTH), ""),
+	LLVMValueRef first = LLVMBuildAnd(cg->b, LLVMBuildICmp(cg->b, LLVMIntULT, tid, cg_i64(cg, width), ""),
 					  LLVMBuildICmp(cg->b, LLVMIntULT, col, cg_i64(cg, m), ""), "");
 	LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "partial");
 	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "partial_done");
@@ -416,8 +479,9 @@ static int64_t lower_reduce_columns_gpu(Cg *cg, const Siblings *s, int64_t m, in
 	LLVMValueRef idx = LLVMBuildNUWAdd(cg->b, LLVMBuildNUWMul(cg->b, slice, cg_i64(cg, m), ""), col, "");
 	for (int i = 0; i < s->k; i++) {
 		LLVMValueRef sum = NULL;
-		for (int w = 0; w < COLUMN_WARPS; w++) {
-			LLVMValueRef at = LLVMBuildNUWAdd(cg->b, tid, cg_i64(cg, (int64_t)w * COLUMN_WIDTH), "");
+		for (int64_t q = 0; q < COLUMN_WARPS * per_warp; q++) {
+			int64_t w = q / per_warp, row = q % per_warp;
+			LLVMValueRef at = LLVMBuildNUWAdd(cg->b, tid, cg_i64(cg, (w * COLUMN_WIDTH + row * across) * vec), "");
 			LLVMValueRef v = LLVMBuildLoad2(cg->b, t, LLVMBuildInBoundsGEP2(cg->b, t, sh[i], &at, 1, ""), "");
 			sum = sum ? LLVMBuildFAdd(cg->b, sum, v, "") : v;
 		}
