@@ -356,8 +356,8 @@ static int64_t lower_reduce_gpu(Cg *cg, const Siblings *s, const Shape *xs, unsi
  * first gives each work-group a band of COLUMN_WIDTH consecutive outputs (fewer where m is) and a
  * slice of the rows. A work-item reads `vec` consecutive outputs of a row at once (16 bytes where
  * the inputs allow it, column_vec), a row of the band takes `across` work-items, and a warp reads
- * 32 / across rows side by side: lane l of warp w sums rows (w * per_warp + l / across) + k * warps * per_warp of its
- * slice (GPU_REDUCE_LANES in flight). The sums go through LDS, and the band's first work-items add
+ * per_warp = 32 / across rows side by side: lane l of warp w sums rows w * per_warp + l / across,
+ * then every warps * per_warp-th after it, of its slice (GPU_REDUCE_LANES in flight). The sums go through LDS, and the band's first work-items add
  * them, one output each, in warp and row order and store the slice's partial. The second kernel
  * adds each output's partials in slice order. One 2-byte load per work-item read vgg16 bf16's
  * 224 x 224 x 64 bias gradient at 52% of an H100's bandwidth, 16 bytes at 89%; bands of 256

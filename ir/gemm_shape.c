@@ -74,7 +74,8 @@ int ir_split_k_most(const Graph *g, const Node *n)
 	int split = ir_split_k(g, n);
 	if (split < 2 || !ir_gemm_shape(g, n, &batch, &m, &nn, &k))
 		return split;
+	/* split <= K / SPLIT_MIN_K and SPLIT_MAX already, so neither bound takes it under split */
 	int64_t most = (int64_t)split * SPLIT_WIDE, longest = k / SPLIT_MIN_K;
 	most = most < longest ? most : longest;
-	return most > SPLIT_MAX ? SPLIT_MAX : most < split ? split : (int)most;
+	return most > SPLIT_MAX ? SPLIT_MAX : (int)most;
 }

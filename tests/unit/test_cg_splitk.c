@@ -320,16 +320,16 @@ static void tiles(void)
 	}
 }
 
-/* How many slices ir_split_k gives a lone matmul of m x n x k (a transposed: the weight
- * gradients' layout); only shapes are built, no data. */
-static int split_of(int m, int n, int k)
+/* What a slice rule (ir_split_k, ir_split_k_most) gives a lone matmul of m x n x k (a transposed:
+ * the weight gradients' layout); only shapes are built, no data. */
+static int lone_matmul(int m, int n, int k, int (*rule)(const Graph *, const Node *))
 {
 	Graph *g = ir_graph_new("split");
 	int a = ir_leaf(g, OP_param, NULL, S(2, k, m), DT_F32, NULL), b = ir_leaf(g, OP_param, NULL, S(2, k, n), DT_F32, NULL);
 	int in[2] = {a, b}, mm = tu_add(g, OP_matmul, in, A(1, 0));
-	int split = ir_split_k(g, &g->node[mm]);
+	int slices = rule(g, &g->node[mm]);
 	ir_graph_free(g);
-	return split;
+	return slices;
 }
 
 /* The split rule: K is cut into slices of at least 512 until the output's 128 x 128 tiles and
@@ -350,7 +350,7 @@ static void split_rule(void)
 		{4096, 4096, 65536, 1},   /* 2^24 outputs: enough tiles alone */
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-		int got = split_of(cases[i].m, cases[i].n, cases[i].k);
+		int got = lone_matmul(cases[i].m, cases[i].n, cases[i].k, ir_split_k);
 		CHECK(got == cases[i].want, "split of %dx%dx%d: %d, want %d", cases[i].m, cases[i].n, cases[i].k, got,
 		      cases[i].want);
 	}
@@ -358,16 +358,6 @@ static void split_rule(void)
 
 /* The most slices a lone matmul's workspace holds (ir_split_k_most): twice the split, at most K /
  * 512 and 128, none past 1 where it does not split. */
-static int most_of(int m, int n, int k)
-{
-	Graph *g = ir_graph_new("most");
-	int a = ir_leaf(g, OP_param, NULL, S(2, k, m), DT_F32, NULL), b = ir_leaf(g, OP_param, NULL, S(2, k, n), DT_F32, NULL);
-	int in[2] = {a, b}, mm = tu_add(g, OP_matmul, in, A(1, 0));
-	int most = ir_split_k_most(g, &g->node[mm]);
-	ir_graph_free(g);
-	return most;
-}
-
 static void split_most(void)
 {
 	static const struct {
@@ -380,7 +370,7 @@ static void split_most(void)
 		{64, 64, 1000, 1},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-		int got = most_of(cases[i].m, cases[i].n, cases[i].k);
+		int got = lone_matmul(cases[i].m, cases[i].n, cases[i].k, ir_split_k_most);
 		CHECK(got == cases[i].want, "most slices of %dx%dx%d: %d, want %d", cases[i].m, cases[i].n, cases[i].k, got,
 		      cases[i].want);
 	}
