@@ -15,6 +15,20 @@ static void reduce(OpId op, const char *dims, unsigned mask, int keepdims, DType
 	char name[96];
 	snprintf(name, sizeof name, "%s [%s] axes 0x%x keepdims %d %s", ir_ops[op].name, dims, mask, keepdims, dtype_name(dt));
 	CgHarness *h = ch_new(name);
+	/* A sum of mixed-sign terms can cancel to near zero, where rounding alone exceeds a relative
+	 * tolerance: errors are relative to at least the output's spread, sqrt(count E[x^2]) for a
+	 * sum of count leaves of the default fill (E[x^2] = 0.37), divided by count for a mean. */
+	int64_t count = 1;
+	const char *p = dims;
+	for (int axis = 0; *p; axis++) {
+		char *end;
+		long long extent = strtoll(p, &end, 10);
+		if (mask >> axis & 1)
+			count *= extent;
+		p = *end == ',' ? end + 1 : end;
+	}
+	double spread = sqrt(0.37 * (double)count);
+	h->scale = op == OP_mean ? spread / (double)count : spread;
 	double attr[2] = {mask, keepdims};
 	ch_op(h, op, attr, ch_param(h, dt, dims));
 	run(h);
