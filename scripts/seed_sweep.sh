@@ -7,14 +7,14 @@
 # Exit 1 when a run failed, 2 on a usage error.
 set -u
 cd "$(dirname "$0")/.."
-runs=${1:-}
-case $runs in '' | *[!0-9]* | 0)
+usage() {
 	echo "usage: scripts/seed_sweep.sh RUNS TEST..." >&2
 	exit 2
-	;;
-esac
+}
+runs=${1:-}
+case $runs in '' | *[!0-9]* | 0) usage ;; esac
 shift
-[ $# -gt 0 ] || { echo "usage: scripts/seed_sweep.sh RUNS TEST..." >&2; exit 2; }
+[ $# -gt 0 ] || usage
 failed=0
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
