@@ -136,7 +136,8 @@ static void adadelta(const char *dims)
 }
 
 /* A flat group whose work-items take several elements each on GPUs (cg_lanes_for): s = x * g
- * and its bfloat16 cast (both leave the group), and p -= s in place. On the host emulating the
+ * and its bfloat16 cast (both leave the group), and p -= dropout(s) in place (the mask drawn at
+ * each lane's own index). On the host emulating the
  * GPU paths the lanes' vectors are checked against the reference (a lane read or stored at
  * another's place fails it); on sm_90 the loads and stores are 16-byte vectors where numel
  * allows them (8 float32 lanes: two per buffer, one for the bfloat16 cast), scalar where it
@@ -150,9 +151,11 @@ static void lanes(const char *dims, bool vectors)
 	double bf16 = DT_BF16;
 	int sx = op2(h, OP_mul, x, g);
 	int c = ch_op(h, OP_cast, &bf16, sx);
-	int pn = op2(h, OP_sub, p, sx);
+	double da[2] = {drop_p, 7};
+	int d = ch_op(h, OP_dropout, da, sx, ch_rng(h));
+	int pn = op2(h, OP_sub, p, d);
 	int a = op2(h, OP_assign, p, pn);
-	cf_group(h, (int[]){sx, c, pn, a}, 4);
+	cf_group(h, (int[]){sx, c, d, pn, a}, 5);
 	ch_op(h, OP_neg, NULL, sx); /* s and the cast leave the group */
 	ch_op(h, OP_neg, NULL, c);
 	CgOutput out;
