@@ -259,6 +259,7 @@ int64_t cg_lower_max_pool2d(Cg *cg, const Node *n);          /* codegen/lower_po
 int64_t cg_lower_max_pool2d_argmax(Cg *cg, const Node *n);   /* codegen/lower_pool.c */
 int64_t cg_lower_avg_pool2d(Cg *cg, const Node *n);          /* codegen/lower_pool.c */
 int64_t cg_lower_max_pool2d_grad(Cg *cg, const Node *n);     /* codegen/lower_pool.c */
+int64_t cg_lower_max_pool2d_tiled_grad(Cg *cg, const Node *n); /* codegen/lower_pool.c */
 int64_t cg_lower_avg_pool2d_grad(Cg *cg, const Node *n);     /* codegen/lower_pool.c */
 
 #endif

@@ -6,11 +6,12 @@
  * of windows that tile the plane) or one input element (other gradients), consecutive work-items
  * consecutive elements of the layout, so NHWC reads and writes channel runs. A plane's elements
  * are cs apart (1, or C in NHWC); the argmax stores the spatial position ih * w + iw in both
- * layouts. The gradients are gathers: each input element sums what the windows containing it
- * send it, in window order, so no two threads write one element. The max gradient reads the
- * argmax's i32 per window, not x: a window is scanned once (by the argmax kernel), not once per
- * element it contains. Every store is the group's epilogue (cg_group_epilogue): fused elementwise
- * consumers follow it. */
+ * layouts. Where the windows tile the plane (max_pool2d_tiled_grad) each window scans x and
+ * writes its own elements. The other gradients are gathers: each input element sums what the
+ * windows containing it send it, in window order, so no two threads write one element; the max
+ * gradient there reads the argmax's i32 per window, not x: a window is scanned once (by the argmax
+ * kernel), not once per element it contains. Every store is the group's epilogue
+ * (cg_group_epilogue): fused elementwise consumers follow it. */
 #include "codegen/cg_util.h"
 #include "codegen/gemm_gpu.h"
 #include "ir/ops.h"
@@ -19,7 +20,7 @@
 typedef enum { POOL_MAX, POOL_ARGMAX, POOL_AVG } PoolOut;
 
 typedef struct {
-	int x;                                  /* pooled input node; -1 for the max gradient */
+	int x;                                  /* pooled input node; -1 for the max gradient by index */
 	int64_t planes, h, w, oh, ow;
 	int64_t kh, kw, sh, sw, ph, pw;
 	int64_t c, cs;  /* channels; the stride of a plane's elements (1 NCHW, c NHWC) */
@@ -51,7 +52,7 @@ static Pool pool_of(Cg *cg, const Node *n, bool grad)
 	PoolGeom a = ir_pool_geom(n);
 	bool nhwc = a.layout == LAYOUT_NHWC;
 	int hd = nhwc ? 1 : 2, cd = nhwc ? 3 : 1; /* the first spatial axis; the channels' */
-	Pool p = {.x = !grad ? x->id : n->op == OP_avg_pool2d_grad ? n->in[1] : -1,
+	Pool p = {.x = !grad ? x->id : n->op == OP_max_pool2d_grad ? -1 : n->in[1],
 		  .planes = x->shape.dim[0] * x->shape.dim[cd], .h = x->shape.dim[hd],
 		  .w = x->shape.dim[hd + 1], .oh = y->shape.dim[hd], .ow = y->shape.dim[hd + 1],
 		  .kh = a.kh, .kw = a.kw, .sh = a.sh, .sw = a.sw, .ph = a.ph, .pw = a.pw,
@@ -271,9 +272,10 @@ static void store_window_elem(Cg *cg, const Node *n, const Pool *p, LLVMValueRef
 	cg_group_epilogue(cg, n->id, add(cg, base, mulc(cg, at, p->cs)), LLVMBuildSelect(cg->b, mine, dy, zero, ""));
 }
 
-/* Max gradient when windows tile the plane without overlap or padding (kernel = stride, the
- * common 2x2/2): each element belongs to at most one window, so each window writes its own
- * elements once; rows and columns past the last window get zero first. */
+/* Host max gradient by index when windows do not overlap and have no padding (kernel = stride)
+ * but leave rows or columns past the last window (an odd size under 2x2/2; the exact tilings
+ * are max_pool2d_tiled_grad): each element belongs to at most one window, so each window writes
+ * its own elements once; the uncovered rows and columns get zero first. */
 static int64_t lower_max_grad_tiled(Cg *cg, const Node *n, const Pool *p)
 {
 	LLVMTypeRef ct = cg_compute_type(cg, n->dtype);
@@ -362,27 +364,6 @@ static void grad_elem(Cg *cg, const Node *n, const Pool *p, const Gather *ga, LL
 	cg_group_epilogue(cg, n->id, add(cg, ga->base, mulc(cg, ga->self, p->cs)), LLVMBuildLoad2(cg->b, ct, acc, ""));
 }
 
-/* GPU max gradient when the windows tile the plane exactly (kernel = stride, no padding, every
- * row and column covered: vgg16's 2x2/2): one window per work-item, which reads its dy and argmax
- * once and writes its kernel's elements, where a gather per element would read them once per
- * element (the gather ran at 45% of an H100's bandwidth on vgg16's 224 x 224 pool gradient). */
-static int64_t lower_max_grad_tiled_gpu(Cg *cg, const Node *n, const Pool *p)
-{
-	GpuGroup g;
-	int64_t grid;
-	LLVMValueRef e = cg_gpu_elements_begin(cg, &g, p->planes * p->oh * p->ow, &grid), oh, ow;
-	Planes pl = locate(cg, p, e, p->oh, p->ow, &oh, &ow);
-	LLVMValueRef o = add(cg, mulc(cg, oh, p->ow), ow);
-	LLVMValueRef dy = cg_load(cg, n->in[0], add(cg, pl.ybase, mulc(cg, o, p->cs)));
-	LLVMValueRef pos = window_argmax(cg, n, p, pl.ybase, o);
-	LLVMValueRef corner = add(cg, mulc(cg, mulc(cg, oh, p->sh), p->w), mulc(cg, ow, p->sw));
-	for (int64_t i = 0; i < p->kh; i++)
-		for (int64_t j = 0; j < p->kw; j++)
-			store_window_elem(cg, n, p, pl.base, add(cg, corner, c64(cg, i * p->w + j)), pos, dy);
-	cg_gpu_elements_end(cg, &g);
-	return grid;
-}
-
 /* GPU gradient: one input element per work-item, every case a gather. */
 static int64_t lower_pool_grad_gpu(Cg *cg, const Node *n, const Pool *p, bool want_max)
 {
@@ -404,8 +385,7 @@ static int64_t lower_pool_grad(Cg *cg, const Node *n, bool want_max)
 	Pool p = pool_of(cg, n, true);
 	bool tiles = want_max && p.kh == p.sh && p.kw == p.sw && p.ph == 0 && p.pw == 0;
 	if (cg_gpu_paths(cg))
-		return tiles && p.oh * p.sh == p.h && p.ow * p.sw == p.w ? lower_max_grad_tiled_gpu(cg, n, &p)
-									: lower_pool_grad_gpu(cg, n, &p, want_max);
+		return lower_pool_grad_gpu(cg, n, &p, want_max);
 	bool inside = p.oh * p.sh <= p.h && p.ow * p.sw <= p.w; /* ceil mode's last windows are not */
 	if (tiles && !p.nhwc && inside)
 		return lower_max_grad_tiled(cg, n, &p);
@@ -422,3 +402,62 @@ static int64_t lower_pool_grad(Cg *cg, const Node *n, bool want_max)
 
 int64_t cg_lower_max_pool2d_grad(Cg *cg, const Node *n) { return lower_pool_grad(cg, n, true); }
 int64_t cg_lower_avg_pool2d_grad(Cg *cg, const Node *n) { return lower_pool_grad(cg, n, false); }
+
+/* The first maximum of window (oh, ow) of the planes at base, every element inside the plane (the
+ * windows tile it): its position ih * w + iw, straight-line over the kernel's elements. Ties keep
+ * the first; a NaN takes over, as scan_window and the argmax pick it. */
+static LLVMValueRef tiled_argmax(Cg *cg, const Pool *p, LLVMValueRef base, LLVMValueRef corner)
+{
+	LLVMValueRef best = NULL, pos = NULL;
+	for (int64_t i = 0; i < p->kh; i++)
+		for (int64_t j = 0; j < p->kw; j++) {
+			LLVMValueRef at = add(cg, corner, c64(cg, i * p->w + j));
+			LLVMValueRef x = cg_load(cg, p->x, add(cg, base, mulc(cg, at, p->cs)));
+			if (!best) {
+				best = x, pos = at;
+				continue;
+			}
+			LLVMValueRef take = LLVMBuildOr(cg->b, LLVMBuildFCmp(cg->b, LLVMRealOGT, x, best, ""),
+							LLVMBuildFCmp(cg->b, LLVMRealUNO, x, x, ""), "");
+			best = LLVMBuildSelect(cg->b, take, x, best, "");
+			pos = LLVMBuildSelect(cg->b, take, at, pos, "");
+		}
+	return pos;
+}
+
+/* Window (oh, ow)'s elements of dx, the windows tiling the plane: its first maximum gets the
+ * window's dy, the others zero. */
+static void tiled_window_grad(Cg *cg, const Node *n, const Pool *p, Planes pl, LLVMValueRef oh, LLVMValueRef ow)
+{
+	LLVMValueRef o = add(cg, mulc(cg, oh, p->ow), ow);
+	LLVMValueRef dy = cg_load(cg, n->in[0], add(cg, pl.ybase, mulc(cg, o, p->cs)));
+	LLVMValueRef corner = add(cg, mulc(cg, mulc(cg, oh, p->sh), p->w), mulc(cg, ow, p->sw));
+	LLVMValueRef pos = tiled_argmax(cg, p, pl.base, corner);
+	for (int64_t i = 0; i < p->kh; i++)
+		for (int64_t j = 0; j < p->kw; j++)
+			store_window_elem(cg, n, p, pl.base, add(cg, corner, c64(cg, i * p->w + j)), pos, dy);
+}
+
+/* max_pool2d_tiled_grad: one window per GPU work-item (consecutive work-items consecutive windows
+ * of the layout), or per innermost host iteration; x is read once, dx written once, and no
+ * argmax is stored or read (vgg16's 2x2/2 gradients moved about twice the bytes through the
+ * argmax kernel and a gradient that read its i32 per window). */
+int64_t cg_lower_max_pool2d_tiled_grad(Cg *cg, const Node *n)
+{
+	Pool p = pool_of(cg, n, true);
+	int64_t grid;
+	LLVMValueRef oh, ow;
+	if (cg_gpu_paths(cg)) {
+		GpuGroup g;
+		LLVMValueRef e = cg_gpu_elements_begin(cg, &g, p.planes * p.oh * p.ow, &grid);
+		Planes pl = locate(cg, &p, e, p.oh, p.ow, &oh, &ow);
+		tiled_window_grad(cg, n, &p, pl, oh, ow);
+		cg_gpu_elements_end(cg, &g);
+		return grid;
+	}
+	CgLoop loop[4];
+	Planes pl = host_begin(cg, &p, p.oh, p.ow, loop, &oh, &ow, &grid);
+	tiled_window_grad(cg, n, &p, pl, oh, ow);
+	host_end(cg, loop);
+	return grid;
+}

@@ -357,11 +357,12 @@ static int64_t lower_reduce_gpu(Cg *cg, const Siblings *s, const Shape *xs, unsi
  * slice of the rows. A work-item reads `vec` consecutive outputs of a row at once (16 bytes where
  * the inputs allow it, column_vec), a row of the band takes `across` work-items, and a warp reads
  * per_warp = 32 / across rows side by side: lane l of warp w sums rows w * per_warp + l / across,
- * then every warps * per_warp-th after it, of its slice (GPU_REDUCE_LANES in flight). The sums go through LDS, and the band's first work-items add
- * them, one output each, in warp and row order and store the slice's partial. The second kernel
- * adds each output's partials in slice order. One 2-byte load per work-item read vgg16 bf16's
- * 224 x 224 x 64 bias gradient at 52% of an H100's bandwidth, 16 bytes at 89%; bands of 256
- * outputs left alexnet's 256-channel ones 21 work-groups (docs/performance.md, 2026-12-07). */
+ * then every warps * per_warp-th after it, of its slice (GPU_REDUCE_LANES in flight). The sums go
+ * through LDS, and the band's first work-items add them, one output each, in warp and row order
+ * and store the slice's partial. The second kernel adds each output's partials in slice order. One
+ * 2-byte load per work-item read vgg16 bf16's 224 x 224 x 64 bias gradient at 52% of an H100's
+ * bandwidth, 16 bytes at 89%; bands of 256 outputs left alexnet's 256-channel ones 21 work-groups
+ * (docs/performance.md, 2026-12-07). */
 #define COLUMN_WIDTH 32
 #define COLUMN_WARPS 8
 #define COLUMN_BYTES 16

@@ -40,8 +40,8 @@ typedef struct {
 	int layout;                     /* LAYOUT_NCHW or LAYOUT_NHWC */
 } PoolGeom;
 PoolGeom ir_pool_geom(const Node *n);
-/* max_pool2d's gradient (attr: max_pool2d's) as its rule emits it: the window argmax of x, then
- * dy gathered by it; returns dx */
+/* max_pool2d's gradient (attr: max_pool2d's) as its rule emits it: max_pool2d_tiled_grad where the
+ * windows tile x, else the window argmax of x, then dy gathered by it; returns dx */
 int ir_max_pool2d_backward(Graph *g, int x, const double *attr, int dy);
 /* matmul: whether each operand is read transposed */
 typedef struct {
@@ -192,6 +192,7 @@ bool shape_conv2d_grad_weight(Node *n, const Graph *g, char *err, size_t errlen)
 bool shape_matmul(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_pool2d(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_pool2d_grad(Node *n, const Graph *g, char *err, size_t errlen);
+bool shape_max_pool2d_tiled_grad(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_pool2d_argmax(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_max_pool2d_grad(Node *n, const Graph *g, char *err, size_t errlen);
 bool shape_concat(Node *n, const Graph *g, char *err, size_t errlen);
@@ -274,6 +275,7 @@ OP_REF(max_pool2d);
 OP_REF(max_pool2d_argmax);
 OP_REF(avg_pool2d);
 OP_REF(max_pool2d_grad);
+OP_REF(max_pool2d_tiled_grad);
 OP_REF(avg_pool2d_grad);
 OP_REF(concat);
 OP_REF(slice);

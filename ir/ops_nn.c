@@ -491,6 +491,28 @@ bool shape_pool2d_grad(Node *n, const Graph *g, char *err, size_t errlen)
 	return pool_check_dy(n, &op_in(g, n, 0)->shape, &op_in(g, n, 1)->shape, err, errlen);
 }
 
+/* Whether the windows tile the input planes exactly: kernel = stride, no padding, every row and
+ * column in one window (then floor and ceil mode agree). */
+static bool windows_tile(int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t h, int64_t w)
+{
+	return kh > 0 && kw > 0 && kh == sh && kw == sw && ph == 0 && pw == 0 && h % kh == 0 && w % kw == 0;
+}
+
+/* (dy, x) -> dx, the windows tiling x */
+bool shape_max_pool2d_tiled_grad(Node *n, const Graph *g, char *err, size_t errlen)
+{
+	PoolDims p;
+	char sx[96];
+	const Shape *x = &op_in(g, n, 1)->shape;
+	if (!shape_pool2d_grad(n, g, err, errlen) || !pool_geom(n, x, &p, err, errlen))
+		return false;
+	if (!windows_tile(p.kh, p.kw, p.sh, p.sw, p.ph, p.pw, p.h, p.w))
+		return op_fail(n, err, errlen, "windows %lldx%lld, stride %lldx%lld, padding %lldx%lld do not tile %s exactly",
+			       (long long)p.kh, (long long)p.kw, (long long)p.sh, (long long)p.sw, (long long)p.ph,
+			       (long long)p.pw, shape_str(x, sx, sizeof sx));
+	return true;
+}
+
 /* The input shape of max_pool2d_grad: dy's planes at the attributes' in_h x in_w. */
 static bool max_pool_grad_input(const Node *n, const Shape *dy, Shape *x, char *err, size_t errlen)
 {
@@ -533,7 +555,7 @@ static int64_t pool_window(const PoolDims *p, int64_t oh, int64_t ow, int64_t *i
 	return k;
 }
 
-typedef enum { POOL_MAX, POOL_ARGMAX, POOL_AVG, POOL_AVG_GRAD } PoolMode;
+typedef enum { POOL_MAX, POOL_ARGMAX, POOL_AVG, POOL_AVG_GRAD, POOL_MAX_GRAD } PoolMode;
 
 /* The average's divisor for window (oh, ow) holding k input elements: with count_include_pad
  * the window clipped to the padded input, as Caffe divides (kh * kw but in ceil mode's last
@@ -570,13 +592,14 @@ static void pool_one(PoolMode mode, const double *x, int64_t cs, const double *d
 		for (int64_t i = 0; i < k; i++)
 			out[idx[i] * cs] += dy[o] / div;
 		break;
+	case POOL_MAX_GRAD: out[idx[best] * cs] += dy[o]; break;
 	}
 }
 
 /* x is the pooled input (forward: in[0]; the gradient: in[1], with dy in[0]). */
 static void pool_ref(const Graph *g, const Node *n, const double *const *in, double *out, PoolMode mode)
 {
-	bool grad = mode == POOL_AVG_GRAD;
+	bool grad = mode == POOL_AVG_GRAD || mode == POOL_MAX_GRAD;
 	const double *x = in[grad ? 1 : 0], *dy = grad ? in[0] : NULL;
 	PoolDims p;
 	char err[8];
@@ -634,18 +657,31 @@ void ref_avg_pool2d_grad(const Graph *g, const Node *n, const double *const *in,
 	pool_ref(g, n, in, out, POOL_AVG_GRAD);
 }
 
-/* max_pool2d's gradient is two nodes: the window argmax, which reads x once and stores a small
- * i32 per window, and a gather in which each input element compares itself with the indices of
- * the few windows that contain it. Rescanning every window per element instead costs about
- * k_h * k_w loads per window per element. */
+/* dx: each window's dy goes to the window's first maximum in x, as the argmax picks it. */
+void ref_max_pool2d_tiled_grad(const Graph *g, const Node *n, const double *const *in, double *out)
+{
+	pool_ref(g, n, in, out, POOL_MAX_GRAD);
+}
+
+/* max_pool2d's gradient. Where the windows tile the planes (2x2/2 on even sizes), one node that
+ * scans each window of x and writes its elements: every element is in one window, so x is read
+ * once and nothing else is stored. Otherwise two nodes: the window argmax, which reads x once and
+ * stores a small i32 per window, and a gather in which each input element compares itself with
+ * the indices of the few windows that contain it (rescanning every window per element instead
+ * costs about k_h * k_w loads per window per element). */
 int ir_max_pool2d_backward(Graph *g, int x, const double *attr, int dy)
 {
 	double a[IR_MAX_ATTRS] = {0};
 	memcpy(a, attr, ir_op_nattrs(OP_max_pool2d) * sizeof *a);
-	int idx = ir_emit(g, OP_max_pool2d_argmax, &x, a);
 	int h = a[ir_attr_index(OP_max_pool2d, "layout")] == LAYOUT_NHWC ? 1 : 2; /* x's spatial axes */
-	a[ir_attr_index(OP_max_pool2d_grad, "in_h")] = (double)g->node[x].shape.dim[h];
-	a[ir_attr_index(OP_max_pool2d_grad, "in_w")] = (double)g->node[x].shape.dim[h + 1];
+	const Shape *xs = &g->node[x].shape; /* read before emitting: the node array may move */
+	int64_t ih = xs->rank == 4 ? xs->dim[h] : 0, iw = xs->rank == 4 ? xs->dim[h + 1] : 0;
+	if (xs->rank == 4 && windows_tile((int64_t)a[0], (int64_t)a[1], (int64_t)a[2], (int64_t)a[3], (int64_t)a[4],
+					  (int64_t)a[5], ih, iw))
+		return ir_emit(g, OP_max_pool2d_tiled_grad, (int[]){dy, x}, a);
+	int idx = ir_emit(g, OP_max_pool2d_argmax, &x, a);
+	a[ir_attr_index(OP_max_pool2d_grad, "in_h")] = (double)ih;
+	a[ir_attr_index(OP_max_pool2d_grad, "in_w")] = (double)iw;
 	int in[2] = {dy, idx};
 	return ir_emit(g, OP_max_pool2d_grad, in, a);
 }

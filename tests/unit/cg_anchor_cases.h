@@ -56,6 +56,7 @@ static const Pool anchor_pools[] __attribute__((unused)) = {
 	{1, 4, 10, 7, 3, 3, 2, 2, 1, 1, 1, 1, 0},
 	{2, 2, 13, 6, 4, 2, 3, 3, 2, 1, 0, 1, 0},
 	{1, 2, 9, 9, 2, 2, 2, 2, 0, 0, 1, 1, 0},
+	{2, 3, 6, 9, 2, 3, 2, 3, 0, 0, 0, 0, 0}, /* windows tiling the plane, not square */
 };
 #define ANCHOR_NPOOLS (sizeof anchor_pools / sizeof *anchor_pools)
 
@@ -153,17 +154,18 @@ CH_API CgHarness *anchor_pool(Pool p)
 }
 
 /* Ties and NaN: the argmax is each window's first maximum, or its last NaN (a NaN always takes
- * over, as PyTorch's), and the gradient goes there only; overlapping windows, with padding and ceil mode
- * (pad, ceil 0 or 1). */
-CH_API CgHarness *anchor_pool_ties(int pad, int ceil, int layout)
+ * over, as PyTorch's), and the gradient goes there only; k 3: overlapping windows, with padding
+ * and ceil mode (pad, ceil 0 or 1); k 2: windows that tile the 8 x 6 plane. */
+CH_API CgHarness *anchor_pool_ties(int k, int pad, int ceil, int layout)
 {
 	char name[64], dims[32];
-	snprintf(name, sizeof name, "max_pool2d ties and NaN k3 s2 p%d ceil%d%s", pad, ceil,
+	int w = k == 2 ? 6 : 7;
+	snprintf(name, sizeof name, "max_pool2d ties and NaN k%d s2 p%d ceil%d%s", k, pad, ceil,
 		 layout == LAYOUT_NHWC ? " nhwc" : "");
 	CgHarness *h = ch_new(name);
-	anchor_pool_dims(dims, sizeof dims, layout, 2, 2, 8, 7);
+	anchor_pool_dims(dims, sizeof dims, layout, 2, 2, 8, w);
 	int x = ch_param(h, DT_F32, dims);
-	int oh = anchor_pool_out(8, 3, 2, pad, ceil), ow = anchor_pool_out(7, 3, 2, pad, ceil);
+	int oh = anchor_pool_out(8, k, 2, pad, ceil), ow = anchor_pool_out(w, k, 2, pad, ceil);
 	anchor_pool_dims(dims, sizeof dims, layout, 2, 2, oh, ow);
 	int dy = ch_param(h, DT_F32, dims);
 	double v[224];
@@ -172,7 +174,7 @@ CH_API CgHarness *anchor_pool_ties(int pad, int ceil, int layout)
 		v[i] = r == 0 ? NAN : (double)(r % 3) - 1; /* three values, so most windows tie */
 	}
 	ch_set(h, x, v);
-	double a[IR_MAX_ATTRS] = {3, 3, 2, 2, pad, pad, ceil, layout};
+	double a[IR_MAX_ATTRS] = {k, k, 2, 2, pad, pad, ceil, layout};
 	ch_op(h, OP_max_pool2d, a, x);
 	ir_max_pool2d_backward(h->g, x, a, dy);
 	return h;
@@ -241,7 +243,9 @@ CH_API void anchor_run_pools(AnchorRun run, int batch)
 		}
 	run(anchor_pool((Pool){batch, 64, 24, 24, 2, 2, 2, 2, 0, 0, 0, 0, 0}));
 	for (int t = 0; t < 8; t++)
-		run(anchor_pool_ties(t & 1, t >> 1 & 1, t >> 2));
+		run(anchor_pool_ties(3, t & 1, t >> 1 & 1, t >> 2));
+	for (int layout = LAYOUT_NCHW; layout <= LAYOUT_NHWC; layout++)
+		run(anchor_pool_ties(2, 0, 0, layout));
 }
 
 #endif

@@ -18,19 +18,16 @@ static void reduce(OpId op, const char *dims, unsigned mask, int keepdims, DType
 	/* A sum of mixed-sign terms can cancel to near zero, where rounding alone exceeds a relative
 	 * tolerance: errors are relative to at least the output's spread, sqrt(count E[x^2]) for a
 	 * sum of count leaves of the default fill (E[x^2] = 0.37), divided by count for a mean. */
+	int x = ch_param(h, dt, dims);
+	const Shape *xs = &h->g->node[x].shape;
 	int64_t count = 1;
-	const char *p = dims;
-	for (int axis = 0; *p; axis++) {
-		char *end;
-		long long extent = strtoll(p, &end, 10);
+	for (int axis = 0; axis < xs->rank; axis++)
 		if (mask >> axis & 1)
-			count *= extent;
-		p = *end == ',' ? end + 1 : end;
-	}
+			count *= xs->dim[axis];
 	double spread = sqrt(0.37 * (double)count);
 	h->scale = op == OP_mean ? spread / (double)count : spread;
 	double attr[2] = {mask, keepdims};
-	ch_op(h, op, attr, ch_param(h, dt, dims));
+	ch_op(h, op, attr, x);
 	run(h);
 }
 

@@ -148,6 +148,12 @@ static void test_shapes_nn(void)
 	expect_shape(g, tu_add(g, OP_max_pool2d_grad, (int[]){mpt, amt}, A(3, 2, 2, 2, 1, 0, 0, 1, 3, 28)), "[64, 3, 28, 28]");
 	expect_shape(g, tu_add(g, OP_avg_pool2d, &x, A(2, 2, 2, 2, 0, 0, 1, 0, 1)), "[64, 1, 14, 28]");
 	expect_shape(g, tu_add(g, OP_avg_pool2d_grad, (int[]){ap, x}, A(2, 2, 2, 2, 0, 0, 1)), "[64, 3, 28, 28]");
+	int mp2 = tu_add(g, OP_max_pool2d, &x, A(2, 2, 2, 2, 0, 0));
+	expect_shape(g, tu_add(g, OP_max_pool2d_tiled_grad, (int[]){mp2, x}, A(2, 2, 2, 2, 0, 0)), "[64, 3, 28, 28]");
+	expect_shape(g, ir_max_pool2d_backward(g, x, A(2, 2, 2, 2, 0, 0), mp2), "[64, 3, 28, 28]");
+	CHECK(g->node[g->nnodes - 1].op == OP_max_pool2d_tiled_grad);
+	expect_error(g, OP_max_pool2d_tiled_grad, (int[]){mp, x}, A(3, 2, 2, 2, 1, 0),
+		     "max_pool2d_tiled_grad: windows 3x2, stride 2x2, padding 1x0 do not tile [64, 3, 28, 28] exactly");
 	/* ceil mode: ceil((28-3)/2)+1 = 14 where floor gives 13; ceil((28+2-2)/3)+1 = 11 would start the
 	 * last window in the right padding (10*3 - 1 = 29 >= 28), so 10 */
 	int cm = tu_add(g, OP_max_pool2d, &x, A(3, 3, 2, 2, 0, 0, 1));
@@ -607,6 +613,8 @@ static void test_ref_pool_by_hand(void)
 	int inc = tu_add(g, OP_avg_pool2d, &x, A(3, 3, 2, 2, 1, 1, 1));
 	int exc = tu_add(g, OP_avg_pool2d, &x, A(3, 3, 2, 2, 1, 1, 0));
 	int tie = ir_max_pool2d_backward(g, x, A(2, 2, 2, 2, 0, 0), t); /* x below: all equal */
+	int am = tu_add(g, OP_max_pool2d_argmax, &x, A(2, 2, 2, 2, 0, 0));
+	CHECK(g->node[tie].op == OP_max_pool2d_tiled_grad, "2x2/2 windows tile 4x4: one scanning gradient node");
 	double **v = values_new(g);
 	for (int i = 0; i < 16; i++)
 		v[x][i] = i + 1;
@@ -629,12 +637,15 @@ static void test_ref_pool_by_hand(void)
 		CHECK(v[tie][i] == (i % 2 == 0 && (i / 4) % 2 == 0 ? v[t][(i / 8) * 2 + (i % 4) / 2] : 0));
 	/* a NaN always takes a window over, so its last NaN wins (PyTorch's val > max || isnan(val)):
 	 * windows {0,1,4,5}, {2,3,6,7}, {8,9,12,13}, {10,11,14,15}; window 1 has a NaN before a 2 */
-	int am = g->node[tie].in[1];
 	v[x][0] = NAN, v[x][3] = NAN, v[x][7] = 2, v[x][12] = 1, v[x][13] = 1, v[x][15] = NAN, v[x][11] = 3;
 	ir_interp(g, 0, v);
 	double want_am[4] = {0, 3, 12, 15};
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 4; i++) {
 		CHECK(v[am][i] == want_am[i], "argmax of window %d: got %g, want %g", i, v[am][i], want_am[i]);
+		for (int e = 0; e < 16; e++) /* the tiled gradient routes dy by the same rule */
+			if ((e / 8) * 2 + (e % 4) / 2 == i)
+				CHECK(v[tie][e] == (e == want_am[i] ? v[t][i] : 0), "tiled gradient at %d", e);
+	}
 	CHECK(isnan(v[mp][0]) && isnan(v[mp][1]) && v[mp][2] == 1 && isnan(v[mp][3]));
 	v[x][1] = NAN; /* two NaNs in window 0: the later one */
 	ir_interp(g, 0, v);
