@@ -3,13 +3,25 @@
 #ifndef NETC_CG_EMISSION_H
 #define NETC_CG_EMISSION_H
 
-#include "codegen/cg.h"
+#include "codegen/cg_util.h"
 
 typedef struct {
 	int id;
 	LLVMValueRef lin, value;
 	LLVMBasicBlockRef block;
 } MemoEntry;
+
+#define CG_LANE_BUFFERS 32
+
+/* A flat GPU kernel's work-item computing n consecutive elements at lin[0..n) (cg_lanes_begin):
+ * the vectors read so far, one per buffer, and the lanes' values of each group output. */
+typedef struct {
+	int n; /* 0: one element per work-item */
+	LLVMValueRef base, lin[CG_MAX_LANES];
+	int read_id[CG_LANE_BUFFERS], nread;
+	LLVMValueRef read[CG_LANE_BUFFERS];
+	LLVMValueRef *stored; /* noutputs x n */
+} LaneState;
 
 /* The group being emitted: its members and the element values already emitted (valid where they
  * were built: same block, same index value). */
@@ -19,6 +31,7 @@ typedef struct {
 	int *outputs, noutputs;
 	MemoEntry *memo;
 	int nmemo, memo_cap;
+	LaneState lanes;
 } GroupState;
 
 

@@ -104,6 +104,17 @@ void cg_memo_put(Cg *cg, int id, LLVMValueRef lin, LLVMValueRef value);
  * loop could alias the kernel's stores and would keep LLVM from vectorizing the loop. */
 LLVMValueRef cg_load_uniform(Cg *cg, int id, int64_t index);
 
+/* Lanes: a work-item of a flat GPU kernel computes `lanes` consecutive elements at lin[0..lanes)
+ * from base (a multiple of lanes); between begin and end, a stored buffer read at lin[e] is read
+ * as one aligned vector per work-item, and each group output is stored as one at end.
+ * cg_lanes_for gives the lanes of the kernel's group over numel elements: where it stores elements
+ * narrower than a word, as many as fill 16 bytes of its narrowest buffer, where numel and every
+ * output's offset allow it; else 1. */
+#define CG_MAX_LANES 8
+int cg_lanes_for(const Cg *cg, int64_t numel);
+void cg_lanes_begin(Cg *cg, int lanes, LLVMValueRef base, const LLVMValueRef *lin);
+void cg_lanes_end(Cg *cg);
+
 /* An output index in shape: idx (one value per axis) and/or lin (row-major); whichever is
  * missing is computed when first asked for. */
 struct ElemIndex {

@@ -153,16 +153,23 @@ LLVMValueRef cg_gpu_private_at(Cg *cg, const GpuGroup *g, const GpuPrivate *p, L
 
 LLVMValueRef cg_gpu_elements_begin(Cg *cg, GpuGroup *g, int64_t total, int64_t *grid)
 {
+	return cg_gpu_elements_begin_at(cg, g, total, NULL, grid);
+}
+
+LLVMValueRef cg_gpu_elements_begin_at(Cg *cg, GpuGroup *g, int64_t total, LLVMValueRef bound, int64_t *grid)
+{
 	*grid = (total + CG_GPU_BLOCK - 1) / CG_GPU_BLOCK;
 	LLVMValueRef wg = cg_gpu_group_begin(cg, g, CG_GPU_BLOCK);
+	if (!bound)
+		bound = cg_i64(cg, total);
 	if (!g->emulated) {
 		LLVMValueRef e = cg_global_id(cg);
-		cg_gpu_if(cg, LLVMBuildICmp(cg->b, LLVMIntULT, e, cg_i64(cg, total), ""));
+		cg_gpu_if(cg, LLVMBuildICmp(cg->b, LLVMIntULT, e, bound, ""));
 		return e;
 	}
 	LLVMValueRef tid = cg_gpu_phase_begin(cg, g);
 	LLVMValueRef e = LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, wg, cg_i64(cg, CG_GPU_BLOCK), ""), tid, "elem");
-	LLVMValueRef in_range = LLVMBuildICmp(cg->b, LLVMIntULT, e, cg_i64(cg, total), "");
+	LLVMValueRef in_range = LLVMBuildICmp(cg->b, LLVMIntULT, e, bound, "");
 	LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "elem");
 	g->past = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "past");
 	LLVMBuildCondBr(cg->b, in_range, then, g->past);

@@ -141,6 +141,8 @@ LLVMValueRef cg_gpu_shared(Cg *cg, const GpuGroup *g, LLVMTypeRef elem, int64_t 
  * against the last work-group's extra work-items; returns the element index (i64) and sets
  * *grid. Close with cg_gpu_elements_end. */
 LLVMValueRef cg_gpu_elements_begin(Cg *cg, GpuGroup *g, int64_t total, int64_t *grid);
+/* The same with the guard's bound given (total as a size argument, cg_size). */
+LLVMValueRef cg_gpu_elements_begin_at(Cg *cg, GpuGroup *g, int64_t total, LLVMValueRef bound, int64_t *grid);
 void cg_gpu_elements_end(Cg *cg, GpuGroup *g);
 
 /* Values each work-item keeps across phases (its accumulators): registers on a GPU, one row per

@@ -3,7 +3,8 @@
  * An emitter (cg_elem_*) gives one element of a node at an output index; the kernel loops over the
  * output as [rows, last dim] (or as one flat row when no operand needs the index), work-groups
  * taking blocks of rows or chunks of a long row, the innermost loop contiguous so LLVM
- * vectorizes it. On GPUs each work-item computes one element.
+ * vectorizes it. On GPUs each work-item computes one element, or several
+ * consecutive ones of a flat group (lower_elemwise_lanes).
  *
  * A fused elementwise group is one such kernel over its leader's shape: an operand that is a
  * member of the group is emitted in place (once per element), others are loaded, and every
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 
 #include "codegen/cg_util.h"
+#include "codegen/gemm_gpu.h"
 #include "codegen/lower_lrn.h"
 #include "codegen/lower_table.h"
 #include "codegen/math.h"
@@ -410,6 +412,29 @@ static Partition partition(int64_t rows, int64_t cols)
 	return p;
 }
 
+/* A flat kernel whose buffers allow lanes (cg_lanes_for): a work-item computes `lanes`
+ * consecutive elements and reads and writes each buffer as one aligned vector of up to 16 bytes.
+ * One element per work-item wrote vgg16 bf16's 2-byte casts at 60% of an H100's bandwidth
+ * (docs/performance.md, 2026-12-07). Emulated on the host where the GPU paths are (tests). */
+static int64_t lower_elemwise_lanes(Cg *cg, const Node *n, int64_t numel, int lanes)
+{
+	GpuGroup grp;
+	int64_t grid, items = numel / lanes;
+	LLVMValueRef item = cg_gpu_elements_begin_at(cg, &grp, items, cg_size(cg, items), &grid);
+	LLVMValueRef base = LLVMBuildNUWMul(cg->b, item, cg_i64(cg, lanes), "lanes");
+	LLVMValueRef lin[CG_MAX_LANES];
+	for (int e = 0; e < lanes; e++)
+		lin[e] = e ? LLVMBuildNUWAdd(cg->b, base, cg_i64(cg, e), "") : base;
+	cg_lanes_begin(cg, lanes, base, lin);
+	for (int e = 0; e < lanes; e++) {
+		ElemIndex at = {.shape = &n->shape, .lin = lin[e]};
+		cg_store_outputs(cg, &at);
+	}
+	cg_lanes_end(cg);
+	cg_gpu_elements_end(cg, &grp);
+	return grid;
+}
+
 /* GPUs: one element per work-item, at the delinearized index (the linear one when flat: then the
  * element count is all that tells kernels of the same group apart, and is a size argument). */
 static int64_t lower_elemwise_gpu(Cg *cg, const Node *n, int64_t numel, bool flat)
@@ -448,6 +473,9 @@ int64_t cg_lower_elemwise(Cg *cg, const Node *n)
 	if (numel == 0)
 		return 1;
 	bool flat = group_flat(cg, n) || n->shape.rank == 0;
+	int lanes = flat && cg_gpu_paths(cg) ? cg_lanes_for(cg, numel) : 1;
+	if (lanes > 1)
+		return lower_elemwise_lanes(cg, n, numel, lanes);
 	if (cg_is_gpu(cg))
 		return lower_elemwise_gpu(cg, n, numel, flat);
 	if (flat)

@@ -6,6 +6,8 @@
  * a member broadcast inside the group), and reductions that read an elementwise producer
  * (exp -> sum, relu_grad -> sum as a bias gradient, softmax, log_softmax and cross_entropy).
  * Members inside a group lose their storage, so a kernel that still touches one aborts. */
+#include <string.h>
+
 #include "ir/ops.h"
 #include "tests/unit/cg_fused_harness.h"
 
@@ -133,6 +135,44 @@ static void adadelta(const char *dims)
 	check(h);
 }
 
+/* A flat group whose work-items take several elements each on GPUs (cg_lanes_for): s = x * g
+ * and its bfloat16 cast (both leave the group), and p -= dropout(s) in place (the mask drawn at
+ * each lane's own index). On the host emulating the
+ * GPU paths the lanes' vectors are checked against the reference (a lane read or stored at
+ * another's place fails it); on sm_90 the loads and stores are 16-byte vectors where numel
+ * allows them (8 float32 lanes: two per buffer, one for the bfloat16 cast), scalar where it
+ * does not (odd numel) or where the group stores no element narrower than a word (no cast). */
+static void lanes(const char *dims, bool cast, bool vectors)
+{
+	char name[64];
+	snprintf(name, sizeof name, "lanes [%s]%s", dims, cast ? "" : " without the cast");
+	CgHarness *h = ch_new(name);
+	int x = ch_param(h, DT_F32, dims), g = ch_param(h, DT_F32, dims), p = ch_param(h, DT_F32, dims);
+	double bf16 = DT_BF16;
+	int sx = op2(h, OP_mul, x, g);
+	int c = cast ? ch_op(h, OP_cast, &bf16, sx) : -1;
+	double da[2] = {drop_p, 7};
+	int d = ch_op(h, OP_dropout, da, sx, ch_rng(h));
+	int pn = op2(h, OP_sub, p, d);
+	int a = op2(h, OP_assign, p, pn);
+	if (cast)
+		cf_group(h, (int[]){sx, c, d, pn, a}, 5);
+	else
+		cf_group(h, (int[]){sx, d, pn, a}, 4);
+	ch_op(h, OP_neg, NULL, sx); /* s and the cast leave the group */
+	if (cast)
+		ch_op(h, OP_neg, NULL, c);
+	CgOutput out;
+	if (cf_plan(h) && cf_compile(h, "sm_90", &out)) {
+		const char *ptx = (const char *)out.code;
+		bool v4 = ptx && strstr(ptx, "ld.global.v4.f32") &&
+			  (!cast || (strstr(ptx, "st.global.v4.f32") && strstr(ptx, "st.global.v4.b32")));
+		CHECK(v4 == vectors, "%s: sm_90 %s 16-byte vector loads and stores", name, v4 ? "has" : "lacks");
+		cg_output_free(&out);
+	}
+	check(h);
+}
+
 /* relu(x + b * c): b * c ([cols]) is a member broadcast inside the group, x + ... an output. */
 static void broadcast_member(void)
 {
@@ -249,6 +289,9 @@ int main(void)
 	adadelta("37,29");
 	adadelta("5000");
 	broadcast_member();
+	lanes("64,40", true, true);
+	lanes("3,7,11", true, false);
+	lanes("64,40", false, false);
 	exp_sum("13,7", 2);
 	exp_sum("6,300", 2);
 	exp_sum("4,9,30", 5);
