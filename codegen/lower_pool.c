@@ -96,6 +96,15 @@ static LLVMValueRef clipped_size(Cg *cg, const Pool *p, LLVMValueRef h0, LLVMVal
 	return LLVMBuildMul(cg->b, sub(cg, h1, h0), sub(cg, w1, w0), "");
 }
 
+/* Whether x takes over from the window's maximum so far: strictly greater, so ties keep the first
+ * maximum; a NaN always takes over, as PyTorch's (val > max || isnan(val)), so the window's value
+ * is NaN and its argmax the last NaN. */
+static LLVMValueRef takes_max(Cg *cg, LLVMValueRef x, LLVMValueRef best)
+{
+	return LLVMBuildOr(cg->b, LLVMBuildFCmp(cg->b, LLVMRealOGT, x, best, ""), LLVMBuildFCmp(cg->b, LLVMRealUNO, x, x, ""),
+			   "");
+}
+
 /* Scans window (oh, ow) of plane `base` of x in row-major order. */
 static Scan scan_window(Cg *cg, const Pool *p, LLVMValueRef base, LLVMValueRef oh, LLVMValueRef ow, bool want_max)
 {
@@ -115,12 +124,8 @@ static Scan scan_window(Cg *cg, const Pool *p, LLVMValueRef base, LLVMValueRef o
 	LLVMValueRef x = cg_load(cg, p->x, add(cg, base, mulc(cg, LLVMBuildSelect(cg->b, ok, at, c64(cg, 0), ""), p->cs)));
 	LLVMValueRef b = LLVMBuildLoad2(cg->b, ct, best, "");
 	if (want_max) {
-		/* strictly greater: ties keep the first maximum; a NaN always takes over, as PyTorch's
-		 * (val > max || isnan(val)), so the window's value is NaN and its argmax the last NaN */
 		LLVMValueRef first = LLVMBuildNot(cg->b, LLVMBuildLoad2(cg->b, cg->t_i1, have, ""), "");
-		LLVMValueRef gt = LLVMBuildOr(cg->b, LLVMBuildFCmp(cg->b, LLVMRealOGT, x, b, ""),
-					      LLVMBuildFCmp(cg->b, LLVMRealUNO, x, x, ""), "");
-		LLVMValueRef take = LLVMBuildAnd(cg->b, ok, LLVMBuildOr(cg->b, first, gt, ""), "");
+		LLVMValueRef take = LLVMBuildAnd(cg->b, ok, LLVMBuildOr(cg->b, first, takes_max(cg, x, b), ""), "");
 		LLVMBuildStore(cg->b, LLVMBuildSelect(cg->b, take, x, b, ""), best);
 		LLVMBuildStore(cg->b, LLVMBuildSelect(cg->b, take, at, LLVMBuildLoad2(cg->b, cg->t_i64, pos, ""), ""), pos);
 		LLVMBuildStore(cg->b, LLVMBuildOr(cg->b, ok, LLVMBuildNot(cg->b, first, ""), ""), have);
@@ -405,7 +410,7 @@ int64_t cg_lower_avg_pool2d_grad(Cg *cg, const Node *n) { return lower_pool_grad
 
 /* The first maximum of window (oh, ow) of the planes at base, every element inside the plane (the
  * windows tile it): its position ih * w + iw, straight-line over the kernel's elements. Ties keep
- * the first; a NaN takes over, as scan_window and the argmax pick it. */
+ * the first; a NaN takes over (takes_max, as the argmax picks it). */
 static LLVMValueRef tiled_argmax(Cg *cg, const Pool *p, LLVMValueRef base, LLVMValueRef corner)
 {
 	LLVMValueRef best = NULL, pos = NULL;
@@ -417,8 +422,7 @@ static LLVMValueRef tiled_argmax(Cg *cg, const Pool *p, LLVMValueRef base, LLVMV
 				best = x, pos = at;
 				continue;
 			}
-			LLVMValueRef take = LLVMBuildOr(cg->b, LLVMBuildFCmp(cg->b, LLVMRealOGT, x, best, ""),
-							LLVMBuildFCmp(cg->b, LLVMRealUNO, x, x, ""), "");
+			LLVMValueRef take = takes_max(cg, x, best);
 			best = LLVMBuildSelect(cg->b, take, x, best, "");
 			pos = LLVMBuildSelect(cg->b, take, at, pos, "");
 		}
