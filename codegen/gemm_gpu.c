@@ -314,7 +314,7 @@ static int64_t staged_words(const GemmSpec *s, const GpuTiles *t, int64_t bk)
 }
 
 static void copy_stages(const GemmSpec *s, GpuTiles *t, int64_t bk, int64_t lds);
-static int rows_candidates(const GemmSpec *s, const CgMatrixInstr *mi, int64_t lds, GpuTiles *out, int max);
+static int rows_candidates(const GemmSpec *s, const CgMatrixInstr *mi, int64_t lds, int sms, GpuTiles *out, int max);
 
 /* Whether a float SIMT tile (no packed halves, whose k-block is also their rounding) has a
  * GPU_TILE side (an 8-wide register tile side): the tiles whose k-blocks hold their last
@@ -449,8 +449,8 @@ static void nearest_first(GpuTiles *out, int n)
  * each k-block from the smallest to the largest the LDS budget allows it, and the same with
  * GPU_SMALL_REG-wide register tiles where small_regs_fit, nearest the heuristic's first. Returns
  * the count. */
-static int candidates(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, GpuHalfMath hm, int64_t lds, GpuTiles *out,
-		      int max)
+static int candidates(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, GpuHalfMath hm, int64_t lds, int sms,
+		      GpuTiles *out, int max)
 {
 	int n = 0;
 	out[n++] = tiles(s, mi, wide, hm, lds);
@@ -483,8 +483,9 @@ static int candidates(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, Gpu
 	nearest_first(out, n);
 	/* the padded rows' tiles right after the heuristic's, so that the first few candidates that
 	 * netc tune times include them */
-	GpuTiles rows[16];
-	int nr = mi ? rows_candidates(s, mi, lds, rows, max - 1 < 16 ? max - 1 : 16) : 0;
+	enum { MOST_ROWS = 32 };
+	GpuTiles rows[MOST_ROWS];
+	int nr = mi ? rows_candidates(s, mi, lds, sms, rows, max - 1 < MOST_ROWS ? max - 1 : MOST_ROWS) : 0;
 	if (n + nr > max)
 		n = max - nr;
 	memmove(out + 1 + nr, out + 1, (size_t)(n - 1) * sizeof *out);
@@ -552,6 +553,18 @@ static bool wgmma_elem(const CgMatrixInstr *mi)
 /* The LDS the copied operands' buffers may fill: on wgmma's targets, for the operands it takes
  * (wgmma_elem), all that a work-group may have (copy_stages says which GEMMs take it, long_tile
  * which widen); else the static 48 KiB. */
+/* The SMs of the product the target's row describes (0: not NVIDIA, or not known); tests may set
+ * another for the emulated unit (cg_gpu_emulation_sms). */
+static int sms_override;
+void cg_gpu_emulation_sms(int sms) { sms_override = sms; }
+
+static int unit_sms(const Cg *cg)
+{
+	const CgTarget *t = unit_target(cg);
+	const CgTargetInfo *ti = t ? cg_target_info(t->arch) : NULL;
+	return !t ? 0 : sms_override && !cg_is_gpu(cg) ? sms_override : ti ? ti->sms : 0;
+}
+
 static int64_t copy_lds(const Cg *cg, const CgMatrixInstr *mi)
 {
 	const CgTarget *t = unit_target(cg);
@@ -2207,7 +2220,7 @@ static int64_t tap_bytes(const GemmSpec *s, const GpuTiles *t)
  * rows, no wgmma of halves, channels not in whole k-blocks, B not copied into wgmma's rows, too
  * little LDS for the buffers. `stages` buffers, or (0) as many as fit up to GPU_DEEP_STAGES. */
 static GpuTiles rows_tiles(const GemmSpec *s, const CgMatrixInstr *mi, int64_t lds, int bm, int bn, int64_t bk,
-			   int stages)
+			   int stages, int tiles)
 {
 	const GemmRows *r = s->a.rows;
 	GpuTiles t = {.block = 2 * WG_ITEMS, .wide = true, .bm = bm, .bn = bn, .bk = (int)bk, .rows = true,
@@ -2233,7 +2246,24 @@ static GpuTiles rows_tiles(const GemmSpec *s, const CgMatrixInstr *mi, int64_t l
 	t.rows_stages = stages;
 	t.nmb = cdiv(r->images * r->ph * r->pw, bm);
 	t.nnb = cdiv(s->n, bn);
+	t.tiles = tiles > 1 && tiles < t.nmb * t.nnb ? tiles : 0;
 	return t;
+}
+
+/* The work-groups of padded rows' tiles t that one SM holds by their LDS (at most 2: the
+ * registers of two warpgroups' accumulators allow no more). */
+static int rows_resident(const GemmSpec *s, const GpuTiles *t, int64_t lds)
+{
+	int64_t per_group = t->stages * (halo_bytes(s, t) + s->a.rows->taps * tap_bytes(s, t));
+	return per_group * 2 <= lds ? 2 : 1;
+}
+
+/* Tiles t again with several tiles per work-group, as many as make one work-group per place the
+ * GPU's sms hold (rows_resident): t with tiles 0 where that is one tile or the SMs are unknown. */
+static GpuTiles rows_streamed(const GemmSpec *s, const CgMatrixInstr *mi, int64_t lds, int sms, GpuTiles t)
+{
+	int64_t places = (int64_t)sms * rows_resident(s, &t, lds), per = places ? cdiv(t.nmb * t.nnb, places) : 0;
+	return rows_tiles(s, mi, lds, t.bm, t.bn, t.bk, t.rows_stages, per > 4096 ? 4096 : (int)per);
 }
 
 /* The padded rows' tilings of s, at most max into out, the longest tiles and k-blocks of 16
@@ -2243,18 +2273,22 @@ static GpuTiles rows_tiles(const GemmSpec *s, const CgMatrixInstr *mi, int64_t l
  * with two buffers than with three or four, most of its forward convolutions 10-26% less
  * (docs/performance.md, 2026-12-07). */
 enum { ROWS_SHARED_ACCS = 64 };
-static int rows_candidates(const GemmSpec *s, const CgMatrixInstr *mi, int64_t lds, GpuTiles *out, int max)
+static int rows_candidates(const GemmSpec *s, const CgMatrixInstr *mi, int64_t lds, int sms, GpuTiles *out, int max)
 {
 	int n = 0;
 	for (int bm = 8 * WG_M; bm >= 2 * WG_M; bm /= 2)
 		for (int bn = 64; bn <= GPU_LONG_TILE && side_fits(bn, s->n); bn *= 2)
 			for (int64_t bk = WG_K_BYTES / 2; bk <= WG_K_BYTES; bk *= 2) {
-				GpuTiles t = rows_tiles(s, mi, lds, bm, bn, bk, 0);
-				if (t.bm && n < max)
-					out[n++] = t;
+				GpuTiles t = rows_tiles(s, mi, lds, bm, bn, bk, 0, 0);
 				bool shared = t.bm && t.stages > 2 && bm / (2 * WG_M) * bn / 2 <= ROWS_SHARED_ACCS;
-				if (shared && n < max)
-					out[n++] = rows_tiles(s, mi, lds, bm, bn, bk, 2);
+				GpuTiles each[2] = {t, shared ? rows_tiles(s, mi, lds, bm, bn, bk, 2, 0) : (GpuTiles){0}};
+				for (int i = 0; i < 2; i++) {
+					if (each[i].bm && n < max)
+						out[n++] = each[i];
+					GpuTiles streamed = each[i].bm ? rows_streamed(s, mi, lds, sms, each[i]) : each[i];
+					if (streamed.tiles && n < max)
+						out[n++] = streamed;
+				}
 			}
 	return n;
 }
@@ -2454,6 +2488,9 @@ static void out_through_lds(const Cg *cg, GpuGemm *g, int64_t stage_words)
 	int64_t slices = (int64_t)g->t.ks * g->t.bm, padded = g->t.bn + 8;
 	g->out_lds = g->t.ks > 1;
 	g->out_pitch = g->t.bn;
+	/* several tiles per work-group: the LDS holds the next tile's copies (stream_tiles) */
+	if (g->t.tiles > 1)
+		return;
 	if (!g->mi || !(g->mi->caps & (CG_MATRIX_MMA | CG_MATRIX_WGMMA)) || g->s->epilogue_loads ||
 	    g->s->epilogue == split_store)
 		return;
@@ -2762,6 +2799,73 @@ static void kblocks(Cg *cg, GpuGemm *g)
 		wgmma_drain(cg, g);
 }
 
+/* ---- several tiles per work-group (padded rows' t.tiles) ----
+ *
+ * A tile of padded rows runs few k-blocks (vgg16's 224 x 224 x 64 layers: 4 of 16 channels, every
+ * tap in each), so filling its pipeline and storing its outputs take much of its life. With
+ * t.tiles, work-group w of a grid of G takes tiles w, w + G, w + 2G, ... (G about one work-group
+ * per place the SMs hold: rows_streamed) and their k-blocks run as one stream through the
+ * buffers: the copies of the next tile's first k-blocks are in flight while this tile's last ones
+ * are accumulated and its outputs stored, from the fragments (the LDS holds those copies). */
+
+/* The tile (index type) of stream index j of the work-group whose first tile is wg. */
+static LLVMValueRef stream_tile(Cg *cg, GpuGemm *g, LLVMValueRef wg, LLVMValueRef j, int64_t nkb, int64_t grid)
+{
+	return add(cg, wg, mulc(cg, g, divc(cg, g, j, nkb), grid));
+}
+
+/* The copies of stream index j into the copies' buffer; past the stream's end (len), those of a
+ * k-block past K of the first tile, which the k-blocks accumulated never read. */
+static void copy_stream(Cg *cg, GpuGemm *g, LLVMValueRef tid64, LLVMValueRef wg, LLVMValueRef j, LLVMValueRef len,
+			int64_t nkb, int64_t grid)
+{
+	LLVMValueRef in = LLVMBuildICmp(cg->b, LLVMIntULT, j, len, "");
+	LLVMValueRef tile = LLVMBuildSelect(cg->b, in, stream_tile(cg, g, wg, j, nkb, grid), wg, "");
+	LLVMValueRef kb = LLVMBuildSelect(cg->b, in, remc(cg, g, j, nkb), ci(g, nkb), "");
+	GpuGemm at = *g;
+	decode(cg, &at, to_i64(cg, g, tile));
+	stage_copies(cg, &at, tid64, mulc(cg, g, kb, g->t.bk));
+}
+
+/* kblocks and the epilogue of every tile of the work-group wg64 of a grid of `grid`. */
+static void stream_tiles(Cg *cg, GpuGemm *g, LLVMValueRef wg64, int64_t grid)
+{
+	int64_t nkb = cdiv(g->s->a.rows->chans, g->t.bk), ahead = copies_ahead(g), total = g->t.nmb * g->t.nnb;
+	LLVMValueRef wg = to_it(cg, g, wg64);
+	/* its tiles: wg, wg + grid, ... below total */
+	LLVMValueRef count = add(cg, divc(cg, g, LLVMBuildNUWSub(cg->b, ci(g, total - 1), wg, ""), grid), ci(g, 1));
+	LLVMValueRef len = mulc(cg, g, count, nkb);
+	LLVMValueRef tid64 = cg_gpu_phase_begin(cg, &g->grp);
+	for (int64_t s = 0; s < ahead; s++) {
+		buffer_at(cg, g, ci(g, s), &g->an, &g->bn);
+		copy_stream(cg, g, tid64, wg, ci(g, s), len, nkb, grid);
+	}
+	cg_gpu_phase_end(cg, &g->grp, false);
+	CgLoop j = cg_for_begin(cg, cg_i64(cg, 0), to_i64(cg, g, len), "j");
+	LLVMValueRef ji = to_it(cg, g, j.i);
+	pick_buffer(cg, g, ji);
+	tid64 = cg_gpu_phase_begin(cg, &g->grp);
+	wait_copies(cg, g, (int)ahead - 1);
+	if (!g->grp.emulated)
+		ptx_asm(cg, NULL, "fence.proxy.async.shared::cta;", "", NULL, 0);
+	cg_gpu_phase_end(cg, &g->grp, true);
+	tid64 = cg_gpu_phase_begin(cg, &g->grp);
+	copy_stream(cg, g, tid64, wg, add(cg, ji, ci(g, ahead)), len, nkb, grid);
+	accumulate(cg, g, tid64);
+	cg_gpu_phase_end(cg, &g->grp, false);
+	/* after a tile's last k-block: its outputs, then zeros for the next tile's sums */
+	LLVMBasicBlockRef done = begin_if(cg, LLVMBuildICmp(cg->b, LLVMIntEQ, remc(cg, g, ji, nkb), ci(g, nkb - 1), ""));
+	if (g->t.lag && !g->grp.emulated)
+		wgmma_drain(cg, g);
+	GpuGemm at = *g;
+	decode(cg, &at, to_i64(cg, g, stream_tile(cg, g, wg, ji, nkb, grid)));
+	store_tiles(cg, &at);
+	zero_acc(cg, g);
+	end_if(cg, done);
+	cg_for_end(cg, &j);
+	wait_copies(cg, g, 0);
+}
+
 /* The kernel of tiles t (every k-slice's when t.slices > 1); returns its grid. */
 static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 {
@@ -2776,6 +2880,8 @@ static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 	if (t.rows)
 		g.la = (LdsTile){.kmajor = true}; /* the halo (halo_desc) */
 	int64_t grid = (int64_t)t.slices * s->batch * g.t.nmb * g.t.nnb;
+	if (t.tiles > 1)
+		grid = cdiv(grid, t.tiles);
 	/* every index of the kernel, padded tiles (padded rows' halo) included, fits i32 or all is i64 */
 	int64_t rows_m = t.rows ? g.t.nmb * g.t.bm + halo_positions(s->a.rows, g.t.bm) : 0;
 	bool narrow = s->m + g.t.bm < INT32_MAX && rows_m < INT32_MAX && s->n + g.t.bn < INT32_MAX && s->k + 2 * g.t.bk < INT32_MAX &&
@@ -2796,6 +2902,9 @@ static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 	int64_t accs = g.mi ? (int64_t)(g.t.wm / g.mi->m) * (g.t.wn / g.mi->n) * g.mi->c_per_lane : (int64_t)g.t.tm * g.t.tn;
 	if (accs == GPU_MAX_REG * GPU_MAX_REG || !wide_tiles(cg))
 		cg_gpu_waves(cg, GPU_WAVES);
+	/* several tiles per work-group: the grid counts on the work-groups per SM rows_resident sees */
+	if (t.tiles > 1 && rows_resident(s, &t, copy_lds(cg, t.mi)) > 1)
+		cg_gpu_waves(cg, GPU_WAVES);
 	/* the slices' partial tiles reuse the staging LDS once the last k-block is done */
 	int64_t stage = g.t.stages * (a_span(&g) + b_span(&g));
 	out_through_lds(cg, &g, stage);
@@ -2804,7 +2913,11 @@ static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 	g.t.wgmma = t.rows || wgmma_fits(cg, &g);
 	/* a k-block's products in flight past the next barrier cost the copies one buffer */
 	g.t.lag = g.t.wgmma && g.t.stages > GPU_COPY_STAGES;
-	const char *out_note = g.out_lds && g.t.ks == 1 ? ", outputs through LDS" : "";
+	char out_note[48] = "";
+	if (g.out_lds && g.t.ks == 1)
+		snprintf(out_note, sizeof out_note, ", outputs through LDS");
+	else if (t.tiles > 1)
+		snprintf(out_note, sizeof out_note, ", %d tiles per work-group", t.tiles % 10000);
 	if (g.t.wgmma) {
 		char instr[96];
 		int kib = (int)((a_span(&g) + b_span(&g)) * et_size(s) / 1024);
@@ -2831,6 +2944,11 @@ static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 		model_tables(cg, &g);
 	decode(cg, &g, wg);
 	zero_acc(cg, &g);
+	if (t.tiles > 1) {
+		stream_tiles(cg, &g, wg, grid);
+		cg_gpu_group_end(cg, &g.grp);
+		return grid;
+	}
 	kblocks(cg, &g);
 	if (g.out_lds)
 		reduce_tiles(cg, &g);
@@ -2866,11 +2984,12 @@ static GpuTiles choose_tiles(Cg *cg, const GemmSpec *s, int slices)
 	CgTileConfig cfg[MAX_CANDIDATES];
 	GemmSpec one = slice_of(s, slices);
 	const CgMatrixInstr *mi = mma_of(cg, s);
-	int n = candidates(&one, mi, wide_tiles(cg), half_math_of(cg, s), copy_lds(cg, mi), cand, MAX_CANDIDATES);
+	int n = candidates(&one, mi, wide_tiles(cg), half_math_of(cg, s), copy_lds(cg, mi), unit_sms(cg), cand,
+			   MAX_CANDIDATES);
 	for (int i = 0; i < n; i++) {
 		bool own = cand[i].mi || (cand[i].tm == reg_side(cand[i].bm) && cand[i].tn == reg_side(cand[i].bn));
 		cfg[i] = (CgTileConfig){cand[i].bm, cand[i].bn, cand[i].bk, own ? 0 : cand[i].tm, own ? 0 : cand[i].tn,
-					cand[i].rows, cand[i].rows_stages};
+					cand[i].rows, cand[i].rows_stages, cand[i].tiles};
 	}
 	CgTuneKey key;
 	cg_gemm_tune_key(cg, s, class_of(s, &cand[0]), slices, &key);

@@ -65,6 +65,8 @@ typedef struct {
 	bool rows;        /* A's window staged as padded rows (GemmOperand.rows; gemm_gpu.c, "padded
 			     rows"): bm padded positions, k-blocks of bk channels over every tap */
 	int rows_stages;  /* padded rows: the buffers a configuration asked for (0: as many as fit) */
+	int tiles;        /* padded rows: tiles per work-group, whose k-blocks run as one pipeline
+			     (gemm_gpu.c, "several tiles per work-group"; 0: one) */
 } GpuTiles;
 
 /* Tile sizes for a problem: large tiles where there are enough of them, smaller ones (with more
@@ -109,6 +111,9 @@ void cg_gpu_emulation(bool on);
 /* Whether emulated GEMMs split K as GPU ones do (off by default: harnesses that compare a node
  * after each kernel would read the partials kernel's node before its sum kernel ran). */
 void cg_gpu_emulation_split_k(bool on);
+/* The SMs that emulated GEMMs size their work-groups of several tiles for (padded rows' `tiles`
+ * candidates), in place of the emulated target's row; 0: the row's (tests make small grids). */
+void cg_gpu_emulation_sms(int sms);
 /* Whether emulated GEMMs take the matrix path as target `arch` (a target name, "sm_80", "gfx942",
  * "gfx1100"; wave 0: its default wave size, else 32 or 64) does, with its rows, wave and tiles;
  * the instruction itself runs through the lane model of its family among models[0..n) (tests:

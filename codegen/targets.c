@@ -138,7 +138,7 @@ static const CgTargetInfo table[] = {
 	{.name = "sm_90", .aliases = "h100,h200", NVIDIA, .family = "Hopper",
 	 .notes = "H100, H200, GH200; the GPU netc's CUDA numbers come from",
 	 .features = "", .max_waves_simd = 64, .shared_optin = 227 * KIB, .ptx_version = 80, .matrix = CG_MATRIX_MMA | CG_MATRIX_WGMMA | PK_F16 | PK_BF16,
-	 .peak_gflops = 66900, .peak_gbs = 3350, .peak_of = "H100 SXM", .peak_tf32 = 494700, .peak_f16 = 989400,
+	 .peak_gflops = 66900, .peak_gbs = 3350, .peak_of = "H100 SXM", .sms = 132, .peak_tf32 = 494700, .peak_f16 = 989400,
 	 .peak_bf16 = 989400},
 	{.name = "host", .aliases = "cpu", .kind = CG_HOST, .family = "host CPU",
 	 .notes = "the CPU netc runs on (LLVM's host CPU name and features)", .features = "", .matrix = CG_MATRIX_NONE},

@@ -33,6 +33,8 @@ typedef struct CgTargetInfo {
 	double peak_gflops, peak_gbs;
 	const char *peak_of;
 	int cus;                /* AMD: compute units of that product (the tile cost model's, tile_cost.h) */
+	int sms;                /* NVIDIA: streaming multiprocessors of that product (the grids of the GEMM
+				   template's work-groups of several tiles, gemm_gpu.c) */
 	/* The same product's dense matrix-unit peaks (GFLOP/s, f32 accumulation) for the operands
 	 * netc multiplies there: f32 (CDNA's f32 MFMA), tf32 (NVIDIA; gfx942's xf32), f16, bf16; 0
 	 * where netc does not use such a unit on the row or no figure is cited. */

@@ -26,7 +26,9 @@ void cg_tile_config_text(const CgTileConfig *c, char *buf, size_t len)
 	if (c->rows && n > 0 && (size_t)n < len)
 		n += snprintf(buf + n, len - (size_t)n, " rows");
 	if (c->rows && c->stages && n > 0 && (size_t)n < len)
-		snprintf(buf + n, len - (size_t)n, " stages=%lld", (long long)c->stages);
+		n += snprintf(buf + n, len - (size_t)n, " stages=%lld", (long long)c->stages);
+	if (c->rows && c->tiles && n > 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, " tiles=%lld", (long long)c->tiles);
 }
 
 bool cg_tune_key_equal(const CgTuneKey *a, const CgTuneKey *b)
@@ -145,6 +147,20 @@ static bool tile_options(Line *l, CgTileConfig *c)
 	return true;
 }
 
+/* `name=N` after `rows`, N from lo to hi (else: "name=N: range"). */
+static bool rows_option(Line *l, const char *name, int64_t lo, int64_t hi, const char *range, int64_t *v)
+{
+	if (!field(l, name, v))
+		return false;
+	if (*v < lo || *v > hi) {
+		char n[96];
+		snprintf(n, sizeof n, "%s=%lld: %s", name, (long long)*v, range);
+		return fail(l, "%s", n);
+	}
+	skip_space(l);
+	return true;
+}
+
 static bool parse_entry(Line *l, CgTuneEntry *e)
 {
 	memset(e, 0, sizeof *e);
@@ -186,17 +202,15 @@ static bool parse_entry(Line *l, CgTuneEntry *e)
 			return false;
 		skip_space(l);
 	}
+	/* after `rows`: its buffers, then its tiles per work-group, each optional */
 	if (e->cfg.rows && l->p < l->end) {
-		if (strncmp(l->p, "stages=", 7) != 0)
-			return fail(l, "expected %s", "`stages=N` or a comment (#) after `rows`");
-		if (!field(l, "stages", &e->cfg.stages))
+		if (strncmp(l->p, "stages=", 7) != 0 && strncmp(l->p, "tiles=", 6) != 0)
+			return fail(l, "expected %s", "`stages=N`, `tiles=N` or a comment (#) after `rows`");
+		if (strncmp(l->p, "stages=", 7) == 0 && !rows_option(l, "stages", 2, 8, "padded rows take 2 to 8 buffers", &e->cfg.stages))
 			return false;
-		if (e->cfg.stages < 2 || e->cfg.stages > 8) {
-			char n[24];
-			snprintf(n, sizeof n, "%lld", (long long)e->cfg.stages);
-			return fail(l, "stages=%s: padded rows take 2 to 8 buffers", n);
-		}
-		skip_space(l);
+		if (strncmp(l->p, "tiles=", 6) == 0 &&
+		    !rows_option(l, "tiles", 2, 4096, "a work-group of padded rows takes 2 to 4096 tiles", &e->cfg.tiles))
+			return false;
 	}
 	if (l->p < l->end)
 		return fail(l, "unexpected `%s` after the configuration (a comment starts with #)", "text");
@@ -424,7 +438,8 @@ static int find_config(const CgTileConfig *cand, int n, const CgTileConfig *c)
 {
 	for (int i = 0; i < n; i++)
 		if (cand[i].tm == c->tm && cand[i].tn == c->tn && cand[i].kb == c->kb && cand[i].rm == c->rm &&
-		    cand[i].rn == c->rn && cand[i].rows == c->rows && cand[i].stages == c->stages)
+		    cand[i].rn == c->rn && cand[i].rows == c->rows && cand[i].stages == c->stages &&
+		    cand[i].tiles == c->tiles)
 			return i;
 	return -1;
 }

@@ -39,7 +39,8 @@ typedef struct {
 /* What a template varies: the work-group tile (GPU: BM x BN; host: MB x NB) and the k-block; on
  * the GPU's narrow SIMT tiles also the register tile, where it is not the template's own for the
  * tile (rm, rn 0: the template's; the text's `reg=RMxRN`); on wgmma's targets whether a
- * convolution's window is staged as padded rows, and in how many buffers. */
+ * convolution's window is staged as padded rows, in how many buffers, and how many tiles one
+ * work-group takes. */
 typedef struct {
 	int64_t tm, tn, kb;
 	int64_t rm, rn;
@@ -47,6 +48,8 @@ typedef struct {
 			      `rows`; codegen/gemm_gpu.c, "padded rows") */
 	int64_t stages;    /* padded rows: their LDS buffers (0: as many as fit; the text's
 			      `stages=N` after `rows`) */
+	int64_t tiles;     /* padded rows: tiles per work-group, their k-blocks one pipeline (0:
+			      one; the text's `tiles=N` after `rows` and its `stages=N`) */
 } CgTileConfig;
 
 typedef enum {

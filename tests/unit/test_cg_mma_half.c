@@ -200,8 +200,9 @@ static void deep_candidates(int m, int n, int k, unsigned ts, int kb)
 }
 
 /* The GEMM kernels of h (compiled emulated) on padded rows' tiles (codegen/gemm_gpu.c); *two
- * (where not NULL) counts those of two buffers (`rows stages=2`). */
-static int rows_kernels(CgHarness *h, int *two)
+ * (where not NULL) counts those of two buffers (`rows stages=2`), *streamed (where not NULL)
+ * those of several tiles per work-group (`tiles=N`). */
+static int rows_kernels_of(CgHarness *h, int *two, int *streamed)
 {
 	CgOutput out;
 	emulate(true);
@@ -214,6 +215,8 @@ static int rows_kernels(CgHarness *h, int *two)
 		rows += on_rows;
 		if (two && on_rows && t->cfg.stages == 2)
 			*two += strstr(t->instr, "2 stages of") != NULL;
+		if (streamed && on_rows && t->cfg.tiles > 1)
+			*streamed += strstr(t->instr, "tiles per work-group") != NULL;
 	}
 	if (ok)
 		cg_output_free(&out);
@@ -221,6 +224,8 @@ static int rows_kernels(CgHarness *h, int *two)
 		tu_failures++;
 	return rows;
 }
+
+static int rows_kernels(CgHarness *h, int *two) { return rows_kernels_of(h, two, NULL); }
 
 static int rows_two_buffers; /* kernels of rows_candidates' runs in two buffers */
 
@@ -261,6 +266,45 @@ static void rows_candidates(Conv c, int want, int most, int stride)
 	       dtype_name(mode->type), c.kh, c.kw, c.cin, c.cout, ran, two);
 	rows_two_buffers += two;
 	CHECK(ran >= want, "%d candidates of a %dx%d convolution on padded rows, expected %d", ran, c.kh, c.kw, want);
+}
+
+/* Padded rows with several tiles per work-group (`tiles=N`, gemm_gpu.c "several tiles per
+ * work-group"): with the emulated GPU's SMs set to `sms`, the candidates that stream tiles run
+ * emulated against the reference, at most `most` of them, at least `want`. The grids come out
+ * of a few work-groups, the last ones with a tile fewer than the first: the tiles' stores, the
+ * accumulators zeroed between tiles and the copies of the next tile's first k-blocks in the
+ * buffers of the last one's are all checked. */
+static void rows_streams(Conv c, int sms, int want, int most)
+{
+	CgHarness *h = anchor_conv_in(c, mode->type, LAYOUT_NHWC);
+	h->g->train.precision = mode->precision;
+	cg_gpu_emulation_sms(sms);
+	cg_tuning_reset_seen();
+	rows_kernels(h, NULL);
+	int seen = cg_tuning_candidates_seen(), ran = 0;
+	ch_free(h);
+	for (int i = 1; i < seen && ran < most; i++) {
+		h = anchor_conv_in(c, mode->type, LAYOUT_NHWC);
+		h->g->train.precision = mode->precision;
+		cg_tuning_candidate(i);
+		int streamed = 0;
+		rows_kernels_of(h, NULL, &streamed);
+		if (streamed) {
+			emulate(true);
+			int bad = ch_run(h);
+			emulate(false);
+			CHECK(!bad, "%s: candidate %d (%d kernels of several tiles per work-group)", h->name, i, streamed);
+			tu_failures += bad;
+			if (!bad && !ran++)
+				nvidia_targets(h);
+		}
+		cg_tuning_candidate(-1);
+		ch_free(h);
+	}
+	cg_gpu_emulation_sms(0);
+	printf("%s nhwc conv %dx%d cin %d cout %d, %d SMs: %d candidates of several tiles per work-group\n",
+	       dtype_name(mode->type), c.kh, c.kw, c.cin, c.cout, sms, ran);
+	CHECK(ran >= want, "%d candidates of several tiles per work-group, expected %d", ran, want);
 }
 
 /* dw = conv2d_grad_weight(dy, x) of a 3x3 convolution, split over K at these sizes, with
@@ -338,6 +382,9 @@ int main(void)
 					rows_candidates((Conv){1, 16, 9, 12, 64, 5, 5, 1, 1, 0, 0, 1, 1}, 1, 1, 1);
 					rows_candidates((Conv){2, 32, 6, 9, 128, 3, 3, 1, 1, 2, 1, 2, 1}, 2, 2, 1);
 					CHECK(rows_two_buffers > 0, "no padded-rows kernel in two buffers (`stages=2`) ran");
+					/* 3 x 16 x 15 padded positions: 6 tiles of 128 (2 work-groups of 3),
+					 * 3 of 256 (2 and 1) */
+					rows_streams((Conv){3, 32, 14, 13, 64, 3, 3, 1, 1, 1, 1, 1, 1}, 1, 2, 2);
 				}
 				continue;
 			}

@@ -259,11 +259,14 @@ static void files(void)
 			   "host-skylake f64 batch=3 m=7 n=9 k=11 a=k1s b=k2 split=1 : tile=8x16 kb=12\n"
 			   "gfx906 f32 batch=36 m=16 n=16 k=8192 a=k4 b=k4 split=16 : tile=16x16 kb=32 reg=2x2  # x\n"
 			   "sm_90 bf16 batch=1 m=3136 n=64 k=576 a=k8 b=k8 split=1 : tile=256x64 kb=16 rows\n"
-			   "sm_90 bf16 batch=1 m=784 n=64 k=576 a=k8 b=k8 split=1 : tile=256x64 kb=16 rows stages=2  # y\n";
+			   "sm_90 bf16 batch=1 m=784 n=64 k=576 a=k8 b=k8 split=1 : tile=256x64 kb=16 rows stages=2  # y\n"
+			   "sm_90 bf16 batch=1 m=3211264 n=64 k=576 a=k8 b=k8 split=1 : tile=256x64 kb=16 rows stages=2 tiles=49\n"
+			   "sm_90 bf16 batch=1 m=3211264 n=64 k=576 a=k8 b=n8 split=1 : tile=256x64 kb=16 rows tiles=97\n";
 	CgTuning t;
 	char err[512];
 	CHECK(cg_tuning_parse(text, strlen(text), "ok.tune", &t, err, sizeof err), "%s", err);
-	CHECK(t.n == 5 && t.e[0].line == 4 && t.e[0].cfg.rm == 0 && t.e[2].cfg.rm == 2 && t.e[2].cfg.rn == 2 &&
+	CHECK(t.n == 7 && t.e[5].cfg.stages == 2 && t.e[5].cfg.tiles == 49 && !t.e[6].cfg.stages && t.e[6].cfg.tiles == 97 &&
+	      !t.e[4].cfg.tiles && t.e[0].line == 4 && t.e[0].cfg.rm == 0 && t.e[2].cfg.rm == 2 && t.e[2].cfg.rn == 2 &&
 	      !t.e[2].cfg.rows && t.e[3].cfg.rows && t.e[3].cfg.tm == 256 && !t.e[3].cfg.rm && !t.e[3].cfg.stages &&
 	      t.e[4].cfg.rows && t.e[4].cfg.stages == 2 && strcmp(t.e[4].comment, "y") == 0 &&
 	      strcmp(t.e[2].comment, "x") == 0 && t.e[0].cfg.tm == 32 && t.e[0].cfg.tn == 64 && t.e[0].cfg.kb == 16 &&
@@ -276,7 +279,8 @@ static void files(void)
 	fclose(f);
 	CgTuning back;
 	CHECK(cg_tuning_parse(buf, len, "back.tune", &back, err, sizeof err), "%s", err);
-	CHECK(back.n == 5 && cg_tune_key_equal(&back.e[1].key, &t.e[1].key) && back.e[1].cfg.kb == 12 &&
+	CHECK(back.n == 7 && back.e[5].cfg.tiles == 49 && back.e[6].cfg.tiles == 97 && strstr(buf, "rows stages=2 tiles=49") &&
+	      strstr(buf, "kb=16 rows tiles=97") && cg_tune_key_equal(&back.e[1].key, &t.e[1].key) && back.e[1].cfg.kb == 12 &&
 	      back.e[1].cfg.rm == 0 && back.e[2].cfg.rm == 2 && back.e[2].cfg.rn == 2 && strstr(buf, "kb=32 reg=2x2") &&
 	      back.e[3].cfg.rows && strstr(buf, "kb=16 rows") && back.e[4].cfg.stages == 2 &&
 	      strstr(buf, "kb=16 rows stages=2"),
@@ -289,7 +293,11 @@ static void files(void)
 	parse_fails("netc-tuning 2\n", "bad.tune:1: unsupported format");
 	parse_fails(CG_TUNING_HEADER "\nsm_90 f33 batch=1\n", "bad.tune:2: unknown precision class `f33`");
 	parse_fails(CG_TUNING_HEADER "\nsm_90 bf16 batch=1 m=8 n=64 k=576 a=k8 b=k8 split=1 : tile=256x64 kb=16 rows rows\n",
-		    "bad.tune:2: expected `stages=N` or a comment (#) after `rows`");
+		    "bad.tune:2: expected `stages=N`, `tiles=N` or a comment (#) after `rows`");
+	parse_fails(CG_TUNING_HEADER "\nsm_90 bf16 batch=1 m=8 n=64 k=576 a=k8 b=k8 split=1 : tile=256x64 kb=16 rows tiles=1\n",
+		    "bad.tune:2: tiles=1: a work-group of padded rows takes 2 to 4096 tiles");
+	parse_fails(CG_TUNING_HEADER "\nsm_90 bf16 batch=1 m=8 n=64 k=576 a=k8 b=k8 split=1 : tile=256x64 kb=16 rows tiles=3 stages=2\n",
+		    "bad.tune:2: unexpected `text` after the configuration");
 	parse_fails(CG_TUNING_HEADER "\nsm_90 bf16 batch=1 m=8 n=64 k=576 a=k8 b=k8 split=1 : tile=256x64 kb=16 rows stages=1\n",
 		    "bad.tune:2: stages=1: padded rows take 2 to 8 buffers");
 	parse_fails(CG_TUNING_HEADER "\nsm_90 bf16 batch=1 m=8 n=64 k=576 a=k8 b=k8 split=1 : tile=256x64 kb=16 rows stages=x\n",
