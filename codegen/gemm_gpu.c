@@ -483,9 +483,9 @@ static int candidates(const GemmSpec *s, const CgMatrixInstr *mi, bool wide, Gpu
 	nearest_first(out, n);
 	/* the padded rows' tiles right after the heuristic's, so that the first few candidates that
 	 * netc tune times include them */
-	enum { MOST_ROWS = 32 };
-	GpuTiles rows[MOST_ROWS];
-	int nr = mi ? rows_candidates(s, mi, lds, sms, rows, max - 1 < MOST_ROWS ? max - 1 : MOST_ROWS) : 0;
+	enum { MOST_ROWS = 16 };
+	GpuTiles rows[2 * MOST_ROWS];
+	int nr = mi ? rows_candidates(s, mi, lds, sms, rows, (max - 1) / 2 < MOST_ROWS ? (max - 1) / 2 : MOST_ROWS) : 0;
 	if (n + nr > max)
 		n = max - nr;
 	memmove(out + 1 + nr, out + 1, (size_t)(n - 1) * sizeof *out);
@@ -2266,12 +2266,13 @@ static GpuTiles rows_streamed(const GemmSpec *s, const CgMatrixInstr *mi, int64_
 	return rows_tiles(s, mi, lds, t.bm, t.bn, t.bk, t.rows_stages, per > 4096 ? 4096 : (int)per);
 }
 
-/* The padded rows' tilings of s, at most max into out, the longest tiles and k-blocks of 16
- * first; none where A is no window as rows. Tiles of at most ROWS_SHARED_ACCS accumulators per
- * work-item come also with two buffers (`stages=2`), whose LDS lets a second work-group share
+/* The padded rows' tilings of s, at most max of them into out, the longest tiles and k-blocks
+ * of 16 first; none where A is no window as rows. Tiles of at most ROWS_SHARED_ACCS accumulators
+ * per work-item come also with two buffers (`stages=2`), whose LDS lets a second work-group share
  * the SM: on an H100 the 256 x 64 tiles of vgg16 bf16's input gradients took 4-22% less time
  * with two buffers than with three or four, most of its forward convolutions 10-26% less
- * (docs/performance.md, 2026-12-07). */
+ * (docs/performance.md, 2026-12-07). After them, those that make more tiles than the SMs hold
+ * places again with several tiles per work-group (rows_streamed): out holds up to 2 max. */
 enum { ROWS_SHARED_ACCS = 64 };
 static int rows_candidates(const GemmSpec *s, const CgMatrixInstr *mi, int64_t lds, int sms, GpuTiles *out, int max)
 {
@@ -2280,16 +2281,19 @@ static int rows_candidates(const GemmSpec *s, const CgMatrixInstr *mi, int64_t l
 		for (int bn = 64; bn <= GPU_LONG_TILE && side_fits(bn, s->n); bn *= 2)
 			for (int64_t bk = WG_K_BYTES / 2; bk <= WG_K_BYTES; bk *= 2) {
 				GpuTiles t = rows_tiles(s, mi, lds, bm, bn, bk, 0, 0);
+				if (t.bm && n < max)
+					out[n++] = t;
 				bool shared = t.bm && t.stages > 2 && bm / (2 * WG_M) * bn / 2 <= ROWS_SHARED_ACCS;
-				GpuTiles each[2] = {t, shared ? rows_tiles(s, mi, lds, bm, bn, bk, 2, 0) : (GpuTiles){0}};
-				for (int i = 0; i < 2; i++) {
-					if (each[i].bm && n < max)
-						out[n++] = each[i];
-					GpuTiles streamed = each[i].bm ? rows_streamed(s, mi, lds, sms, each[i]) : each[i];
-					if (streamed.tiles && n < max)
-						out[n++] = streamed;
-				}
+				if (shared && n < max)
+					out[n++] = rows_tiles(s, mi, lds, bm, bn, bk, 2, 0);
 			}
+	/* then each again with several tiles per work-group, after all of them: a run of netc tune
+	 * capped by --max-candidates times the same tilings first as before these existed */
+	for (int i = 0, one = n; i < one && n < 2 * max; i++) {
+		GpuTiles streamed = rows_streamed(s, mi, lds, sms, out[i]);
+		if (streamed.tiles)
+			out[n++] = streamed;
+	}
 	return n;
 }
 

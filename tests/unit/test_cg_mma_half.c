@@ -202,7 +202,7 @@ static void deep_candidates(int m, int n, int k, unsigned ts, int kb)
 /* The GEMM kernels of h (compiled emulated) on padded rows' tiles (codegen/gemm_gpu.c); *two
  * (where not NULL) counts those of two buffers (`rows stages=2`), *streamed (where not NULL)
  * those of several tiles per work-group (`tiles=N`). */
-static int rows_kernels_of(CgHarness *h, int *two, int *streamed)
+static int rows_kernels(CgHarness *h, int *two, int *streamed)
 {
 	CgOutput out;
 	emulate(true);
@@ -225,8 +225,6 @@ static int rows_kernels_of(CgHarness *h, int *two, int *streamed)
 	return rows;
 }
 
-static int rows_kernels(CgHarness *h, int *two) { return rows_kernels_of(h, two, NULL); }
-
 static int rows_two_buffers; /* kernels of rows_candidates' runs in two buffers */
 
 /* Padded rows: a stride-1 NHWC convolution's forward and input-gradient GEMMs on the halo tiles,
@@ -234,26 +232,32 @@ static int rows_two_buffers; /* kernels of rows_candidates' runs in two buffers 
  * (listed by m64 blocks per warpgroup, 4, 2, 1, then k-blocks of 16 and 32 channels), emulated
  * against the reference: the halo's copies
  * with zeros outside the source, the taps' shifts, the mode-0 descriptors (read by the hardware's
- * rules in wg_model_elem) and the padded positions' outputs. */
-static void rows_candidates(Conv c, int want, int most, int stride)
+ * rules in wg_model_elem) and the padded positions' outputs. With sms > 0, the emulated GPU's
+ * SMs (cg_gpu_emulation_sms), only the candidates of several tiles per work-group (`tiles=N`,
+ * gemm_gpu.c "several tiles per work-group"), whose grids then come out of a few work-groups,
+ * the last ones a tile short: the tiles' stores, the accumulators zeroed between tiles and the
+ * copies of the next tile's first k-blocks in the buffers of the last one's. */
+static void rows_candidates(Conv c, int sms, int want, int most, int stride)
 {
 	CgHarness *h = anchor_conv_in(c, mode->type, LAYOUT_NHWC);
 	h->g->train.precision = mode->precision;
+	cg_gpu_emulation_sms(sms);
 	cg_tuning_reset_seen();
-	rows_kernels(h, NULL);
+	rows_kernels(h, NULL, NULL);
 	int seen = cg_tuning_candidates_seen(), ran = 0, two = 0;
 	ch_free(h);
 	for (int i = 1; i < seen && ran < most; i += stride) {
 		h = anchor_conv_in(c, mode->type, LAYOUT_NHWC);
 		h->g->train.precision = mode->precision;
 		cg_tuning_candidate(i);
-		int two_here = 0, rows = rows_kernels(h, &two_here);
-		if (rows) {
+		int two_here = 0, streamed = 0, rows = rows_kernels(h, &two_here, &streamed);
+		if (sms ? streamed : rows) {
 			two += two_here;
 			emulate(true);
 			int bad = ch_run(h);
 			emulate(false);
-			CHECK(!bad, "%s: candidate %d (%d kernels on padded rows)", h->name, i, rows);
+			CHECK(!bad, "%s: candidate %d (%d kernels on padded rows, %d of several tiles per work-group)", h->name,
+			      i, rows, streamed);
 			tu_failures += bad;
 			/* the first such candidate's PTX through ptxas (wgmma with mode-0 descriptors) */
 			if (!bad && !ran++)
@@ -262,49 +266,11 @@ static void rows_candidates(Conv c, int want, int most, int stride)
 		cg_tuning_candidate(-1);
 		ch_free(h);
 	}
-	printf("%s nhwc conv %dx%d cin %d cout %d: %d candidates on padded rows (%d kernels in two buffers)\n",
-	       dtype_name(mode->type), c.kh, c.kw, c.cin, c.cout, ran, two);
-	rows_two_buffers += two;
-	CHECK(ran >= want, "%d candidates of a %dx%d convolution on padded rows, expected %d", ran, c.kh, c.kw, want);
-}
-
-/* Padded rows with several tiles per work-group (`tiles=N`, gemm_gpu.c "several tiles per
- * work-group"): with the emulated GPU's SMs set to `sms`, the candidates that stream tiles run
- * emulated against the reference, at most `most` of them, at least `want`. The grids come out
- * of a few work-groups, the last ones with a tile fewer than the first: the tiles' stores, the
- * accumulators zeroed between tiles and the copies of the next tile's first k-blocks in the
- * buffers of the last one's are all checked. */
-static void rows_streams(Conv c, int sms, int want, int most)
-{
-	CgHarness *h = anchor_conv_in(c, mode->type, LAYOUT_NHWC);
-	h->g->train.precision = mode->precision;
-	cg_gpu_emulation_sms(sms);
-	cg_tuning_reset_seen();
-	rows_kernels(h, NULL);
-	int seen = cg_tuning_candidates_seen(), ran = 0;
-	ch_free(h);
-	for (int i = 1; i < seen && ran < most; i++) {
-		h = anchor_conv_in(c, mode->type, LAYOUT_NHWC);
-		h->g->train.precision = mode->precision;
-		cg_tuning_candidate(i);
-		int streamed = 0;
-		rows_kernels_of(h, NULL, &streamed);
-		if (streamed) {
-			emulate(true);
-			int bad = ch_run(h);
-			emulate(false);
-			CHECK(!bad, "%s: candidate %d (%d kernels of several tiles per work-group)", h->name, i, streamed);
-			tu_failures += bad;
-			if (!bad && !ran++)
-				nvidia_targets(h);
-		}
-		cg_tuning_candidate(-1);
-		ch_free(h);
-	}
 	cg_gpu_emulation_sms(0);
-	printf("%s nhwc conv %dx%d cin %d cout %d, %d SMs: %d candidates of several tiles per work-group\n",
-	       dtype_name(mode->type), c.kh, c.kw, c.cin, c.cout, sms, ran);
-	CHECK(ran >= want, "%d candidates of several tiles per work-group, expected %d", ran, want);
+	printf("%s nhwc conv %dx%d cin %d cout %d%s: %d candidates on padded rows (%d kernels in two buffers)\n",
+	       dtype_name(mode->type), c.kh, c.kw, c.cin, c.cout, sms ? ", several tiles per work-group" : "", ran, two);
+	rows_two_buffers += sms ? 0 : two;
+	CHECK(ran >= want, "%d candidates of a %dx%d convolution on padded rows, expected %d", ran, c.kh, c.kw, want);
 }
 
 /* dw = conv2d_grad_weight(dy, x) of a 3x3 convolution, split over K at these sizes, with
@@ -378,13 +344,13 @@ int main(void)
 				 * without padding, 3 x 3 dilated by 2 down the rows across two images (k-blocks
 				 * of 16 and 32) */
 				if (mode->type == DT_BF16) {
-					rows_candidates((Conv){2, 48, 7, 10, 64, 3, 3, 1, 1, 1, 1, 1, 1}, 3, 3, 2);
-					rows_candidates((Conv){1, 16, 9, 12, 64, 5, 5, 1, 1, 0, 0, 1, 1}, 1, 1, 1);
-					rows_candidates((Conv){2, 32, 6, 9, 128, 3, 3, 1, 1, 2, 1, 2, 1}, 2, 2, 1);
+					rows_candidates((Conv){2, 48, 7, 10, 64, 3, 3, 1, 1, 1, 1, 1, 1}, 0, 3, 3, 2);
+					rows_candidates((Conv){1, 16, 9, 12, 64, 5, 5, 1, 1, 0, 0, 1, 1}, 0, 1, 1, 1);
+					rows_candidates((Conv){2, 32, 6, 9, 128, 3, 3, 1, 1, 2, 1, 2, 1}, 0, 2, 2, 1);
 					CHECK(rows_two_buffers > 0, "no padded-rows kernel in two buffers (`stages=2`) ran");
-					/* 3 x 16 x 15 padded positions: 6 tiles of 128 (2 work-groups of 3),
-					 * 3 of 256 (2 and 1) */
-					rows_streams((Conv){3, 32, 14, 13, 64, 3, 3, 1, 1, 1, 1, 1, 1}, 1, 2, 2);
+					/* 3 x 16 x 15 padded positions: 3 tiles of 256 (work-groups of 2 and 1),
+					 * 6 of 128 (2 of 3) */
+					rows_candidates((Conv){3, 32, 14, 13, 64, 3, 3, 1, 1, 1, 1, 1, 1}, 1, 2, 2, 1);
 				}
 				continue;
 			}
