@@ -348,9 +348,9 @@ int main(void)
 					rows_candidates((Conv){1, 16, 9, 12, 64, 5, 5, 1, 1, 0, 0, 1, 1}, 0, 1, 1, 1);
 					rows_candidates((Conv){2, 32, 6, 9, 128, 3, 3, 1, 1, 2, 1, 2, 1}, 0, 2, 2, 1);
 					CHECK(rows_two_buffers > 0, "no padded-rows kernel in two buffers (`stages=2`) ran");
-					/* 3 x 16 x 15 padded positions: 3 tiles of 256 (work-groups of 2 and 1),
-					 * 6 of 128 (2 of 3) */
-					rows_candidates((Conv){3, 32, 14, 13, 64, 3, 3, 1, 1, 1, 1, 1, 1}, 1, 2, 2, 1);
+					/* 3 x 16 x 15 padded positions: the first such candidate takes 3 tiles
+					 * of 256 (work-groups of 2 and 1) */
+					rows_candidates((Conv){3, 32, 14, 13, 64, 3, 3, 1, 1, 1, 1, 1, 1}, 1, 1, 1, 1);
 				}
 				continue;
 			}
