@@ -550,9 +550,6 @@ static bool wgmma_elem(const CgMatrixInstr *mi)
 	return cg_matrix_elem_bits(mi->elem) == 16 || mi->elem == CG_MELEM_TF32;
 }
 
-/* The LDS the copied operands' buffers may fill: on wgmma's targets, for the operands it takes
- * (wgmma_elem), all that a work-group may have (copy_stages says which GEMMs take it, long_tile
- * which widen); else the static 48 KiB. */
 /* The SMs of the product the target's row describes (0: not NVIDIA, or not known); tests may set
  * another for the emulated unit (cg_gpu_emulation_sms). */
 static int sms_override;
@@ -561,10 +558,17 @@ void cg_gpu_emulation_sms(int sms) { sms_override = sms; }
 static int unit_sms(const Cg *cg)
 {
 	const CgTarget *t = unit_target(cg);
-	const CgTargetInfo *ti = t ? cg_target_info(t->arch) : NULL;
-	return !t ? 0 : sms_override && !cg_is_gpu(cg) ? sms_override : ti ? ti->sms : 0;
+	if (!t)
+		return 0;
+	if (sms_override && !cg_is_gpu(cg))
+		return sms_override;
+	const CgTargetInfo *ti = cg_target_info(t->arch);
+	return ti ? ti->sms : 0;
 }
 
+/* The LDS the copied operands' buffers may fill: on wgmma's targets, for the operands it takes
+ * (wgmma_elem), all that a work-group may have (copy_stages says which GEMMs take it, long_tile
+ * which widen); else the static 48 KiB. */
 static int64_t copy_lds(const Cg *cg, const CgMatrixInstr *mi)
 {
 	const CgTarget *t = unit_target(cg);
@@ -2216,6 +2220,12 @@ static int64_t tap_bytes(const GemmSpec *s, const GpuTiles *t)
 	return padded(lds_layout(s, t, false).elems * lds_esize(s, t), WG_ALIGN);
 }
 
+/* The LDS bytes of one buffer of padded rows' tiles t: the halo and one B tile per tap. */
+static int64_t rows_stage_bytes(const GemmSpec *s, const GpuTiles *t)
+{
+	return halo_bytes(s, t) + s->a.rows->taps * tap_bytes(s, t);
+}
+
 /* Padded rows' tiles of bm x bn and k-blocks of bk, or bm 0 where they cannot be: A no window as
  * rows, no wgmma of halves, channels not in whole k-blocks, B not copied into wgmma's rows, too
  * little LDS for the buffers. `stages` buffers, or (0) as many as fit up to GPU_DEEP_STAGES. */
@@ -2237,7 +2247,7 @@ static GpuTiles rows_tiles(const GemmSpec *s, const CgMatrixInstr *mi, int64_t l
 	LdsTile lb = lds_layout(s, &t, false);
 	if (!t.copied[0] || !wg_swizzle(&probe, &lb))
 		return (GpuTiles){0};
-	int64_t per_stage = halo_bytes(s, &t) + r->taps * tap_bytes(s, &t);
+	int64_t per_stage = rows_stage_bytes(s, &t);
 	t.stages = stages ? stages : GPU_DEEP_STAGES;
 	while (!stages && t.stages > 2 && t.stages * per_stage > lds)
 		t.stages--;
@@ -2254,8 +2264,7 @@ static GpuTiles rows_tiles(const GemmSpec *s, const CgMatrixInstr *mi, int64_t l
  * registers of two warpgroups' accumulators allow no more). */
 static int rows_resident(const GemmSpec *s, const GpuTiles *t, int64_t lds)
 {
-	int64_t per_group = t->stages * (halo_bytes(s, t) + s->a.rows->taps * tap_bytes(s, t));
-	return per_group * 2 <= lds ? 2 : 1;
+	return t->stages * rows_stage_bytes(s, t) * 2 <= lds ? 2 : 1;
 }
 
 /* Tiles t again with several tiles per work-group, as many as make one work-group per place the
@@ -2751,6 +2760,17 @@ static void pick_buffer(Cg *cg, GpuGemm *g, LLVMValueRef kb)
 		buffer_at(cg, g, remc(cg, g, add(cg, kb, ci(g, copies_ahead(g))), stages), &g->an, &g->bn);
 }
 
+/* The work-item's copies of the k-block about to be accumulated landed (the others' by the
+ * barrier after): at most copies_ahead - 1 groups in flight; wgmma reads LDS through the async
+ * proxy, so the copies' writes are made visible to it. */
+static void copies_landed(Cg *cg, GpuGemm *g)
+{
+	if (copies(g))
+		wait_copies(cg, g, copies_ahead(g) - 1);
+	if (g->t.wgmma && !g->grp.emulated)
+		ptx_asm(cg, NULL, "fence.proxy.async.shared::cta;", "", NULL, 0);
+}
+
 /* Software-pipelined: the loads of k-block kb+1 into the staging registers, and the copies of
  * kb + copies_ahead (copied operands), are in flight while kb is accumulated (past K they are
  * zeros, as the emitters are asked for in-range elements only). Block kb is stored into (or was
@@ -2778,11 +2798,7 @@ static void kblocks(Cg *cg, GpuGemm *g)
 	pick_buffer(cg, g, kbi);
 	tid64 = cg_gpu_phase_begin(cg, &g->grp);
 	stage_regs(cg, g, tid64, NULL);
-	if (copies(g))
-		wait_copies(cg, g, (int)ahead - 1);
-	/* wgmma reads LDS through the async proxy: the copies' writes made visible to it */
-	if (g->t.wgmma && !g->grp.emulated)
-		ptx_asm(cg, NULL, "fence.proxy.async.shared::cta;", "", NULL, 0);
+	copies_landed(cg, g);
 	cg_gpu_phase_end(cg, &g->grp, true);
 	tid64 = cg_gpu_phase_begin(cg, &g->grp);
 	if (copies(g))
@@ -2848,10 +2864,8 @@ static void stream_tiles(Cg *cg, GpuGemm *g, LLVMValueRef wg64, int64_t grid)
 	CgLoop j = cg_for_begin(cg, cg_i64(cg, 0), to_i64(cg, g, len), "j");
 	LLVMValueRef ji = to_it(cg, g, j.i);
 	pick_buffer(cg, g, ji);
-	tid64 = cg_gpu_phase_begin(cg, &g->grp);
-	wait_copies(cg, g, (int)ahead - 1);
-	if (!g->grp.emulated)
-		ptx_asm(cg, NULL, "fence.proxy.async.shared::cta;", "", NULL, 0);
+	cg_gpu_phase_begin(cg, &g->grp);
+	copies_landed(cg, g);
 	cg_gpu_phase_end(cg, &g->grp, true);
 	tid64 = cg_gpu_phase_begin(cg, &g->grp);
 	copy_stream(cg, g, tid64, wg, add(cg, ji, ci(g, ahead)), len, nkb, grid);
