@@ -50,7 +50,7 @@ def small_code(src, dst, keep=64):
             pos += HEAD + n
     assert pos == end, "the bundle format changed: update small_code"
     out += section(bytes(code))
-    out += b[end:]  # rooflines and group counts: copied
+    out += b[end:]  # rooflines, group counts and tensor maps: copied
     open(dst, "wb").write(out)
 
 small_code("corpus/bundle/tiny.bundle", "corpus/bundle/tiny_small_code.bundle")

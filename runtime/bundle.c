@@ -21,6 +21,10 @@
  *                        version 8
  *   group counts         section: u32 count, records of GROUP_RECORD bytes (i32 node, f64
  *                        flops, i64 bytes, members[96]); since version 8
+ *   tensor maps          section: u32 count (one per code object, in their order), then each
+ *                        code object's u32 count and records of TMAP_RECORD bytes (i64 at, i64
+ *                        tensor, i32 dtype, i32 rank, 5 i64 dim, 5 i64 stride, 5 i32 box, i32
+ *                        swizzle; runtime/tensor_map.h); since version 12
  *   section              u64 bytes, u32 crc32 of those bytes, the bytes
  *
  * Strings are fixed-size fields (as in the structs) that must hold a NUL. Past the checksums every
@@ -36,6 +40,7 @@
 #include "runtime/bundle.h"
 #include "runtime/crc32.h"
 #include "runtime/readfile.h"
+#include "runtime/tensor_map.h"
 
 #define BUF_RECORD (96 + 4 * 4 + 8 * BUNDLE_MAX_DIMS + 8 + 8 + 4 + 8 + 4 + 4 * BUNDLE_MAX_DIMS + 4)
 #define NINDICES 10 /* buffer indices in the header: image ... finite */
@@ -43,6 +48,7 @@
 #define MAX_SHARED (256 * 1024) /* more dynamic shared memory than any GPU gives a block */
 #define ROOF_RECORD (8 + 8 + 48)
 #define GROUP_RECORD (4 + 8 + 8 + 96)
+#define TMAP_RECORD (8 + 8 + 4 + 4 + 8 * BUNDLE_TMAP_DIMS + 8 * BUNDLE_TMAP_DIMS + 4 * BUNDLE_TMAP_DIMS + 4)
 #define CODE_TARGET 32
 #define SECTION_HEAD (8 + 4) /* length and checksum */
 
@@ -260,6 +266,30 @@ static void w_groups(Wr *w, const Bundle *b)
 	w_end(w, at);
 }
 
+static void w_tmaps(Wr *w, const Bundle *b)
+{
+	size_t at = w_begin(w);
+	w_u32(w, (uint32_t)b->ncode);
+	for (int i = 0; i < b->ncode; i++) {
+		w_u32(w, (uint32_t)b->code[i].ntmaps);
+		for (int j = 0; j < b->code[i].ntmaps; j++) {
+			const BundleTensorMap *m = &b->code[i].tmaps[j];
+			w_i64(w, m->at);
+			w_i64(w, m->tensor);
+			w_i32(w, m->dtype);
+			w_i32(w, m->rank);
+			for (int d = 0; d < BUNDLE_TMAP_DIMS; d++)
+				w_i64(w, m->dim[d]);
+			for (int d = 0; d < BUNDLE_TMAP_DIMS; d++)
+				w_i64(w, m->stride[d]);
+			for (int d = 0; d < BUNDLE_TMAP_DIMS; d++)
+				w_i32(w, m->box[d]);
+			w_i32(w, m->swizzle);
+		}
+	}
+	w_end(w, at);
+}
+
 bool bundle_write(const Bundle *b, const char *path, char *err, size_t errlen)
 {
 	Wr w = {0};
@@ -271,6 +301,7 @@ bool bundle_write(const Bundle *b, const char *path, char *err, size_t errlen)
 	w_code(&w, b);
 	w_rooflines(&w, b);
 	w_groups(&w, b);
+	w_tmaps(&w, b);
 	if (w.oom) {
 		free(w.p);
 		snprintf(err, errlen, "%s: out of memory writing the bundle", path);
@@ -819,6 +850,48 @@ static void r_groups(Rd *r, Bundle *b)
 	r->ok = s.ok;
 }
 
+/* Per code object, the tensor maps its kernels read: only PTX has them, and each passes
+ * rt_tensor_map_check against the arena (the runtime encodes and stores them there). */
+static void r_tmaps(Rd *r, Bundle *b)
+{
+	Rd s;
+	if (!r_section(r, "tensor maps", &s))
+		return;
+	int32_t n = r_count(&s, 0, MAX_CODES, "tensor maps");
+	if (n >= 0 && n != b->ncode)
+		r_fail(&s, "malformed bundle: tensor maps for %d code objects, there are %d", n, b->ncode);
+	for (int i = 0; i < b->ncode && s.ok; i++) {
+		BundleCode *c = &b->code[i];
+		int32_t k = r_count(&s, 0, MAX_RECORDS, "tensor maps");
+		if (s.ok && (uint64_t)k * TMAP_RECORD > r_left(&s))
+			r_fail(&s, "malformed bundle: %d tensor maps of the %s code cannot fit in %zu bytes", k, c->target,
+			       r_left(&s));
+		else if (s.ok && k > 0 && c->kind != CODE_PTX)
+			r_fail(&s, "malformed bundle: the %s code has tensor maps, which only NVIDIA code reads", c->target);
+		if (s.ok && k >= 0 && (c->tmaps = r_alloc(&s, (size_t)k, sizeof *c->tmaps)))
+			c->ntmaps = k;
+		for (int j = 0; j < c->ntmaps && s.ok; j++) {
+			BundleTensorMap *m = &c->tmaps[j];
+			m->at = r_i64(&s, "tensor maps");
+			m->tensor = r_i64(&s, "tensor maps");
+			m->dtype = r_i32(&s, "tensor maps");
+			m->rank = r_i32(&s, "tensor maps");
+			for (int d = 0; d < BUNDLE_TMAP_DIMS; d++)
+				m->dim[d] = r_i64(&s, "tensor maps");
+			for (int d = 0; d < BUNDLE_TMAP_DIMS; d++)
+				m->stride[d] = r_i64(&s, "tensor maps");
+			for (int d = 0; d < BUNDLE_TMAP_DIMS; d++)
+				m->box[d] = r_i32(&s, "tensor maps");
+			m->swizzle = r_i32(&s, "tensor maps");
+			char why[200];
+			if (s.ok && !rt_tensor_map_check(m, b->arena_bytes, why, sizeof why))
+				r_fail(&s, "malformed bundle: tensor map %d of the %s code: %s", j, c->target, why);
+		}
+	}
+	r_section_end(&s, "tensor maps");
+	r->ok = s.ok;
+}
+
 /* The buffers the runtime writes into (data, learning rate, dropout key, loss scale) have the role
  * that says so, and the data buffers hold one batch. */
 static void check_indices(Rd *r, const Bundle *b)
@@ -898,6 +971,7 @@ bool bundle_read(Bundle *b, const char *path, char *err, size_t errlen)
 	r_code(&r, b);
 	r_rooflines(&r, b);
 	r_groups(&r, b);
+	r_tmaps(&r, b);
 	if (r.ok && r_left(&r))
 		r_fail(&r, "malformed bundle: %zu bytes after the last section", r_left(&r));
 	if (r.ok)
@@ -919,6 +993,7 @@ void bundle_free(Bundle *b)
 		free(b->code[i].train_kernels);
 		free(b->code[i].eval_kernels);
 		free(b->code[i].accum_kernels);
+		free(b->code[i].tmaps);
 	}
 	free(b->code);
 	free(b->groups);

@@ -12,7 +12,7 @@
 #include "ir/train_config.h"
 
 #define BUNDLE_MAGIC "NETCBNDL"
-#define BUNDLE_VERSION 11
+#define BUNDLE_VERSION 12
 /* Buffer arguments every kernel takes after the arena, and size arguments after those
  * (CG_BUFFER_ARGS and CG_SIZE_ARGS, codegen/cg.h). */
 #define BUNDLE_BUFFER_ARGS 16
@@ -95,6 +95,25 @@ typedef enum {
 	CODE_PTX             /* PTX text for the CUDA driver */
 } CodeKind;
 
+/* A tensor map of NVIDIA's Tensor Memory Accelerator (sm_90 and newer; runtime/tensor_map.h): a
+ * tensor in the arena that kernels copy boxes of into shared memory with one instruction. The
+ * map's 128 bytes are the driver's encoding, which depends on the arena's device address, so the
+ * runtime encodes each map when a session opens and stores it at `at` in the arena, where the
+ * kernels find it (a global-memory tensor map). */
+#define BUNDLE_TMAP_DIMS 5
+#define BUNDLE_TMAP_BYTES 128
+typedef struct {
+	int64_t at;          /* arena offset of the map's 128 bytes (a multiple of 128) */
+	int64_t tensor;      /* arena offset of the tensor's element 0 (a multiple of 16) */
+	int32_t dtype;       /* DType of its elements */
+	int32_t rank;        /* 1..BUNDLE_TMAP_DIMS */
+	int64_t dim[BUNDLE_TMAP_DIMS];    /* elements along each dimension, innermost first */
+	int64_t stride[BUNDLE_TMAP_DIMS]; /* bytes from one index to the next, dimension 1 on
+					     (dimension 0's elements are contiguous) */
+	int32_t box[BUNDLE_TMAP_DIMS];    /* elements one copy takes along each dimension */
+	int32_t swizzle;     /* bytes of the shared-memory swizzle span: 0 (none), 32, 64, 128 */
+} BundleTensorMap;
+
 /* One code object per target, with the launch lists of its kernels (grids differ per target). */
 typedef struct {
 	char target[32];     /* as compiled: "host", "gfx906", "gfx90a:xnack-", "sm_90" */
@@ -113,6 +132,8 @@ typedef struct {
 	int32_t neval;
 	BundleKernel *accum_kernels; /* launch order of one accumulating micro-batch (PROG_ACCUM) */
 	int32_t naccum;
+	BundleTensorMap *tmaps;      /* the tensor maps its kernels read (CODE_PTX only) */
+	int32_t ntmaps;
 } BundleCode;
 
 typedef struct {

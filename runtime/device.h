@@ -85,6 +85,10 @@ typedef struct {
 	void (*timer_mark)(RtDevice *d, int i);
 	void (*timer_release)(RtDevice *d);
 	bool (*timer_read)(RtDevice *d, double *ms, int marks);
+	/* Optional (CUDA): the driver's 128-byte encoding of tensor map m (runtime/tensor_map.h, m
+	 * checked) for the arena at device address `arena`, into out; false with a message where
+	 * the driver or the GPU has no tensor maps. */
+	bool (*tensor_map)(RtDevice *d, const BundleTensorMap *m, void *arena, void *out, char *err, size_t errlen);
 	/* The first error since open, NULL while there is none. */
 	const char *(*error)(RtDevice *d);
 	void (*close)(RtDevice *d);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/dtype.h"
 #include "runtime/bundle.h"
 #include "runtime/device.h"
 #include "runtime/dynlib.h"
@@ -87,7 +88,11 @@ enum {
 	X(StreamWaitEvent, "cuStreamWaitEvent", (CUstream s, CUevent e, unsigned flags))     \
 	X(EventSynchronize, "cuEventSynchronize", (CUevent e))                                  \
 	X(EventElapsedTime, "cuEventElapsedTime", (float *ms, CUevent start, CUevent end))      \
-	X(LaunchHostFunc, "cuLaunchHostFunc", (CUstream s, void (*fn)(void *), void *data))
+	X(LaunchHostFunc, "cuLaunchHostFunc", (CUstream s, void (*fn)(void *), void *data))     \
+	X(TensorMapEncodeTiled, "cuTensorMapEncodeTiled",                                       \
+	  (void *map, int dtype, unsigned rank, void *address, const unsigned long long *dim,   \
+	   const unsigned long long *strides, const unsigned *box, const unsigned *element_strides, \
+	   int interleave, int swizzle, int l2_promotion, int oob_fill))
 
 #define CU_FIELD(f, sym, params) CUresult(*f) params;
 #define CU_REQ(f, sym, params) {sym, &cu.f, false},
@@ -383,6 +388,52 @@ static void *cuda_get_kernel(RtDevice *d, void *module, const char *name, int sh
 	return f;
 }
 
+/* CUtensorMapDataType of a DType; -1: none */
+static int tmap_type(int32_t dtype)
+{
+	enum { TMAP_INT32 = 3, TMAP_FLOAT16 = 6, TMAP_FLOAT32 = 7, TMAP_FLOAT64 = 8, TMAP_BFLOAT16 = 9 };
+	switch (dtype) {
+	case DT_F32: return TMAP_FLOAT32;
+	case DT_F16: return TMAP_FLOAT16;
+	case DT_BF16: return TMAP_BFLOAT16;
+	case DT_F64: return TMAP_FLOAT64;
+	case DT_I32: return TMAP_INT32;
+	default: return -1;
+	}
+}
+
+static bool cuda_tensor_map(RtDevice *d, const BundleTensorMap *m, void *arena, void *out, char *err, size_t errlen)
+{
+	/* CUtensorMapSwizzle by span (none, 32, 64, 128 bytes); no interleave; L2 promotion of 128
+	 * bytes (as CUTLASS's loads); zeros outside the tensor */
+	enum { INTERLEAVE_NONE = 0, L2_128B = 2, OOB_ZEROS = 0 };
+	if (!cu.TensorMapEncodeTiled) {
+		snprintf(err, errlen, "cuda:%d: the driver has no tensor maps (cuTensorMapEncodeTiled: CUDA 12 and newer)",
+			 d->index);
+		return false;
+	}
+	int swizzle = m->swizzle == 128 ? 3 : m->swizzle == 64 ? 2 : m->swizzle == 32 ? 1 : 0;
+	unsigned long long dim[BUNDLE_TMAP_DIMS], stride[BUNDLE_TMAP_DIMS];
+	unsigned box[BUNDLE_TMAP_DIMS], ones[BUNDLE_TMAP_DIMS];
+	for (int i = 0; i < m->rank; i++) {
+		dim[i] = (unsigned long long)m->dim[i];
+		stride[i] = i + 1 < m->rank ? (unsigned long long)m->stride[i + 1] : 0;
+		box[i] = (unsigned)m->box[i];
+		ones[i] = 1;
+	}
+	void *address = (void *)((uintptr_t)arena + (uintptr_t)m->tensor);
+	CUresult rc = cu.TensorMapEncodeTiled(out, tmap_type(m->dtype), (unsigned)m->rank, address, dim, stride, box, ones,
+					      INTERLEAVE_NONE, swizzle, L2_128B, OOB_ZEROS);
+	if (rc != CUDA_SUCCESS) {
+		char msg[160];
+		cu_message(rc, msg, sizeof msg);
+		snprintf(err, errlen, "cuda:%d: the driver cannot encode a tensor map of rank %d at arena offset %lld: %s",
+			 d->index, m->rank, (long long)m->tensor, msg);
+		return false;
+	}
+	return true;
+}
+
 static void cuda_launch(RtDevice *d, void *kernel, void *arena, const BundleKernel *k)
 {
 	int64_t grid = k->grid;
@@ -549,6 +600,7 @@ const RtDeviceOps rt_device_cuda = {
 	.timer_mark = cuda_timer_mark,
 	.timer_release = cuda_timer_release,
 	.timer_read = cuda_timer_read,
+	.tensor_map = cuda_tensor_map,
 	.error = cuda_error,
 	.close = cuda_close,
 };

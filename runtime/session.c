@@ -18,6 +18,7 @@
 #include "runtime/grad_buckets.h"
 #include "runtime/launch_timing.h"
 #include "runtime/rt.h"
+#include "runtime/tensor_map.h"
 
 /* Values rt_ranks_sum takes at once. */
 #define RANKS_SUM_MAX 16
@@ -86,6 +87,29 @@ static void describe(Session *s, const RtChoice *c)
 		snprintf(s->note + n, sizeof s->note - n, "%sauto: %s", n ? "; " : "", c->note);
 }
 
+/* The code's tensor maps encoded for this arena and stored in it, where its kernels read them. */
+static bool store_tensor_maps(Session *s, const BundleCode *c, char *err, size_t errlen)
+{
+	for (int i = 0; i < c->ntmaps; i++) {
+		const BundleTensorMap *m = &c->tmaps[i];
+		char why[256];
+		if (!rt_tensor_map_check(m, s->b->arena_bytes, why, sizeof why)) {
+			snprintf(err, errlen, "tensor map %d of the %s code: %s", i, c->target, why);
+			return false;
+		}
+		if (!s->ops->tensor_map) {
+			snprintf(err, errlen, "the %s code reads tensor maps, which %s devices do not have", c->target,
+				 s->ops->name);
+			return false;
+		}
+		_Alignas(BUNDLE_TMAP_BYTES) uint8_t bytes[BUNDLE_TMAP_BYTES];
+		if (!s->ops->tensor_map(s->dev, m, s->arena, bytes, err, errlen))
+			return false;
+		s->ops->copy_in(s->dev, s->arena, (size_t)m->at, bytes, sizeof bytes);
+	}
+	return true;
+}
+
 Session *rt_open(const Bundle *b, const char *device, int threads, char *err, size_t errlen)
 {
 	RtChoice c;
@@ -101,6 +125,7 @@ Session *rt_open(const Bundle *b, const char *device, int threads, char *err, si
 	s->code = c.code;
 	bool ok = (s->dev = c.ops->open(c.index, threads, err, errlen)) &&
 		  (s->arena = c.ops->alloc(s->dev, (size_t)b->arena_bytes, err, errlen)) &&
+		  store_tensor_maps(s, c.code, err, errlen) &&
 		  (s->module = c.ops->load_code(s->dev, c.code->data, c.code->size, err, errlen)) &&
 		  resolve(s, &s->train, c.code->train_kernels, c.code->ntrain, err, errlen) &&
 		  resolve(s, &s->eval, c.code->eval_kernels, c.code->neval, err, errlen) &&

@@ -102,6 +102,27 @@ static void make_bundle(Bundle *b)
 				kk->sizes[a] = (int64_t)tu_below((uint64_t)b->arena_bytes + 1);
 		}
 	}
+	/* NVIDIA code's tensor maps: over a tensor at the arena's start, stored past its end */
+	if (b->code[1].kind == CODE_PTX) {
+		BundleCode *c = &b->code[1];
+		c->ntmaps = 1 + (int32_t)tu_below(3);
+		c->tmaps = tu_calloc((size_t)c->ntmaps, sizeof *c->tmaps);
+		int64_t maps_at = (b->arena_bytes + 127) / 128 * 128;
+		for (int j = 0; j < c->ntmaps; j++) {
+			BundleTensorMap *m = &c->tmaps[j];
+			m->at = maps_at + j * BUNDLE_TMAP_BYTES;
+			m->tensor = 16 * (int64_t)tu_below(4);
+			m->dtype = tu_below(2) ? DT_BF16 : DT_F32;
+			m->rank = 2;
+			m->swizzle = 32 << tu_below(3);
+			m->box[0] = m->swizzle / (int32_t)dtype_size((DType)m->dtype);
+			m->box[1] = 1 + (int32_t)tu_below(256);
+			m->dim[0] = m->box[0] + (int64_t)tu_below(100);
+			m->stride[1] = (m->dim[0] * (int64_t)dtype_size((DType)m->dtype) + 15) / 16 * 16;
+			m->dim[1] = 1 + (int64_t)tu_below(1000);
+		}
+		b->arena_bytes = maps_at + c->ntmaps * BUNDLE_TMAP_BYTES + 1024 * 1024;
+	}
 	/* the GPU's roofline; the host's stays zero (measured at run time) */
 	b->code[1].peak_gflops = 1000 + (double)tu_below(90000);
 	b->code[1].peak_gbs = 100 + (double)tu_below(5000);
@@ -165,6 +186,9 @@ static void check_equal(const Bundle *a, const Bundle *b)
 		for (int k = 0; k < x->neval && x->neval == y->neval; k++)
 			CHECK(strcmp(x->eval_kernels[k].name, y->eval_kernels[k].name) == 0 &&
 			      x->eval_kernels[k].node == y->eval_kernels[k].node, "eval kernel %d", k);
+		CHECK(x->ntmaps == y->ntmaps &&
+		      (!x->ntmaps || memcmp(x->tmaps, y->tmaps, (size_t)x->ntmaps * sizeof *x->tmaps) == 0),
+		      "tensor maps of code %d", i);
 	}
 	for (int i = 0; i < a->ncode && a->ncode == b->ncode; i++)
 		CHECK(a->code[i].peak_gflops == b->code[i].peak_gflops && a->code[i].peak_gbs == b->code[i].peak_gbs &&
@@ -569,6 +593,41 @@ static size_t put_f64(uint8_t *p, double v)
 
 /* Every field round-trips, and the header holds them in BUNDLE_VERSION 7's order, written out
  * here apart from the table: reordering its rows changes the format. */
+/* Tensor maps are NVIDIA code's, and each one is checked against the arena (runtime/tensor_map.h):
+ * written as they are, the reader refuses a box past the driver's limit, a map outside the arena
+ * and a map of the host's code. */
+static void test_tensor_maps(const char *path, const char *bad)
+{
+	static const char *const want[3] = {"tensor map 0 of the sm_90 code: the box takes 300", "128-byte-aligned slot",
+					    "the host code has tensor maps"};
+	for (int round = 0; round < 3; round++) {
+		Bundle a;
+		char err[512];
+		make_bundle(&a);
+		BundleCode *c = &a.code[round == 2 ? 0 : 1];
+		if (round < 2) { /* the GPU's code as NVIDIA's */
+			snprintf(c->target, sizeof c->target, "sm_90");
+			snprintf(c->arch, sizeof c->arch, "sm_90");
+			c->kind = CODE_PTX, c->wave = 32;
+		}
+		free(c->tmaps);
+		c->ntmaps = 1;
+		c->tmaps = tu_calloc(1, sizeof *c->tmaps);
+		c->tmaps[0] = (BundleTensorMap){.at = (a.arena_bytes - 256) / 128 * 128, .dtype = DT_F32, .rank = 1,
+						 .dim = {4}, .box = {4}};
+		if (round == 0)
+			c->tmaps[0].box[0] = 300;
+		if (round == 1)
+			c->tmaps[0].at = (a.arena_bytes + 127) / 128 * 128;
+		CHECK(bundle_write(&a, path, err, sizeof err), "write: %s", err);
+		size_t size;
+		uint8_t *data = slurp(path, &size);
+		expect_error(bad, data, size, want[round]);
+		free(data);
+		bundle_free(&a);
+	}
+}
+
 static void test_train_layout(const char *path, const Bundle *a)
 {
 	Bundle c = *a, b;
@@ -686,7 +745,7 @@ int main(void)
 	for (size_t n = 0; n < size; n++)
 		expect_error(bad, data, n, n < 8 ? NULL : "truncated bundle: expected");
 	/* the message says how much was expected of what */
-	expect_error(bad, data, size - 1, "bytes of group counts, file ends after");
+	expect_error(bad, data, size - 1, "bytes of tensor maps, file ends after");
 
 	uint8_t *copy = malloc(size);
 	memcpy(copy, data, size);
@@ -729,6 +788,7 @@ int main(void)
 	test_profile_counts(path, bad, &a);
 	test_train_layout(path, &a);
 	test_train_ranges(path, bad, &a);
+	test_tensor_maps(path, bad);
 	CHECK(bundle_write(&a, path, err, sizeof err), "write: %s", err);
 	test_random_damage(path, bad, 1000);
 
