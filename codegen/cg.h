@@ -33,6 +33,7 @@
 #include "codegen/matrix_caps.h"
 #include "codegen/tuning.h"
 #include "ir/ir.h"
+#include "runtime/bundle.h"
 
 /* Which family of targets: only the target table (codegen/targets.c) and the target files
  * (codegen/target_*.c) compare it; everything else asks the target's ops (codegen/target.h). */
@@ -66,6 +67,8 @@ typedef struct {
  * file comment). */
 #define CG_BUFFER_ARGS 16
 #define CG_SIZE_ARGS 4
+/* Tensor maps one kernel may read (a GEMM's two operands: codegen/gemm_gpu.c, "tensor maps") */
+#define CG_TENSOR_MAPS 2
 
 typedef struct {
 	char name[64];     /* k<ID>_<op> */
@@ -79,6 +82,10 @@ typedef struct {
 	int nargs;         /* buffer arguments used: b<i> is arena + args[i] (later ones: the arena) */
 	int64_t args[CG_BUFFER_ARGS];
 	int64_t sizes[CG_SIZE_ARGS]; /* s<i>; 0 where unused */
+	/* the tensor maps it reads (NVIDIA), each in its slot past the plan's arena
+	 * (cg_tensor_map_slot), which the bundle grows the arena by */
+	BundleTensorMap tmaps[CG_TENSOR_MAPS];
+	int ntmaps;
 } CgKernel;
 
 /* Where one target's compile went (--time-passes). The per-unit times are summed over the units,
@@ -145,6 +152,8 @@ typedef struct Cg {
 	int waves;         /* GPU lowerings may set it: waves to keep resident per SIMD (NVIDIA: warps per SM
 			      sub-partition), so the register allocator leaves room for them (0: any) */
 	int dyn_shared;    /* the kernel's dynamic shared memory bytes (cg_shared_array), 0: none */
+	BundleTensorMap tmaps[CG_TENSOR_MAPS]; /* the kernel's tensor maps (CgKernel.tmaps) */
+	int ntmaps;
 	struct CgEmission *emit; /* the fused group and kernels being emitted (codegen/cg_emission.h) */
 	char llvm_error[256]; /* the first error LLVM diagnosed in the unit's context, "" none */
 } Cg;

@@ -64,6 +64,7 @@ static void kernel_open(Cg *cg, int node, const char *name)
 	cg->waves = 0;
 	cg->block = 0;
 	cg->dyn_shared = 0;
+	cg->ntmaps = 0;
 	cg->buffers.n = 0;
 	cg->sizes.n = 0;
 	ops->signature(cg, k->name);
@@ -89,8 +90,25 @@ static void kernel_close(Cg *cg, int64_t ret)
 	k->nargs = cg->arena_only ? 0 : cg->buffers.n;
 	memcpy(k->args, cg->buffers.begin, (size_t)k->nargs * sizeof *k->args);
 	memcpy(k->sizes, cg->sizes.value, (size_t)cg->sizes.n * sizeof *k->sizes);
+	k->ntmaps = cg->ntmaps;
+	memcpy(k->tmaps, cg->tmaps, (size_t)cg->ntmaps * sizeof *k->tmaps);
 	cg->target->ops->kernel_finish(cg, k, ret, kst->body);
 	allow_contract(cg->fn);
+}
+
+int64_t cg_tensor_map_slot(const Cg *cg, int which)
+{
+	const KernelState *kst = &cg->emit->kernels;
+	int64_t node = kst->out->kernels[kst->out->nkernels - 1].node;
+	int64_t base = (cg->g->arena_bytes + BUNDLE_TMAP_BYTES - 1) / BUNDLE_TMAP_BYTES * BUNDLE_TMAP_BYTES;
+	return base + (node * CG_TENSOR_MAPS + which) * BUNDLE_TMAP_BYTES;
+}
+
+void cg_tensor_map_add(Cg *cg, const BundleTensorMap *m)
+{
+	if (cg->ntmaps == CG_TENSOR_MAPS)
+		CG_FAIL("more than %d tensor maps in one kernel", CG_TENSOR_MAPS);
+	cg->tmaps[cg->ntmaps++] = *m;
 }
 
 void cg_kernel_next(Cg *cg, int64_t grid, const char *suffix)

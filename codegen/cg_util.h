@@ -59,6 +59,12 @@ LLVMValueRef cg_table_load(Cg *cg, LLVMValueRef table, LLVMValueRef idx);
  * kernel's body with cg->fn, arena, entry, wg_begin and wg_end its own and gpu_native and block
  * reset; the lowering returns the last kernel's grid as usual. */
 void cg_kernel_next(Cg *cg, int64_t grid, const char *suffix);
+/* The arena slot of tensor map `which` (0 or 1) of the kernel being emitted: past the plan's
+ * arena, one 128-byte slot per node and map, so that a kernel's slots are its own however the
+ * units are compiled (the bundle grows the arena over the slots used, codegen/make_bundle.c). */
+int64_t cg_tensor_map_slot(const Cg *cg, int which);
+/* Records tensor map m as one the kernel being emitted reads (CgKernel.tmaps). */
+void cg_tensor_map_add(Cg *cg, const BundleTensorMap *m);
 
 
 /* ---- codegen/cg_gpu.c: for lowerings written for GPUs ---- */

@@ -65,6 +65,17 @@ typedef struct {
 			   LLVMValueRef chan);
 } GemmRows;
 
+/* The operand as plain memory (optional), for copies by NVIDIA's Tensor Memory Accelerator
+ * (codegen/gemm_gpu.c, "tensor maps"): element (row, col) of batch b (row and col as elem's) is
+ * node src's element b * sb + row * ld + col, or b * sb + col * ld + row where t; sb 0: one
+ * matrix for every b. */
+typedef struct {
+	int src;
+	int64_t ld;
+	bool t;
+	int64_t sb;
+} GemmTensor;
+
 struct GemmOperand {
 	GemmElemFn elem;
 	GemmVecFn vec;
@@ -77,6 +88,7 @@ struct GemmOperand {
 	bool along_k;       /* consecutive k lie next to each other in memory (else m for A, n for B) */
 	bool batch_free;    /* A only: A does not depend on b, so a packed A serves every b */
 	const GemmRows *rows; /* A only, optional: the window as padded rows */
+	const GemmTensor *tensor; /* optional: the operand as plain memory */
 	const void *ctx;    /* the lowering's */
 };
 

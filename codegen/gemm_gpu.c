@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "codegen/gemm_gpu.h"
+#include "runtime/tensor_map.h"
 #include "codegen/cg_util.h"
 #include "codegen/target.h"
 
@@ -755,6 +756,13 @@ typedef struct {
 	/* emulated matrix instructions: each work-item's fragments, and the lane model as tables */
 	GpuPrivate frags;
 	LLVMValueRef model_d, model_a, model_b;
+	/* tensor maps: operand B [0], A [1] copied by the Tensor Memory Accelerator, its map, the
+	 * byte offset of the buffers' mbarriers in the LDS; the buffer the copies in flight go into
+	 * and the k-block being accumulated (index type) */
+	bool tma[2];
+	BundleTensorMap map[2];
+	int64_t bars_at;
+	LLVMValueRef copy_buf, kb_now;
 } GpuGemm;
 
 static LLVMValueRef ci(GpuGemm *g, int64_t v) { return LLVMConstInt(g->it, (unsigned long long)v, 1); }
@@ -2667,6 +2675,205 @@ static void copy_stages(const GemmSpec *s, GpuTiles *t, int64_t bk, int64_t lds)
 	*t = c;
 }
 
+/* ---- tensor maps: operands copied by the Tensor Memory Accelerator (sm_90; NETC_TMA=1) ----
+ *
+ * Where an operand is plain memory (GemmOperand.tensor) and its tile in a buffer of the deep wgmma
+ * pipeline is one box of a tensor map (runtime/tensor_map.h) -- K-major rows, or the k rows of an
+ * MN-major tile one atom wide, of 32, 64 or 128 bytes, whose swizzle (lds_layout's) is the map's --
+ * work-item 0 copies a k-block's tile with one cp.async.bulk.tensor instead of every work-item's
+ * cp.async of 16-byte runs. Each buffer has an mbarrier: work-item 0 arms it with the bytes of the
+ * k-block's boxes (mbarrier.arrive.expect_tx) and the copies complete them; every work-item waits
+ * for its phase, (k-block / stages) & 1, before the barrier that orders each k-block already (so
+ * a buffer is copied over only after every warpgroup's products of it are done). No copies go
+ * past the slice's last k-block, so none is in flight at the end. The maps go into the bundle,
+ * each in a slot of the arena past the plan's (cg_tensor_map_slot), where the runtime stores the
+ * driver's encoding; zeros outside the tensor come from the hardware. Emulated, work-item 0
+ * copies the boxes element by element as the map says (rt_tensor_map_copy's rule) and the waits
+ * are nothing, so the emulated GEMMs test each map's extents, strides, box and swizzle against
+ * the LDS layout the descriptors read. Experimental: on only where NETC_TMA=1 (no GPU has timed
+ * it yet), with NVIDIA's Tensor Memory Accelerator under test (tests/unit/test_rt_tensor_map.c). */
+
+static bool tma_asked(void)
+{
+	const char *e = getenv("NETC_TMA");
+	return e && strcmp(e, "1") == 0;
+}
+
+/* The map of operand is_a's tiles where they are one box (the file's rules), in *m without its
+ * slot; false where they are not. */
+static bool tma_map(const Cg *cg, const GpuGemm *g, bool is_a, BundleTensorMap *m)
+{
+	const GemmOperand *op = is_a ? &g->s->a : &g->s->b;
+	const GemmTensor *x = op->tensor;
+	const LdsTile *t = lds_tile(g, is_a);
+	const CgTarget *target = unit_target(cg);
+	if (!x || !target || !(target->matrix & CG_MATRIX_WGMMA) || !g->t.copied[is_a] || g->t.rows || !t->ldm ||
+	    !t->swz_mask || t->atom || t->kvec != 1 || g->t.ks != 1)
+		return false;
+	const Node *src = &cg->g->node[x->src];
+	int64_t esize = lds_esize(g->s, &g->t), rows = is_a ? g->t.bm : g->t.bn, mn = is_a ? g->s->m : g->s->n;
+	bool contiguous_k = is_a ? !x->t : x->t; /* the tensor's contiguous index: col unless t */
+	if (src->offset < 0 || contiguous_k != op->along_k || contiguous_k != t->kmajor ||
+	    (int64_t)dtype_size(src->dtype) != esize)
+		return false;
+	int64_t inner = t->kmajor ? g->t.bk : rows, outer = t->kmajor ? rows : g->t.bk;
+	*m = (BundleTensorMap){.tensor = src->offset, .dtype = src->dtype, .rank = x->sb ? 3 : 2,
+			       .dim = {contiguous_k ? g->s->k : mn, contiguous_k ? mn : g->s->k, g->s->batch},
+			       .stride = {0, x->ld * esize, x->sb * esize},
+			       .box = {(int32_t)inner, (int32_t)outer, 1}, .swizzle = (int)(inner * esize)};
+	char why[200];
+	return t->ld == inner && rt_tensor_map_check(m, src->offset + m->stride[m->rank - 1] * m->dim[m->rank - 1] +
+							      esize * m->dim[0], why, sizeof why);
+}
+
+/* Which operands the TMA copies (g->tma, g->map), and where their mbarriers lie past `lds`
+ * bytes of LDS; returns the LDS bytes with them. */
+static int64_t tma_choose(Cg *cg, GpuGemm *g, bool wgmma, int64_t lds)
+{
+	const CgTarget *target = unit_target(cg);
+	g->tma[0] = g->tma[1] = false;
+	if (!wgmma || !tma_asked() || !target || g->t.stages < 2)
+		return lds;
+	int64_t bars_at = (lds + 7) / 8 * 8, with = bars_at + 8 * g->t.stages;
+	if (with > target->lds_max)
+		return lds;
+	for (int is_a = 0; is_a < 2; is_a++)
+		g->tma[is_a] = tma_map(cg, g, is_a, &g->map[is_a]);
+	if (!g->tma[0] && !g->tma[1])
+		return lds;
+	g->bars_at = bars_at;
+	if (!g->grp.emulated) /* the maps' slots, and the maps into the bundle */
+		for (int is_a = 1, which = 0; is_a >= 0; is_a--)
+			if (g->tma[is_a]) {
+				g->map[is_a].at = cg_tensor_map_slot(cg, which++);
+				cg_tensor_map_add(cg, &g->map[is_a]);
+			}
+	return with;
+}
+
+static bool tma_any(const GpuGemm *g) { return g->tma[0] || g->tma[1]; }
+
+/* The shared-memory address (i32) of buffer `buffer`'s mbarrier. */
+static LLVMValueRef tma_bar(Cg *cg, GpuGemm *g, LLVMValueRef buffer)
+{
+	LLVMValueRef at = add(cg, ci(g, g->bars_at), mulc(cg, g, buffer, 8));
+	LLVMValueRef p = LLVMBuildGEP2(cg->b, cg->t_i8, g->lds, (LLVMValueRef[]){to_i64(cg, g, at)}, 1, "");
+	return LLVMBuildTrunc(cg->b, LLVMBuildPtrToInt(cg->b, p, cg->t_i64, ""), cg->t_i32, "");
+}
+
+/* Work-item 0 readies the buffers' mbarriers (one arrival each: its own), then a barrier. */
+static void tma_init(Cg *cg, GpuGemm *g)
+{
+	LLVMValueRef tid64 = cg_gpu_phase_begin(cg, &g->grp);
+	if (!g->grp.emulated) {
+		LLVMBasicBlockRef done = begin_if(cg, LLVMBuildICmp(cg->b, LLVMIntEQ, tid64, cg_i64(cg, 0), ""));
+		for (int s = 0; s < g->t.stages; s++)
+			ptx_asm(cg, NULL, "mbarrier.init.shared::cta.b64 [$0], 1;", "r,~{memory}",
+				(LLVMValueRef[]){tma_bar(cg, g, ci(g, s))}, 1);
+		ptx_asm(cg, NULL, "fence.mbarrier_init.release.cluster;\nfence.proxy.async.shared::cta;", "~{memory}", NULL, 0);
+		end_if(cg, done);
+	}
+	cg_gpu_phase_end(cg, &g->grp, true);
+}
+
+/* The box's coordinates (i32, innermost first) for operand is_a's tile at k (index type). */
+static void tma_coords(Cg *cg, GpuGemm *g, bool is_a, LLVMValueRef k, LLVMValueRef *c)
+{
+	LLVMValueRef mn = is_a ? g->m0 : g->n0;
+	bool kmajor = lds_tile(g, is_a)->kmajor;
+	c[0] = kmajor ? k : mn;
+	c[1] = kmajor ? mn : k;
+	c[2] = g->b;
+	for (int i = 0; i < 3; i++)
+		c[i] = LLVMBuildTrunc(cg->b, to_i64(cg, g, c[i]), cg->t_i32, "");
+}
+
+/* Emulated: the box of map m at coordinates c into the tile at dst, element by element as the
+ * hardware copies it (rt_tensor_map_copy): dense and row-major, then each 16-byte unit u of a
+ * row r of the swizzle's bytes at u ^ the row's flip; zeros outside the tensor. */
+static void tma_copy_emulated(Cg *cg, GpuGemm *g, const GemmTensor *x, const BundleTensorMap *m, const LLVMValueRef *c,
+			      LLVMValueRef dst)
+{
+	int64_t esize = (int64_t)dtype_size((DType)m->dtype);
+	CgLoop e = cg_for_begin(cg, cg_i64(cg, 0), cg_i64(cg, (int64_t)m->box[0] * m->box[1]), "tma_e");
+	LLVMValueRef i0 = LLVMBuildAdd(cg->b, LLVMBuildSExt(cg->b, c[0], cg->t_i64, ""),
+				       LLVMBuildURem(cg->b, e.i, cg_i64(cg, m->box[0]), ""), "");
+	LLVMValueRef i1 = LLVMBuildAdd(cg->b, LLVMBuildSExt(cg->b, c[1], cg->t_i64, ""),
+				       LLVMBuildUDiv(cg->b, e.i, cg_i64(cg, m->box[0]), ""), "");
+	LLVMValueRef inside = LLVMBuildAnd(cg->b, LLVMBuildICmp(cg->b, LLVMIntULT, i0, cg_i64(cg, m->dim[0]), ""),
+					   LLVMBuildICmp(cg->b, LLVMIntULT, i1, cg_i64(cg, m->dim[1]), ""), "");
+	LLVMValueRef idx = LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, i1, cg_i64(cg, x->ld), ""), i0, "");
+	if (x->sb)
+		idx = LLVMBuildAdd(cg->b, idx, LLVMBuildMul(cg->b, LLVMBuildSExt(cg->b, c[2], cg->t_i64, ""), cg_i64(cg, x->sb), ""), "");
+	idx = LLVMBuildSelect(cg->b, inside, idx, cg_i64(cg, 0), "");
+	LLVMValueRef v = LLVMBuildLoad2(cg->b, g->lt, cg_ptr(cg, x->src, idx), "");
+	v = LLVMBuildSelect(cg->b, inside, v, LLVMConstNull(g->lt), "");
+	LLVMValueRef byte = LLVMBuildMul(cg->b, e.i, cg_i64(cg, esize), "");
+	LLVMValueRef flip = LLVMBuildAnd(cg->b, LLVMBuildLShr(cg->b, byte, cg_i64(cg, 7), ""), cg_i64(cg, m->swizzle / 16 - 1), "");
+	byte = LLVMBuildXor(cg->b, byte, LLVMBuildShl(cg->b, flip, cg_i64(cg, 4), ""), "");
+	LLVMValueRef to = LLVMBuildGEP2(cg->b, cg->t_i8, dst, &byte, 1, "");
+	LLVMBuildStore(cg->b, v, to);
+	cg_for_end(cg, &e);
+}
+
+/* Work-item 0's copies of the TMA operands' tiles of k-block k0 (relative to the slice) into the
+ * copies' buffer, where k0 is inside the slice. */
+static void tma_issue(Cg *cg, GpuGemm *g, LLVMValueRef tid64, LLVMValueRef k0)
+{
+	LLVMValueRef first = LLVMBuildICmp(cg->b, LLVMIntEQ, tid64, cg_i64(cg, 0), "");
+	LLVMBasicBlockRef done = begin_if(cg, LLVMBuildAnd(cg->b, first, ltc(cg, g, k0, g->t.kslice), ""));
+	LLVMValueRef k = g->kbase ? add(cg, g->kbase, k0) : k0, bar = NULL;
+	int64_t bytes = 0;
+	for (int is_a = 0; is_a < 2; is_a++)
+		bytes += g->tma[is_a] ? rt_tensor_map_box_bytes(&g->map[is_a]) : 0;
+	if (!g->grp.emulated) {
+		bar = tma_bar(cg, g, g->copy_buf);
+		ptx_asm(cg, NULL, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}",
+			(LLVMValueRef[]){bar, cg_i32(cg, (int32_t)bytes)}, 2);
+	}
+	for (int is_a = 1; is_a >= 0; is_a--) {
+		if (!g->tma[is_a])
+			continue;
+		const BundleTensorMap *m = &g->map[is_a];
+		LLVMValueRef c[3], dst = is_a ? g->an : g->bn;
+		tma_coords(cg, g, is_a, k, c);
+		if (g->grp.emulated) {
+			tma_copy_emulated(cg, g, (is_a ? &g->s->a : &g->s->b)->tensor, m, c, dst);
+			continue;
+		}
+		LLVMValueRef slot = LLVMBuildGEP2(cg->b, cg->t_i8, cg->arena, (LLVMValueRef[]){cg_i64(cg, m->at)}, 1, "");
+		LLVMValueRef map = LLVMBuildPtrToInt(cg->b, LLVMBuildAddrSpaceCast(cg->b, slot, cg->t_ptr, ""), cg->t_i64, "");
+		LLVMValueRef to = LLVMBuildTrunc(cg->b, LLVMBuildPtrToInt(cg->b, dst, cg->t_i64, ""), cg->t_i32, "");
+		char text[256];
+		snprintf(text, sizeof text,
+			 "cp.async.bulk.tensor.%dd.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3%s}], [$%d];",
+			 m->rank, m->rank == 3 ? ", $4" : "", m->rank + 2);
+		LLVMValueRef args[6] = {to, map, c[0], c[1], m->rank == 3 ? c[2] : bar, bar};
+		ptx_asm(cg, NULL, text, m->rank == 3 ? "r,l,r,r,r,r,~{memory}" : "r,l,r,r,r,~{memory}", args, m->rank + 3);
+	}
+	end_if(cg, done);
+}
+
+/* Every work-item waits until the TMA copies of the k-block being accumulated have landed. */
+static void tma_wait(Cg *cg, GpuGemm *g)
+{
+	if (g->grp.emulated)
+		return;
+	int stages = g->t.stages;
+	LLVMValueRef buffer = remc(cg, g, g->kb_now, stages);
+	LLVMValueRef parity = LLVMBuildAnd(cg->b, divc(cg, g, g->kb_now, stages), ci(g, 1), "");
+	LLVMValueRef args[2] = {tma_bar(cg, g, buffer), LLVMBuildTrunc(cg->b, to_i64(cg, g, parity), cg->t_i32, "")};
+	LLVMBasicBlockRef spin = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "tma_wait");
+	LLVMBasicBlockRef landed = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "tma_landed");
+	LLVMBuildBr(cg->b, spin);
+	LLVMPositionBuilderAtEnd(cg->b, spin);
+	LLVMValueRef ok = ptx_asm(cg, cg->t_i32,
+				  "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\nselp.u32 $0, 1, 0, p;\n}",
+				  "=r,r,r,~{memory}", args, 2);
+	LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntNE, ok, cg_i32(cg, 0), ""), landed, spin);
+	LLVMPositionBuilderAtEnd(cg->b, landed);
+}
+
 /* ---- the kernel ---- */
 
 static void decode(Cg *cg, GpuGemm *g, LLVMValueRef wg64)
@@ -2713,8 +2920,10 @@ static void stage_copies(Cg *cg, GpuGemm *g, LLVMValueRef tid64, LLVMValueRef k0
 	if (g->t.rows)
 		copy_rows(cg, g, tid64, k0);
 	for (int is_a = 1; is_a >= 0 && !g->t.rows; is_a--)
-		if (g->t.copied[is_a])
+		if (g->t.copied[is_a] && !g->tma[is_a])
 			stage(cg, g, is_a, tid64, k0);
+	if (tma_any(g))
+		tma_issue(cg, g, tid64, k0);
 	if (!g->grp.emulated)
 		cg_intrinsic_call(cg, "llvm.nvvm.cp.async.commit.group", NULL, 0);
 }
@@ -2756,8 +2965,11 @@ static void pick_buffer(Cg *cg, GpuGemm *g, LLVMValueRef kb)
 {
 	int stages = g->t.stages;
 	buffer_at(cg, g, stages == 2 ? LLVMBuildAnd(cg->b, kb, ci(g, 1), "") : remc(cg, g, kb, stages), &g->as, &g->bs);
-	if (copies(g))
-		buffer_at(cg, g, remc(cg, g, add(cg, kb, ci(g, copies_ahead(g))), stages), &g->an, &g->bn);
+	g->kb_now = kb;
+	if (copies(g)) {
+		g->copy_buf = remc(cg, g, add(cg, kb, ci(g, copies_ahead(g))), stages);
+		buffer_at(cg, g, g->copy_buf, &g->an, &g->bn);
+	}
 }
 
 /* The work-item's copies of the k-block about to be accumulated landed (the others' by the
@@ -2767,6 +2979,8 @@ static void copies_landed(Cg *cg, GpuGemm *g)
 {
 	if (copies(g))
 		wait_copies(cg, g, copies_ahead(g) - 1);
+	if (tma_any(g))
+		tma_wait(cg, g);
 	if (g->t.wgmma && !g->grp.emulated)
 		ptx_asm(cg, NULL, "fence.proxy.async.shared::cta;", "", NULL, 0);
 }
@@ -2789,7 +3003,8 @@ static void kblocks(Cg *cg, GpuGemm *g)
 	if (g->hold)
 		held_begin(cg, g, tid64);
 	for (int64_t s = 0; s < ahead && copies(g); s++) {
-		buffer_at(cg, g, ci(g, s), &g->an, &g->bn);
+		g->copy_buf = ci(g, s);
+		buffer_at(cg, g, g->copy_buf, &g->an, &g->bn);
 		stage_copies(cg, g, tid64, ci(g, s * g->t.bk));
 	}
 	cg_gpu_phase_end(cg, &g->grp, false);
@@ -2927,8 +3142,10 @@ static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 	int64_t stage = g.t.stages * (a_span(&g) + b_span(&g));
 	out_through_lds(cg, &g, stage);
 	int64_t red = g.out_lds ? (int64_t)g.t.ks * g.t.bm * g.out_pitch : 0;
-	g.lds = cg_gpu_shared(cg, &g.grp, g.et, stage > red ? stage : red, "gemm_lds");
-	g.t.wgmma = t.rows || wgmma_fits(cg, &g);
+	bool wgmma = t.rows || wgmma_fits(cg, &g);
+	int64_t lds_bytes = tma_choose(cg, &g, wgmma, (stage > red ? stage : red) * et_size(s));
+	g.lds = cg_gpu_shared(cg, &g.grp, g.et, cdiv(lds_bytes, et_size(s)), "gemm_lds");
+	g.t.wgmma = wgmma;
 	/* a k-block's products in flight past the next barrier cost the copies one buffer */
 	g.t.lag = g.t.wgmma && g.t.stages > GPU_COPY_STAGES;
 	char out_note[48] = "";
@@ -2939,9 +3156,10 @@ static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 	if (g.t.wgmma) {
 		char instr[96];
 		int kib = (int)((a_span(&g) + b_span(&g)) * et_size(s) / 1024);
-		snprintf(instr, sizeof instr, "wgmma m64n%dk%d %s%s, %d stages of %d KiB%s", wg_n(&g) % 1024,
+		const char *tma = g.tma[0] && g.tma[1] ? ", A and B by TMA" : g.tma[1] ? ", A by TMA" : g.tma[0] ? ", B by TMA" : "";
+		snprintf(instr, sizeof instr, "wgmma m64n%dk%d %s%s, %d stages of %d KiB%s%s", wg_n(&g) % 1024,
 			 (int)wg_k(&g) % 100, wg_type(&g), t.rows ? " on padded rows" : "", g.t.stages % 100, kib % 1024,
-			 out_note);
+			 out_note, tma);
 		cg_tuning_note_instr(cg, instr);
 		LLVMSetAlignment(g.lds, WG_ALIGN);
 	} else if (*out_note) {
@@ -2967,6 +3185,8 @@ static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 		cg_gpu_group_end(cg, &g.grp);
 		return grid;
 	}
+	if (tma_any(&g))
+		tma_init(cg, &g);
 	kblocks(cg, &g);
 	if (g.out_lds)
 		reduce_tiles(cg, &g);

@@ -31,12 +31,7 @@ typedef struct {
 
 /* A dense matrix per batch: element (row, col) of batch b = src[b*sb + row*ld + col], or
  * src[b*sb + col*ld + row] when t; its runs are along col (along row when t). */
-typedef struct {
-	int src;
-	int64_t ld;
-	bool t;
-	int64_t sb; /* 0: one matrix for every b */
-} Dense;
+typedef GemmTensor Dense;
 
 static LLVMValueRef dense_batch(Cg *cg, const Dense *d, LLVMValueRef b, LLVMValueRef idx)
 {
@@ -440,7 +435,7 @@ static GemmOperand dense_operand(Cg *cg, const Dense *d, bool along_k, bool vec)
 {
 	return (GemmOperand){.elem = dense_elem, .vec = vec ? dense_vec : NULL, .run = dense_run,
 			     .runs = dense_runs(cg, d), .at = dense_at, .stored = cg->g->node[d->src].dtype,
-			     .along_k = along_k, .ctx = d};
+			     .along_k = along_k, .tensor = d, .ctx = d};
 }
 
 static void out_store(Cg *cg, const GemmSpec *s, LLVMValueRef b, LLVMValueRef m, LLVMValueRef n, LLVMValueRef v)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codegen/cg_util.h"
 #include "codegen/make_bundle.h"
 #include "codegen/target.h"
 #include "codegen/targets.h"
@@ -95,6 +96,27 @@ static BundleKernel *kernel_list(const Graph *g, const CgOutput *code, unsigned 
 	return list;
 }
 
+/* The tensor maps of the code's kernels, each slot once (a kernel launched in several programs is
+ * one kernel); two different maps in one slot would be a compiler bug. */
+static void collect_tensor_maps(const CgOutput *out, BundleCode *c)
+{
+	for (int i = 0; i < out->nkernels; i++)
+		for (int j = 0; j < out->kernels[i].ntmaps; j++) {
+			const BundleTensorMap *m = &out->kernels[i].tmaps[j];
+			int k = 0;
+			while (k < c->ntmaps && c->tmaps[k].at != m->at)
+				k++;
+			if (k < c->ntmaps && memcmp(&c->tmaps[k], m, sizeof *m) != 0)
+				CG_FAIL("two tensor maps in the arena slot at %lld", (long long)m->at);
+			if (k < c->ntmaps)
+				continue;
+			c->tmaps = realloc(c->tmaps, (size_t)(c->ntmaps + 1) * sizeof *c->tmaps);
+			if (!c->tmaps)
+				CG_FAIL("out of memory");
+			c->tmaps[c->ntmaps++] = *m;
+		}
+}
+
 static void fill_code(const Graph *g, const CgTarget *t, const CgOutput *out, BundleCode *c)
 {
 	snprintf(c->target, sizeof c->target, "%s", t->name);
@@ -108,6 +130,7 @@ static void fill_code(const Graph *g, const CgTarget *t, const CgOutput *out, Bu
 	}
 	c->kind = t->ops->code_kind;
 	c->wave = t->wave; /* 0 on the host */
+	collect_tensor_maps(out, c);
 	c->train_kernels = kernel_list(g, out, PROG_TRAIN, &c->ntrain);
 	c->eval_kernels = kernel_list(g, out, PROG_EVAL, &c->neval);
 	c->accum_kernels = kernel_list(g, out, PROG_ACCUM, &c->naccum);
@@ -217,6 +240,11 @@ void cg_make_bundle(const Graph *g, const CgTarget *targets, const CgOutput *cod
 	fill_plan(g, b);
 	b->ncode = n;
 	b->code = xcalloc(n, sizeof *b->code);
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		fill_code(g, &targets[i], &code[i], &b->code[i]);
+		/* the tensor maps' slots lie past the plan's arena */
+		for (int j = 0; j < b->code[i].ntmaps; j++)
+			if (b->arena_bytes < b->code[i].tmaps[j].at + BUNDLE_TMAP_BYTES)
+				b->arena_bytes = b->code[i].tmaps[j].at + BUNDLE_TMAP_BYTES;
+	}
 }

@@ -281,8 +281,11 @@ static int info_bundle(const Args *a, const CompileOptions *o)
 		printf("target %s: %s, arch %s", c->target, code_kind_name(c->kind), c->arch);
 		if (c->wave)
 			printf(", wave%d", c->wave);
-		printf(", %llu bytes, %d training kernels, %d evaluation kernels\n", (unsigned long long)c->size,
-		       c->ntrain, c->neval);
+		printf(", %llu bytes, %d training kernels, %d evaluation kernels", (unsigned long long)c->size, c->ntrain,
+		       c->neval);
+		if (c->ntmaps)
+			printf(", %d tensor maps", c->ntmaps);
+		printf("\n");
 		if (c->peak_gflops > 0)
 			printf("  roofline (bench --profile): %.0f GFLOP/s, %.0f GB/s (%s)\n", c->peak_gflops, c->peak_gbs,
 			       c->peak_of);

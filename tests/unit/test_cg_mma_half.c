@@ -309,6 +309,53 @@ static bool seen(size_t u, const CgMatrixInstr *mi)
 	return false;
 }
 
+/* How many of the graph's GEMM kernels copy A and B by the TMA (emulated compile: the tiles'
+ * notes). */
+static void tma_count(CgHarness *h, int *a, int *b)
+{
+	CgOutput out;
+	h->g->train.precision = mode->precision;
+	emulate(true);
+	bool ok = ch_compile(h, false, &out);
+	emulate(false);
+	for (int i = 0; ok && i < out.nkernels; i++) {
+		const char *instr = out.kernels[i].tiles.instr;
+		*a += strstr(instr, "A and B by TMA") || strstr(instr, "A by TMA");
+		*b += strstr(instr, "A and B by TMA") || strstr(instr, "B by TMA");
+	}
+	if (ok)
+		cg_output_free(&out);
+	else
+		tu_failures++;
+}
+
+/* NETC_TMA=1 (codegen/gemm_gpu.c, "tensor maps"): matmuls of every transpose whose plain operands
+ * go into the deep wgmma pipeline's buffers as tensor-map boxes, emulated against the reference
+ * (each box's extents, strides, coordinates and swizzle against the LDS layout the descriptors
+ * read), on the heuristic's tiles and on wide candidates of k-blocks of 64 and 32; the sm_90 PTX
+ * has the copies, and ptxas takes it. */
+static void tma_matmuls(void)
+{
+	setenv("NETC_TMA", "1", 1);
+	int a = 0, b = 0;
+	CgHarness *h = matmul(1024, 1024, 40);
+	tma_count(h, &a, &b);
+	CgOutput out;
+	if (cf_compile(h, "sm_90", &out)) {
+		CHECK(strstr((const char *)out.code, "cp.async.bulk.tensor.2d") && strstr((const char *)out.code, "mbarrier.try_wait"),
+		      "%s [sm_90]: no tensor-map copies in the PTX", h->name);
+		cg_output_free(&out);
+	} else {
+		tu_failures++;
+	}
+	run(h);
+	deep_candidates(128, 256, 392, 1u << 2, 64);
+	deep_candidates(128, 256, 200, 1u << 1, 32);
+	printf("tensor maps: %d GEMM kernels copy A, %d B by the TMA\n", a, b);
+	CHECK(a > 0 && b > 0, "no GEMM copies A (%d) or B (%d) by the TMA", a, b);
+	unsetenv("NETC_TMA");
+}
+
 int main(void)
 {
 	ch_start("test_cg_mma_half");
@@ -333,6 +380,8 @@ int main(void)
 				run(matmul(2048, 1024, 24));
 				/* 128 x 128 tiles: B (and A) MN-major over two atoms per warpgroup */
 				run(anchor_matmul_of(2048, 2048, 24, 3u, mode->type));
+				if (mode->type == DT_BF16) /* f16 copies the same bytes */
+					tma_matmuls();
 				want_wgmma = false;
 				/* A (m x k) and B (stored n x k) both along k: the transpose of B alone; then
 				 * A stored k x m, along m (an MN-major A, as the gradients have) */
