@@ -3154,7 +3154,7 @@ static int64_t emit_tiles(Cg *cg, const GemmSpec *s, GpuTiles t)
 	else if (t.tiles > 1)
 		snprintf(out_note, sizeof out_note, ", %d tiles per work-group", t.tiles % 10000);
 	if (g.t.wgmma) {
-		char instr[96];
+		char instr[160];
 		int kib = (int)((a_span(&g) + b_span(&g)) * et_size(s) / 1024);
 		const char *tma = g.tma[0] && g.tma[1] ? ", A and B by TMA" : g.tma[1] ? ", A by TMA" : g.tma[0] ? ", B by TMA" : "";
 		snprintf(instr, sizeof instr, "wgmma m64n%dk%d %s%s, %d stages of %d KiB%s%s", wg_n(&g) % 1024,

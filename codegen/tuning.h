@@ -66,7 +66,7 @@ typedef struct {
 	CgTileConfig cfg;
 	int index, ncand;  /* cfg is candidate index of ncand (0: the heuristic's) */
 	char why[448];     /* "heuristic", "tuned from FILE:LINE: figures", "candidate 3 of 12", ... */
-	char instr[96];    /* the matrix instruction where the tiles' choice of it is news ("wgmma
+	char instr[128];   /* the matrix instruction where the tiles' choice of it is news ("wgmma
 			      m64n128k16, 3 stages of 16 KiB"); empty otherwise */
 } CgTileNote;
 
